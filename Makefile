@@ -1,0 +1,32 @@
+# Two entry points: `make demo` (the main job) and `make test` (the suite).
+# Both create .venv on first use and install what they need into it.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+
+.PHONY: demo test bench install clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e ".[test]"
+	touch $@
+
+$(VENV)/.bench-installed: $(VENV)/.installed
+	$(PIP) install --quiet -e ".[test,bench]"
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/reidrisk demo
+
+test: $(VENV)/.installed
+	$(PY) -m pytest
+
+bench: $(VENV)/.bench-installed
+	$(PY) benchmarks/frequency_speed.py
+
+clean:
+	rm -rf $(VENV) reidrisk-report build *.egg-info src/*.egg-info

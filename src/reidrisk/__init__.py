@@ -1,0 +1,4 @@
+"""reidrisk: how re-identifiable people are in the data you collect or release, and collection of
+sensitive data under local differential privacy when people skip questions."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,162 @@
+"""The base of every LDP mechanism: validated budget, exact channel, vectorized perturbation.
+
+Every mechanism here is a *pure* frequency oracle (Wang et al., USENIX Security 2017): each report
+``y`` *supports* a set of input values ``S(y)`` and
+
+    P(v in S(Y) | X = x) = p_support  if v == x,   q_support  otherwise.
+
+The server therefore needs only the 0/1 support-membership matrix of the reports
+(``Mechanism.support``): its column sums are the counts w of paper 004 eq. 5, and the Gram matrix
+of the supports of two attributes gives the pair counts W of paper 004 Section 4.2.2. The expected
+counts are ``M z`` with ``M = support_matrix()`` (diagonal p_support, elsewhere q_support), for every
+mechanism alike.
+
+Reports are mechanism-specific arrays (``report_shape`` says which); a missing input is passed
+through as a missing report (row of ``MISSING``/all-False) and supports nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+
+import numpy as np
+import scipy.sparse as sp
+
+from reidrisk.schema import MISSING
+
+
+class MechanismError(ValueError):
+    """Bad mechanism parameter or bad report. The message names the parameter/value and the fix."""
+
+
+def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
+    """Validate a privacy budget: finite and > 0."""
+    try:
+        eps = float(epsilon)
+    except (TypeError, ValueError):
+        raise MechanismError(f"{name} must be a number, got {epsilon!r}") from None
+    if not math.isfinite(eps) or eps <= 0:
+        raise MechanismError(
+            f"{name} must be finite and > 0, got {epsilon!r}; pass a positive budget such as 1.0"
+        )
+    return eps
+
+
+def check_domain(k: int) -> int:
+    if isinstance(k, bool) or int(k) != k or int(k) < 2:
+        raise MechanismError(f"domain size k must be an integer >= 2, got {k!r}")
+    return int(k)
+
+
+def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
+    """A Generator from a seed or Generator; ``None`` draws from OS entropy (production clients)."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    return np.random.default_rng(rng)
+
+
+class Mechanism(ABC):
+    """An epsilon-LDP randomizer for one categorical attribute with domain {0..k-1}.
+
+    Subclasses set ``name`` and implement ``perturb``, ``support``, ``p_support``/``q_support``,
+    ``log_prob`` (exact log-likelihood of reports given every input) and ``validate_reports``.
+    """
+
+    name: str = "mechanism"
+
+    def __init__(self, epsilon: float, k: int) -> None:
+        self.epsilon = check_epsilon(epsilon)
+        self.k = check_domain(k)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(epsilon={self.epsilon:g}, k={self.k})"
+
+    # ---- client side -------------------------------------------------------------------------
+    @abstractmethod
+    def perturb(self, values: np.ndarray, rng: np.random.Generator | int | None = None) -> np.ndarray:
+        """Randomize a 1-D int array of codes (``MISSING`` passes through) into reports."""
+
+    # ---- channel -----------------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def p_support(self) -> float:
+        """P(true value in the report's support set)."""
+
+    @property
+    @abstractmethod
+    def q_support(self) -> float:
+        """P(a given other value in the report's support set)."""
+
+    def support_matrix(self) -> np.ndarray:
+        """k x k matrix M with M[v, x] = P(v in S(Y) | X = x): expected support counts are M z."""
+        m = np.full((self.k, self.k), self.q_support)
+        np.fill_diagonal(m, self.p_support)
+        return m
+
+    @abstractmethod
+    def log_prob(self, reports: np.ndarray) -> np.ndarray:
+        """Exact log P(report_i | X = x) for every report i and input x: array (n, k).
+
+        Rows of missing reports are 0 (log 1: a missing report carries no information).
+        """
+
+    def enumerate_outputs(self) -> np.ndarray:
+        """All possible reports (for exact channels on small domains). Optional."""
+        raise NotImplementedError(f"{self.name} does not enumerate its outputs")
+
+    def channel(self) -> np.ndarray:
+        """Exact channel Q[y, x] = P(Y = y | X = x) over ``enumerate_outputs()`` (small k only)."""
+        return np.exp(self.log_prob(self.enumerate_outputs()))
+
+    def max_log_ratio(self) -> float:
+        """Worst-case log-likelihood ratio max_y max_{x,x'} log Q(y|x)/Q(y|x') in closed form.
+
+        A correct, non-wasteful mechanism returns exactly ``epsilon``.
+        """
+        q = self.log_prob(self.enumerate_outputs())
+        return float(np.max(q.max(axis=1) - q.min(axis=1)))
+
+    # ---- server side -------------------------------------------------------------------------
+    @abstractmethod
+    def support(self, reports: np.ndarray) -> sp.csr_matrix | np.ndarray:
+        """0/1 membership matrix (n, k): entry [i, v] = 1 if report i supports value v.
+
+        Missing reports give all-zero rows. Sparse CSR when a report supports few values.
+        """
+
+    @abstractmethod
+    def is_missing(self, reports: np.ndarray) -> np.ndarray:
+        """Boolean (n,) mask of missing reports."""
+
+    @abstractmethod
+    def validate_reports(self, reports: np.ndarray) -> np.ndarray:
+        """Check reports received from clients; raise ``MechanismError`` naming the first bad row."""
+
+    # ---- convenience ---------------------------------------------------------------------------
+    def support_counts(self, reports: np.ndarray) -> tuple[np.ndarray, int]:
+        """(w, n_present): column sums of the support matrix and the number of present reports."""
+        s = self.support(reports)
+        w = np.asarray(s.sum(axis=0)).ravel().astype(np.float64)
+        return w, int((~self.is_missing(reports)).sum())
+
+    def params(self) -> dict:
+        """Parameters that identify the mechanism (for files and reports)."""
+        return {"mechanism": self.name, "epsilon": self.epsilon, "k": self.k}
+
+
+def check_codes(values: np.ndarray, k: int, what: str = "values") -> np.ndarray:
+    """Validate a 1-D array of codes in {MISSING, 0..k-1}."""
+    values = np.asarray(values)
+    if values.ndim != 1:
+        raise MechanismError(f"{what} must be a 1-D array of codes, got shape {values.shape}")
+    if values.size and not np.issubdtype(values.dtype, np.integer):
+        raise MechanismError(f"{what} must be integer codes, got dtype {values.dtype}")
+    bad = (values < MISSING) | (values >= k)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise MechanismError(
+            f"{what}[{i}] = {values[i]} is outside the domain 0..{k - 1} (or {MISSING} for missing); "
+            "encode the data with the schema first"
+        )
+    return values.astype(np.int64, copy=False)

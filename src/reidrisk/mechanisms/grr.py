@@ -1,0 +1,72 @@
+"""k-ary / generalized randomized response (k-RR, GRR).
+
+Paper 000 eq. 2 (spec/uniqueness.md) and paper 002 eq. 2 (spec/pie.md, section 2.2):
+keep the true value with probability p = e^eps / (e^eps + k - 1), otherwise report one of the k - 1
+other values uniformly (q = 1 / (e^eps + k - 1) each). Reports are codes; ``MISSING`` passes through.
+This is the subset mechanism of paper 004 with h = 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from reidrisk.mechanisms.base import Mechanism, MechanismError, as_generator, check_codes
+from reidrisk.schema import MISSING
+
+
+class GRR(Mechanism):
+    """k-RR: reports are int codes of shape (n,), ``MISSING`` where the input was missing."""
+
+    name = "grr"
+
+    @property
+    def p_support(self) -> float:
+        e = np.exp(self.epsilon)
+        return float(e / (e + self.k - 1))
+
+    @property
+    def q_support(self) -> float:
+        return float(1.0 / (np.exp(self.epsilon) + self.k - 1))
+
+    def perturb(self, values, rng=None):
+        rng = as_generator(rng)
+        x = check_codes(values, self.k)
+        present = x != MISSING
+        out = x.copy()
+        keep = rng.random(x.size) < self.p_support
+        # a uniform draw over the k-1 other values: shift by 1..k-1 modulo k
+        shift = rng.integers(1, self.k, size=x.size)
+        lie = present & ~keep
+        out[lie] = (x[lie] + shift[lie]) % self.k
+        return out
+
+    def log_prob(self, reports):
+        y = np.asarray(reports)
+        lp = np.full((y.size, self.k), np.log(self.q_support))
+        present = y != MISSING
+        lp[np.flatnonzero(present), y[present]] = np.log(self.p_support)
+        lp[~present] = 0.0
+        return lp
+
+    def enumerate_outputs(self):
+        return np.arange(self.k)
+
+    def max_log_ratio(self):
+        return float(np.log(self.p_support) - np.log(self.q_support))
+
+    def support(self, reports):
+        y = np.asarray(reports)
+        present = y != MISSING
+        rows = np.flatnonzero(present)
+        data = np.ones(rows.size, dtype=np.float32)
+        return sp.csr_matrix((data, (rows, y[present])), shape=(y.size, self.k))
+
+    def is_missing(self, reports):
+        return np.asarray(reports) == MISSING
+
+    def validate_reports(self, reports):
+        y = np.asarray(reports)
+        if y.ndim != 1:
+            raise MechanismError(f"GRR reports must be a 1-D array of codes, got shape {y.shape}")
+        return check_codes(y, self.k, what="report")
