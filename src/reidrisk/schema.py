@@ -6,7 +6,8 @@ where the value is absent. A missing value is a state of its own, never a catego
 randomized and not counted (spec/README.md, Conventions).
 
 Numeric columns are binned first, by declared edges or by quantiles; the bins become ordered
-categories labelled ``"[lo, hi)"``.
+categories labelled ``"[lo, hi)"``. A categorical attribute may also merge raw values into fewer
+declared categories (``Attribute.grouped``), as paper 004 does to bring Adult to 2..9 categories.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -29,12 +30,31 @@ class SchemaError(ValueError):
     """Data does not fit the declared schema. The message names the column, the value and the fix."""
 
 
+MISSING_MARKERS: tuple[str, ...] = ("", "?", "NA", "nan", "NaN")
+"""Raw text values read as missing (after stripping surrounding blanks)."""
+
+
 def _is_missing(values: pd.Series) -> np.ndarray:
-    missing = values.isna().to_numpy()
+    missing = values.isna().to_numpy().copy()
     if values.dtype == object or pd.api.types.is_string_dtype(values.dtype):
         stripped = values.astype("string").str.strip()
-        missing |= stripped.isin(["", "?", "NA", "nan", "NaN"]).fillna(True).to_numpy()
+        missing |= stripped.isin(list(MISSING_MARKERS)).fillna(True).to_numpy(bool)
     return missing
+
+
+def _labels(values: pd.Series) -> np.ndarray:
+    """Present raw values as stripped text labels (object array).
+
+    Whole floats print without the ``.0`` (``3.0`` -> ``"3"``): an integer column that picked up a
+    NaN is still matched against the labels ``"0", "1", ...``.
+    """
+    if pd.api.types.is_float_dtype(values.dtype):
+        arr = values.to_numpy(float)
+        whole = np.isfinite(arr) & (arr == np.round(arr))
+        out = values.astype(str).to_numpy(object)
+        out[whole] = arr[whole].astype(np.int64).astype(str)
+        return out
+    return values.astype(str).str.strip().to_numpy(object)
 
 
 @dataclass(frozen=True)
@@ -44,11 +64,14 @@ class Attribute:
     ``categories`` are labels in declared order (the order matters for the copula's CDFs).
     ``edges`` is set for a binned numeric attribute: ``len(edges) == len(categories) + 1``, bins are
     half-open ``[edges[i], edges[i+1])`` except the last, which is closed.
+    ``aliases`` maps further raw labels onto declared categories, as ``(raw, category)`` pairs
+    (see ``grouped``); decoding always yields the declared category.
     """
 
     name: str
     categories: tuple[str, ...]
     edges: tuple[float, ...] | None = None
+    aliases: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -71,6 +94,18 @@ class Attribute:
                     f"attribute {self.name!r}: edges must be strictly increasing with one more "
                     f"entry than categories ({len(cats) + 1}), got {len(edges)}"
                 )
+        aliases = tuple((str(raw), str(cat)) for raw, cat in dict(self.aliases).items())
+        object.__setattr__(self, "aliases", aliases)
+        for raw, cat in aliases:
+            if cat not in cats:
+                raise SchemaError(
+                    f"attribute {self.name!r}: alias {raw!r} points to {cat!r}, which is not a "
+                    f"declared category {list(cats)}"
+                )
+            if raw in cats and raw != cat:
+                raise SchemaError(
+                    f"attribute {self.name!r}: {raw!r} is both a category and an alias of {cat!r}"
+                )
 
     @property
     def size(self) -> int:
@@ -91,16 +126,55 @@ class Attribute:
         return cls(name, tuple(labels), tuple(edges))
 
     @classmethod
+    def grouped(cls, name: str, groups: Mapping[str, Sequence[str]]) -> "Attribute":
+        """A categorical attribute whose categories merge raw values.
+
+        ``groups`` maps each category (in declared order) to the raw labels it absorbs, e.g.
+        ``{"School": ["9th", "10th"], "HS-grad": ["HS-grad"]}``. A raw label may appear in only
+        one group.
+        """
+        aliases: dict[str, str] = {}
+        for cat, raws in groups.items():
+            if isinstance(raws, str):
+                raws = [raws]
+            for raw in raws:
+                if raw in aliases and aliases[raw] != cat:
+                    raise SchemaError(
+                        f"attribute {name!r}: raw value {raw!r} is put in both {aliases[raw]!r} "
+                        f"and {cat!r}; put it in one group"
+                    )
+                if raw != cat:
+                    aliases[str(raw)] = str(cat)
+        return cls(name, tuple(groups), None, tuple(aliases.items()))
+
+    @classmethod
     def quantile_binned(cls, name: str, values: Iterable[float], bins: int) -> "Attribute":
-        """A numeric attribute binned at the empirical quantiles of ``values`` (ties merged)."""
-        arr = pd.to_numeric(pd.Series(list(values)), errors="coerce").dropna().to_numpy(float)
+        """A numeric attribute binned at the empirical quantiles of ``values`` (ties merged, so
+        heavily tied columns get fewer than ``bins`` bins, never fewer than 2)."""
+        if isinstance(bins, bool) or int(bins) != bins or bins < 2:
+            raise SchemaError(f"attribute {name!r}: bins must be an integer >= 2, got {bins!r}")
+        bins = int(bins)
+        if not isinstance(values, pd.Series):
+            values = pd.Series(values if isinstance(values, np.ndarray) else list(values))
+        arr = pd.to_numeric(values, errors="coerce").dropna().to_numpy(float)
         if arr.size == 0:
             raise SchemaError(f"attribute {name!r}: no numeric values to take quantiles from")
         edges = np.unique(np.quantile(arr, np.linspace(0.0, 1.0, bins + 1)))
         if edges.size < 3:
-            edges = np.array([arr.min(), np.median(arr), arr.max() + 1.0])
-            if edges[0] == edges[1]:
-                edges[1] = edges[0] + 0.5
+            # Fewer than two distinct quantiles: split once, between distinct observed values.
+            distinct = np.unique(arr)
+            if distinct.size == 1:
+                v = distinct[0]
+                edges = np.array([v, v + 0.5, v + 1.0])
+            else:
+                med = float(np.median(arr))
+                if med <= distinct[0]:
+                    cut = 0.5 * (distinct[0] + distinct[1])
+                elif med >= distinct[-1]:
+                    cut = 0.5 * (distinct[-2] + distinct[-1])
+                else:
+                    cut = med
+                edges = np.array([distinct[0], cut, distinct[-1]])
         return cls.binned(name, edges)
 
     def encode(self, values: Iterable | pd.Series) -> np.ndarray:
@@ -108,29 +182,52 @@ class Attribute:
 
         Raises ``SchemaError`` naming the first unknown value and how to fix it.
         """
-        series = values if isinstance(values, pd.Series) else pd.Series(list(values), dtype=object)
+        if isinstance(values, pd.Series):
+            series = values.reset_index(drop=True)
+        else:
+            arr = values if isinstance(values, np.ndarray) else list(values)
+            series = pd.Series(arr, dtype=None if isinstance(arr, np.ndarray) else object)
         missing = _is_missing(series)
         codes = np.full(len(series), MISSING, dtype=np.int32)
         present = ~missing
         if self.edges is not None:
-            nums = pd.to_numeric(series[present], errors="coerce").to_numpy(float)
-            bad = np.isnan(nums) | (nums < self.edges[0]) | (nums > self.edges[-1])
+            raw_present = series[present]
+            nums = pd.to_numeric(raw_present, errors="coerce").to_numpy(float)
+            # A bin's own label ("[17, 25)") encodes to that bin, so decode -> encode round-trips.
+            as_label = np.full(nums.shape, MISSING, dtype=np.int32)
+            if np.isnan(nums).any():
+                label_idx = {c: i for i, c in enumerate(self.categories)}
+                text = raw_present.astype(str).str.strip().to_numpy(object)
+                nan_rows = np.flatnonzero(np.isnan(nums))
+                as_label[nan_rows] = (pd.Series(text[nan_rows]).map(label_idx)
+                                      .fillna(MISSING).to_numpy(np.int32))
+            is_label = as_label != MISSING
+            bad = ~is_label & (np.isnan(nums) | (nums < self.edges[0]) | (nums > self.edges[-1]))
             if bad.any():
-                raw = series[present].to_numpy()[np.flatnonzero(bad)[0]]
+                first = np.flatnonzero(bad)[0]
+                raw = raw_present.to_numpy()[first]
+                raw = raw.item() if isinstance(raw, np.generic) else raw
+                if np.isnan(nums[first]):
+                    raise SchemaError(
+                        f"column {self.name!r}: value {raw!r} is neither a number nor one of the "
+                        f"bin labels {list(self.categories)}; fix the value or mark it missing"
+                    )
                 raise SchemaError(
                     f"column {self.name!r}: value {raw!r} is outside the binned range "
                     f"[{_fmt(self.edges[0])}, {_fmt(self.edges[-1])}]; widen the outer edges or "
                     "mark the value missing"
                 )
-            idx = np.searchsorted(self.edges, nums, side="right") - 1
-            codes[present] = np.clip(idx, 0, self.size - 1)
+            idx = np.searchsorted(self.edges, np.where(is_label, self.edges[0], nums),
+                                  side="right") - 1
+            codes[present] = np.where(is_label, as_label, np.clip(idx, 0, self.size - 1))
             return codes
-        labels = series[present].astype(str).str.strip().to_numpy()
+        labels = _labels(series[present])
         lookup = {c: i for i, c in enumerate(self.categories)}
-        uniq, inv = np.unique(labels, return_inverse=True)
+        lookup.update({raw: lookup[cat] for raw, cat in self.aliases})
+        uniq, inv = np.unique(labels.astype(str), return_inverse=True)
         mapped = np.array([lookup.get(u, MISSING) for u in uniq], dtype=np.int32)
         if (mapped == MISSING).any():
-            unknown = uniq[mapped == MISSING][0]
+            unknown = str(uniq[mapped == MISSING][0])
             raise SchemaError(
                 f"column {self.name!r}: unknown category {unknown!r}; the schema declares "
                 f"{list(self.categories)[:10]}{'...' if self.size > 10 else ''}. Add it to the "
@@ -152,12 +249,19 @@ class Attribute:
         d: dict = {"name": self.name, "categories": list(self.categories)}
         if self.edges is not None:
             d["edges"] = list(self.edges)
+        if self.aliases:
+            d["aliases"] = dict(self.aliases)
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "Attribute":
         try:
-            return cls(d["name"], tuple(d["categories"]), tuple(d["edges"]) if d.get("edges") else None)
+            return cls(
+                d["name"],
+                tuple(d["categories"]),
+                tuple(d["edges"]) if d.get("edges") else None,
+                tuple(dict(d.get("aliases") or {}).items()),
+            )
         except KeyError as exc:
             raise SchemaError(f"schema entry {d!r} lacks the key {exc.args[0]!r}") from None
 
@@ -225,7 +329,7 @@ class Schema:
         return np.column_stack([a.encode(frame[a.name]) for a in self.attributes]).astype(np.int32)
 
     def decode(self, codes: np.ndarray) -> pd.DataFrame:
-        """Decode an (n, g) code matrix into a DataFrame of labels (None where missing)."""
+        """Decode an (n, g) code matrix into a DataFrame of labels (missing as None/NaN)."""
         codes = self.validate_codes(codes)
         return pd.DataFrame({a.name: a.decode(codes[:, j]) for j, a in enumerate(self.attributes)})
 
@@ -269,7 +373,7 @@ class Schema:
             if numeric.notna().all() and present.nunique() > numeric_bins:
                 attrs.append(Attribute.quantile_binned(str(name), numeric, numeric_bins))
                 continue
-            labels = sorted(present.astype(str).str.strip().unique(), key=_natural_key)
+            labels = sorted(set(_labels(present)), key=_natural_key)
             if len(labels) > max_categories:
                 raise SchemaError(
                     f"column {name!r} has {len(labels)} distinct values (> max_categories="
@@ -291,24 +395,38 @@ class Schema:
                 f"schema file version {d.get('version')!r} is not supported (expected "
                 f"{SCHEMA_FORMAT_VERSION})"
             )
+        if not isinstance(d.get("attributes"), list):
+            raise SchemaError("schema has no 'attributes' list; see Schema.to_dict for the format")
         return cls(tuple(Attribute.from_dict(a) for a in d["attributes"]))
 
     def save(self, path: str | Path) -> None:
+        """Write the schema as JSON, atomically (a temporary file in the same folder, then
+        rename): a failed save leaves any previous file untouched."""
         path = Path(path)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=2))
-        tmp.replace(path)
+        tmp = path.with_name(f".{path.name}.tmp")
+        try:
+            tmp.write_text(json.dumps(self.to_dict(), indent=2))
+            tmp.replace(path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
 
     @classmethod
     def load(cls, path: str | Path) -> "Schema":
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"schema file {str(path)!r} does not exist; write one with Schema.save or check "
+                "the path"
+            )
         try:
-            return cls.from_dict(json.loads(Path(path).read_text()))
+            return cls.from_dict(json.loads(path.read_text()))
         except json.JSONDecodeError as exc:
             raise SchemaError(f"schema file {str(path)!r} is not valid JSON: {exc}") from None
 
 
 def _fmt(x: float) -> str:
-    return f"{x:g}"
+    return f"{x:.10g}"
 
 
 def _natural_key(s: str):

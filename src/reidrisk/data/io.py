@@ -1,0 +1,167 @@
+"""Reading and writing tables (CSV or Parquet, chosen by the file suffix).
+
+CSV files are read as text, every column kept as strings and nothing turned into NaN: ``"?"``
+and ``""`` stay as they are and the schema (``reidrisk.schema``) decides that they are missing.
+This keeps a read -> write round trip lossless and leaves one place (the schema) that defines
+"missing".
+Writes are atomic: the table goes to a temporary file in the target folder, which then replaces the
+target, so a failed write never leaves a half-written file behind.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+
+from reidrisk.schema import Schema
+
+CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst", ".tsv", ".txt")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+class TableError(ValueError):
+    """A table file cannot be read or written as asked. The message names the file and the fix."""
+
+
+@dataclass(frozen=True, eq=False)
+class EncodedData:
+    """A schema and the data encoded with it.
+
+    ``codes`` is an int32 matrix of shape (n, g), ``MISSING`` (-1) where a value is absent.
+    Unpacks as ``schema, codes = encoded``.
+    """
+
+    schema: Schema
+    codes: np.ndarray
+
+    def __iter__(self) -> Iterator:
+        return iter((self.schema, self.codes))
+
+    @property
+    def n(self) -> int:
+        return int(self.codes.shape[0])
+
+    def complete_rows(self) -> np.ndarray:
+        """Boolean mask (n,) of the rows with no missing value."""
+        return (self.codes >= 0).all(axis=1)
+
+
+def table_format(path: str | Path) -> str:
+    """``"csv"`` or ``"parquet"`` from the file name; ``TableError`` for anything else."""
+    name = Path(path).name.lower()
+    if name.endswith(PARQUET_SUFFIXES):
+        return "parquet"
+    if name.endswith(CSV_SUFFIXES):
+        return "csv"
+    raise TableError(
+        f"{str(path)!r}: unsupported file type; use one of "
+        f"{', '.join(CSV_SUFFIXES + PARQUET_SUFFIXES)}"
+    )
+
+
+def read_table(path: str | Path, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """Read a CSV (header row, all columns as text) or Parquet file into a DataFrame.
+
+    ``columns`` selects and orders columns; naming an absent column is a ``TableError`` that lists
+    the file's columns. A missing file raises ``FileNotFoundError``; an empty file ``TableError``.
+    """
+    path = Path(path)
+    fmt = table_format(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"table file {str(path)!r} does not exist; check the path")
+    if path.stat().st_size == 0:
+        raise TableError(f"table file {str(path)!r} is empty (0 bytes); nothing to read")
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            available = pq.read_schema(path).names
+        except Exception as exc:  # pyarrow raises several types for a corrupt file
+            raise TableError(f"{str(path)!r} is not a readable Parquet file: {exc}") from None
+        _check_columns(path, available, columns)
+        return pd.read_parquet(path, columns=list(columns) if columns is not None else None)
+    sep = "\t" if path.name.lower().endswith(".tsv") else ","
+    try:
+        header = pd.read_csv(path, sep=sep, nrows=0, dtype=str, keep_default_na=False)
+    except pd.errors.EmptyDataError:
+        raise TableError(f"table file {str(path)!r} has no header row; nothing to read") from None
+    _check_columns(path, list(header.columns), columns)
+    return pd.read_csv(
+        path,
+        sep=sep,
+        dtype=str,
+        keep_default_na=False,
+        na_filter=False,
+        usecols=list(columns) if columns is not None else None,
+    )[list(columns) if columns is not None else list(header.columns)]
+
+
+def _check_columns(path: Path, available: Sequence[str], wanted: Sequence[str] | None) -> None:
+    if wanted is None:
+        return
+    absent = [c for c in wanted if c not in set(available)]
+    if absent:
+        raise TableError(
+            f"{str(path)!r} lacks the column(s) {absent}; its columns are {list(available)}"
+        )
+
+
+def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
+    """Write ``frame`` to ``path`` as CSV (no index; missing values as empty fields) or Parquet,
+    atomically: a temporary file in the same folder replaces the target only once complete."""
+    path = Path(path)
+    fmt = table_format(path)
+    if not isinstance(frame, pd.DataFrame):
+        raise TableError(f"write_table needs a pandas DataFrame, got {type(frame).__name__}")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(
+            f"cannot write {str(path)!r}: the folder {str(path.parent)!r} does not exist"
+        )
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        if fmt == "parquet":
+            frame.to_parquet(tmp, index=False)
+        else:
+            compression = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd"}.get(
+                path.suffix.lower())
+            sep = "\t" if path.name.lower().endswith(".tsv") else ","
+            frame.to_csv(tmp, index=False, sep=sep, compression=compression)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_encoded(path: str | Path, schema: Schema) -> np.ndarray:
+    """Read a table and encode it with ``schema``: int32 codes (n, g), ``MISSING`` where absent.
+
+    Only the schema's columns are read; a column the file lacks is a ``TableError`` naming it.
+    """
+    frame = read_table(path, columns=schema.names)
+    if len(frame) == 0:
+        raise TableError(f"table file {str(path)!r} has a header but no rows; nothing to encode")
+    return schema.encode(frame)
+
+
+def write_encoded(codes: np.ndarray, schema: Schema, path: str | Path) -> Path:
+    """Decode ``codes`` (n, g) with ``schema`` and write the labels (missing as empty) atomically.
+
+    ``read_encoded(path, schema)`` gives the same codes back (binned attributes re-encode from their
+    bin labels).
+    """
+    return write_table(schema.decode(codes), path)
+
+
+__all__ = [
+    "EncodedData", "TableError", "read_encoded", "read_table", "table_format", "write_encoded",
+    "write_table",
+]
