@@ -3,17 +3,29 @@
 from __future__ import annotations
 
 from reidrisk.mechanisms.base import Mechanism, MechanismError, check_epsilon
+from reidrisk.mechanisms.glh import GLH, OLH
 from reidrisk.mechanisms.grr import GRR
+from reidrisk.mechanisms.oue import MISSING_BITS, OUE, UnaryEncoding
+from reidrisk.mechanisms.rappor import ORappor
 from reidrisk.mechanisms.record import RecordRandomizer, RecordReports, split_budget
+from reidrisk.mechanisms.subset import Subset
 
-MECHANISMS: dict[str, type[Mechanism]] = {"grr": GRR}
+MECHANISMS: dict[str, type[Mechanism]] = {
+    "grr": GRR,
+    "subset": Subset,
+    "oue": OUE,
+    "rappor": ORappor,
+    "glh": GLH,
+    "olh": OLH,
+}
 
 
 def make_mechanism(name: str, epsilon: float, k: int, **kwargs) -> Mechanism:
-    """Build a mechanism by registry name (see ``MECHANISMS``)."""
+    """Build a mechanism by registry name (see ``MECHANISMS``); ``kwargs`` go to its constructor
+    (e.g. ``h`` for "subset", ``g``/``prime``/``tables`` for "glh")."""
     try:
         cls = MECHANISMS[name.lower()]
-    except KeyError:
+    except (KeyError, AttributeError):
         raise MechanismError(
             f"unknown mechanism {name!r}; choose one of {sorted(MECHANISMS)}"
         ) from None
@@ -21,6 +33,7 @@ def make_mechanism(name: str, epsilon: float, k: int, **kwargs) -> Mechanism:
 
 
 __all__ = [
-    "GRR", "MECHANISMS", "Mechanism", "MechanismError", "RecordRandomizer", "RecordReports",
-    "check_epsilon", "make_mechanism", "split_budget",
+    "GLH", "GRR", "MECHANISMS", "MISSING_BITS", "Mechanism", "MechanismError", "OLH", "ORappor",
+    "OUE", "RecordRandomizer", "RecordReports", "Subset", "UnaryEncoding", "check_epsilon",
+    "make_mechanism", "split_budget",
 ]

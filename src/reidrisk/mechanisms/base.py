@@ -11,8 +11,9 @@ of the supports of two attributes gives the pair counts W of paper 004 Section 4
 counts are ``M z`` with ``M = support_matrix()`` (diagonal p_support, elsewhere q_support), for every
 mechanism alike.
 
-Reports are mechanism-specific arrays (``report_shape`` says which); a missing input is passed
-through as a missing report (row of ``MISSING``/all-False) and supports nothing.
+Reports are mechanism-specific arrays (each mechanism's docstring says which); a missing input is
+passed through as a missing report (``MISSING``, a row of ``MISSING``, or for the unary encodings a
+row of ``oue.MISSING_BITS``) and supports nothing.
 """
 
 from __future__ import annotations
@@ -43,10 +44,20 @@ def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
     return eps
 
 
+def check_integer(value, name: str, low: int, high: int | None = None) -> int:
+    """Validate an integer parameter in low..high (inclusive; ``high=None``: no upper bound)."""
+    try:
+        ok = not isinstance(value, bool) and int(value) == value
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok or int(value) < low or (high is not None and int(value) > high):
+        span = f"an integer >= {low}" if high is None else f"an integer in {low}..{high}"
+        raise MechanismError(f"{name} must be {span}, got {value!r}")
+    return int(value)
+
+
 def check_domain(k: int) -> int:
-    if isinstance(k, bool) or int(k) != k or int(k) < 2:
-        raise MechanismError(f"domain size k must be an integer >= 2, got {k!r}")
-    return int(k)
+    return check_integer(k, "domain size k", 2)
 
 
 def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:

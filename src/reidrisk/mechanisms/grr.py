@@ -41,8 +41,14 @@ class GRR(Mechanism):
         out[lie] = (x[lie] + shift[lie]) % self.k
         return out
 
-    def log_prob(self, reports):
+    def _as_reports(self, reports) -> np.ndarray:
         y = np.asarray(reports)
+        if y.ndim != 1:
+            raise MechanismError(f"GRR reports must be a 1-D array of codes, got shape {y.shape}")
+        return y
+
+    def log_prob(self, reports):
+        y = self._as_reports(reports)
         lp = np.full((y.size, self.k), np.log(self.q_support))
         present = y != MISSING
         lp[np.flatnonzero(present), y[present]] = np.log(self.p_support)
@@ -56,17 +62,14 @@ class GRR(Mechanism):
         return float(np.log(self.p_support) - np.log(self.q_support))
 
     def support(self, reports):
-        y = np.asarray(reports)
+        y = self._as_reports(reports)
         present = y != MISSING
         rows = np.flatnonzero(present)
         data = np.ones(rows.size, dtype=np.float32)
         return sp.csr_matrix((data, (rows, y[present])), shape=(y.size, self.k))
 
     def is_missing(self, reports):
-        return np.asarray(reports) == MISSING
+        return self._as_reports(reports) == MISSING
 
     def validate_reports(self, reports):
-        y = np.asarray(reports)
-        if y.ndim != 1:
-            raise MechanismError(f"GRR reports must be a 1-D array of codes, got shape {y.shape}")
-        return check_codes(y, self.k, what="report")
+        return check_codes(self._as_reports(reports), self.k, what="report")
