@@ -1,0 +1,225 @@
+"""The ``reidrisk`` command: the main job (``demo``), schema tools, and one group per capability.
+
+Capability packages add their commands without touching this file: if ``reidrisk.<capability>.cli``
+exists and defines a click group named ``group``, it is registered as ``reidrisk <capability>``;
+otherwise an empty placeholder group stands in its place.
+
+Errors a user can fix (bad schema, bad budget, a missing or empty file, an absent data set: the
+exception types in ``_user_error_types``) are shown as one line ``Error: ...`` with exit code 2.
+``--debug`` (or ``REIDRISK_DEBUG=1``) shows the full traceback instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import sys
+from pathlib import Path
+
+import click
+
+from reidrisk import __version__
+from reidrisk.mechanisms.base import MechanismError
+from reidrisk.schema import SchemaError
+
+CAPABILITIES: dict[str, str] = {
+    "collect": "Collect data under local differential privacy with missing values (paper 004).",
+    "uniqueness": "Population uniqueness of records from DP or LDP data (paper 000).",
+    "linkage": "Anonymization, linkage attacks and their scores (paper 001).",
+    "pie": "Information-theoretic re-identification risk bounds (paper 002).",
+}
+
+EXIT_USER_ERROR = 2
+
+
+class UserError(click.ClickException):
+    """A problem with the user's input, shown as ``Error: <message>`` with exit code 2."""
+
+    exit_code = EXIT_USER_ERROR
+
+
+def _user_error_types() -> tuple[type[BaseException], ...]:
+    import pandas as pd
+
+    types: list[type[BaseException]] = [
+        SchemaError, MechanismError, OSError, pd.errors.EmptyDataError, pd.errors.ParserError,
+        UnicodeDecodeError,
+    ]
+    from reidrisk.data.io import TableError
+    from reidrisk.estimation.frequency import EstimationError
+
+    types += [TableError, EstimationError]
+    return tuple(types)
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}"
+    text = str(exc).strip() or type(exc).__name__
+    return " ".join(text.split())
+
+
+class ReidriskGroup(click.Group):
+    """The root group: turns user errors raised by any subcommand into a clean one-line message."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except _user_error_types() as exc:
+            if ctx.params.get("debug"):
+                raise
+            raise UserError(_message(exc)) from exc
+
+
+@click.group(cls=ReidriskGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="reidrisk")
+@click.option("--debug", is_flag=True, envvar="REIDRISK_DEBUG",
+              help="Show full tracebacks instead of one-line error messages.")
+def cli(debug: bool) -> None:
+    """Re-identification risk, and collection of sensitive data under local differential privacy
+    (LDP) when people skip questions.
+
+    Start with `reidrisk demo`: it simulates an LDP collection with missing values and writes an
+    HTML report.
+    """
+
+
+# ---- demo ------------------------------------------------------------------------------------
+
+def _check_epsilons(ctx: click.Context, param: click.Parameter, value: tuple[float, ...]):
+    for eps in value:
+        if not math.isfinite(eps) or eps <= 0:
+            raise click.BadParameter(
+                f"{eps!r} is not a privacy budget; each --epsilon must be finite and > 0 (e.g. 1.0)",
+                ctx=ctx, param=param,
+            )
+    return value
+
+
+@cli.command()
+@click.option("--data", "data", type=click.Path(dir_okay=False, path_type=Path),
+              help="CSV or Parquet file of records (default: a built-in synthetic population).")
+@click.option("--schema", "schema", type=click.Path(dir_okay=False, path_type=Path),
+              help="Schema JSON for --data (see `reidrisk schema infer`); inferred when omitted.")
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("reidrisk-report"), show_default=True, help="Folder the report is written to.")
+@click.option("-e", "--epsilon", "epsilons", type=float, multiple=True, callback=_check_epsilons,
+              metavar="EPS",
+              help="Whole-record budget; repeat for a sweep. [default: 0.5 1 2 4 8]")
+@click.option("-m", "--mechanism", "mechanisms", multiple=True, metavar="NAME",
+              help="Mechanism to compare; repeat for several. [default: every registered one]")
+@click.option("-n", "--n", "n", type=click.IntRange(min=2), default=None,
+              help="Number of records (synthetic: size of the population [default: 20000]; "
+                   "--data: a random sample of this many rows [default: all]).")
+@click.option("--missing-rate", type=click.FloatRange(0.0, 1.0, max_open=True), default=None,
+              help="Values removed completely at random before collection "
+                   "[default: 0.3 for the synthetic population, 0 for --data].")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random draw.")
+@click.option("--progress/--no-progress", default=True, show_default=True,
+              help="Progress bars (only shown on a terminal).")
+def demo(data, schema, out, epsilons, mechanisms, n, missing_rate, seed, progress) -> None:
+    """Simulate an LDP collection with missing values and write an HTML report.
+
+    Every mechanism randomizes every record at every budget; the server estimates all single-
+    attribute and pairwise distributions (EM and norm-sub) and the report compares them with the
+    truth (Jensen-Shannon divergence, total variation).
+    """
+    from reidrisk.demo import DEFAULT_EPSILONS, run_demo
+
+    if schema is not None and data is None:
+        raise click.UsageError("--schema needs --data (the schema describes that file)")
+    result = run_demo(
+        data=data,
+        schema=schema,
+        out=out,
+        epsilons=epsilons or DEFAULT_EPSILONS,
+        mechanisms=mechanisms or None,
+        n=n,
+        missing_rate=missing_rate,
+        seed=seed,
+        progress=progress,
+        log=lambda msg: click.echo(msg, err=True),
+    )
+    click.echo(result.summary())
+    click.echo(f"\nReport: {result.report}  ({result.seconds:.1f} s)")
+
+
+# ---- schema ----------------------------------------------------------------------------------
+
+@cli.group()
+def schema() -> None:
+    """Create and inspect schemas (attributes, categories, bins)."""
+
+
+@schema.command("infer")
+@click.argument("data", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the schema JSON here (default: print it).")
+@click.option("--numeric-bins", type=click.IntRange(min=2), default=8, show_default=True,
+              help="Quantile bins for numeric columns with more distinct values than this.")
+@click.option("--max-categories", type=click.IntRange(min=2), default=64, show_default=True,
+              help="Refuse categorical columns with more distinct values than this.")
+@click.option("-c", "--column", "columns", multiple=True, metavar="NAME",
+              help="Only these columns (repeatable; default: all).")
+def schema_infer(data, output, numeric_bins, max_categories, columns) -> None:
+    """Infer a schema from DATA (CSV or Parquet): categorical columns keep their values, numeric
+    columns are binned at quantiles. Review the result before collecting data with it."""
+    from reidrisk.data.io import read_table
+    from reidrisk.schema import Schema
+
+    frame = read_table(data, columns=list(columns) or None)
+    if len(frame) == 0:
+        raise SchemaError(f"{str(data)!r} has a header but no rows; nothing to infer a schema from")
+    inferred = Schema.infer(frame, numeric_bins=numeric_bins, max_categories=max_categories)
+    if output is None:
+        click.echo(json.dumps(inferred.to_dict(), indent=2))
+        return
+    inferred.save(output)
+    sizes = ", ".join(f"{a.name} ({a.size})" for a in inferred)
+    click.echo(f"Wrote {output}: {len(inferred)} attributes: {sizes}", err=True)
+
+
+# ---- capability groups -----------------------------------------------------------------------
+
+def _placeholder(name: str, help_text: str) -> click.Group:
+    @click.group(name=name, help=f"{help_text}\n\nNo commands yet.")
+    def group() -> None:
+        pass
+
+    return group
+
+
+def register_capabilities(root: click.Group = cli) -> None:
+    """Register ``reidrisk.<capability>.cli:group`` for every capability that provides one.
+
+    A capability without a ``cli`` module gets an empty placeholder group. An import error *inside*
+    an existing ``cli`` module is not hidden.
+    """
+    for name, help_text in CAPABILITIES.items():
+        module_name = f"reidrisk.{name}.cli"
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name not in (module_name, f"reidrisk.{name}"):
+                raise
+            root.add_command(_placeholder(name, help_text), name)
+            continue
+        group = getattr(module, "group", None)
+        if not isinstance(group, click.Command):
+            raise TypeError(f"{module_name} must define a click group named 'group'")
+        if not group.help:
+            group.help = help_text
+        root.add_command(group, name)
+
+
+register_capabilities()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point (``reidrisk``)."""
+    cli.main(args=argv, prog_name="reidrisk")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

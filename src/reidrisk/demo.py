@@ -1,0 +1,559 @@
+"""The main job: a simulated LDP collection with missing values, scored against the truth.
+
+``run_demo`` takes a population (the built-in synthetic one, or the user's file and schema), removes
+values completely at random, and then for every mechanism and every budget
+
+1. randomizes every record on the "client side" (``RecordRandomizer``; paper 004 Algorithm 1: every
+   present attribute j is randomized with budget epsilon / g, missing values stay missing),
+2. estimates every single-attribute distribution (EM of paper 004 eq. 8-11 as corrected in
+   spec/collection.md, and the norm-sub projection of the inversion, eq. 6) and every pairwise
+   distribution (pair EM on the Gram counts, paper 004 eq. 12-13),
+3. scores the estimates against the true tables of the data the clients hold, over present values
+   only: Jensen-Shannon divergence in bits (paper 004 Section 5.1) and total variation distance.
+
+The results go to an HTML report (``reidrisk.report``) and a terminal summary.
+
+Budgets
+-------
+``epsilons`` are whole-record budgets (spec/README.md, Conventions), split evenly over the g
+attributes as in the paper. The default sweep 1..16 with the default g = 6 attributes is 0.17..2.7
+per attribute: from budgets at which the estimates of the larger domains are barely better than a
+uniform guess to budgets at which every marginal and pair is close to the truth, so the curves show
+the whole range. The paper's default (epsilon = 5 over 10 binary attributes) is 0.5 per attribute.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import platform
+import sys
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from reidrisk import __version__
+from reidrisk.mechanisms import MECHANISMS, RecordRandomizer
+from reidrisk.mechanisms.base import MechanismError, check_epsilon
+from reidrisk.schema import MISSING, Schema, SchemaError
+
+DEFAULT_EPSILONS: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0)
+"""Whole-record budgets of the default sweep (epsilon / g per attribute)."""
+
+DEFAULT_SIZES: tuple[int, ...] = (2, 3, 5, 8, 12, 16)
+"""Domain sizes of the built-in synthetic population's attributes."""
+
+DEFAULT_N = 20_000
+DEFAULT_MISSING_RATE = 0.3
+DEFAULT_DEPENDENCE = 0.5
+METHODS: tuple[str, ...] = ("em", "norm_sub")
+"""Marginal estimators compared; pairs use the pair EM."""
+
+PAIR_METHOD = "em"
+MARGINAL_METHODS: tuple[str, ...] = ("em", "norm_sub", "exact_em")
+"""Estimators ``run_demo`` accepts: those that return distributions (the raw inversion may not)."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Error of one estimator for one mechanism at one budget.
+
+    ``target`` is ``"marginal"`` (mean over the g attributes) or ``"pair"`` (mean over the
+    g (g - 1) / 2 pairs). ``js``: mean Jensen-Shannon divergence in bits (0..1); ``js_max``: the
+    worst attribute or pair; ``tv``: mean total variation distance (0..1).
+    """
+
+    mechanism: str
+    epsilon: float
+    target: str
+    method: str
+    js: float
+    js_max: float
+    tv: float
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    """What ``run_demo`` computed and where it wrote the report.
+
+    ``codes`` are not kept; ``truth`` holds the true marginal distributions (one array (f_j,) per
+    attribute, over present values) and ``examples`` the estimated marginals at ``plot_epsilon``:
+    ``examples[mechanism][method]`` is a tuple of g arrays.
+    """
+
+    schema: Schema
+    n: int
+    source: str
+    missing: np.ndarray
+    epsilons: tuple[float, ...]
+    mechanisms: tuple[str, ...]
+    methods: tuple[str, ...]
+    measurements: tuple[Measurement, ...]
+    reference: Mapping[str, float]
+    truth: tuple[np.ndarray, ...]
+    examples: Mapping[str, Mapping[str, tuple[np.ndarray, ...]]]
+    plot_epsilon: float
+    timings: Mapping[str, float]
+    parameters: Mapping[str, object]
+    seconds: float = 0.0
+    out: Path | None = None
+    report: Path | None = None
+
+    @property
+    def g(self) -> int:
+        return len(self.schema)
+
+    def table(self) -> pd.DataFrame:
+        """All measurements in long format (one row per mechanism, epsilon, target, method)."""
+        return pd.DataFrame([dataclasses.asdict(m) for m in self.measurements])
+
+    def error(self, mechanism: str, epsilon: float, target: str = "marginal", method: str = "em",
+              metric: str = "js") -> float:
+        """One number of the table, e.g. ``error("grr", 4.0, "pair")``."""
+        for m in self.measurements:
+            if (m.mechanism, m.target, m.method) == (mechanism, target, method) and \
+                    math.isclose(m.epsilon, epsilon):
+                return float(getattr(m, metric))
+        raise KeyError(f"no measurement for {mechanism!r} at epsilon={epsilon!r}, {target}/{method}")
+
+    def summary(self) -> str:
+        """A compact text table: mechanism x epsilon -> mean JS divergence (EM) of the marginals
+        and of the pairs."""
+        eps_head = "".join(f"{_fmt_eps(e):>9}" for e in self.epsilons)
+        width = max(len("pairs of attributes"), *(len(m) for m in self.mechanisms)) + 2
+        lines = [
+            f"n = {self.n} records, g = {self.g} attributes ({self.source}); "
+            f"missing {_pct(float(self.missing.mean()))} of values",
+            "Mean Jensen-Shannon divergence (bits) between true and estimated distributions (EM);",
+            f"epsilon = budget of a whole record (epsilon / {self.g} per attribute).",
+        ]
+        marginal_method = "em" if "em" in self.methods else self.methods[0]
+        for target, label in (("marginal", "single attributes"), ("pair", "pairs of attributes")):
+            lines.append("")
+            lines.append(f"{label:<{width}}{eps_head}")
+            for mech in self.mechanisms:
+                method = marginal_method if target == "marginal" else PAIR_METHOD
+                vals = "".join(f"{self.error(mech, e, target, method):>9.4f}" for e in self.epsilons)
+                lines.append(f"{mech:<{width}}{vals}")
+            lines.append(f"{'(uniform)':<{width}}" + f"{self.reference[target]:>9.4f}" * len(self.epsilons))
+        return "\n".join(lines)
+
+    def sections(self) -> list:
+        """The report sections of this run (see ``reidrisk.report``)."""
+        return demo_sections(self)
+
+
+# ---------------------------------------------------------------------------------------------
+# inputs
+# ---------------------------------------------------------------------------------------------
+def _rng(entropy: int, *labels: object) -> np.random.Generator:
+    """An independent stream per purpose: the same seed and labels always give the same draws, and
+    adding a mechanism or budget to a run does not change the others' draws."""
+    words = [zlib.crc32(str(lab).encode()) for lab in labels]
+    return np.random.default_rng(np.random.SeedSequence([entropy, *words]))
+
+
+def _load_schema(schema: Schema | str | Path | None) -> Schema | None:
+    if schema is None or isinstance(schema, Schema):
+        return schema
+    path = Path(schema)
+    if not path.is_file():
+        raise FileNotFoundError(f"schema file {str(path)!r} does not exist; check the path or create "
+                                "one with `reidrisk schema infer DATA -o schema.json`")
+    return Schema.load(path)
+
+
+def _prepare(data, schema, n, missing_rate, sizes, dependence, entropy, log):
+    """(schema, codes, source, injected missing rate) ready for collection."""
+    if data is None:
+        from reidrisk.data.missing import mcar
+        from reidrisk.data.synthetic import make_population
+
+        if schema is not None:
+            raise SchemaError("a schema was given without data; pass the data it describes, or "
+                              "neither to use the built-in synthetic population")
+        n = DEFAULT_N if n is None else n
+        rate = DEFAULT_MISSING_RATE if missing_rate is None else missing_rate
+        pop = make_population(n, sizes, dependence=dependence, rng=_rng(entropy, "population"))
+        codes = pop.codes
+        if rate > 0:
+            codes = mcar(codes, rate, _rng(entropy, "missing"))
+        source = (f"synthetic population, domain sizes {list(sizes)}, dependence {dependence:g}, "
+                  f"{_pct(rate)} of values missing completely at random")
+        return pop.schema, np.asarray(codes, dtype=np.int32), source, rate
+
+    schema = _load_schema(schema)
+    if isinstance(data, np.ndarray):
+        if schema is None:
+            raise SchemaError("encoded data (an integer matrix) needs its schema; pass schema=")
+        codes = schema.validate_codes(data)
+        source = f"encoded matrix of {codes.shape[0]} records"
+    elif isinstance(data, pd.DataFrame):
+        if schema is None:
+            schema = Schema.infer(data)
+            log(f"Inferred a schema of {len(schema)} attributes from the data frame")
+        codes = schema.encode(data)
+        source = f"data frame of {len(data)} records"
+    else:
+        from reidrisk.data.io import read_encoded, read_table
+
+        path = Path(data)
+        if not path.is_file():
+            raise FileNotFoundError(f"data file {str(path)!r} does not exist; pass the path of a CSV "
+                                    "or Parquet file")
+        if schema is None:
+            frame = read_table(path)
+            if len(frame) == 0:
+                raise SchemaError(f"data file {str(path)!r} has a header but no rows; nothing to collect")
+            schema = Schema.infer(frame)
+            log(f"Inferred a schema of {len(schema)} attributes from {path.name} "
+                "(save and review one with `reidrisk schema infer`)")
+            codes = schema.encode(frame)
+        else:
+            codes = read_encoded(path, schema)
+        source = f"{path.name}"
+    if n is not None and n < codes.shape[0]:
+        rows = np.sort(_rng(entropy, "sample").choice(codes.shape[0], size=n, replace=False))
+        codes = codes[rows]
+        source += f", random sample of {n} records"
+    rate = 0.0 if missing_rate is None else missing_rate
+    if rate > 0:
+        from reidrisk.data.missing import mcar
+
+        codes = mcar(codes, rate, _rng(entropy, "missing"))
+        source += f", plus {_pct(rate)} of values removed completely at random"
+    return schema, np.asarray(codes, dtype=np.int32), source, rate
+
+
+def _check_present(schema: Schema, codes: np.ndarray) -> None:
+    if len(schema) < 2:
+        raise SchemaError(f"the demo needs at least 2 attributes (it estimates every pair); the "
+                          f"schema has only {schema.names}. Add another column to the schema")
+    present = (codes != MISSING).sum(axis=0)
+    empty = [schema.names[j] for j in np.flatnonzero(present == 0)]
+    if empty:
+        raise SchemaError(f"column(s) {empty} have no present values; drop them from the schema")
+    both = (codes != MISSING).astype(np.int64)
+    co = both.T @ both
+    g = len(schema)
+    bad = [(schema.names[a], schema.names[b]) for a in range(g) for b in range(a + 1, g) if co[a, b] == 0]
+    if bad:
+        raise SchemaError(f"no record has both attributes of the pair(s) {bad[:3]}; their joint "
+                          "distribution cannot be estimated. Drop one attribute of each pair")
+
+
+# ---------------------------------------------------------------------------------------------
+# scoring
+# ---------------------------------------------------------------------------------------------
+def _js(p: np.ndarray, q: np.ndarray) -> float:
+    from reidrisk.estimation.information import js_divergence
+
+    return float(js_divergence(np.ravel(p), np.ravel(q), base=2))
+
+
+def _tv(p: np.ndarray, q: np.ndarray) -> float:
+    """Total variation distance 1/2 sum |p - q| of two distributions."""
+    return float(0.5 * np.abs(np.ravel(p) - np.ravel(q)).sum())
+
+
+def _pair_table(estimates, pair: tuple[int, int]) -> np.ndarray:
+    return np.asarray(estimates[pair], dtype=np.float64)
+
+
+def _score(mech, eps, target, method, truths, ests) -> Measurement:
+    js = np.array([_js(t, e) for t, e in zip(truths, ests)])
+    tv = np.array([_tv(t, e) for t, e in zip(truths, ests)])
+    return Measurement(mech, float(eps), target, method, float(js.mean()), float(js.max()),
+                       float(tv.mean()))
+
+
+# ---------------------------------------------------------------------------------------------
+# the job
+# ---------------------------------------------------------------------------------------------
+def run_demo(
+    data: str | Path | pd.DataFrame | np.ndarray | None = None,
+    schema: Schema | str | Path | None = None,
+    out: str | Path | None = "reidrisk-report",
+    epsilons: Sequence[float] = DEFAULT_EPSILONS,
+    mechanisms: Sequence[str] | None = None,
+    n: int | None = None,
+    missing_rate: float | None = None,
+    seed: int | None = 0,
+    progress: bool = True,
+    *,
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    dependence: float = DEFAULT_DEPENDENCE,
+    methods: Sequence[str] = METHODS,
+    plot_epsilon: float | None = None,
+    log: Callable[[str], None] | None = None,
+) -> DemoResult:
+    """Simulate an LDP collection with missing values and score the server's estimates.
+
+    ``data``: ``None`` for the built-in synthetic population (``n`` records, default 20000, with
+    domain sizes ``sizes`` and pairwise ``dependence``), or a CSV/Parquet path, a DataFrame, or an
+    encoded (n, g) int matrix; ``schema``: a ``Schema`` or a schema JSON path for that data (inferred
+    from a file or frame when omitted). With ``data`` given, ``n`` samples that many rows.
+    ``missing_rate``: share of values removed completely at random before collection (default 0.3
+    for the synthetic population, 0 for user data, which keeps its own missing values).
+    ``epsilons``: whole-record budgets, split evenly over the attributes. ``mechanisms``: registry
+    names (default: all in ``reidrisk.mechanisms.MECHANISMS``). ``methods``: marginal estimators.
+    ``out``: report folder (written atomically), or ``None`` for no report. ``seed``: all random
+    draws; ``None`` draws fresh entropy (recorded in ``parameters``). ``progress``: a progress bar on
+    stderr when it is a terminal. ``log``: receives one-line status messages.
+    """
+    t0 = time.perf_counter()
+    log = log or (lambda msg: None)
+    eps_list = tuple(sorted({check_epsilon(e, "epsilon") for e in epsilons}))
+    if not eps_list:
+        raise MechanismError("no budget given; pass at least one epsilon > 0")
+    mech_names = tuple(dict.fromkeys(m.lower() for m in (mechanisms or MECHANISMS)))
+    unknown = [m for m in mech_names if m not in MECHANISMS]
+    if unknown:
+        raise MechanismError(f"unknown mechanism(s) {unknown}; choose from {list(MECHANISMS)}")
+    methods = tuple(dict.fromkeys(methods))
+    bad = [m for m in methods if m not in MARGINAL_METHODS]
+    if not methods or bad:
+        raise ValueError(f"methods must name marginal estimators among {list(MARGINAL_METHODS)}, "
+                         f"got {list(methods)}")
+    if missing_rate is not None and not (0.0 <= float(missing_rate) < 1.0):
+        raise ValueError(f"missing_rate must be in [0, 1), got {missing_rate!r}")
+    if n is not None and (isinstance(n, bool) or int(n) != n or n < 2):
+        raise ValueError(f"n must be an integer >= 2, got {n!r}")
+    seed_seq = np.random.SeedSequence(seed)
+    entropy = int(seed_seq.entropy)
+
+    schema, codes, source, rate = _prepare(data, schema, n, missing_rate, tuple(sizes), dependence,
+                                           entropy, log)
+    _check_present(schema, codes)
+    g = len(schema)
+    n_records = codes.shape[0]
+
+    from reidrisk.data.tables import contingency
+    from reidrisk.estimation.frequency import estimate_marginals
+    from reidrisk.estimation.pairs import estimate_pairs
+
+    sizes_arr = schema.sizes
+    pairs = [(a, b) for a in range(g) for b in range(a + 1, g)]
+    truth = tuple(contingency(codes, sizes_arr, [j]) for j in range(g))
+    truth_pairs = [contingency(codes, sizes_arr, [a, b]) for a, b in pairs]
+    reference = {
+        "marginal": float(np.mean([_js(t, np.full(t.shape, 1.0 / t.size)) for t in truth])),
+        "pair": float(np.mean([_js(t, np.full(t.shape, 1.0 / t.size)) for t in truth_pairs])),
+    }
+    if plot_epsilon is None:
+        plot_epsilon = eps_list[len(eps_list) // 2]
+    else:
+        plot_epsilon = min(eps_list, key=lambda e: abs(math.log(e) - math.log(plot_epsilon)))
+
+    measurements: list[Measurement] = []
+    examples: dict[str, dict[str, tuple[np.ndarray, ...]]] = {}
+    timings: dict[str, float] = {m: 0.0 for m in mech_names}
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(mech_names) * len(eps_list), desc="collect + estimate", unit="run",
+               disable=not (progress and sys.stderr.isatty()), leave=False, file=sys.stderr)
+    try:
+        for mech in mech_names:
+            for eps in eps_list:
+                bar.set_postfix_str(f"{mech} eps={_fmt_eps(eps)}")
+                t = time.perf_counter()
+                reports = RecordRandomizer(schema, mech, eps).randomize(codes, _rng(entropy, mech, eps))
+                em_marginals = None
+                for method in methods:
+                    fitted = estimate_marginals(reports, method)
+                    if method == PAIR_METHOD:
+                        em_marginals = fitted  # the pair EM starts from these; no need to refit
+                    ests = [e.probs for e in fitted]
+                    measurements.append(_score(mech, eps, "marginal", method, truth, ests))
+                    if eps == plot_epsilon:
+                        examples.setdefault(mech, {})[method] = tuple(ests)
+                pair_est = estimate_pairs(reports, method=PAIR_METHOD, marginals=em_marginals)
+                ests = [_pair_table(pair_est, p) for p in pairs]
+                measurements.append(_score(mech, eps, "pair", PAIR_METHOD, truth_pairs, ests))
+                timings[mech] += time.perf_counter() - t
+                bar.update()
+    finally:
+        bar.close()
+
+    parameters = {
+        "seed": seed if seed is not None else entropy,
+        "records": n_records,
+        "attributes": g,
+        "data": source,
+        "missing rate injected": f"{rate:g}",
+        "epsilons (whole record)": ", ".join(_fmt_eps(e) for e in eps_list),
+        "epsilon per attribute": "epsilon / g = " + ", ".join(f"{e / g:.3g}" for e in eps_list),
+        "mechanisms": ", ".join(mech_names),
+        "marginal estimators": ", ".join(methods),
+        "pair estimator": PAIR_METHOD,
+        "distributions shown at epsilon": _fmt_eps(plot_epsilon),
+        **_versions(),
+    }
+    result = DemoResult(
+        schema=schema,
+        n=n_records,
+        source=source,
+        missing=(codes == MISSING).mean(axis=0),
+        epsilons=eps_list,
+        mechanisms=mech_names,
+        methods=methods,
+        measurements=tuple(measurements),
+        reference=reference,
+        truth=truth,
+        examples=examples,
+        plot_epsilon=float(plot_epsilon),
+        timings=timings,
+        parameters=parameters,
+    )
+    if out is not None:
+        from reidrisk.report import write_report
+
+        log(f"Writing the report to {out}")
+        result = dataclasses.replace(result, seconds=time.perf_counter() - t0)
+        index = write_report(result.sections(), out, title="reidrisk: LDP collection with missing values",
+                             subtitle=f"{n_records} records, {g} attributes; {source}")
+        result = dataclasses.replace(result, out=Path(out), report=index)
+    return dataclasses.replace(result, seconds=time.perf_counter() - t0)
+
+
+def _versions() -> dict[str, str]:
+    import matplotlib
+    import scipy
+
+    return {
+        "reidrisk": __version__,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "pandas": pd.__version__,
+        "matplotlib": matplotlib.__version__,
+    }
+
+
+def _fmt_eps(e: float) -> str:
+    return f"{e:g}"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%" if x == 0 or x >= 0.01 else f"{100 * x:.2g}%"
+
+
+# ---------------------------------------------------------------------------------------------
+# report sections
+# ---------------------------------------------------------------------------------------------
+def _shown_attributes(schema: Schema) -> list[int]:
+    """The largest domain and one of middle size: two attributes worth a picture."""
+    order = np.argsort(-schema.sizes, kind="stable")
+    if len(order) == 1:
+        return [int(order[0])]
+    return [int(order[0]), int(order[len(order) // 2])]
+
+
+def demo_sections(result: DemoResult) -> list:
+    """The report sections of a demo run: overview, data, distributions, errors, numbers, run."""
+    from reidrisk.report import ReportFigure, Section, definition_list, escape, html_table
+    from reidrisk.report.plots import plot_distributions, plot_error_curves
+
+    schema, g = result.schema, result.g
+    eps_txt = ", ".join(_fmt_eps(e) for e in result.epsilons)
+    overview = (
+        "<p>Every record was randomized on the client side, attribute by attribute, with each of the "
+        f"mechanisms <strong>{escape(', '.join(result.mechanisms))}</strong> and each whole-record "
+        f"budget &epsilon; = {escape(eps_txt)} (split evenly: &epsilon;/{g} per attribute, paper 004 "
+        "Algorithm 1). Missing values are not randomized and not reported. From the reports alone "
+        "the server estimated the distribution of every attribute (estimators: "
+        f"{escape(', '.join(result.methods))}; em = EM of paper 004 eq. 8-11, norm_sub = the "
+        "inversion of eq. 6 projected onto the simplex) and of every pair of attributes (pair EM "
+        "on the pair counts, eq. 12-13), over the people who answered. The estimates are compared "
+        "with the true distributions of the same answers.</p>"
+        "<p>Error measures: Jensen-Shannon divergence in bits (0 = identical, 1 = disjoint; paper 004 "
+        "Section 5.1) and total variation distance (the largest difference in probability any event "
+        "can have under the two distributions). The dotted <em>uniform guess</em> line is the error "
+        "of answering with the uniform distribution, i.e. of collecting nothing.</p>"
+    )
+    rows = []
+    for j, attr in enumerate(schema):
+        cats = ", ".join(attr.categories[:6]) + (" ..." if attr.size > 6 else "")
+        rows.append([attr.name, attr.size, _pct(float(result.missing[j])),
+                     int(round(result.n * (1 - float(result.missing[j])))), cats])
+    data_body = (
+        f"<p>Source: {escape(result.source)}.</p>"
+        + html_table(["attribute", "categories", "missing", "answers", "values"], rows,
+                     caption=f"{result.n} records, {g} attributes",
+                     numeric=[False, True, True, True, False])
+    )
+
+    shown = _shown_attributes(schema)
+    dist_png = plot_distributions(
+        [schema[j] for j in shown],
+        [result.truth[j] for j in shown],
+        {mech: {meth: [ests[j] for j in shown] for meth, ests in per.items()}
+         for mech, per in result.examples.items()},
+        title=f"True and estimated distributions at \u03b5 = {_fmt_eps(result.plot_epsilon)} "
+              f"({result.plot_epsilon / g:.3g} per attribute)",
+    )
+    dist_fig = ReportFigure(
+        "distributions.png", dist_png,
+        caption=(f"Grey bars: the true distribution of the answers; markers: the server's estimates "
+                 f"from the randomized reports at whole-record budget {_fmt_eps(result.plot_epsilon)}, "
+                 "one column per mechanism."),
+        alt="Bar charts of true distributions with estimated probabilities as markers",
+    )
+
+    table = result.table()
+    curve_kw = dict(reference=result.reference,
+                    title=f"Error against budget (n = {result.n}, g = {g})")
+    js_png = plot_error_curves(table, "js", ylabel="mean JS divergence (bits)", **curve_kw)
+    tv_png = plot_error_curves(table, "tv", ylabel="mean total variation distance",
+                               **{**curve_kw, "reference": None})
+    err_figs = (
+        ReportFigure("error_js.png", js_png,
+                     caption="Mean Jensen-Shannon divergence over all attributes (left) and all pairs "
+                             "(right); solid: EM, dashed: norm-sub. Lower is better; log scales.",
+                     alt="Line charts of JS divergence against epsilon per mechanism"),
+        ReportFigure("error_tv.png", tv_png,
+                     caption="The same for the mean total variation distance.",
+                     alt="Line charts of total variation distance against epsilon per mechanism"),
+    )
+
+    num_rows = []
+    first = result.methods[0]
+    for mech in result.mechanisms:
+        for eps in result.epsilons:
+            row = [mech, _fmt_eps(eps), f"{eps / g:.3g}"]
+            for meth in result.methods:
+                row.append(f"{result.error(mech, eps, 'marginal', meth):.4f}")
+            row += [f"{result.error(mech, eps, 'marginal', first, 'tv'):.4f}",
+                    f"{result.error(mech, eps, 'marginal', first, 'js_max'):.4f}",
+                    f"{result.error(mech, eps, 'pair', PAIR_METHOD):.4f}",
+                    f"{result.error(mech, eps, 'pair', PAIR_METHOD, 'tv'):.4f}"]
+            num_rows.append(row)
+    header = (["mechanism", "\u03b5", "\u03b5 / attribute"]
+              + [f"JS marginals ({m})" for m in result.methods]
+              + [f"TV marginals ({first})", f"worst JS marginal ({first})",
+                 f"JS pairs ({PAIR_METHOD})", f"TV pairs ({PAIR_METHOD})"])
+    numbers_body = html_table(header, num_rows, numeric=[False] + [True] * (len(header) - 1),
+                              caption="Means over attributes or pairs; JS in bits.")
+    numbers_body += html_table(
+        ["reference", "JS marginals", "JS pairs"],
+        [["uniform guess", f"{result.reference['marginal']:.4f}", f"{result.reference['pair']:.4f}"]],
+        numeric=[False, True, True])
+    numbers_body += html_table(
+        ["mechanism", "seconds (all budgets: randomize + estimate)"],
+        [[m, f"{s:.2f}"] for m, s in result.timings.items()], numeric=[False, True])
+
+    params = dict(result.parameters)
+    params["wall time"] = f"{result.seconds:.1f} s"
+    return [
+        Section("Overview", overview),
+        Section("Data", data_body),
+        Section("Estimated distributions", "", (dist_fig,)),
+        Section("Error against budget", "", err_figs),
+        Section("Numbers", numbers_body),
+        Section("Run parameters", definition_list(params)),
+    ]

@@ -1,0 +1,155 @@
+"""Plots for the report, drawn with matplotlib's object API on the Agg canvas.
+
+Every function returns the PNG bytes of one figure (``figure_png``) so a ``ReportFigure`` can be built
+from it; no pyplot state is used, so figures never leak between calls or threads.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import NullLocator
+
+from reidrisk.schema import Attribute
+
+DPI = 110
+_LINESTYLES = ("-", "--", ":", "-.")
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def new_figure(width: float, height: float) -> Figure:
+    """A figure of ``width`` x ``height`` inches attached to an Agg canvas."""
+    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def figure_png(fig: Figure) -> bytes:
+    """Encode a figure as PNG bytes."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI)
+    return buf.getvalue()
+
+
+def _colors(labels: Sequence[str]) -> dict[str, tuple]:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10"]
+    return {lab: cmap(i % 10) for i, lab in enumerate(labels)}
+
+
+def plot_error_curves(
+    table: pd.DataFrame,
+    value: str = "js",
+    panels: Sequence[tuple[str, str]] = (("marginal", "Single attributes"), ("pair", "Pairs of attributes")),
+    reference: Mapping[str, float] | None = None,
+    ylabel: str = "mean JS divergence (bits)",
+    xlabel: str = "epsilon (whole record)",
+    title: str = "",
+) -> bytes:
+    """Error against budget, one panel per target, log-log.
+
+    ``table`` is long format with columns ``mechanism``, ``epsilon``, ``target``, ``method`` and
+    ``value``; each (mechanism, method) is one line: colour = mechanism, line style = method.
+    ``reference[target]`` draws a dotted horizontal line (e.g. the error of a uniform guess).
+    """
+    mechanisms = list(dict.fromkeys(table["mechanism"]))
+    methods = list(dict.fromkeys(table["method"]))
+    colors = _colors(mechanisms)
+    styles = {m: _LINESTYLES[i % len(_LINESTYLES)] for i, m in enumerate(methods)}
+    fig = new_figure(5.2 * len(panels), 4.2)
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, (target, panel_title) in zip(axes, panels):
+        sub = table[table["target"] == target]
+        for (mech, method), grp in sub.groupby(["mechanism", "method"], sort=False):
+            grp = grp.sort_values("epsilon")
+            y = grp[value].to_numpy(float)
+            ax.plot(grp["epsilon"], np.where(y > 0, y, np.nan), color=colors[mech],
+                    linestyle=styles[method], marker=_MARKERS[mechanisms.index(mech) % len(_MARKERS)],
+                    markersize=4, linewidth=1.6)
+        if reference and target in reference:
+            ax.axhline(reference[target], color="0.45", linestyle=":", linewidth=1.2)
+            ax.annotate("uniform guess", (1.0, reference[target]), xycoords=("axes fraction", "data"),
+                        xytext=(-4, -3), textcoords="offset points", ha="right", va="top",
+                        fontsize=8, color="0.35")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        eps = np.sort(sub["epsilon"].unique())
+        ax.set_xticks(eps, [f"{e:g}" for e in eps])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_title(panel_title, fontsize=11)
+        ax.set_xlabel(xlabel)
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].set_ylabel(ylabel)
+    handles = [Line2D([], [], color=colors[m], marker=_MARKERS[i % len(_MARKERS)], label=m)
+               for i, m in enumerate(mechanisms)]
+    if len(methods) > 1:
+        handles += [Line2D([], [], color="0.3", linestyle=styles[m], label=f"method: {m}") for m in methods]
+    fig.legend(handles=handles, loc="outside right center", fontsize=9, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=12)
+    return figure_png(fig)
+
+
+def _short(label: str, width: int = 12) -> str:
+    return label if len(label) <= width else label[: width - 1] + "\u2026"
+
+
+def plot_distributions(
+    attributes: Sequence[Attribute],
+    truth: Sequence[np.ndarray],
+    estimates: Mapping[str, Mapping[str, Sequence[np.ndarray]]],
+    title: str = "",
+) -> bytes:
+    """True against estimated distributions: one row per attribute, one column per mechanism.
+
+    ``truth[i]`` is the true distribution of ``attributes[i]`` (shape (f_i,)), and
+    ``estimates[mechanism][method][i]`` the estimate of it; bars show the truth, markers the
+    estimates (one marker shape per method).
+    """
+    mechanisms = list(estimates)
+    methods = list(dict.fromkeys(m for per in estimates.values() for m in per))
+    colors = _colors(mechanisms)
+    markers = {m: _MARKERS[i % len(_MARKERS)] for i, m in enumerate(methods)}
+    ncol, nrow = max(len(mechanisms), 1), len(attributes)
+    fig = new_figure(max(2.6 * ncol, 6.0), 2.7 * nrow + 0.6)
+    axes = fig.subplots(nrow, ncol, squeeze=False, sharey="row")
+    for r, (attr, p_true) in enumerate(zip(attributes, truth)):
+        x = np.arange(attr.size)
+        ymax = float(np.max(p_true))
+        for c, mech in enumerate(mechanisms):
+            ax = axes[r, c]
+            ax.bar(x, p_true, color="0.82", edgecolor="0.6", width=0.8, label="true")
+            for k, method in enumerate(methods):
+                if method not in estimates[mech]:
+                    continue
+                est = np.asarray(estimates[mech][method][r], dtype=float)
+                ymax = max(ymax, float(est.max()))
+                offset = (k - (len(methods) - 1) / 2) * 0.22
+                ax.plot(x + offset, est, linestyle="none", marker=markers[method], markersize=4.5,
+                        color=colors[mech], markerfacecolor="white" if k else colors[mech])
+            step = max(1, int(np.ceil(attr.size / 8)))
+            ax.set_xticks(x[::step], [_short(lab) for lab in attr.categories[::step]],
+                          rotation=45 if attr.size > 4 else 0, ha="right" if attr.size > 4 else "center",
+                          fontsize=7)
+            ax.tick_params(axis="y", labelsize=8)
+            if r == 0:
+                ax.set_title(mech, fontsize=11, color=colors[mech])
+            if c == 0:
+                ax.set_ylabel(f"{_short(attr.name, 18)}\nprobability", fontsize=9)
+            ax.grid(True, axis="y", alpha=0.3)
+        axes[r, 0].set_ylim(0, ymax * 1.12)
+    handles = [Line2D([], [], color="0.82", marker="s", linestyle="none", markersize=8,
+                      markeredgecolor="0.6", label="true")]
+    handles += [Line2D([], [], color="0.3", marker=markers[m], linestyle="none",
+                       markerfacecolor="white" if i else "0.3", label=m) for i, m in enumerate(methods)]
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=9, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=12)
+    return figure_png(fig)

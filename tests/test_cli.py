@@ -1,0 +1,293 @@
+"""The command line: help, version, the demo job, schema inference, and clean errors for bad input."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+
+import click
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from reidrisk import __version__, cli as cli_module
+from reidrisk.cli import cli
+from reidrisk.schema import Attribute, Schema, SchemaError
+
+SECTIONS = ("Overview", "Data", "Estimated distributions", "Error against budget", "Numbers",
+            "Run parameters")
+PNGS = ("distributions.png", "error_js.png", "error_tv.png")
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def small(tmp_path):
+    """A small CSV with a missing value and its schema file."""
+    rng = np.random.default_rng(3)
+    n = 400
+    frame = pd.DataFrame({
+        "colour": rng.choice(["red", "green", "blue"], n),
+        "size": rng.choice(["S", "M", "L", "XL"], n),
+        "flag": rng.choice(["yes", "no"], n),
+    })
+    frame.loc[::7, "size"] = ""
+    data = tmp_path / "small.csv"
+    frame.to_csv(data, index=False)
+    schema = Schema((Attribute("colour", ("red", "green", "blue")),
+                     Attribute("size", ("S", "M", "L", "XL")),
+                     Attribute("flag", ("yes", "no"))))
+    schema_path = tmp_path / "schema.json"
+    schema.save(schema_path)
+    return data, schema_path, schema
+
+
+def _assert_clean_error(result, *fragments: str) -> None:
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = [ln for ln in result.output.splitlines() if ln.startswith("Error")]
+    assert len(lines) == 1, result.output
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+# ---- help and version ------------------------------------------------------------------------
+
+def test_root_help_lists_every_command(runner):
+    result = runner.invoke(cli, ["--help"])
+    assert result.exit_code == 0
+    for name in ("demo", "schema", "collect", "uniqueness", "linkage", "pie", "--version", "--debug"):
+        assert name in result.output
+
+
+def test_version(runner):
+    result = runner.invoke(cli, ["--version"])
+    assert result.exit_code == 0
+    assert __version__ in result.output
+
+
+def _all_commands(group: click.Group, prefix=()):
+    for name, cmd in group.commands.items():
+        yield prefix + (name,)
+        if isinstance(cmd, click.Group):
+            yield from _all_commands(cmd, prefix + (name,))
+
+
+@pytest.mark.parametrize("path", list(_all_commands(cli)), ids=" ".join)
+def test_every_command_has_help(runner, path):
+    result = runner.invoke(cli, [*path, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage: " in result.output and "--help" in result.output
+
+
+def test_demo_help_documents_the_options(runner):
+    result = runner.invoke(cli, ["demo", "--help"])
+    for option in ("--data", "--schema", "--out", "--epsilon", "--mechanism", "--n", "--missing-rate",
+                   "--seed", "--no-progress"):
+        assert option in result.output
+
+
+# ---- the demo ---------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_demo_small_writes_the_report(runner, tmp_path):
+    out = tmp_path / "report"
+    result = runner.invoke(cli, ["demo", "--n", "2000", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    page = (out / "index.html").read_text(encoding="utf-8")
+    for title in SECTIONS:
+        assert f"<h2>{title}</h2>" in page
+    for png in PNGS:
+        assert (out / png).read_bytes()[:4] == b"\x89PNG"
+        assert f'src="{png}"' in page
+    assert "single attributes" in result.output and "pairs of attributes" in result.output
+    assert str(out / "index.html") in result.output
+
+
+def test_demo_on_a_file_with_its_schema(runner, small, tmp_path):
+    data, schema_path, _ = small
+    out = tmp_path / "rep"
+    result = runner.invoke(cli, ["demo", "--data", str(data), "--schema", str(schema_path), "--out",
+                                 str(out), "-m", "grr", "-e", "1", "-e", "8", "--seed", "5"])
+    assert result.exit_code == 0, result.output
+    page = (out / "index.html").read_text()
+    assert "small.csv" in page and "colour" in page
+    summary = [ln for ln in result.output.splitlines() if ln.startswith("grr")]
+    assert len(summary) == 2  # one row in the marginal block, one in the pair block
+    assert all(len(ln.split()) == 3 for ln in summary)  # mechanism + two budgets
+
+
+def test_demo_infers_the_schema_when_omitted(runner, small, tmp_path):
+    data, _, _ = small
+    result = runner.invoke(cli, ["demo", "--data", str(data), "--out", str(tmp_path / "r"),
+                                 "-m", "grr", "-e", "4"])
+    assert result.exit_code == 0, result.output
+    assert "Inferred a schema of 3 attributes" in result.output
+
+
+# ---- bad input: one clean line, exit code 2 -------------------------------------------------------
+
+def test_missing_data_file(runner, tmp_path):
+    missing = tmp_path / "nope.csv"
+    result = runner.invoke(cli, ["demo", "--data", str(missing), "--out", str(tmp_path / "r")])
+    _assert_clean_error(result, "nope.csv", "does not exist")
+    assert not (tmp_path / "r").exists()
+
+
+def test_missing_schema_file(runner, small, tmp_path):
+    data, _, _ = small
+    result = runner.invoke(cli, ["demo", "--data", str(data), "--schema", str(tmp_path / "s.json")])
+    _assert_clean_error(result, "s.json", "does not exist")
+
+
+def test_schema_column_absent_from_the_data(runner, small, tmp_path):
+    data, _, schema = small
+    other = Schema((*schema.attributes, Attribute("height", ("short", "tall"))))
+    other.save(tmp_path / "other.json")
+    result = runner.invoke(cli, ["demo", "--data", str(data), "--schema", str(tmp_path / "other.json"),
+                                 "--out", str(tmp_path / "r")])
+    _assert_clean_error(result, "height")
+
+
+def test_unknown_category_in_the_data(runner, small, tmp_path):
+    data, schema_path, _ = small
+    frame = pd.read_csv(data, dtype=str, keep_default_na=False)
+    frame.loc[5, "colour"] = "purple"
+    frame.to_csv(data, index=False)
+    result = runner.invoke(cli, ["demo", "--data", str(data), "--schema", str(schema_path),
+                                 "--out", str(tmp_path / "r")])
+    _assert_clean_error(result, "colour", "purple")
+
+
+@pytest.mark.parametrize("eps", ["0", "-1", "inf", "nan"])
+def test_epsilon_must_be_positive_and_finite(runner, eps, tmp_path):
+    result = runner.invoke(cli, ["demo", "--epsilon", eps, "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+    assert "--epsilon" in result.output and "finite and > 0" in result.output
+    assert not (tmp_path / "r").exists()
+
+
+def test_empty_data_file(runner, tmp_path):
+    data = tmp_path / "empty.csv"
+    data.write_text("")
+    result = runner.invoke(cli, ["demo", "--data", str(data), "--out", str(tmp_path / "r")])
+    _assert_clean_error(result, "empty.csv", "empty")
+
+
+def test_header_only_data_file(runner, small, tmp_path):
+    _, schema_path, _ = small
+    data = tmp_path / "header.csv"
+    data.write_text("colour,size,flag\n")
+    result = runner.invoke(cli, ["demo", "--data", str(data), "--schema", str(schema_path)])
+    _assert_clean_error(result, "no rows")
+
+
+def test_unknown_mechanism(runner, tmp_path):
+    result = runner.invoke(cli, ["demo", "-m", "laplace", "--out", str(tmp_path / "r")])
+    _assert_clean_error(result, "laplace", "grr")
+
+
+def test_schema_without_data_is_a_usage_error(runner, small):
+    _, schema_path, _ = small
+    result = runner.invoke(cli, ["demo", "--schema", str(schema_path)])
+    assert result.exit_code == 2
+    assert "--schema needs --data" in result.output
+
+
+def test_debug_shows_the_original_exception(runner, small, tmp_path):
+    data, schema_path, _ = small
+    frame = pd.read_csv(data, dtype=str, keep_default_na=False)
+    frame.loc[0, "flag"] = "maybe"
+    frame.to_csv(data, index=False)
+    args = ["demo", "--data", str(data), "--schema", str(schema_path), "--out", str(tmp_path / "r")]
+    result = runner.invoke(cli, ["--debug", *args])
+    assert isinstance(result.exception, SchemaError)
+    assert result.exit_code == 1
+
+
+# ---- schema infer -----------------------------------------------------------------------------
+
+def test_schema_infer_writes_a_loadable_schema(runner, small, tmp_path):
+    data, _, _ = small
+    target = tmp_path / "inferred.json"
+    result = runner.invoke(cli, ["schema", "infer", str(data), "-o", str(target)])
+    assert result.exit_code == 0, result.output
+    schema = Schema.load(target)
+    assert schema.names == ["colour", "size", "flag"]
+    assert set(schema["size"].categories) == {"S", "M", "L", "XL"}  # "" is missing, not a category
+    # and the inferred schema encodes the file it came from
+    frame = pd.read_csv(data, dtype=str, keep_default_na=False)
+    assert (schema.encode(frame)[:, 1] == -1).sum() == (frame["size"] == "").sum()
+
+
+def test_schema_infer_prints_json_without_output(runner, small):
+    data, _, _ = small
+    result = runner.invoke(cli, ["schema", "infer", str(data), "-c", "flag"])
+    assert result.exit_code == 0
+    doc = json.loads(result.output)
+    assert [a["name"] for a in doc["attributes"]] == ["flag"]
+
+
+def test_schema_infer_missing_file(runner, tmp_path):
+    result = runner.invoke(cli, ["schema", "infer", str(tmp_path / "none.csv")])
+    _assert_clean_error(result, "none.csv")
+
+
+def test_schema_infer_too_many_categories(runner, tmp_path):
+    data = tmp_path / "ids.csv"
+    pd.DataFrame({"id": [f"x{i}" for i in range(100)]}).to_csv(data, index=False)
+    result = runner.invoke(cli, ["schema", "infer", str(data), "--max-categories", "10"])
+    _assert_clean_error(result, "'id'", "max_categories")
+
+
+# ---- capability registration ------------------------------------------------------------------
+
+def test_capability_cli_module_is_registered(monkeypatch):
+    @click.group()
+    def group():
+        """Fake capability."""
+
+    @group.command()
+    def hello():
+        click.echo("hi")
+
+    fake = types.ModuleType("reidrisk.collect.cli")
+    fake.group = group
+    monkeypatch.setitem(sys.modules, "reidrisk.collect.cli", fake)
+    root = click.Group("root")
+    cli_module.register_capabilities(root)
+    assert root.commands["collect"] is group
+    assert set(root.commands) == set(cli_module.CAPABILITIES)
+    result = CliRunner().invoke(root, ["collect", "hello"])
+    assert result.output == "hi\n"
+
+
+def test_missing_capability_gets_an_empty_group(monkeypatch):
+    monkeypatch.setattr(cli_module, "CAPABILITIES", {"nosuchcapability": "Nothing here."})
+    root = click.Group("root")
+    cli_module.register_capabilities(root)
+    placeholder = root.commands["nosuchcapability"]
+    assert isinstance(placeholder, click.Group) and not placeholder.commands
+    assert "No commands yet" in CliRunner().invoke(root, ["nosuchcapability", "--help"]).output
+
+
+def test_broken_capability_module_is_not_hidden(monkeypatch):
+    def fail(name):
+        raise ModuleNotFoundError("No module named 'somedependency'", name="somedependency")
+
+    monkeypatch.setattr(cli_module.importlib, "import_module", fail)
+    with pytest.raises(ModuleNotFoundError, match="somedependency"):
+        cli_module.register_capabilities(click.Group("root"))
+
+
+def test_main_entry_point(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli_module.main(["--version"])
+    assert exc.value.code == 0
+    assert __version__ in capsys.readouterr().out

@@ -1,0 +1,173 @@
+"""The main job as a Python function: inputs, truth, scoring, reproducibility, the report."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from reidrisk.demo import DEFAULT_EPSILONS, DemoResult, run_demo
+from reidrisk.mechanisms import MechanismError
+from reidrisk.schema import Attribute, Schema, SchemaError
+
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guide.md"
+
+
+@pytest.fixture
+def frame() -> pd.DataFrame:
+    rng = np.random.default_rng(3)
+    n = 600
+    colour = rng.choice(["red", "green", "blue"], n, p=[0.5, 0.3, 0.2])
+    size = np.where(colour == "red", rng.choice(["S", "M"], n), rng.choice(["L", "XL", "M"], n))
+    out = pd.DataFrame({"colour": colour, "size": size, "flag": rng.choice(["yes", "no"], n)})
+    out.loc[::5, "size"] = ""
+    return out
+
+
+SCHEMA = Schema((Attribute("colour", ("red", "green", "blue")), Attribute("size", ("S", "M", "L", "XL")),
+                 Attribute("flag", ("yes", "no"))))
+
+
+def test_truth_is_the_distribution_of_the_present_answers(frame):
+    result = run_demo(frame, SCHEMA, out=None, epsilons=[2], mechanisms=["grr"], progress=False)
+    present = frame["size"][frame["size"] != ""]
+    expected = present.value_counts(normalize=True).reindex(["S", "M", "L", "XL"], fill_value=0)
+    np.testing.assert_allclose(result.truth[1], expected.to_numpy())
+    np.testing.assert_allclose(result.missing, [0.0, (frame["size"] == "").mean(), 0.0])
+    assert result.n == len(frame)
+
+
+@pytest.mark.parametrize("mechanism", ["grr", "subset", "rappor"])
+def test_errors_vanish_when_reports_are_the_truth(frame, mechanism):
+    # At 100 per attribute these mechanisms report the true value with probability
+    # 1 - O(k e^-100): the estimates are the truth, so every error is 0 up to rounding.
+    result = run_demo(frame, SCHEMA, out=None, epsilons=[300], mechanisms=[mechanism], progress=False)
+    table = result.table()
+    assert set(table["target"]) == {"marginal", "pair"}
+    assert (table[["js", "js_max", "tv"]].to_numpy() < 1e-9).all()
+
+
+def test_measurements_cover_every_mechanism_budget_and_method(frame):
+    result = run_demo(frame, SCHEMA, out=None, epsilons=[4, 1], mechanisms=["grr", "oue"],
+                      progress=False)
+    assert result.epsilons == (1.0, 4.0)
+    table = result.table()
+    assert len(table) == 2 * 2 * (len(result.methods) + 1)
+    assert ((table["js"] >= 0) & (table["js"] <= 1) & (table["tv"] >= 0) & (table["tv"] <= 1)).all()
+    assert (table["js_max"] >= table["js"] - 1e-15).all()
+    # the reference error of a uniform guess, computed from the truth
+    uniform = [np.full(t.size, 1 / t.size) for t in result.truth]
+    from reidrisk.estimation.information import js_divergence
+
+    expect = np.mean([js_divergence(t, u, base=2) for t, u in zip(result.truth, uniform)])
+    assert result.reference["marginal"] == pytest.approx(expect)
+
+
+def test_same_seed_same_numbers_and_streams_are_independent(frame):
+    kw = dict(out=None, epsilons=[1, 4], progress=False)
+    a = run_demo(frame, SCHEMA, mechanisms=["grr", "oue"], seed=7, **kw)
+    b = run_demo(frame, SCHEMA, mechanisms=["oue", "grr"], seed=7, **kw)
+    c = run_demo(frame, SCHEMA, mechanisms=["grr"], seed=7, **kw)
+    d = run_demo(frame, SCHEMA, mechanisms=["grr"], seed=8, **kw)
+    assert a.error("oue", 4, "pair") == b.error("oue", 4, "pair")
+    # adding or reordering mechanisms does not change another mechanism's draws
+    assert a.error("grr", 1) == b.error("grr", 1) == c.error("grr", 1)
+    assert c.error("grr", 1) != d.error("grr", 1)
+
+
+def test_encoded_input_and_sampling(frame):
+    codes = SCHEMA.encode(frame)
+    result = run_demo(codes, SCHEMA, out=None, n=100, epsilons=[2], mechanisms=["grr"],
+                      missing_rate=0.5, progress=False)
+    assert result.n == 100
+    assert "random sample of 100" in result.source
+    # 'colour' and 'flag' were complete: now each cell is missing with probability 0.5, so their
+    # missing shares lie within 4 standard errors (sqrt(0.25 / 100) = 0.05) of 0.5
+    assert abs(result.missing[0] - 0.5) < 4 * 0.05 and abs(result.missing[2] - 0.5) < 4 * 0.05
+
+
+def test_synthetic_default_population(tmp_path):
+    result = run_demo(out=None, n=500, epsilons=[2], mechanisms=["grr"], progress=False,
+                      sizes=(2, 3, 4), missing_rate=0.25)
+    assert [a.size for a in result.schema] == [2, 3, 4]
+    # MCAR at 0.25 on 500 x 3 cells: the share missing is within 4 standard errors of 0.25
+    se = np.sqrt(0.25 * 0.75 / 1500)
+    assert abs(result.missing.mean() - 0.25) < 4 * se
+
+
+def test_report_written_with_every_section(frame, tmp_path):
+    result = run_demo(frame, SCHEMA, out=tmp_path / "rep", epsilons=[1, 8], mechanisms=["grr"],
+                      progress=False)
+    assert isinstance(result, DemoResult) and result.report == tmp_path / "rep" / "index.html"
+    page = result.report.read_text()
+    for title in ("Overview", "Data", "Estimated distributions", "Error against budget", "Numbers",
+                  "Run parameters"):
+        assert f"<h2>{title}</h2>" in page
+    for png in re.findall(r'src="([^"]+)"', page):
+        assert (tmp_path / "rep" / png).read_bytes()[:4] == b"\x89PNG"
+    assert "seed" in page and "numpy" in page
+
+
+def test_summary_has_one_row_per_mechanism_and_a_column_per_budget(frame):
+    result = run_demo(frame, SCHEMA, out=None, epsilons=[1, 2, 8], mechanisms=["grr", "subset"],
+                      progress=False)
+    lines = result.summary().splitlines()
+    for mech in ("grr", "subset", "(uniform)"):
+        rows = [ln for ln in lines if ln.startswith(mech)]
+        assert len(rows) == 2 and all(len(r.split()) == 4 for r in rows)
+    assert f"{result.error('subset', 8, 'pair'):.4f}" in result.summary()
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(epsilons=[0]), MechanismError, "epsilon"),
+    (dict(epsilons=[float("nan")]), MechanismError, "epsilon"),
+    (dict(epsilons=[]), MechanismError, "budget"),
+    (dict(mechanisms=["laplace"]), MechanismError, "laplace"),
+    (dict(missing_rate=1.0), ValueError, "missing_rate"),
+    (dict(n=1), ValueError, "n must"),
+    (dict(methods=["inversion"]), ValueError, "methods"),
+    (dict(methods=[]), ValueError, "methods"),
+])
+def test_bad_parameters(frame, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        run_demo(frame, SCHEMA, out=None, progress=False, **kwargs)
+
+
+def test_attribute_without_answers_is_named(frame):
+    frame = frame.assign(flag="")
+    with pytest.raises(SchemaError, match="flag"):
+        run_demo(frame, SCHEMA, out=None, progress=False, mechanisms=["grr"], epsilons=[1])
+
+
+def test_single_attribute_is_refused(frame):
+    with pytest.raises(SchemaError, match="at least 2 attributes"):
+        run_demo(frame[["flag"]], SCHEMA.select(["flag"]), out=None, progress=False)
+
+
+def test_encoded_data_needs_a_schema(frame):
+    with pytest.raises(SchemaError, match="schema"):
+        run_demo(SCHEMA.encode(frame), None, out=None, progress=False)
+
+
+def test_default_budgets_are_documented():
+    from reidrisk import demo
+
+    text = demo.__doc__ + GUIDE.read_text()
+    assert " ".join(f"{e:g}" for e in DEFAULT_EPSILONS) in GUIDE.read_text()
+    assert "whole-record" in text or "whole record" in text
+
+
+@pytest.mark.slow
+def test_guide_python_examples_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    blocks = re.findall(r"```python\n(.*?)```", GUIDE.read_text(), flags=re.S)
+    assert blocks, "the guide has no Python example"
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, str(GUIDE), "exec"), namespace)
+    # the values the guide shows in its comments
+    assert namespace["codes"].tolist() == [[0, 2], [1, -1], [-1, 3], [0, 0]]
+    assert (tmp_path / "small-report" / "index.html").is_file()
