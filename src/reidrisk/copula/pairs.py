@@ -1,0 +1,416 @@
+"""Fit the copula correlation of attribute pairs from estimated pair tables, all pairs at once.
+
+Paper 004, Section 4.2.3 (eq. 14 and the "suboptimal approach" after eq. 24), as read in
+spec/collection.md: for each pair (j, j') choose rho so that the discretized bivariate normal table
+(``bivariate_table``, fixed marginals F_j, F_j') reproduces the estimated pair table Z_jj'.
+
+Two criteria:
+
+* ``"table"`` (default): maximize sum_cells Z log P(rho), i.e. minimize KL(Z || P(rho)). This is the
+  maximum-likelihood (polychoric) correlation of the pair table given the marginals; it fits the
+  sign and the strength together.
+* ``"mi"``: the paper's criterion, match the mutual information (eq. 14, natural log) of P(rho) to
+  that of Z. MI does not determine the sign of rho (and with asymmetric marginals MI(rho) differs
+  from MI(-rho)), so the match is solved on both sides, rho = +r and rho = -r', and the solution
+  whose table is closer to Z in KL divergence is kept. At independence both sides give rho = 0.
+
+Both are solved for every pair at once: all cells of all pairs live in one flat array (no loop over
+pairs or cells), each pair's solution is bracketed (for "table": the whole interval for 2 x 2
+tables, whose likelihood is unimodal, else a 15-point grid scan), then safeguarded Newton steps
+(bisection whenever a step leaves the bracket) converge to ~1e-10. Derivatives are analytic:
+d Phi2 / d rho = phi2 (Plackett's identity). Fitted rho lies in [-RHO_MAX, RHO_MAX]; a table with
+an empty cell that only |rho| -> 1 explains (common after norm-sub of LDP estimates) ends there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from reidrisk.copula.bvn import _owen_cdf, bvn_pdf, bvn_pdf_drho
+from reidrisk.copula.marginals import (
+    SUM_TOLERANCE, CopulaError, check_marginal, check_marginals, cumulative, thresholds,
+)
+
+RHO_MAX = 0.9999
+"""Fitted correlations are confined to [-RHO_MAX, RHO_MAX] (|rho| = 1 makes Sigma singular)."""
+
+METHODS = ("table", "mi")
+_GRID = np.concatenate(([-RHO_MAX], np.linspace(-0.96, 0.96, 13), [RHO_MAX]))
+_FLOOR = 1e-300
+_TOL = 1e-10
+_MAX_ITER = 60
+
+
+@dataclass(frozen=True)
+class PairFit:
+    """Fitted correlation of one pair.
+
+    rho: the copula correlation; se: its standard error (nan without n; see
+    ``fit_pair_correlations``); kl: KL(Z || P(rho)) in nats; mutual_information: eq. 14 of the
+    estimated table (nats); method: "table" or "mi"; converged: the solver met its tolerance.
+    """
+
+    rho: float
+    se: float
+    kl: float
+    mutual_information: float
+    method: str
+    converged: bool
+
+
+@dataclass(frozen=True)
+class PairFits:
+    """Fitted correlations of P pairs: arrays of shape (P,) aligned with ``pairs`` (P, 2)."""
+
+    pairs: np.ndarray
+    rho: np.ndarray
+    se: np.ndarray
+    kl: np.ndarray
+    mutual_information: np.ndarray
+    method: str
+    converged: np.ndarray
+    iterations: int
+
+
+class PairBatch:
+    """All cells of the discretized bivariate tables of many pairs, as flat arrays.
+
+    ``marginals``: g probability vectors; ``pairs``: (P, 2) attribute indices. Pair p has
+    (f_a + 1)(f_b + 1) CDF corners, of which the (f_a - 1)(f_b - 1) interior ones depend on rho;
+    its f_a f_b cells follow in row-major order (cell (a, b) of pair p at index
+    ``cell_start[p] + a f_b + b``).
+    """
+
+    def __init__(self, marginals: Sequence[np.ndarray], pairs: np.ndarray) -> None:
+        margs = [np.asarray(m, dtype=np.float64) for m in marginals]
+        pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        self.marginals = margs
+        self.pairs = pairs
+        self.n_pairs = len(pairs)
+        sizes = np.array([m.size for m in margs], dtype=np.int64)
+        off = np.concatenate(([0], np.cumsum(sizes + 1)))[:-1]
+        t_flat = np.concatenate([thresholds(m) for m in margs])
+        c_flat = np.concatenate([cumulative(m)[0] for m in margs])
+        p_flat = np.concatenate(margs)
+        p_off = np.concatenate(([0], np.cumsum(sizes)))[:-1]
+        ja, jb = pairs[:, 0], pairs[:, 1]
+        fa, fb = sizes[ja], sizes[jb]
+        self.f_a, self.f_b = fa, fb
+        idx = np.arange(self.n_pairs)
+
+        # Corners (r, c), r = 0..f_a, c = 0..f_b, row-major per pair.
+        n_corner = (fa + 1) * (fb + 1)
+        corner_start = np.concatenate(([0], np.cumsum(n_corner)))[:-1]
+        c_pair = np.repeat(idx, n_corner)
+        local = np.arange(n_corner.sum()) - corner_start[c_pair]
+        width = fb[c_pair] + 1
+        r, c = local // width, local % width
+        ra, cb = fa[c_pair], fb[c_pair]
+        static = np.zeros(local.size)
+        right = (c == cb) & (r > 0)
+        static[right] = c_flat[off[ja[c_pair[right]]] + r[right]]
+        bottom = (r == ra) & (c > 0)
+        static[bottom] = c_flat[off[jb[c_pair[bottom]]] + c[bottom]]
+        interior = (r > 0) & (r < ra) & (c > 0) & (c < cb)
+        self._static = static
+        self._int_idx = np.flatnonzero(interior)
+        self._int_pair = c_pair[interior]
+        self._int_h = t_flat[off[ja[self._int_pair]] + r[interior]]
+        self._int_k = t_flat[off[jb[self._int_pair]] + c[interior]]
+
+        # Cells (a, b), a = 0..f_a-1, b = 0..f_b-1, row-major per pair.
+        n_cell = fa * fb
+        self.cell_start = np.concatenate(([0], np.cumsum(n_cell)))
+        cell_pair = np.repeat(idx, n_cell)
+        local = np.arange(n_cell.sum()) - self.cell_start[:-1][cell_pair]
+        a, b = local // fb[cell_pair], local % fb[cell_pair]
+        base = corner_start[cell_pair]
+        w = fb[cell_pair] + 1
+        self._i00 = base + a * w + b
+        self._i01 = self._i00 + 1
+        self._i10 = self._i00 + w
+        self._i11 = self._i10 + 1
+        self.cell_pair = cell_pair
+        self.cell_a, self.cell_b = a, b
+        # Product of the fixed marginals per cell (the independence table).
+        self.indep = p_flat[p_off[ja[cell_pair]] + a] * p_flat[p_off[jb[cell_pair]] + b]
+
+    # ---- evaluation ----------------------------------------------------------------------------
+    def _gather(self, corner: np.ndarray) -> np.ndarray:
+        return corner[self._i11] - corner[self._i01] - corner[self._i10] + corner[self._i00]
+
+    def cells(self, rho: np.ndarray) -> np.ndarray:
+        """Cell probabilities of every pair (flat), for per-pair correlations rho (P,)."""
+        corner = self._static.copy()
+        corner[self._int_idx] = _owen_cdf(self._int_h, self._int_k, rho[self._int_pair])
+        return np.maximum(self._gather(corner), 0.0)
+
+    def slope(self, rho: np.ndarray) -> np.ndarray:
+        """dP/drho per cell (flat) without the cell probabilities."""
+        corner = np.zeros(self._static.size)
+        corner[self._int_idx] = bvn_pdf(self._int_h, self._int_k, rho[self._int_pair])
+        return self._gather(corner)
+
+    def subset(self, mask: np.ndarray) -> "PairBatch":
+        """The batch of the pairs selected by a boolean mask (P,)."""
+        return PairBatch(self.marginals, self.pairs[mask])
+
+    def cell_mask(self, mask: np.ndarray) -> np.ndarray:
+        """Per-cell boolean mask of the cells of the pairs selected by ``mask`` (P,)."""
+        return mask[self.cell_pair]
+
+    def derivatives(self, rho: np.ndarray, second: bool = True):
+        """(P, dP/drho, d2P/drho2) per cell; derivatives from phi2 (Plackett's identity)."""
+        r = rho[self._int_pair]
+        prob = self.cells(rho)
+        pdf = bvn_pdf(self._int_h, self._int_k, r)
+        corner = np.zeros(self._static.size)
+        corner[self._int_idx] = pdf
+        d1 = self._gather(corner)
+        if not second:
+            return prob, d1, None
+        corner[self._int_idx] = bvn_pdf_drho(self._int_h, self._int_k, r, pdf=pdf)
+        return prob, d1, self._gather(corner)
+
+    def per_pair(self, values: np.ndarray) -> np.ndarray:
+        """Sum a flat per-cell array within each pair -> (P,)."""
+        return np.bincount(self.cell_pair, weights=values, minlength=self.n_pairs)
+
+    def tables(self, rho: np.ndarray) -> list[np.ndarray]:
+        """The (f_a, f_b) model tables of all pairs at correlations rho (P,)."""
+        flat = self.cells(np.asarray(rho, dtype=np.float64))
+        return [
+            flat[s:e].reshape(fa, fb)
+            for s, e, fa, fb in zip(self.cell_start[:-1], self.cell_start[1:], self.f_a, self.f_b)
+        ]
+
+
+def _safe_log(x: np.ndarray) -> np.ndarray:
+    return np.log(np.maximum(x, _FLOOR))
+
+
+def _mutual_information_flat(batch: PairBatch, target: np.ndarray) -> np.ndarray:
+    """Eq. 14 (nats) of each estimated table with its own row and column sums."""
+    starts = batch.cell_start[:-1]
+    # Row sums: group by (pair, a); column sums: group by (pair, b).
+    row_key = starts[batch.cell_pair] + batch.cell_a * batch.f_b[batch.cell_pair]
+    row_sum = np.bincount(row_key, weights=target, minlength=batch.cell_pair.size)
+    col_key = starts[batch.cell_pair] + batch.cell_b
+    col_sum = np.bincount(col_key, weights=target, minlength=batch.cell_pair.size)
+    row = row_sum[row_key]
+    col = col_sum[col_key]
+    pos = target > 0
+    terms = np.zeros(target.size)
+    terms[pos] = target[pos] * np.log(target[pos] / (row[pos] * col[pos]))
+    return np.maximum(batch.per_pair(terms), 0.0)
+
+
+def _model_mi(batch: PairBatch, prob, d1):
+    """Mutual information of the model tables and its derivative in rho, per pair.
+
+    d MI / d rho = sum_cells dP log(P / (p_a p_b)) (the "+ dP" term sums to 0)."""
+    mask = batch.indep > 0
+    log_ratio = np.where(mask, _safe_log(prob) - _safe_log(batch.indep), 0.0)
+    mi = batch.per_pair(np.where(mask, prob * log_ratio, 0.0))
+    return mi, batch.per_pair(d1 * log_ratio)
+
+
+def _solve_table(batch: PairBatch, target: np.ndarray):
+    """Maximize sum Z log P(rho) per pair: bracket, then safeguarded Newton.
+
+    For a 2 x 2 table every cell is affine in Phi2(h, k; rho), which is increasing in rho, so the
+    log-likelihood (concave in Phi2) is unimodal in rho and the whole interval is a valid bracket.
+    Larger tables are bracketed by a grid scan first (guard against a second local maximum).
+    """
+    n = batch.n_pairs
+    x = np.zeros(n)
+    lo = np.full(n, -RHO_MAX)
+    hi = np.full(n, RHO_MAX)
+    wide = (batch.f_a > 2) | (batch.f_b > 2)
+    if wide.any():
+        sub = batch.subset(wide) if not wide.all() else batch
+        sub_target = target[batch.cell_mask(wide)]
+        loglik = np.stack([
+            sub.per_pair(sub_target * _safe_log(sub.cells(np.full(sub.n_pairs, r)))) for r in _GRID
+        ])
+        best = np.argmax(loglik, axis=0)
+        x[wide] = _GRID[best]
+        lo[wide] = _GRID[np.maximum(best - 1, 0)]
+        hi[wide] = _GRID[np.minimum(best + 1, _GRID.size - 1)]
+    converged = np.zeros(n, dtype=bool)
+    it = 0
+    for it in range(1, _MAX_ITER + 1):
+        prob, d1, d2 = batch.derivatives(x)
+        inv = 1.0 / np.maximum(prob, _FLOOR)
+        g1 = batch.per_pair(target * d1 * inv)
+        g2 = batch.per_pair(target * (d2 * inv - (d1 * inv) ** 2))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.where(g2 < 0, -g1 / g2, np.nan)
+        x, lo, hi, converged = _safeguarded_step(x, lo, hi, g1 > 0, step, converged)
+        if converged.all():
+            break
+    return x, converged, it
+
+
+def _safeguarded_step(x, lo, hi, below, step, converged):
+    """One bracketed Newton step per pair (bisection when the step leaves [lo, hi]).
+
+    ``below``: the root/maximum lies above x. Converged pairs keep their x.
+    """
+    lo = np.where(below, x, lo)
+    hi = np.where(below, hi, x)
+    newton = x + step
+    ok = np.isfinite(newton) & (newton >= lo) & (newton <= hi)
+    x_new = np.where(ok, newton, 0.5 * (lo + hi))
+    done = (ok & (np.abs(step) < _TOL)) | (hi - lo < _TOL)
+    x_new = np.where(converged, x, x_new)
+    return x_new, lo, hi, converged | done
+
+
+def _solve_mi(batch: PairBatch, target_mi: np.ndarray, sign: float):
+    """Solve MI(sign * r) = target_mi for r in [0, RHO_MAX] per pair (MI increasing in r)."""
+    n = batch.n_pairs
+    lo = np.zeros(n)
+    hi = np.full(n, RHO_MAX)
+    # Start from the continuous-Gaussian relation MI = -log(1 - rho^2) / 2. Discretizing cannot
+    # raise MI (data processing), so this start lies at or below the solution.
+    x = np.clip(np.sqrt(-np.expm1(-2.0 * target_mi)), 0.0, RHO_MAX)
+    prob, _, _ = batch.derivatives(np.full(n, sign * RHO_MAX), second=False)
+    mi_max, _ = _model_mi(batch, prob, np.zeros_like(prob))
+    at_max = mi_max <= target_mi
+    none = target_mi <= 0
+    x = np.where(at_max, RHO_MAX, np.where(none, 0.0, x))
+    converged = at_max | none
+    it = 0
+    for it in range(1, _MAX_ITER + 1):
+        prob, d1, _ = batch.derivatives(sign * x, second=False)
+        mi, dmi = _model_mi(batch, prob, d1)
+        g = mi - target_mi
+        g1 = sign * dmi
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.where(g1 > 0, -g / g1, np.nan)
+        x, lo, hi, converged = _safeguarded_step(x, lo, hi, g < 0, step, converged)
+        if converged.all():
+            break
+    return sign * x, converged, it
+
+
+def _check_tables(batch: PairBatch, tables: Sequence) -> np.ndarray:
+    arrays = [np.asarray(t, dtype=np.float64) for t in tables]
+    if len(arrays) != batch.n_pairs:
+        raise CopulaError(f"got {len(arrays)} pair tables for {batch.n_pairs} pairs")
+    shapes = [a.shape for a in arrays]
+    expected = list(zip(batch.f_a.tolist(), batch.f_b.tolist()))
+    if shapes != expected:
+        i = next(i for i, (s, e) in enumerate(zip(shapes, expected)) if s != e)
+        ja, jb = batch.pairs[i]
+        raise CopulaError(
+            f"pair table ({ja}, {jb}) has shape {shapes[i]}, expected {expected[i]} from the "
+            f"marginals of attributes {ja} and {jb}"
+        )
+    flat = [a.reshape(-1) for a in arrays]
+    target = np.concatenate(flat) if flat else np.zeros(0)
+    bad_value = ~np.isfinite(target) | (target < 0)
+    if bad_value.any():
+        p = batch.pairs[batch.cell_pair[np.flatnonzero(bad_value)[0]]]
+        raise CopulaError(
+            f"pair table ({p[0]}, {p[1]}) has negative or non-finite entries; project the "
+            "estimate onto the simplex first (e.g. norm-sub)"
+        )
+    sums = batch.per_pair(target)
+    bad = np.abs(sums - 1.0) > SUM_TOLERANCE
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        p = batch.pairs[i]
+        raise CopulaError(
+            f"pair table ({p[0]}, {p[1]}) sums to {sums[i]:.8g}, not 1; pass probabilities, not "
+            "counts (divide by the pair's total)"
+        )
+    return target / sums[batch.cell_pair]
+
+
+def fit_pair_correlations(
+    marginals: Sequence,
+    pairs,
+    tables: Sequence,
+    method: str = "table",
+    n=None,
+) -> PairFits:
+    """Fit rho for every pair at once (paper 004 Section 4.2.3; see the module docstring).
+
+    marginals: g probability vectors (declared category order); pairs: (P, 2) attribute indices;
+    tables: P estimated pair tables, table p of shape (f[pairs[p, 0]], f[pairs[p, 1]]), each
+    summing to 1; n: None, or the number of records behind each table (scalar or (P,)).
+
+    The standard error is 1 / sqrt(n I(rho)), I the observed Fisher information per record of the
+    multinomial likelihood sum Z log P(rho) at the fitted rho (analytic second derivative); where
+    it is not positive (possible for ``"mi"``, whose rho is not the likelihood maximum) the expected
+    information sum (dP/drho)^2 / P is used. For tables estimated from LDP reports, pass an
+    effective n (the multinomial variance understates the randomization noise). Pairs whose table
+    does not depend on rho (a marginal concentrated on one category) get rho = 0.
+    """
+    if method not in METHODS:
+        raise CopulaError(f"method must be one of {METHODS}, got {method!r}")
+    margs = check_marginals(marginals)
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    g = len(margs)
+    if pairs.size and (pairs.min() < 0 or pairs.max() >= g or np.any(pairs[:, 0] == pairs[:, 1])):
+        raise CopulaError(f"pairs must be distinct attribute indices in 0..{g - 1}")
+    batch = PairBatch(margs, pairs)
+    target = _check_tables(batch, tables)
+    mi_hat = _mutual_information_flat(batch, target)
+    neg_entropy = batch.per_pair(np.where(target > 0, target * _safe_log(target), 0.0))
+    n_p = batch.n_pairs
+    if n_p == 0:
+        empty = np.zeros(0)
+        return PairFits(pairs, empty, empty, empty, empty, method, np.zeros(0, bool), 0)
+
+    d1_0 = batch.slope(np.zeros(n_p))
+    info0 = batch.per_pair(d1_0**2 / np.maximum(batch.indep, _FLOOR))
+    degenerate = info0 < 1e-20
+
+    if method == "table":
+        rho, converged, iters = _solve_table(batch, target)
+    else:
+        pos, conv_p, it_p = _solve_mi(batch, mi_hat, +1.0)
+        neg, conv_n, it_n = _solve_mi(batch, mi_hat, -1.0)
+        kl_pos = neg_entropy - batch.per_pair(target * _safe_log(batch.cells(pos)))
+        kl_neg = neg_entropy - batch.per_pair(target * _safe_log(batch.cells(neg)))
+        take_neg = kl_neg < kl_pos
+        rho = np.where(take_neg, neg, pos)
+        converged = np.where(take_neg, conv_n, conv_p)
+        iters = max(it_p, it_n)
+    rho = np.where(degenerate, 0.0, rho)
+    converged = converged | degenerate
+
+    prob, d1, d2 = batch.derivatives(rho)
+    inv = 1.0 / np.maximum(prob, _FLOOR)
+    kl = np.maximum(neg_entropy - batch.per_pair(target * _safe_log(prob)), 0.0)
+    if n is None:
+        se = np.full(n_p, np.nan)
+    else:
+        n_arr = np.broadcast_to(np.asarray(n, dtype=np.float64), (n_p,))
+        if np.any(~np.isfinite(n_arr)) or np.any(n_arr <= 0):
+            raise CopulaError("n (records per pair table) must be finite and > 0")
+        observed = -batch.per_pair(target * (d2 * inv - (d1 * inv) ** 2))
+        expected = batch.per_pair(d1 * d1 * inv)
+        info = np.where(observed > 0, observed, expected)
+        with np.errstate(divide="ignore"):
+            se = np.where(info > 0, 1.0 / np.sqrt(n_arr * info), np.inf)
+        se = np.where(degenerate, np.inf, se)
+    return PairFits(pairs, rho, se, kl, mi_hat, method, converged, int(iters))
+
+
+def fit_pair_correlation(table, marg_j, marg_j2, method: str = "table", n=None) -> PairFit:
+    """Fit rho for one pair table (f_j, f_j') given the marginals of j and j' (see
+    ``fit_pair_correlations``, which does many pairs in one batch)."""
+    pa, pb = check_marginal(marg_j, "j"), check_marginal(marg_j2, "j'")
+    fits = fit_pair_correlations([pa, pb], [[0, 1]], [table], method=method, n=n)
+    return PairFit(
+        rho=float(fits.rho[0]), se=float(fits.se[0]), kl=float(fits.kl[0]),
+        mutual_information=float(fits.mutual_information[0]), method=method,
+        converged=bool(fits.converged[0]),
+    )
