@@ -1,1 +1,40 @@
-"""reidrisk.estimation"""
+"""Server-side estimation from LDP reports (paper 004 Section 4.2; spec/collection.md).
+
+* ``frequency``: single-attribute distributions -- inversion, norm-sub, count EM, exact report EM.
+* ``pairs``: every pair's counts as one Gram matrix, pair EM / inversion through the pair channel.
+* ``information``: entropy, mutual information (eq. 14), KL and Jensen-Shannon divergences.
+"""
+
+from reidrisk.estimation.frequency import (
+    EMResult,
+    EstimationError,
+    FrequencyEstimate,
+    em_counts,
+    em_reports,
+    estimate_marginal,
+    estimate_marginals,
+    invert,
+    norm_sub,
+    variance,
+)
+from reidrisk.estimation.information import (
+    entropy,
+    js_divergence,
+    kl_divergence,
+    mutual_information,
+)
+from reidrisk.estimation.pairs import (
+    PairCounts,
+    PairEstimates,
+    em_tables,
+    estimate_pairs,
+    invert_tables,
+    pair_counts,
+)
+
+__all__ = [
+    "EMResult", "EstimationError", "FrequencyEstimate", "PairCounts", "PairEstimates",
+    "em_counts", "em_reports", "em_tables", "entropy", "estimate_marginal", "estimate_marginals",
+    "estimate_pairs", "invert", "invert_tables", "js_divergence", "kl_divergence",
+    "mutual_information", "norm_sub", "pair_counts", "variance",
+]

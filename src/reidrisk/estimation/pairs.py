@@ -1,0 +1,373 @@
+"""Pairwise distributions from LDP reports (paper 004 Section 4.2.2, eq. 12-13; spec/collection.md).
+
+Counting. Let ``B_j`` be the (n, f_j) 0/1 support matrix of attribute j (``Mechanism.support``; zero
+rows where j is missing) and ``B = [B_1 .. B_g]``. Then ``W_jj' = B_j^T B_j'`` counts, among the
+reports having both attributes, those whose set for j contains k and whose set for j' contains k'
+(eq. 12-13): ONE Gram matrix ``B^T B`` holds every pair as a block, and its diagonal blocks hold the
+single-attribute counts. The number of reports having both attributes is ``P^T P`` for the (n, g)
+presence matrix P. Both products are computed exactly (integer counts; float32 GEMMs on row chunks
+of fewer than 2^24 rows, accumulated in float64).
+
+Estimation. The randomizations of two attributes are independent given the true values, so the pair
+channel is the Kronecker product of the two single channels: ``E[W] = M_j Z M_j'^T`` with Z the true
+(f_j, f_j') count table. For pure oracles ``M = a I + q 1 1^T`` (``a = p - q``), so
+
+* inversion: ``Z = M_j^{-1} W M_j'^{-1}`` with ``M^{-1} X = (X - q/(a + f q) 1 1^T X) / a``;
+* EM (eq. 8-11 applied to the pair channel): ``D = W / (M_j Z M_j'^T)``,
+  ``Z <- Z * (M_j^T D M_j') / outer(colsum_j, colsum_j')``,
+
+all in O(f_j f_j') per pair and step, without forming a Kronecker product or a matrix product.
+Pairs with equal shapes (up to transposition) are stacked and iterated together as 3-D arrays;
+each pair stops on its own rule (see ``reidrisk.estimation.frequency`` for ``stop="noise"``). A
+mechanism whose support matrix is not of the p/q form falls back to batched dense products
+``M_j Z M_j'^T`` and ``np.linalg.solve`` for the inversion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterable
+
+import numpy as np
+import scipy.sparse as sp
+
+from reidrisk.estimation.frequency import (
+    DEFAULT_MAX_ITER,
+    EstimationError,
+    FrequencyEstimate,
+    _Channels,
+    _check_method,
+    _em_batched,
+    _marginals_from_counts,
+    _mech_channel,
+    norm_sub,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reidrisk.mechanisms.record import RecordReports
+
+PAIR_METHODS = ("em", "inversion", "norm_sub")
+
+DENSE_DENSITY = 0.05
+"""Above this fraction of non-zeros in B the Gram matrix is one dense BLAS product, else sparse."""
+
+_CHUNK_ROWS_MAX = 1 << 23  # < 2^24: every float32 partial count in a chunk is an exact integer
+_CHUNK_BYTES = 4 << 20
+
+
+# ---------------------------------------------------------------------------------------------
+# counting
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PairCounts:
+    """All single and pair support counts of a set of records, as one Gram matrix.
+
+    ``gram`` (F, F) int64 with ``F = sum f_j``: ``gram = B^T B``; block (j, j') is ``W_jj'``.
+    ``offsets`` (g + 1,): attribute j owns rows/columns ``offsets[j]:offsets[j+1]``.
+    ``n_pair`` (g, g) int64: reports having both attributes (diagonal: having attribute j).
+    ``n``: number of records. ``dense``: whether the dense (BLAS) path was used.
+    """
+
+    gram: np.ndarray
+    offsets: np.ndarray
+    n_pair: np.ndarray
+    n: int
+    dense: bool
+
+    def __post_init__(self) -> None:
+        for name in ("gram", "offsets", "n_pair"):
+            a = np.array(getattr(self, name), dtype=np.int64, copy=True)
+            a.setflags(write=False)
+            object.__setattr__(self, name, a)
+
+    @property
+    def g(self) -> int:
+        return self.offsets.size - 1
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def _check(self, j: int) -> int:
+        if isinstance(j, bool) or int(j) != j or not 0 <= int(j) < self.g:
+            raise EstimationError(
+                f"attribute index must be an integer in 0..{self.g - 1}, got {j!r}"
+            )
+        return int(j)
+
+    def block(self, j: int, jp: int) -> np.ndarray:
+        """(f_j, f_j') pair counts ``W_jj'`` (for j == j' the Gram block; its diagonal is w_j)."""
+        j, jp = self._check(j), self._check(jp)
+        o = self.offsets
+        return self.gram[o[j]:o[j + 1], o[jp]:o[jp + 1]]
+
+    def counts(self, j: int) -> np.ndarray:
+        """(f_j,) single-attribute support counts w_j (eq. 5)."""
+        return np.diag(self.block(j, j)).copy()
+
+    def n_present(self, j: int, jp: int | None = None) -> int:
+        """Reports having attribute j (and j', when given)."""
+        j = self._check(j)
+        return int(self.n_pair[j, j if jp is None else self._check(jp)])
+
+
+def _exact_gram_dense(blocks: list, n: int, F: int) -> np.ndarray:
+    """B^T B for B = hstack(blocks) (each (n, f_j), 0/1, dense or sparse), exact, as int64.
+
+    Row chunks are densified into one reused float32 buffer (<= ``_CHUNK_BYTES``, small enough to
+    stay in cache, and < 2^24 rows, so all partial sums are exact integers) and multiplied with one
+    BLAS product each; results accumulate in float64. Sparse blocks are scattered into the buffer
+    straight from their CSR arrays.
+    """
+    offs = np.concatenate([[0], np.cumsum([b.shape[1] for b in blocks])])
+    rows = int(max(1, min(_CHUNK_ROWS_MAX, _CHUNK_BYTES // max(4 * F, 1), n)))
+    G = np.zeros((F, F), dtype=np.float64)
+    buf = np.empty((rows, F), dtype=np.float32)
+    csr = [b.tocsr() if sp.issparse(b) else None for b in blocks]
+    for j, c in enumerate(csr):
+        if c is not None and not c.has_canonical_format:  # duplicates add up, as in toarray()
+            csr[j] = c = c.copy()
+            c.sum_duplicates()
+    for start in range(0, n, rows):
+        stop = min(n, start + rows)
+        Bc = buf[: stop - start]
+        for j, b in enumerate(blocks):
+            c = csr[j]
+            if c is None:
+                Bc[:, offs[j]:offs[j + 1]] = b[start:stop]
+                continue
+            Bc[:, offs[j]:offs[j + 1]] = 0.0
+            lo, hi = c.indptr[start], c.indptr[stop]
+            r = np.repeat(np.arange(stop - start), np.diff(c.indptr[start:stop + 1]))
+            Bc[r, offs[j] + c.indices[lo:hi]] = c.data[lo:hi]
+        G += Bc.T @ Bc
+    return np.rint(G).astype(np.int64)
+
+
+def pair_counts(record_reports: "RecordReports", dense: bool | None = None) -> PairCounts:
+    """Every pair's support counts ``W_jj'`` as blocks of one Gram matrix (spec/collection.md).
+
+    ``record_reports``: a ``RecordReports`` (n records, g attributes). ``dense``: force the dense
+    (``True``) or sparse (``False``) product; by default dense when more than ``DENSE_DENSITY`` of
+    the entries of B are non-zero (one BLAS product ``B^T B``: OUE/RAPPOR/OLH, small domains),
+    else a sparse ``B^T @ B`` (GRR/subset over large domains). Cost O(n F^2) dense, O(n s^2) sparse
+    with s supported values per record. No per-record Python work.
+    """
+    supports = record_reports.supports()
+    present = np.asarray(record_reports.present(), dtype=bool)
+    n = record_reports.n
+    sizes = [int(s.shape[1]) for s in supports]
+    F = int(sum(sizes))
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    if dense is None:
+        nnz = sum(int(s.nnz) if sp.issparse(s) else int(np.count_nonzero(s)) for s in supports)
+        dense = n > 0 and nnz > DENSE_DENSITY * n * F
+    if dense:
+        gram = _exact_gram_dense(supports, n, F)
+    else:
+        B = sp.hstack([sp.csr_matrix(s, dtype=np.float64) for s in supports], format="csr")
+        B.data[:] = 1.0  # membership, whatever the stored 0/1 dtype was
+        gram = np.rint((B.T @ B).toarray()).astype(np.int64)
+    n_pair = _exact_gram_dense([present], n, present.shape[1])
+    return PairCounts(gram, offsets, n_pair, n, bool(dense))
+
+
+# ---------------------------------------------------------------------------------------------
+# structured pair channel: M = a I + q 1 1^T on both sides, batched over a leading axis
+# ---------------------------------------------------------------------------------------------
+def _as_stack(W) -> tuple[np.ndarray, bool]:
+    W = np.asarray(W, dtype=np.float64)
+    if W.ndim not in (2, 3):
+        raise EstimationError(f"pair counts must be (f1, f2) or (P, f1, f2), got shape {W.shape}")
+    return (W[None], True) if W.ndim == 2 else (W, False)
+
+
+def invert_tables(W, a1, q1, a2, q2) -> np.ndarray:
+    """Unbiased inversion of pair counts: ``Z = M_1^{-1} W M_2^{-1}`` in closed form.
+
+    ``W`` (P, f1, f2) or (f1, f2): pair support counts; ``a_i = p_i - q_i`` and ``q_i``: the two
+    channels' parameters (scalars or (P,)), ``M_i = a_i I + q_i 1 1^T`` with
+    ``M^{-1} X = (X - q/(a + f q) 1 1^T X) / a``. ``E[Z]`` is the true count table; for GRR/subset
+    ``sum Z`` equals the number of reports exactly. Returns counts like W (entries may be negative).
+    """
+    W3, squeeze = _as_stack(W)
+    P, f1, f2 = W3.shape
+    Z = _Channels.structured(a1, q1, a2, q2, f1, f2, P).inverse(W3)
+    return Z[0] if squeeze else Z
+
+
+def em_tables(W, n, a1, q1, a2, q2, stop="noise", max_iter: int = DEFAULT_MAX_ITER, init=None):
+    """EM for pair tables through the Kronecker pair channel (paper 004 eq. 8-13, corrected).
+
+    ``W`` (P, f1, f2) or (f1, f2): pair support counts; ``n`` (P,) or scalar: reports having both
+    attributes (scale of the start); ``a_i = p_i - q_i``, ``q_i``: channel parameters (scalars or
+    (P,)). Iterates ``D = W / (M_1 Z M_2^T)``, ``Z <- Z * (M_1^T D M_2) / outer(c_1, c_2)`` on all
+    tables at once, with ``c_i = a_i + f_i q_i`` the column sums and every product in O(f1 f2);
+    each table stops on its own rule (``stop`` as in ``em_counts``, with ``f1 f2 - 1`` free
+    parameters). ``init`` (like W): positive start, any scale (rescaled to n); default uniform.
+    Returns ``(Z, iterations, converged)``: Z like W, the others (P,) (scalars for a 2-D W).
+    """
+    W3, squeeze = _as_stack(W)
+    P, f1, f2 = W3.shape
+    ch = _Channels.structured(a1, q1, a2, q2, f1, f2, P)
+    init3 = None if init is None else np.asarray(init, dtype=np.float64).reshape(W3.shape)
+    Z, its, conv = _em_batched(W3, n, ch, stop=stop, max_iter=max_iter, init=init3)
+    return (Z[0], int(its[0]), bool(conv[0])) if squeeze else (Z, its, conv)
+
+
+# ---------------------------------------------------------------------------------------------
+# estimates of every pair
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class PairEstimates(Mapping):
+    """Estimated pair distributions: a read-only mapping ``(j, j') -> (f_j, f_j')`` table.
+
+    ``tables[(j, j')]`` (j < j'): probabilities summing to 1 (for ``"inversion"`` the raw unbiased
+    estimate, which may be negative). Looking up ``(j', j)`` returns the transpose. ``n_present``:
+    reports having both attributes, per pair. ``iterations`` / ``converged``: per pair (0 / True for
+    closed forms). ``marginals``: the single-attribute estimates (the EM's starting point).
+    ``names``: attribute names in schema order; ``table(a, b)`` accepts names or indices.
+    """
+
+    tables: dict
+    n_present: dict
+    method: str
+    iterations: dict
+    converged: dict
+    marginals: tuple[FrequencyEstimate, ...]
+    names: tuple[str, ...] = field(default=())
+
+    def __getitem__(self, key) -> np.ndarray:
+        j, jp = key
+        if (j, jp) in self.tables:
+            return self.tables[(j, jp)]
+        if (jp, j) in self.tables:
+            return self.tables[(jp, j)].T
+        raise KeyError(key)
+
+    def __iter__(self):
+        return iter(self.tables)
+
+    def __len__(self) -> int:
+        return len(self.tables)
+
+    def __contains__(self, key) -> bool:
+        try:
+            j, jp = key
+        except (TypeError, ValueError):
+            return False
+        return (j, jp) in self.tables or (jp, j) in self.tables
+
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    def table(self, a: int | str, b: int | str) -> np.ndarray:
+        """The (f_a, f_b) table of two attributes given by index or name, in the order asked."""
+        idx = {nm: i for i, nm in enumerate(self.names)}
+        ja = idx[a] if isinstance(a, str) else a
+        jb = idx[b] if isinstance(b, str) else b
+        return self[(ja, jb)]
+
+
+def _normalize_pairs(pairs, g: int) -> list[tuple[int, int]]:
+    if pairs is None:
+        return [(j, jp) for j in range(g) for jp in range(j + 1, g)]
+    out = set()
+    for pr in pairs:
+        try:
+            j, jp = (int(x) for x in pr)
+        except (TypeError, ValueError):
+            raise EstimationError(f"pairs must be (j, j') index tuples, got {pr!r}") from None
+        if j == jp or not (0 <= j < g and 0 <= jp < g):
+            raise EstimationError(
+                f"pair {pr!r} must name two different attributes among 0..{g - 1}"
+            )
+        out.add((min(j, jp), max(j, jp)))
+    return sorted(out)
+
+
+def estimate_pairs(record_reports: "RecordReports", method: str = "em",
+                   pairs: Iterable | None = None,
+                   *, stop="noise", max_iter: int = DEFAULT_MAX_ITER,
+                   counts: PairCounts | None = None, marginals: list | None = None
+                   ) -> PairEstimates:
+    """Estimate the distribution of every attribute pair (paper 004 Section 4.2.2, eq. 12-13).
+
+    Each pair (j, j') uses only the ``n~_jj'`` reports having both attributes (eq. 13), through the
+    Gram counts of ``pair_counts`` (pass ``counts`` to reuse them). ``method``:
+
+    * ``"em"`` (default): ``em_tables`` started from the outer product of the marginal EM
+      estimates (``marginals``, computed from the Gram diagonal when not given);
+    * ``"inversion"``: ``invert_tables``, raw and unbiased (may be negative);
+    * ``"norm_sub"``: the inversion projected onto ``{Z >= 0, sum Z = n~_jj'}``.
+
+    ``pairs``: iterable of (j, j') (default: all j < j'). ``stop``/``max_iter`` as in ``em_counts``.
+    A pair without reports having both attributes raises ``EstimationError`` naming it. Pairs with
+    equal shapes are iterated together (one 3-D array per shape).
+    """
+    method = _check_method(method, PAIR_METHODS)
+    schema, mechs = record_reports.schema, record_reports.mechanisms
+    g = len(mechs)
+    names = tuple(a.name for a in schema)
+    fs = [m.k for m in mechs]
+    plist = _normalize_pairs(pairs, g)
+    if counts is None:
+        counts = pair_counts(record_reports)
+    if counts.g != g or list(counts.sizes) != fs:
+        raise EstimationError("counts do not match the reports' attributes; recompute pair_counts")
+    chans = [_mech_channel(m) for m in mechs]
+    if marginals is None:
+        marginals = _marginals_from_counts(
+            [counts.counts(j) for j in range(g)], [counts.n_present(j) for j in range(g)],
+            mechs, names, method, stop=stop, max_iter=max_iter, channels=chans)
+    marginals = tuple(marginals)
+    for j, jp in plist:
+        if counts.n_present(j, jp) == 0:
+            raise EstimationError(
+                f"attributes {names[j]!r} and {names[jp]!r} are never reported together, so their "
+                "joint distribution cannot be estimated; collect reports with both or leave the "
+                "pair out (pairs=...)"
+            )
+    tables, n_present, iterations, converged = {}, {}, {}, {}
+    # orient every pair as (smaller domain, larger domain) so that e.g. (2, 9) and (9, 2) tables
+    # share one batch; tables are transposed back at the end
+    groups: dict[tuple[int, int, bool], list[tuple[int, int]]] = {}
+    for j, jp in plist:
+        o = (j, jp) if fs[j] <= fs[jp] else (jp, j)
+        key = (fs[o[0]], fs[o[1]], chans[j].structured and chans[jp].structured)
+        groups.setdefault(key, []).append(o)
+    for (f1, f2, structured), prs in groups.items():
+        J = np.array([pr[0] for pr in prs])
+        K = np.array([pr[1] for pr in prs])
+        W = np.stack([counts.block(j, jp) for j, jp in prs]).astype(np.float64)
+        npair = counts.n_pair[J, K].astype(np.float64)
+        if structured:
+            ch = _Channels.structured([chans[j].a for j in J], [chans[j].q for j in J],
+                                      [chans[j].a for j in K], [chans[j].q for j in K],
+                                      f1, f2, len(prs))
+        else:
+            ch = _Channels.dense(np.stack([chans[j].M for j in J]),
+                                 np.stack([chans[j].M for j in K]))
+        if method == "em":
+            init = np.stack([np.outer(np.clip(marginals[j].probs, 0, None),
+                                      np.clip(marginals[jp].probs, 0, None)) for j, jp in prs])
+            init[init.sum(axis=(1, 2)) <= 0] = 1.0
+            Z, its, conv = _em_batched(W, npair, ch, stop=stop, max_iter=max_iter, init=init)
+            T = Z / Z.sum(axis=(1, 2), keepdims=True)
+        else:
+            Z = ch.inverse(W)
+            if method == "norm_sub":
+                Z = norm_sub(Z.reshape(len(prs), -1), npair).reshape(Z.shape)
+            T = Z / npair[:, None, None]
+            its, conv = np.zeros(len(prs), dtype=np.int64), np.ones(len(prs), dtype=bool)
+        for i, (j, jp) in enumerate(prs):
+            key, t = ((j, jp), np.array(T[i])) if j < jp else ((jp, j), np.array(T[i].T))
+            t.setflags(write=False)
+            tables[key] = t
+            n_present[key] = int(npair[i])
+            iterations[key] = int(its[i])
+            converged[key] = bool(conv[i])
+    order = {pr: i for i, pr in enumerate(plist)}
+    tables = dict(sorted(tables.items(), key=lambda kv: order[kv[0]]))
+    return PairEstimates(tables, n_present, method, iterations, converged, marginals, names)

@@ -1,0 +1,377 @@
+"""Single-attribute estimation: inversion, norm-sub, count EM, report EM (paper 004 eq. 4-11).
+
+Tolerances come from the exact variance of the inversion (spec/pie.md eq. 22, general form):
+means within 4 standard errors, variances within chi-square quantiles, Bonferroni-corrected over
+cells; the exact-expectation checks are deterministic and tight.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from reidrisk.estimation import (
+    EstimationError,
+    FrequencyEstimate,
+    em_counts,
+    em_reports,
+    estimate_marginal,
+    estimate_marginals,
+    invert,
+    norm_sub,
+    variance,
+)
+from reidrisk.mechanisms import Subset
+from reidrisk.schema import MISSING
+
+from .conftest import (
+    FIXED_SIZE,
+    correlated_records,
+    exact_codes,
+    mech,
+    randomize,
+    repeated_counts,
+)
+
+THETA = np.array([0.4, 0.25, 0.2, 0.1, 0.05])
+
+
+# ---------------------------------------------------------------------------------------------
+# inversion: unbiased, exact variance, 1/n error
+# ---------------------------------------------------------------------------------------------
+def test_inversion_is_unbiased_with_the_exact_variance(mech_name):
+    rng = np.random.default_rng(11)
+    n, reps, k = 1000, 1000, THETA.size
+    m = mech(mech_name, 1.0, k)
+    x = exact_codes(THETA, n)
+    truth = np.bincount(x, minlength=k) / n
+    w = repeated_counts(m, x, reps, rng)
+    est = invert(w, n, m.p_support, m.q_support) / n  # (reps, k)
+    var = variance(truth, n, m.p_support, m.q_support)
+    # mean: within 4 standard errors of the mean, per cell
+    assert np.all(np.abs(est.mean(axis=0) - truth) <= 4 * np.sqrt(var / reps))
+    # variance: (reps-1) s^2 / var ~ chi2(reps-1) (estimates are sums of n Bernoullis: ~normal);
+    # two-sided band at overall level 1e-3, Bonferroni over the k cells
+    stat = (reps - 1) * est.var(axis=0, ddof=1) / var
+    alpha = 1e-3 / k
+    lo, hi = stats.chi2.ppf([alpha / 2, 1 - alpha / 2], reps - 1)
+    assert np.all((stat > lo) & (stat < hi)), stat / (reps - 1)
+
+
+def test_inversion_sums_to_n_for_fixed_size_reports(mech_name):
+    rng = np.random.default_rng(12)
+    m = mech(mech_name, 0.7, 6)
+    x = rng.integers(0, 6, 3000)
+    w, n = m.support_counts(m.perturb(x, rng))
+    z = invert(w, n, m.p_support, m.q_support)
+    if mech_name in FIXED_SIZE:  # sum w = h n  =>  sum z = n exactly
+        assert z.sum() == pytest.approx(n, rel=1e-12)
+
+
+def test_mse_of_inversion_shrinks_like_one_over_n(mech_name):
+    """Var = c / n exactly, so MSE(n) / MSE(10 n) has expectation 10; with 30 repetitions of 5
+    cells the MSE estimates have a relative spread of about 20%, so a ratio below 5 would need a
+    deviation of several standard deviations."""
+    rng = np.random.default_rng(13)
+    k, reps = THETA.size, 30
+    m = mech(mech_name, 1.0, k)
+    mse = []
+    for n in (1_000, 10_000, 100_000):
+        x = exact_codes(THETA, n)
+        truth = np.bincount(x, minlength=k) / n
+        est = invert(repeated_counts(m, x, reps, rng), n, m.p_support, m.q_support) / n
+        mse.append(np.mean(np.sum((est - truth) ** 2, axis=1)))
+        expected = variance(truth, n, m.p_support, m.q_support).sum()
+        assert mse[-1] == pytest.approx(expected, rel=0.6)
+    assert mse[0] / mse[1] >= 5 and mse[1] / mse[2] >= 5, mse
+
+
+def test_variance_matches_the_rr_closed_form():
+    # spec/pie.md eq. 22 for k-RR: (k - 2 + e^eps)/(n (e^eps - 1)^2) + theta (k - 2)/(n (e^eps - 1))
+    k, n, eps = 7, 1234, 0.8
+    m = mech("grr", eps, k)
+    theta = np.linspace(0, 1, 5)
+    e = np.exp(eps)
+    closed = (k - 2 + e) / (n * (e - 1) ** 2) + theta * (k - 2) / (n * (e - 1))
+    np.testing.assert_allclose(variance(theta, n, m.p_support, m.q_support), closed, rtol=1e-12)
+
+
+def test_invert_broadcasts_and_validates():
+    w = np.array([[10.0, 20.0], [5.0, 25.0]])
+    z = invert(w, np.array([30.0, 30.0]), 0.75, 0.25)
+    np.testing.assert_allclose(z, (w - 0.25 * 30) / 0.5)
+    with pytest.raises(EstimationError, match="q < p"):
+        invert(w, 30, 0.25, 0.75)
+
+
+# ---------------------------------------------------------------------------------------------
+# norm-sub
+# ---------------------------------------------------------------------------------------------
+def _projection_brute_force(z: np.ndarray, total: float) -> np.ndarray:
+    """Euclidean projection onto {x >= 0, sum x = total} by trying every support set S:
+    x_S = z_S - (sum z_S - total)/|S|; the feasible candidate closest to z is the projection."""
+    best, best_d = None, np.inf
+    k = z.size
+    for r in range(1, k + 1):
+        for S in itertools.combinations(range(k), r):
+            x = np.zeros(k)
+            idx = list(S)
+            x[idx] = z[idx] - (z[idx].sum() - total) / r
+            if np.all(x >= -1e-12):
+                d = np.sum((x - z) ** 2)
+                if d < best_d:
+                    best, best_d = x, d
+    return best
+
+
+def _iterative_norm_sub(z: np.ndarray, total: float) -> np.ndarray:
+    """Norm-sub as described by Wang et al. 2020: zero negatives, shift the positive rest."""
+    x = z.copy()
+    while True:
+        x[x < 0] = 0
+        pos = x > 0
+        x[pos] -= (x.sum() - total) / pos.sum()
+        if np.all(x >= -1e-15):
+            return np.maximum(x, 0)
+
+
+def test_norm_sub_is_the_euclidean_projection():
+    rng = np.random.default_rng(21)
+    for _ in range(200):
+        k = int(rng.integers(2, 7))
+        z = rng.normal(0.2, 0.6, k)
+        total = float(rng.uniform(0.1, 2.0))
+        x = norm_sub(z, total)
+        assert np.all(x >= 0) and x.sum() == pytest.approx(total, abs=1e-12)
+        np.testing.assert_allclose(x, _projection_brute_force(z, total), atol=1e-10)
+        if np.clip(z, 0, None).sum() >= total:  # where the iterative variant is the projection
+            np.testing.assert_allclose(x, _iterative_norm_sub(z, total), atol=1e-10)
+
+
+def test_norm_sub_is_vectorized_and_keeps_feasible_points():
+    z = np.array([[0.5, 0.6, -0.2], [3.0, 0.0, 0.0], [0.2, 0.3, 0.5]])
+    x = norm_sub(z, np.array([1.0, 2.0, 1.0]))
+    np.testing.assert_allclose(x, [[0.45, 0.55, 0.0], [2.0, 0.0, 0.0], [0.2, 0.3, 0.5]])
+    with pytest.raises(EstimationError, match="total"):
+        norm_sub(z, -1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# count EM
+# ---------------------------------------------------------------------------------------------
+def test_em_counts_recovers_exact_expected_counts(mech_name):
+    """On w = M z_true (no noise) the EM fixed point is z_true itself."""
+    k, n = 6, 50_000
+    m = mech(mech_name, 1.5, k)
+    z_true = n * np.array([0.3, 0.25, 0.2, 0.12, 0.08, 0.05])
+    M = m.support_matrix()
+    fit = em_counts(M @ z_true, n, M, stop=1e-13, max_iter=200_000)
+    assert fit.converged
+    np.testing.assert_allclose(fit.values / fit.values.sum(), z_true / n, atol=1e-6)
+
+
+def test_em_counts_keeps_the_total(mech_name):
+    """sum(M z) = sum(w) after every step: sum z = sum(w)/c (column sums c), n for GRR/subset."""
+    rng = np.random.default_rng(31)
+    k = 5
+    m = mech(mech_name, 1.0, k)
+    w, n = m.support_counts(m.perturb(exact_codes(THETA, 4000), rng))
+    M = m.support_matrix()
+    c = M.sum(axis=0)
+    for steps in (1, 2, 7):
+        z = em_counts(w, n, M, stop=None, max_iter=steps).values
+        assert z.sum() == pytest.approx(w.sum() / c[0], rel=1e-12)
+        if mech_name in FIXED_SIZE:
+            assert z.sum() == pytest.approx(n, rel=1e-12)
+
+
+def test_em_fixed_point_solves_the_channel_equation_in_the_interior(mech_name):
+    """An interior EM fixed point solves M z = w: it is the inversion M^{-1} w."""
+    rng = np.random.default_rng(32)
+    k = 5
+    m = mech(mech_name, 2.0, k)
+    w, n = m.support_counts(m.perturb(exact_codes(THETA, 100_000), rng))
+    M = m.support_matrix()
+    z_inv = np.linalg.solve(M, w)
+    assert np.all(z_inv > 0)  # interior (truth is >= 5% per cell, SE < 0.5%)
+    fit = em_counts(w, n, M, stop=1e-13, max_iter=100_000)
+    np.testing.assert_allclose(fit.values / fit.values.sum(), z_inv / z_inv.sum(), atol=1e-8)
+    if mech_name in FIXED_SIZE:  # and then the unbiased closed form too
+        np.testing.assert_allclose(fit.values, invert(w, n, m.p_support, m.q_support), rtol=1e-6)
+
+
+def test_em_default_stop_is_within_noise_of_the_truth(mech_name):
+    rng = np.random.default_rng(33)
+    k, n = THETA.size, 100_000
+    m = mech(mech_name, 1.0, k)
+    x = exact_codes(THETA, n)
+    truth = np.bincount(x, minlength=k) / n
+    est = estimate_marginal(m, m.perturb(x, rng), "em")
+    assert est.converged and est.iterations >= 1
+    se = np.sqrt(variance(truth, n, m.p_support, m.q_support))
+    assert np.all(np.abs(est.probs - truth) <= 4 * se), (est.probs - truth) / se
+
+
+def _printed_paper_iteration(w, n, p, q, h, z0, iters):
+    """Paper 004 eq. 8-11 exactly as printed: z_k <- z_k (p D_k + q (E - D_k)),
+    D_k = w_k / (p z_k + q (h n - z_k)), E = sum D (no 1/h)."""
+    z = np.array(z0, dtype=float)
+    out = []
+    for _ in range(iters):
+        D = w / (p * z + q * (h * n - z))
+        z = z * (p * D + q * (D.sum() - D))
+        out.append(z.copy())
+    return out
+
+
+def test_printed_paper_iteration_has_the_same_fixed_point():
+    """spec/collection.md: the printed iteration keeps sum z = h n; started there it produces h
+    times the corrected iterates, and after normalising both reach the same fixed point."""
+    rng = np.random.default_rng(41)
+    k, n = 8, 20_000
+    m = Subset(1.0, k)
+    assert m.h > 1
+    p, q, h = m.p_support, m.q_support, m.h
+    x = exact_codes(np.array([0.3, 0.2, 0.15, 0.1, 0.1, 0.08, 0.05, 0.02]), n)
+    w, n = m.support_counts(m.perturb(x, rng))
+    M = m.support_matrix()
+    # (a) started from h * (uniform counts): iterates are exactly h times the corrected ones
+    printed = _printed_paper_iteration(w, n, p, q, h, np.full(k, h * n / k), 25)
+    for t in (1, 5, 25):
+        corrected = em_counts(w, n, M, stop=None, max_iter=t).values
+        np.testing.assert_allclose(printed[t - 1], h * corrected, rtol=1e-10)
+    # (b) the corrected form keeps sum z = n; the printed one keeps h n
+    assert printed[-1].sum() == pytest.approx(h * n, rel=1e-10)
+    # (c) same normalised fixed point
+    fixed = em_counts(w, n, M, stop=1e-14, max_iter=200_000).values
+    z_printed = _printed_paper_iteration(w, n, p, q, h, np.full(k, h * n / k), 20_000)[-1]
+    np.testing.assert_allclose(z_printed / z_printed.sum(), fixed / fixed.sum(), atol=1e-7)
+
+
+def test_noise_stop_regularises_when_the_likelihood_is_flat():
+    """At a tiny budget one EM step moves the fit by far less than the noise: the default rule
+    stops at once (near the uniform start), a tight tolerance keeps iterating."""
+    rng = np.random.default_rng(42)
+    m = mech("grr", 0.01, 6)
+    w, n = m.support_counts(m.perturb(exact_codes(np.full(6, 1 / 6), 2000), rng))
+    early = em_counts(w, n, m.support_matrix())
+    tight = em_counts(w, n, m.support_matrix(), stop=1e-12, max_iter=50)
+    assert early.converged and early.iterations <= 3
+    assert tight.iterations == 50 and not tight.converged
+
+
+def test_em_validates_arguments():
+    M = mech("grr", 1.0, 3).support_matrix()
+    with pytest.raises(EstimationError, match="stop"):
+        em_counts(np.ones(3), 3, M, stop="soon")
+    with pytest.raises(EstimationError, match="max_iter"):
+        em_counts(np.ones(3), 3, M, max_iter=0)
+    with pytest.raises(EstimationError, match="shape"):
+        em_counts(np.ones(4), 4, M)
+    with pytest.raises(EstimationError, match="init"):
+        em_counts(np.ones(3), 3, M, init=[1.0, -1.0, 1.0])
+
+
+# ---------------------------------------------------------------------------------------------
+# report-level EM
+# ---------------------------------------------------------------------------------------------
+def test_em_reports_equals_em_counts_for_grr():
+    """For GRR a report is one value: the report likelihood is the count likelihood, and the two
+    EMs take identical steps."""
+    rng = np.random.default_rng(51)
+    m = mech("grr", 1.0, 5)
+    y = m.perturb(exact_codes(THETA, 5000), rng)
+    w, n = m.support_counts(y)
+    for steps in (1, 10, 100):
+        a = em_counts(w, n, m.support_matrix(), stop=None, max_iter=steps).values
+        b = em_reports(m.log_prob(y), stop=None, max_iter=steps).values
+        np.testing.assert_allclose(b, a / a.sum(), rtol=1e-10)
+
+
+def test_exact_em_and_count_em_are_both_accurate_for_subset():
+    """The report EM is the exact MLE (efficient), the count EM a pseudo-likelihood one; both are
+    consistent, so both lie within 4 inversion standard errors of the truth (the inversion's
+    variance bounds both up to o(1/n))."""
+    rng = np.random.default_rng(52)
+    k, n = 10, 30_000
+    theta = np.array([0.25, 0.2, 0.15, 0.1, 0.08, 0.07, 0.05, 0.04, 0.04, 0.02])
+    m = Subset(0.8, k)
+    assert m.h > 1
+    x = exact_codes(theta, n)
+    truth = np.bincount(x, minlength=k) / n
+    y = m.perturb(x, rng)
+    se = np.sqrt(variance(truth, n, m.p_support, m.q_support))
+    for method in ("em", "exact_em"):
+        est = estimate_marginal(m, y, method)
+        assert est.probs.sum() == pytest.approx(1.0)
+        assert np.all(np.abs(est.probs - truth) <= 4 * se), (method, (est.probs - truth) / se)
+
+
+def test_em_reports_on_exact_likelihood_is_the_mle():
+    """The report EM maximises the exact likelihood: its log-likelihood is at least that of the
+    count EM's estimate and of the truth."""
+    rng = np.random.default_rng(53)
+    m = Subset(1.0, 6)
+    y = m.perturb(exact_codes(np.array([0.3, 0.25, 0.2, 0.15, 0.07, 0.03]), 5000), rng)
+    lp = m.log_prob(y)
+    loglik = lambda th: np.sum(np.log(np.exp(lp) @ th))  # noqa: E731
+    exact = em_reports(lp, stop=1e-12, max_iter=100_000).values
+    w, n = m.support_counts(y)
+    count = em_counts(w, n, m.support_matrix(), stop=1e-12, max_iter=100_000).values
+    assert loglik(exact) >= loglik(count / count.sum()) - 1e-9
+    assert loglik(exact) >= loglik(np.array([0.3, 0.25, 0.2, 0.15, 0.07, 0.03])) - 1e-9
+
+
+def test_em_reports_ignores_missing_and_uninformative_rows():
+    lp = np.log(np.array([[0.7, 0.3], [0.3, 0.7], [0.7, 0.3]]))
+    with_missing = np.vstack([lp, np.zeros((5, 2))])
+    a = em_reports(lp, stop=1e-12).values
+    b = em_reports(with_missing, stop=1e-12).values
+    np.testing.assert_allclose(a, b, atol=1e-12)
+    assert em_reports(np.zeros((3, 2))).values.tolist() == [0.5, 0.5]
+
+
+# ---------------------------------------------------------------------------------------------
+# front ends
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("method", ["em", "inversion", "norm_sub", "exact_em"])
+def test_estimate_marginal_methods(mech_name, method):
+    rng = np.random.default_rng(61)
+    k = 4
+    m = mech(mech_name, 1.0, k)
+    x = rng.integers(0, k, 3000)
+    x[::3] = MISSING
+    est = estimate_marginal(m, m.perturb(x, rng), method, name="age")
+    assert isinstance(est, FrequencyEstimate)
+    assert est.method == method and est.name == "age"
+    assert est.n_present == int((x != MISSING).sum())
+    assert est.probs.shape == (k,) and not est.probs.flags.writeable
+    np.testing.assert_allclose(est.counts, est.probs * est.n_present)
+    if method != "inversion":
+        assert np.all(est.probs >= 0) and est.probs.sum() == pytest.approx(1.0, abs=1e-12)
+    assert (est.iterations > 0) == (method in ("em", "exact_em"))
+
+
+def test_estimate_marginal_without_present_reports_names_the_attribute():
+    m = mech("grr", 1.0, 3)
+    with pytest.raises(EstimationError, match="'income'"):
+        estimate_marginal(m, np.full(10, MISSING), name="income")
+    with pytest.raises(EstimationError, match="method"):
+        estimate_marginal(m, np.zeros(10, dtype=int), "magic")
+
+
+@pytest.mark.parametrize("method", ["em", "norm_sub"])
+def test_estimate_marginals_batch_equals_one_at_a_time(mech_name, method):
+    rng = np.random.default_rng(62)
+    schema, codes = correlated_records(4000, [3, 5, 3, 2, 5], rng, missing=0.4)
+    rr = randomize(schema, codes, mech_name, 4.0, rng)
+    batch = estimate_marginals(rr, method)
+    assert [e.name for e in batch] == schema.names
+    for e, m, r in zip(batch, rr.mechanisms, rr.reports):
+        single = estimate_marginal(m, r, method)
+        np.testing.assert_allclose(e.probs, single.probs, atol=1e-9)
+        assert e.n_present == single.n_present
+        assert abs(e.iterations - single.iterations) <= 1

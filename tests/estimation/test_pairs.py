@@ -1,0 +1,202 @@
+"""Pair counts as one Gram matrix and pair estimation (paper 004 Section 4.2.2, eq. 12-13)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from reidrisk.estimation import (
+    EstimationError,
+    PairEstimates,
+    em_tables,
+    estimate_pairs,
+    invert_tables,
+    js_divergence,
+    pair_counts,
+)
+from reidrisk.estimation.frequency import _Channels
+from reidrisk.mechanisms import GLH, RecordReports
+from reidrisk.schema import MISSING, Attribute, Schema
+
+from .conftest import FIXED_SIZE, correlated_records, mech, randomize
+
+SIZES = [3, 4, 2]
+
+
+def _dense(s) -> np.ndarray:
+    return np.asarray(s.toarray() if sp.issparse(s) else s, dtype=np.float64)
+
+
+def _true_table(codes, j, jp, sizes) -> np.ndarray:
+    both = (codes[:, j] != MISSING) & (codes[:, jp] != MISSING)
+    t = np.zeros((sizes[j], sizes[jp]))
+    np.add.at(t, (codes[both, j], codes[both, jp]), 1)
+    return t
+
+
+# ---------------------------------------------------------------------------------------------
+# counting
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dense", [True, False])
+def test_gram_counts_equal_brute_force_with_missing_values(mech_name, dense):
+    rng = np.random.default_rng(101)
+    schema, codes = correlated_records(80, SIZES, rng, missing=0.35)
+    rr = randomize(schema, codes, mech_name, 3.0, rng)
+    pc = pair_counts(rr, dense=dense)
+    assert pc.dense is dense
+    supports = [_dense(s) for s in rr.supports()]
+    present = codes != MISSING
+    for j in range(len(SIZES)):
+        for jp in range(len(SIZES)):
+            W = np.zeros((SIZES[j], SIZES[jp]), dtype=np.int64)
+            both = 0
+            for i in range(codes.shape[0]):  # brute force, one record at a time
+                if present[i, j] and present[i, jp]:
+                    W += np.outer(supports[j][i], supports[jp][i]).astype(np.int64)
+                    both += 1
+            np.testing.assert_array_equal(pc.block(j, jp), W)
+            assert pc.n_present(j, jp) == both
+        np.testing.assert_array_equal(pc.counts(j), supports[j].sum(axis=0))
+    assert pc.gram.dtype == np.int64 and not pc.gram.flags.writeable
+
+
+def test_pair_counts_use_only_rows_having_both_attributes():
+    rng = np.random.default_rng(102)
+    schema, codes = correlated_records(3000, SIZES, rng, missing=0.5)
+    rr = randomize(schema, codes, "grr", 3.0, rng)
+    pc = pair_counts(rr)
+    for j, jp in [(0, 1), (0, 2), (1, 2)]:
+        both = np.flatnonzero((codes[:, j] != MISSING) & (codes[:, jp] != MISSING))
+        sub = pair_counts(rr.take(both))
+        np.testing.assert_array_equal(pc.block(j, jp), sub.block(j, jp))
+        assert pc.n_present(j, jp) == both.size == sub.n
+        # GRR reports support one value each: the pair block sums to the pair's report count
+        assert pc.block(j, jp).sum() == both.size
+
+
+# ---------------------------------------------------------------------------------------------
+# the pair channel
+# ---------------------------------------------------------------------------------------------
+def _pair_setup(name_a="subset", name_b="oue"):
+    m1, m2 = mech(name_a, 1.2, 4), mech(name_b, 0.9, 3)
+    Z = 10_000 * np.array([[0.20, 0.05, 0.05], [0.02, 0.15, 0.08], [0.10, 0.05, 0.10],
+                           [0.05, 0.05, 0.10]])
+    W = m1.support_matrix() @ Z @ m2.support_matrix().T
+    a = lambda m: m.p_support - m.q_support  # noqa: E731
+    return m1, m2, Z, W, (a(m1), m1.q_support, a(m2), m2.q_support)
+
+
+def test_pair_inversion_is_exact_on_expected_counts():
+    _, _, Z, W, prm = _pair_setup()
+    np.testing.assert_allclose(invert_tables(W, *prm), Z, rtol=1e-10)
+    stack = invert_tables(np.stack([W, 2 * W]), *prm)
+    np.testing.assert_allclose(stack[1], 2 * Z, rtol=1e-10)
+
+
+def test_pair_em_recovers_the_joint_from_exact_expected_counts():
+    _, _, Z, W, prm = _pair_setup()
+    n = Z.sum()
+    Zhat, its, conv = em_tables(W, n, *prm, stop=1e-10, max_iter=200_000)
+    assert conv and its > 1
+    np.testing.assert_allclose(Zhat / Zhat.sum(), Z / n, atol=1e-6)
+    # started from the product of the margins, as estimate_pairs does
+    init = np.outer(Z.sum(1), Z.sum(0))
+    Zhat2, _, _ = em_tables(W, n, *prm, stop=1e-10, max_iter=200_000, init=init)
+    np.testing.assert_allclose(Zhat2 / Zhat2.sum(), Z / n, atol=1e-6)
+
+
+def test_structured_and_dense_pair_channels_agree():
+    m1, m2, Z, W, (a1, q1, a2, q2) = _pair_setup("grr", "rappor")
+    s = _Channels.structured(a1, q1, a2, q2, 4, 3, 1)
+    d = _Channels.dense(m1.support_matrix()[None], m2.support_matrix()[None])
+    Z3 = Z[None]
+    np.testing.assert_allclose(s.forward(Z3), d.forward(Z3), rtol=1e-12)
+    np.testing.assert_allclose(s.adjoint(W[None]), d.adjoint(W[None]), rtol=1e-12)
+    np.testing.assert_allclose(s.inverse(W[None]), d.inverse(W[None]), rtol=1e-9)
+    np.testing.assert_allclose(np.broadcast_to(s.c12, (1, 4, 3)), d.c12, rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# estimates from simulated reports
+# ---------------------------------------------------------------------------------------------
+def test_pair_estimates_converge_to_the_true_joint(mech_name):
+    """JS(truth, estimate) ~ chi2 / (8 ln2 n): 25x more reports should cut it ~25x (assert 5x).
+    Upper bound on its expectation (delta method): each report moves an inverted cell by at most
+    1/(a1 a2), so Var(cell) <= 1/(n a1^2 a2^2) and E[JS] <= sum_c Var_c / theta_c / (8 ln 2)."""
+    mean_js = []
+    for n in (2_000, 50_000):
+        rng = np.random.default_rng(103)
+        schema, codes = correlated_records(n, SIZES, rng, missing=0.3)
+        rr = randomize(schema, codes, mech_name, 9.0, rng)
+        est = estimate_pairs(rr)
+        js = []
+        for (j, jp), table in est.items():
+            truth = _true_table(codes, j, jp, SIZES)
+            assert est.n_present[(j, jp)] == truth.sum()
+            assert table.sum() == pytest.approx(1.0) and np.all(table >= 0)
+            js.append(js_divergence(truth.ravel(), table.ravel()))
+            m1, m2 = rr.mechanisms[j], rr.mechanisms[jp]
+            a1, a2 = m1.p_support - m1.q_support, m2.p_support - m2.q_support
+            theta = truth / truth.sum()
+            bound = np.sum(1 / (truth.sum() * a1**2 * a2**2 * theta)) / (8 * np.log(2))
+            assert js[-1] <= bound, ((j, jp), js[-1], bound)
+        mean_js.append(np.mean(js))
+    assert mean_js[1] <= mean_js[0] / 5, mean_js
+
+
+@pytest.mark.parametrize("method", ["inversion", "norm_sub"])
+def test_closed_form_pair_methods(mech_name, method):
+    rng = np.random.default_rng(104)
+    schema, codes = correlated_records(5000, SIZES, rng, missing=0.3)
+    rr = randomize(schema, codes, mech_name, 6.0, rng)
+    est = estimate_pairs(rr, method)
+    assert est.method == method and len(est) == 3
+    for key, table in est.items():
+        assert est.iterations[key] == 0 and est.converged[key]
+        if method == "norm_sub":
+            assert np.all(table >= 0)
+            assert table.sum() == pytest.approx(1.0, abs=1e-12)
+        elif mech_name in FIXED_SIZE:  # the inversion of fixed-size reports sums to n exactly
+            assert table.sum() == pytest.approx(1.0, abs=1e-12)
+
+
+def test_pair_estimates_mapping_and_pair_selection():
+    rng = np.random.default_rng(105)
+    schema, codes = correlated_records(2000, SIZES, rng, missing=0.2)
+    rr = randomize(schema, codes, "grr", 6.0, rng)
+    est = estimate_pairs(rr, pairs=[(2, 0), (1, 2)])
+    assert isinstance(est, PairEstimates)
+    assert list(est) == [(0, 2), (1, 2)]
+    assert (2, 0) in est and (0, 1) not in est
+    np.testing.assert_array_equal(est[(2, 0)], est[(0, 2)].T)
+    np.testing.assert_array_equal(est.table("a2", "a0"), est[(0, 2)].T)
+    assert est[(0, 2)].shape == (3, 2) and not est[(0, 2)].flags.writeable
+    assert len(est.marginals) == 3 and est.marginals[1].probs.shape == (4,)
+    with pytest.raises(EstimationError, match="two different"):
+        estimate_pairs(rr, pairs=[(1, 1)])
+    with pytest.raises(EstimationError, match="method"):
+        estimate_pairs(rr, "exact_em")
+
+
+def test_pair_never_reported_together_is_named():
+    codes = np.array([[0, MISSING], [1, MISSING], [MISSING, 0], [MISSING, 1]], dtype=np.int32)
+    schema = Schema((Attribute("sex", ("f", "m")), Attribute("smoker", ("no", "yes"))))
+    rr = randomize(schema, codes, "grr", 2.0, np.random.default_rng(0))
+    with pytest.raises(EstimationError, match="'sex' and 'smoker'"):
+        estimate_pairs(rr)
+
+
+def test_non_structured_channels_use_the_dense_path():
+    """GLH over a few random tables has a support matrix that is not p/q-shaped: the pair EM then
+    runs through dense channel products, and still recovers a strongly dependent joint."""
+    rng = np.random.default_rng(106)
+    schema, codes = correlated_records(40_000, [3, 3], rng, missing=0.1)
+    mechs = tuple(GLH.with_random_tables(3.0, 3, m=4, rng=rng) for _ in range(2))
+    M = mechs[0].support_matrix()
+    assert not np.allclose(M[~np.eye(3, dtype=bool)], mechs[0].q_support)
+    reports = tuple(m.perturb(codes[:, j], rng) for j, m in enumerate(mechs))
+    rr = RecordReports(schema, mechs, reports)
+    est = estimate_pairs(rr)
+    truth = _true_table(codes, 0, 1, [3, 3])
+    assert js_divergence(truth.ravel(), est[(0, 1)].ravel()) < 0.01
