@@ -243,8 +243,11 @@ def _poisson_gain(w: np.ndarray, mu_old: np.ndarray, mu_new: np.ndarray, axis=No
     cancellation: sum w log1p((mu_new - mu_old)/mu_old) - sum(mu_new - mu_old)."""
     d = mu_new - mu_old
     rel = _safe_ratio(d, mu_old)
-    np.maximum(rel, -1.0 + 1e-300, out=rel)
-    return np.sum(w * np.log1p(rel), axis=axis) - np.sum(d, axis=axis)
+    # a cell with w = 0 adds nothing to the log term, whatever happens to its mean; where w > 0 a
+    # mean collapsing to 0 is an infinite loss, bounded here at the smallest relative step above -1
+    log_term = np.zeros_like(rel)
+    np.log1p(np.maximum(rel, np.nextafter(-1.0, 0.0)), out=log_term, where=w > 0)
+    return np.sum(w * log_term, axis=axis) - np.sum(d, axis=axis)
 
 
 # ---------------------------------------------------------------------------------------------
