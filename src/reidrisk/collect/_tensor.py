@@ -1,0 +1,325 @@
+"""Numerics for c-way tables through product channels (paper 004 eq. 5-13 generalised to c axes).
+
+The randomizations of different attributes are independent given the true values, so the channel of
+c attributes is the Kronecker product M_1 (x) ... (x) M_c of the single channels. Applied to a table
+T (f_1, ..., f_c) it is the sequence of mode products ``T x_1 M_1 ... x_c M_c`` (``apply``): O(F sum f_j)
+for F = prod f_j cells, never forming the Kronecker matrix. On top of that:
+
+* ``support_tensor``  -- the c-way support counts W of the reports complete on c attributes;
+* ``invert``          -- W x_j M_j^{-1} (the unbiased inversion, paper 004 eq. 6 on every axis);
+* ``em``              -- the count-based EM of eq. 8-11 (corrected as in spec/collection.md) on the
+  product channel, with the stopping rules below;
+* ``exact_em``        -- the report-level maximum-likelihood EM on c axes: each report's likelihood
+  is the product of its per-attribute likelihoods ``L_j[i, x_j]`` (``Mechanism.log_prob``).
+
+Stopping rules (``stop``)
+-------------------------
+``"noise"``: the rule of ``reidrisk.estimation.frequency``: stop as soon as one step gains a
+deviance ``2 (L_t - L_{t-1})`` below ``NOISE_TOL`` per free parameter (the step moved the fit by a
+statistically invisible amount); where the likelihood is flat this stops early, between the start
+and the fixed point.
+``"discrepancy"``: Morozov's discrepancy principle, an *early* stop: from the (uninformative) start,
+stop at the first iterate whose expected support counts explain the observed ones to within the
+sampling noise, ``X^2 = sum (W - n mu)^2 / (n mu (1 - mu)) <= number of cells``, where ``mu`` is the
+probability that a report supports a cell. Every term has expectation exactly 1 at the truth (each
+cell count is a sum of n independent Bernoulli(mu) indicators), so iterating further can only fit
+noise. When the start already explains the data (no detectable signal), the start is returned.
+A float: stop when no probability moves by more than that in one step. ``None``: ``max_iter`` steps.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from reidrisk.estimation.frequency import DEFAULT_MAX_ITER, NOISE_TOL
+
+STOPS = ("noise", "discrepancy")
+_CHUNK_ELEMS = 1 << 22
+
+
+def check_stop(stop):
+    """Validate a stopping rule (module doc); returns it unchanged."""
+    if stop is None or stop in STOPS:
+        return stop
+    if isinstance(stop, str):
+        raise ValueError(f"stop must be one of {STOPS}, a positive float tolerance or None, got {stop!r}")
+    tol = float(stop)
+    if not np.isfinite(tol) or tol <= 0:
+        raise ValueError(f"stop tolerance must be finite and > 0, got {stop!r}")
+    return tol
+
+
+def apply(T: np.ndarray, mats: Sequence[np.ndarray], transpose: bool = False) -> np.ndarray:
+    """Mode products ``T x_1 A_1 ... x_c A_c`` with ``A_j = mats[j]`` (or its transpose).
+
+    ``T`` (f_1, ..., f_c) (a leading batch axis is not supported); ``mats[j]`` (f_j, f_j).
+    ``out[v_1..v_c] = sum_x prod_j A_j[v_j, x_j] T[x_1..x_c]``.
+    """
+    out = np.asarray(T, dtype=np.float64)
+    for ax, M in enumerate(mats):
+        A = M.T if transpose else M
+        out = np.moveaxis(np.tensordot(A, out, axes=([1], [ax])), 0, ax)
+    return out
+
+
+def support_tensor(supports: Sequence, rows: np.ndarray | None = None) -> np.ndarray:
+    """c-way support counts ``W[v_1..v_c] = sum_i prod_j B_j[i, v_j]`` over the given rows.
+
+    ``supports``: c membership matrices (n, f_j), dense or sparse; ``rows``: boolean (n,) or index
+    array (default: all rows). Row-wise Khatri-Rao products in row chunks of bounded memory, then
+    one matrix product with the last axis; exact in float64. Returns float64 (f_1, ..., f_c).
+    """
+    idx = np.arange(supports[0].shape[0]) if rows is None else np.asarray(rows)
+    if idx.dtype == bool:
+        idx = np.flatnonzero(idx)
+    sizes = [int(B.shape[1]) for B in supports]
+    W = np.zeros(int(np.prod(sizes)), dtype=np.float64)
+    if idx.size == 0:
+        return W.reshape(sizes)
+    inner = int(np.prod(sizes[:-1])) if len(sizes) > 1 else 1
+    step = max(1, _CHUNK_ELEMS // max(inner, 1))
+
+    def dense(B, sel):
+        part = B[sel]
+        return np.asarray(part.toarray() if sp.issparse(part) else part, dtype=np.float64)
+
+    if len(sizes) == 1:
+        for s in range(0, idx.size, step):
+            W += dense(supports[0], idx[s:s + step]).sum(axis=0)
+        return W.reshape(sizes)
+    acc = np.zeros((inner, sizes[-1]))
+    for s in range(0, idx.size, step):
+        sel = idx[s:s + step]
+        K = dense(supports[0], sel)
+        for B in supports[1:-1]:
+            D = dense(B, sel)
+            K = (K[:, :, None] * D[:, None, :]).reshape(K.shape[0], -1)
+        acc += K.T @ dense(supports[-1], sel)
+    return acc.reshape(sizes)
+
+
+def channel(p: float, q: float, f: int) -> np.ndarray:
+    """Support matrix of a pure oracle: ``p`` on the diagonal, ``q`` elsewhere (f, f)."""
+    M = np.full((f, f), float(q))
+    np.fill_diagonal(M, float(p))
+    return M
+
+
+def invert(W: np.ndarray, n: float, mats: Sequence[np.ndarray]) -> np.ndarray:
+    """Unbiased inversion ``(W x_j M_j^{-1}) / n``: a probability table that may hold negatives."""
+    invs = [np.linalg.inv(np.asarray(M, dtype=np.float64)) for M in mats]
+    return apply(W, invs) / float(n)
+
+
+def project_simplex(T: np.ndarray) -> np.ndarray:
+    """Euclidean projection of a table onto the probability simplex (same shape, sums to 1).
+
+    The sort-based algorithm: the projection is ``max(t - tau, 0)`` with tau the unique shift that
+    makes it sum to 1 (the norm-sub fixed point of Wang et al. 2020).
+    """
+    t = np.asarray(T, dtype=np.float64).ravel()
+    u = np.sort(t)[::-1]
+    css = np.cumsum(u) - 1.0
+    ind = np.arange(1, t.size + 1)
+    cond = u - css / ind > 0
+    r = ind[cond][-1]
+    tau = css[cond][-1] / r
+    return np.maximum(t - tau, 0.0).reshape(np.shape(T))
+
+
+def _xlogy(x, y):
+    out = np.zeros(np.broadcast_shapes(np.shape(x), np.shape(y)))
+    np.multiply(x, np.log(np.where(x > 0, y, 1.0)), out=out, where=np.asarray(x) > 0)
+    return out
+
+
+def _noise_done(gain: float, prev_gain: float, dof: int) -> bool:
+    """One step's deviance gain ``2 dL`` below ``NOISE_TOL`` per free parameter (module doc)."""
+    return 2.0 * gain < NOISE_TOL * dof
+
+
+def discrepancy(W: np.ndarray, n: float, mu: np.ndarray) -> float:
+    """Pearson discrepancy ``sum (W - n mu)^2 / (n mu (1 - mu))`` of support counts (module doc)."""
+    mu = np.clip(mu, 1e-300, 1 - 1e-15)
+    return float(np.sum((W - n * mu) ** 2 / (n * mu * (1 - mu))))
+
+
+def em(W: np.ndarray, n: float, mats: Sequence[np.ndarray], *, stop="noise",
+       max_iter: int = DEFAULT_MAX_ITER, init: np.ndarray | None = None) -> tuple[np.ndarray, int, bool]:
+    """Count-based EM on the product channel (paper 004 eq. 8-11 on c axes, corrected).
+
+    ``W`` (f_1..f_c): support counts of the ``n`` reports complete on these attributes; ``mats``: the
+    per-attribute support matrices ``M_j[v, x] = P(v supported | x)``. Iterates
+    ``T <- T * (D x_j M_j^T) / prod_j colsum(M_j)`` with ``D = W / (n T x_j M_j)`` (Poisson/
+    Richardson-Lucy EM; for c = 1 this is ``estimation.frequency.em_counts``, for c = 2
+    ``estimation.pairs.em_tables``). ``init``: starting probabilities (default uniform).
+    Returns ``(T probabilities, iterations, converged)``.
+    """
+    stop = check_stop(stop)
+    W = np.asarray(W, dtype=np.float64)
+    shape = W.shape
+    n = float(n)
+    if n <= 0:
+        raise ValueError("EM needs n > 0 reports")
+    mats = [np.asarray(M, dtype=np.float64) for M in mats]
+    col = np.ones(shape)
+    for ax, M in enumerate(mats):
+        s = M.sum(axis=0)
+        col = col * s.reshape([-1 if a == ax else 1 for a in range(len(shape))])
+    T = np.full(shape, 1.0 / np.prod(shape)) if init is None else np.asarray(init, float).copy()
+    T = np.maximum(T / T.sum(), 1e-12 / T.size)
+    T /= T.sum()
+    mu = apply(T, mats)
+    dof = max(int(np.prod(shape)) - 1, 1)
+    cells = float(np.prod(shape))
+    if stop == "discrepancy" and discrepancy(W, n, mu) <= cells:
+        return T, 0, True
+    prev_gain = np.nan
+    for it in range(1, int(max_iter) + 1):
+        ratio = np.zeros(shape)
+        np.divide(W, n * mu, out=ratio, where=mu > 0)
+        T_new = T * apply(ratio, mats, transpose=True) / col
+        T_new /= T_new.sum()
+        mu_new = apply(T_new, mats)
+        if stop == "noise":
+            gain = float(np.sum(_xlogy(W, mu_new) - _xlogy(W, mu)) - n * (mu_new.sum() - mu.sum()))
+            done = _noise_done(gain, prev_gain, dof)
+            prev_gain = gain
+        elif stop == "discrepancy":
+            done = discrepancy(W, n, mu_new) <= cells
+        elif stop is None:
+            done = False
+        else:
+            done = bool(np.max(np.abs(T_new - T)) < stop)
+        T, mu = T_new, mu_new
+        if done:
+            return T, it, True
+    return T, int(max_iter), stop is None
+
+
+def group_rows(L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of a likelihood matrix (n, f): ``(unique (U, f), inverse (n,))``."""
+    uniq, inv = np.unique(np.asarray(L, dtype=np.float64), axis=0, return_inverse=True)
+    return uniq, np.asarray(inv).ravel()
+
+
+def likelihoods(log_prob: np.ndarray) -> np.ndarray:
+    """Per-report likelihood rows scaled by their maximum: ``exp(lp - max_x lp)`` (n, f).
+
+    The EM posterior is invariant to a per-report factor, so the scaling changes nothing but range.
+    """
+    lp = np.asarray(log_prob, dtype=np.float64)
+    return np.exp(lp - lp.max(axis=1, keepdims=True))
+
+
+def exact_em(log_probs: Sequence[np.ndarray], *, stop="noise", max_iter: int = DEFAULT_MAX_ITER,
+             init: np.ndarray | None = None, group: bool = True) -> tuple[np.ndarray, int, bool]:
+    """Report-level maximum-likelihood EM of a c-way table (spec/collection.md, "exact ML EM").
+
+    ``log_probs``: c arrays (n, f_j) of ``log P(y_ij | x_j)`` for the n reports complete on the c
+    attributes (``Mechanism.log_prob``). With ``group`` (discrete reports) the distinct rows of each
+    attribute are found once and ``exact_em_grouped`` runs on their counts; without it (continuous
+    reports, where every row is distinct) each report is its own group, and a step costs
+    O(n prod_j f_j). Returns ``(T probabilities, iterations, converged)``.
+    """
+    if not group:
+        Ls = [likelihoods(lp) for lp in log_probs]
+        return exact_em_grouped(Ls, None, stop=stop, max_iter=max_iter, init=init)
+    groups = [group_rows(likelihoods(lp)) for lp in log_probs]
+    Us = [u for u, _ in groups]
+    ushape = tuple(u.shape[0] for u in Us)
+    flat = np.ravel_multi_index(tuple(inv for _, inv in groups), ushape)
+    C = np.bincount(flat, minlength=int(np.prod(ushape))).reshape(ushape).astype(np.float64)
+    return exact_em_grouped(Us, C, stop=stop, max_iter=max_iter, init=init)
+
+
+def exact_em_grouped(Ls: Sequence[np.ndarray], C: np.ndarray | None, *, stop="noise",
+                     max_iter: int = DEFAULT_MAX_ITER, init: np.ndarray | None = None
+                     ) -> tuple[np.ndarray, int, bool]:
+    """The exact EM on grouped reports.
+
+    ``Ls``: c likelihood matrices (U_j, f_j), one row per distinct report of attribute j (e.g. the
+    at most C(f, h) subsets of the subset mechanism); ``C`` (U_1, ..., U_c): how many reports have
+    each combination of distinct rows (``None``: the rows of ``Ls`` are aligned reports, one each).
+    The likelihood of a report with rows (u_1..u_c) is
+    ``s[u] = sum_x T[x] prod_j L_j[u_j, x_j]``; EM iterates
+    ``T <- T * (sum_u C[u] / s[u] prod_j L_j[u_j, .]) / N``. A step costs O(prod_j U_j * max f)
+    (matrix products or ``einsum`` contractions), independent of the number of reports.
+    ``stop``: ``"noise"`` (on the exact log-likelihood ``sum_u C[u] log s[u]``), a float
+    tolerance, or ``None``.
+    """
+    stop = check_stop(stop)
+    if stop == "discrepancy":
+        raise ValueError("the exact EM supports stop='noise', a float tolerance or None")
+    Ls = [np.asarray(L, dtype=np.float64) for L in Ls]
+    c = len(Ls)
+    shape = tuple(L.shape[1] for L in Ls)
+    letters = "abcdefghij"[:c]
+    if C is None:  # one group per report: a shared row index
+        upper_ops = ["i"] * c
+        out_u = "i"
+        C = np.ones(Ls[0].shape[0])
+    else:
+        upper_ops = list("ABCDEFGHIJ"[:c])
+        out_u = "".join(upper_ops)
+    operands = ",".join(f"{u}{a}" for u, a in zip(upper_ops, letters))
+    den_expr = f"{letters},{operands}->{out_u}"
+    num_expr = f"{out_u},{operands}->{letters}"
+    C = np.asarray(C, dtype=np.float64)
+    if c == 2 and out_u != "i":  # grouped pairs: plain matrix products
+        def den(T):
+            return Ls[0] @ T @ Ls[1].T
+
+        def num(R):
+            return Ls[0].T @ R @ Ls[1]
+    elif out_u == "i":  # aligned reports: row-wise Khatri-Rao product of the other axes, once
+        K = np.ones((Ls[0].shape[0], 1))
+        for L in Ls[1:]:
+            K = (K[:, :, None] * L[:, None, :]).reshape(K.shape[0], -1)
+        L0 = Ls[0]
+
+        def den(T):
+            return np.einsum("ij,ij->i", L0 @ T.reshape(shape[0], -1), K)
+
+        def num(R):  # (K^T (R * L0))^T: the tall operand on the right is the fast BLAS layout
+            return (K.T @ (R[:, None] * L0)).T.reshape(shape)
+    else:
+        den_path = np.einsum_path(den_expr, np.empty(shape), *Ls, optimize="greedy")[0]
+        num_path = np.einsum_path(num_expr, C, *Ls, optimize="greedy")[0]
+
+        def den(T):
+            return np.einsum(den_expr, T, *Ls, optimize=den_path)
+
+        def num(R):
+            return np.einsum(num_expr, R, *Ls, optimize=num_path)
+    N = float(C.sum())
+    if N <= 0:
+        raise ValueError("the exact EM needs at least one report")
+    T = np.full(shape, 1.0 / np.prod(shape)) if init is None else np.asarray(init, float).copy()
+    T = np.maximum(T / T.sum(), 1e-12 / T.size)
+    T /= T.sum()
+    dof = max(int(np.prod(shape)) - 1, 1)
+    s = den(T)
+    ok = C > 0
+    prev_gain = np.nan
+    for it in range(1, int(max_iter) + 1):
+        r = np.zeros_like(s)
+        np.divide(C, s, out=r, where=ok & (s > 0))
+        T_new = T * num(r) / N
+        T_new /= T_new.sum()
+        s_new = den(T_new)
+        if stop == "noise":
+            gain = float(np.sum(C[ok] * np.log(s_new[ok] / s[ok])))
+            done = _noise_done(gain, prev_gain, dof)
+            prev_gain = gain
+        elif stop is None:
+            done = False
+        else:
+            done = bool(np.max(np.abs(T_new - T)) < stop)
+        T, s = T_new, s_new
+        if done:
+            return T, it, True
+    return T, int(max_iter), stop is None

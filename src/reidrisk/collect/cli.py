@@ -1,0 +1,319 @@
+"""``reidrisk collect``: plan, simulate, fit, table, synth (paper 004 end to end).
+
+    reidrisk collect plan     --schema s.json -e 5 -n 30000 --missing-rate 0.5
+    reidrisk collect simulate data.csv reports.csv -e 5 [--k auto|all|K] [--missing-rate 0.5]
+    reidrisk collect fit      reports.csv model.json
+    reidrisk collect table    model.json table.csv -c age -c sex -c income
+    reidrisk collect synth    model.json synthetic.parquet -n 100000
+
+Reports files (CSV with a ``.meta.json`` sidecar, or Parquet with embedded metadata) are described
+in ``reidrisk.collect.reports_io``; model files in ``reidrisk.collect.model_io``. Tables are written
+in long form (one row per cell: the attributes' labels, then ``probability``) and synthetic records
+as labels, both streamed in chunks.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+
+import click
+import numpy as np
+
+EXIT_USER_ERROR = 2
+_SYNTH_CHUNK = 200_000
+
+
+class CollectUserError(click.ClickException):
+    """A problem with the user's input: ``Error: <message>``, exit code 2."""
+
+    exit_code = EXIT_USER_ERROR
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from reidrisk.collect.model_io import ModelFileError
+    from reidrisk.collect.pipeline import CollectError
+    from reidrisk.copula import CopulaError
+    from reidrisk.estimation import EstimationError
+    from reidrisk.mechanisms.base import MechanismError
+    from reidrisk.schema import SchemaError
+
+    return (CollectError, ModelFileError, CopulaError, EstimationError, MechanismError, SchemaError)
+
+
+class CollectGroup(click.Group):
+    """Turns this capability's own input errors into one-line messages (``--debug`` shows them)."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except _user_errors() as exc:
+            root = ctx.find_root()
+            if root.params.get("debug"):
+                raise
+            raise CollectUserError(" ".join(str(exc).split())) from exc
+
+
+@click.group(name="collect", cls=CollectGroup)
+def group() -> None:
+    """Collect data under local differential privacy with missing values (paper 004): randomize
+    records as clients would, fit the copula model from the reports, and answer contingency-table
+    queries or generate synthetic records from the model."""
+
+
+def _parse_k(value: str | None, g: int) -> int | str | None:
+    if value is None or value == "auto":
+        return "auto"
+    if value == "all":
+        return None
+    try:
+        k = int(value)
+    except ValueError:
+        raise click.BadParameter(f"--k must be 'auto', 'all' or an integer, got {value!r}") from None
+    if not 1 <= k:
+        raise click.BadParameter(f"--k must be >= 1, got {k}")
+    return min(k, g)
+
+
+def _positive(ctx, param, value):
+    if value is not None and (not math.isfinite(value) or value <= 0):
+        raise click.BadParameter(f"{value!r} is not a privacy budget; pass a finite number > 0")
+    return value
+
+
+# ---- plan ------------------------------------------------------------------------------------
+@group.command("plan")
+@click.option("--schema", "schema_path", required=True,
+              type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Schema JSON.")
+@click.option("-e", "--epsilon", type=float, required=True, callback=_positive,
+              help="Budget of one person's whole report.")
+@click.option("-n", "--n", "n", type=click.IntRange(min=1), required=True,
+              help="Expected number of people.")
+@click.option("--missing-rate", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.0,
+              show_default=True, help="Expected rate of values left out (completely at random).")
+@click.option("-m", "--mechanism", default="subset", show_default=True, help="Client mechanism.")
+@click.option("--among", type=click.Choice(["present", "all"]), default="present", show_default=True,
+              help="Sample the k reported attributes among those a person has, or among all.")
+def plan(schema_path, epsilon, n, missing_rate, mechanism, among) -> None:
+    """How many attributes each person should report (attribute sampling, derived from the variance
+    of the pair estimates; see reidrisk.collect.protocol)."""
+    from reidrisk.collect.protocol import choose_k
+    from reidrisk.schema import Schema
+
+    schema = Schema.load(schema_path)
+    choice = choose_k(schema.sizes, epsilon, mechanism=mechanism, among=among, n=n,
+                      missing_rate=missing_rate)
+    click.echo(choice.summary())
+    click.echo("k  expected mean squared pair-table error")
+    for k, e in zip(choice.ks, choice.errors):
+        mark = "  <- chosen" if k == choice.k else ""
+        click.echo(f"{k:<2d} {e:.4g}{mark}")
+
+
+# ---- simulate --------------------------------------------------------------------------------
+@group.command("simulate")
+@click.argument("data", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--schema", "schema_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Schema JSON for DATA (inferred when omitted; see `reidrisk schema infer`).")
+@click.option("-e", "--epsilon", type=float, required=True, callback=_positive,
+              help="Budget of one person's whole report.")
+@click.option("-m", "--mechanism", default="subset", show_default=True,
+              help="Client mechanism (subset is paper 004's).")
+@click.option("--k", "k_text", default="auto", show_default=True,
+              help="Attributes each person reports: 'auto' (chosen from the variance of the pair "
+                   "estimates), 'all' (the paper's even split), or a number.")
+@click.option("--among", type=click.Choice(["present", "all"]), default="present", show_default=True,
+              help="Sample the k reported attributes among those a person has, or among all.")
+@click.option("--missing-rate", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.0,
+              show_default=True, help="Also remove this rate of values completely at random.")
+@click.option("--seed", type=int, default=None, help="Seed (default: fresh OS randomness).")
+def simulate(data, output, schema_path, epsilon, mechanism, k_text, among, missing_rate, seed) -> None:
+    """Randomize the records in DATA as clients would and write their reports to OUTPUT.
+
+    DATA is CSV or Parquet with one column per attribute (empty, '?' or NA = missing). OUTPUT is a
+    reports file (.csv with a .meta.json sidecar, or .parquet) holding only randomized reports.
+    """
+    from reidrisk.collect.protocol import Protocol, choose_k
+    from reidrisk.collect.reports_io import write_reports
+    from reidrisk.data.io import read_table
+    from reidrisk.data.missing import mcar
+    from reidrisk.mechanisms.base import as_generator
+    from reidrisk.schema import MISSING, Schema
+
+    frame = read_table(data)
+    if schema_path is not None:
+        schema = Schema.load(schema_path)
+    else:
+        schema = Schema.infer(frame)
+        click.echo(f"Inferred a schema of {len(schema)} attributes (pass --schema to fix it).", err=True)
+    codes = schema.encode(frame)
+    rng = as_generator(seed)
+    if missing_rate > 0:
+        codes = mcar(codes, missing_rate, rng)
+    k = _parse_k(k_text, len(schema))
+    if k == "auto":
+        if len(schema) < 2:
+            k = None
+        else:
+            choice = choose_k(schema.sizes, epsilon, mechanism=mechanism, among=among,
+                              presence=codes != MISSING)
+            k = choice.k
+            click.echo(choice.summary(), err=True)
+    protocol = Protocol(epsilon, k, mechanism, among)
+    reports = protocol.randomize(schema, codes, rng)
+    write_reports(output, reports, protocol)
+    g = len(schema)
+    click.echo(
+        f"Wrote {reports.n} reports of {g} attributes to {output}: each person reports "
+        f"{protocol.k_for(g)} attribute(s) with epsilon {protocol.epsilon_per_attribute(g):.4g} "
+        f"each ({mechanism}), {epsilon:g} per person."
+    )
+
+
+# ---- fit -------------------------------------------------------------------------------------
+def _parse_stop(value: str):
+    if value in ("noise", "discrepancy"):
+        return value
+    if value == "none":
+        return None
+    try:
+        tol = float(value)
+    except ValueError:
+        raise click.BadParameter(f"--stop must be noise, discrepancy, none or a number, got {value!r}")
+    if not tol > 0:
+        raise click.BadParameter("--stop tolerance must be > 0")
+    return tol
+
+
+@group.command("fit")
+@click.argument("reports", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--estimator", type=click.Choice(["em", "norm_sub", "raw"]), default="em",
+              show_default=True, help="Single and pair estimator (raw = DF+Copula, no mitigation).")
+@click.option("--stop", "stop_text", default="noise", show_default=True,
+              help="EM stopping rule: noise, discrepancy, none, or a tolerance.")
+@click.option("--shrink", type=click.Choice(["none", "eb", "js"]), default="none", show_default=True,
+              help="Shrink pair dependence by its LDP noise.")
+@click.option("--exact-em", type=click.Choice(["none", "marginals", "all"]), default="none",
+              show_default=True,
+              help="Where to use the report-level EM (exact likelihood of whole reports).")
+@click.option("--fallback/--no-fallback", default=True, show_default=True,
+              help="Fall back to independence / uniform when the reports show no signal.")
+def fit_cmd(reports, model, estimator, stop_text, shrink, exact_em, fallback) -> None:
+    """Fit the copula model of paper 004 from a REPORTS file and write it to MODEL (JSON)."""
+    from reidrisk.collect.pipeline import CollectPipeline, CollectWarning
+    from reidrisk.collect.reports_io import read_reports
+
+    collected = read_reports(reports)
+    exact = {"marginals": "marginals", "all": True, "none": False}[exact_em]
+    pipe = CollectPipeline(estimator, stop=_parse_stop(stop_text),
+                           shrink=None if shrink == "none" else shrink, exact_em=exact,
+                           fallback=fallback)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollectWarning)  # reported below from the model's notes
+        fitted = pipe.fit(collected)
+    fitted.save(model)
+    rep = fitted.report
+    click.echo(f"Fitted {len(fitted.schema)} attributes from {rep.n} reports in {rep.seconds:.1f} s; "
+               f"wrote {model}.")
+    for note in rep.notes:
+        click.echo(f"Note: {note}", err=True)
+
+
+
+# ---- table -----------------------------------------------------------------------------------
+@group.command("table")
+@click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("output", type=click.Path(dir_okay=False, path_type=Path, allow_dash=True))
+@click.option("-c", "--column", "columns", multiple=True, required=True, metavar="NAME",
+              help="Attribute of the table (repeat for each of the c attributes).")
+@click.option("--exact/--sampled", default=True, show_default=True,
+              help="Exact cell probabilities of the copula, or counts of synthetic records.")
+@click.option("-n", "--n", "n", type=click.IntRange(min=1), default=None,
+              help="Synthetic records for --sampled (default: as many as were fitted).")
+@click.option("--seed", type=int, default=None, help="Seed for --sampled.")
+def table(model, output, columns, exact, n, seed) -> None:
+    """Write the contingency table of the chosen attributes (long form: labels, probability)."""
+    import pandas as pd
+
+    from reidrisk.collect.pipeline import CollectModel
+
+    fitted = CollectModel.load(model)
+    cols = [c.strip() for part in columns for c in part.split(",") if c.strip()]
+    idx = fitted.columns(cols)
+    t = fitted.table(idx, exact=exact, n=n, rng=seed)
+    grids = np.unravel_index(np.arange(t.size), t.shape)
+    frame = pd.DataFrame({fitted.schema[j].name: np.asarray(fitted.schema[j].categories)[g]
+                          for j, g in zip(idx, grids)})
+    frame["probability"] = t.ravel()
+    if str(output) == "-":
+        click.echo(frame.to_csv(index=False), nl=False)
+        return
+    from reidrisk.data.io import write_table
+
+    write_table(frame, output)
+    click.echo(f"Wrote the {'x'.join(str(s) for s in t.shape)} table of {cols} to {output}.", err=True)
+
+
+# ---- synth -----------------------------------------------------------------------------------
+@group.command("synth")
+@click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-n", "--n", "n", type=click.IntRange(min=1), default=None,
+              help="Number of records (default: as many as were fitted).")
+@click.option("--seed", type=int, default=None, help="Seed (default: fresh OS randomness).")
+def synth(model, output, n, seed) -> None:
+    """Generate synthetic complete records from MODEL and write them (labels) to OUTPUT."""
+    from reidrisk.collect.pipeline import CollectModel
+    from reidrisk.mechanisms.base import as_generator
+
+    fitted = CollectModel.load(model)
+    total = fitted.report.n if n is None else n
+    rng = as_generator(seed)
+    chunks = (fitted.synthesize_frame(min(_SYNTH_CHUNK, total - s), rng)
+              for s in range(0, total, _SYNTH_CHUNK))
+    write_chunks(chunks, output)
+    click.echo(f"Wrote {total} synthetic records to {output}.", err=True)
+
+
+def write_chunks(chunks, path: Path) -> Path:
+    """Stream DataFrame chunks to a CSV or Parquet file atomically (temporary file, then replace)."""
+    from reidrisk.collect.reports_io import atomic_write
+    from reidrisk.data.io import table_format
+
+    path = Path(path)
+    fmt = table_format(path)
+    name = path.name.lower()
+    if fmt == "csv" and not name.endswith((".csv", ".tsv", ".txt")):
+        # compressed CSV: one write through the shared writer
+        import pandas as pd
+
+        from reidrisk.data.io import write_table
+
+        return write_table(pd.concat(list(chunks), ignore_index=True), path)
+
+    def write(tmp: Path) -> None:
+        if fmt == "parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            writer = None
+            try:
+                for frame in chunks:
+                    tbl = pa.Table.from_pandas(frame.astype("string"), preserve_index=False)
+                    if writer is None:
+                        writer = pq.ParquetWriter(tmp, tbl.schema)
+                    writer.write_table(tbl)
+            finally:
+                if writer is not None:
+                    writer.close()
+            return
+        sep = "\t" if name.endswith(".tsv") else ","
+        with open(tmp, "w", newline="") as fh:
+            for i, frame in enumerate(chunks):
+                frame.to_csv(fh, index=False, header=(i == 0), sep=sep)
+
+    atomic_write(path, write)
+    return path

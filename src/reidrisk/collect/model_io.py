@@ -1,0 +1,203 @@
+"""The model file: a fitted ``CollectModel`` as versioned JSON (no pickle), and the copula glue.
+
+Format ``reidrisk-collect-model``, version 1: one JSON object with
+
+* ``format``, ``version``, ``reidrisk`` (the writing package's version);
+* ``schema`` (``Schema.to_dict``), ``protocol`` (``Protocol.to_dict`` or null), ``mechanisms`` (each
+  attribute's mechanism parameters);
+* ``marginals``: g lists of probabilities; ``pairs``: list of ``{"j", "k", "n", "n_eff", "table"}``
+  (j < k, table as nested lists);
+* ``copula``: ``GaussianCopula.to_dict()``; ``report``: ``FitReport.to_dict()``.
+
+Floats are written with Python's shortest round-trip representation, so a save -> load round trip
+reproduces every number exactly (and therefore every table). Files are written atomically (a
+temporary file in the same folder replaces the target only once complete). A reader refuses other
+formats and versions with a message that says which it found.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reidrisk.schema import Schema
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reidrisk.collect.pipeline import CollectModel
+
+MODEL_FORMAT = "reidrisk-collect-model"
+MODEL_VERSION = 1
+
+
+class ModelFileError(ValueError):
+    """A model file that cannot be read. The message names the file and what is wrong."""
+
+
+# ---------------------------------------------------------------------------------------------
+# copula glue (the only place that knows the copula's API)
+# ---------------------------------------------------------------------------------------------
+_UNIT = 2**52
+
+
+def exact_simplex(p) -> np.ndarray:
+    """A probability vector rounded to multiples of 2^-52 that sum to exactly 1.0 in floating point.
+
+    Every entry is an integer multiple of 2^-52 below 2^53 units, so any summation order is exact
+    and renormalizing ``p / p.sum()`` (as the copula does on construction) is the identity: a saved
+    and loaded model reproduces every table bit for bit. Largest-remainder rounding moves each
+    entry by less than 2^-52.
+    """
+    p = np.clip(np.asarray(p, dtype=np.float64), 0.0, None)
+    p = p / p.sum()
+    scaled = p * _UNIT
+    units = np.floor(scaled)
+    short = int(_UNIT - units.sum())
+    if short > 0:
+        units[np.argsort(units - scaled, kind="stable")[:short]] += 1
+    elif short < 0:
+        units[np.argsort(scaled - units, kind="stable")[:-short]] -= 1
+    return units / _UNIT
+
+
+def fit_copula(marginals, pair_tables: dict, pair_n: dict, *, shrink: str | None = None,
+               method: str = "table"):
+    """A ``reidrisk.copula.GaussianCopula`` fitted to g marginals and the given pair tables.
+
+    Pairs absent from ``pair_tables`` are independent (correlation 0). ``pair_n``: information of
+    each pair in raw records (``CollectModel.pair_n_eff``), used by ``shrink="eb"``.
+    """
+    from reidrisk.copula import GaussianCopula
+
+    margs = [exact_simplex(p) for p in marginals]
+    if not pair_tables:
+        return GaussianCopula.from_parameters(margs, np.eye(len(margs)), method=method,
+                                              allow_missing_pairs=True)
+    model = GaussianCopula(method=method, shrink=shrink, allow_missing_pairs=True)
+    return model.fit(margs, dict(pair_tables), pair_n=dict(pair_n) if pair_n else None)
+
+
+def copula_sample(copula, n: int, rng: np.random.Generator) -> np.ndarray:
+    return copula.sample(n, rng)
+
+
+def copula_table(copula, cols: list[int]) -> np.ndarray:
+    return copula.contingency_table(cols)
+
+
+def copula_correlation(copula) -> np.ndarray:
+    return np.asarray(copula.correlation_, dtype=np.float64)
+
+
+def copula_to_dict(copula) -> dict:
+    return copula.to_dict()
+
+
+def copula_from_dict(d: dict):
+    from reidrisk.copula import GaussianCopula
+
+    return GaussianCopula.from_dict(d)
+
+
+# ---------------------------------------------------------------------------------------------
+# model <-> dict
+# ---------------------------------------------------------------------------------------------
+def model_to_dict(model: "CollectModel") -> dict:
+    from reidrisk import __version__
+
+    pairs = []
+    for (j, k), T in sorted(model.pair_tables.items()):
+        pairs.append({"j": int(j), "k": int(k), "n": int(model.pair_n.get((j, k), 0)),
+                      "n_eff": float(model.pair_n_eff.get((j, k), 0.0)),
+                      "table": np.asarray(T, dtype=np.float64).tolist()})
+    return {
+        "format": MODEL_FORMAT,
+        "version": MODEL_VERSION,
+        "reidrisk": __version__,
+        "schema": model.schema.to_dict(),
+        "protocol": model.protocol.to_dict() if model.protocol is not None else None,
+        "mechanisms": [_plain(m) for m in model.mechanisms],
+        "marginals": [np.asarray(p, dtype=np.float64).tolist() for p in model.marginals],
+        "pair_n": [[int(j), int(k), int(v)] for (j, k), v in sorted(model.pair_n.items())],
+        "pairs": pairs,
+        "copula": copula_to_dict(model.copula),
+        "report": model.report.to_dict(),
+    }
+
+
+def _plain(obj):
+    if isinstance(obj, dict):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
+
+
+def model_from_dict(d: dict, source: str = "model") -> "CollectModel":
+    from reidrisk.collect.pipeline import CollectModel, FitReport
+    from reidrisk.collect.protocol import Protocol
+
+    if not isinstance(d, dict) or d.get("format") != MODEL_FORMAT:
+        found = d.get("format") if isinstance(d, dict) else type(d).__name__
+        raise ModelFileError(
+            f"{source} is not a reidrisk collection model ('format' is {found!r}, expected "
+            f"{MODEL_FORMAT!r}); create one with `reidrisk collect fit`"
+        )
+    if d.get("version") != MODEL_VERSION:
+        raise ModelFileError(
+            f"{source} has model format version {d.get('version')!r}; this reidrisk reads version "
+            f"{MODEL_VERSION}. Refit the model from its reports"
+        )
+    try:
+        schema = Schema.from_dict(d["schema"])
+        protocol = Protocol.from_dict(d["protocol"]) if d.get("protocol") else None
+        marginals = tuple(np.asarray(p, dtype=np.float64) for p in d["marginals"])
+        tables, n_eff = {}, {}
+        for e in d["pairs"]:
+            key = (int(e["j"]), int(e["k"]))
+            tables[key] = np.asarray(e["table"], dtype=np.float64)
+            n_eff[key] = float(e["n_eff"])
+        pair_n = {(int(j), int(k)): int(v) for j, k, v in d["pair_n"]}
+        copula = copula_from_dict(d["copula"])
+        report = FitReport.from_dict(d["report"])
+        mechanisms = tuple(dict(m) for m in d["mechanisms"])
+    except KeyError as exc:
+        raise ModelFileError(
+            f"{source} lacks the entry {exc.args[0]!r}; the file is incomplete") from None
+    if len(marginals) != len(schema) or any(p.size != a.size for p, a in zip(marginals, schema)):
+        raise ModelFileError(f"{source}: the marginals do not match the schema's domains")
+    return CollectModel(schema, protocol, mechanisms, marginals, tables, pair_n, n_eff, copula, report)
+
+
+# ---------------------------------------------------------------------------------------------
+# files
+# ---------------------------------------------------------------------------------------------
+def save_model(model: "CollectModel", path: str | Path) -> Path:
+    """Write the model as JSON to ``path`` atomically; returns the path."""
+    path = Path(path)
+    from reidrisk.collect.reports_io import atomic_write
+
+    text = json.dumps(model_to_dict(model), allow_nan=False, separators=(",", ":"))
+    atomic_write(path, lambda tmp: tmp.write_text(text))
+    return path
+
+
+def load_model(path: str | Path) -> "CollectModel":
+    """Read a model written by ``save_model`` (format and version checked)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"model file {str(path)!r} does not exist; check the path")
+    try:
+        d = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ModelFileError(f"model file {str(path)!r} is not valid JSON: {exc}") from None
+    return model_from_dict(d, source=f"model file {str(path)!r}")
+
+
+__all__ = ["MODEL_FORMAT", "MODEL_VERSION", "ModelFileError", "load_model", "save_model"]

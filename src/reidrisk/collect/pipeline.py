@@ -1,0 +1,613 @@
+"""Paper 004 end to end: randomized reports with missing values -> fitted model -> synthetic records
+and contingency tables over any c attributes (Section 4.2, Algorithm 2; spec/collection.md).
+
+``CollectPipeline(...).fit(reports)`` runs, on the reports of n people (missing values allowed):
+
+1. support counts of every attribute and every pair as one Gram matrix (eq. 5, 12-13;
+   ``reidrisk.estimation.pairs.pair_counts``);
+2. every single-attribute distribution (eq. 4-11): the count EM (default), the exact report-level
+   EM, the norm-sub inversion, or the raw report frequencies (the DF+Copula baseline);
+3. every pair distribution from the reports having both attributes, through the Kronecker pair
+   channel (eq. 12-13), by the count EM started from the product of the two marginals (or the
+   exact report-level EM);
+4. optional shrinkage of the pair dependence by its LDP noise (``shrink``, below);
+5. the Gaussian copula (eq. 15-24): a correlation per pair matched to its table, projected to the
+   nearest correlation matrix (``reidrisk.copula``);
+6. the fallback check (below).
+
+The result is a ``CollectModel``: ``synthesize(n, rng)`` draws complete records (Algorithm 2 lines
+24-32) and ``table(cols)`` answers a c-way contingency query (line 33), exactly (multivariate normal
+rectangle probabilities) or by counting synthetic records as the paper does.
+
+Defaults, and what was measured to choose them
+-----------------------------------------------
+Adult (15 attributes, 32,561 records), MCAR m = 0.5, eps = 5, mean JS divergence (base 2) of 40
+random 3-way tables, 3 repetitions, paper's split (k = 15) / attribute sampling (k = 2):
+
+* ``exact_em=False`` (default): the count EM of eq. 8-11 (corrected) for marginals and pairs,
+  0.087 / 0.0338. The exact likelihood of each report for the marginals (``exact_em="marginals"``)
+  gave 0.090 / 0.0338 (marginal JS 0.0148 against 0.0151: equal within noise; at k = 2 the subset
+  mechanism has h = 1, i.e. GRR, where the two EMs coincide); for the pairs too
+  (``exact_em=True``) it costs about 40x more at k = 15 (many slow EM steps on 105 pairs).
+* ``stop="noise"`` (default; ``reidrisk.estimation.frequency``: stop when one step's deviance gain
+  is statistically invisible, an early stop where the likelihood is flat). ``"discrepancy"`` (stop
+  as soon as the fit explains the support counts to within their sampling noise: Morozov's
+  principle, ``reidrisk.collect._tensor``) stopped too early: 0.105 / 0.0393. ``estimator=
+  "norm_sub"``: 0.107 / 0.0337. A float tolerance and ``None`` are also accepted.
+* ``shrink=None`` (default): see below. ``"eb"`` gave 0.087 / 0.0331 and ``"js"`` 0.087 / 0.0336
+  here, but ``"eb"`` was 10-15% worse at k = 3 and 4 in an earlier run (0.0417 against 0.0367,
+  0.0433 against 0.0376), so neither is the default. At k = 15 no pair dependence was detectable
+  (the model fell back to independence), as the prototype found ("the pair tables are mostly
+  noise").
+
+Shrinkage options
+-----------------
+The pair tables' dependence is estimated with a noise that the LDP budget makes large. With
+``(1 + S_j)`` as in ``reidrisk.collect.protocol`` the summed cell variance of a pair estimate from
+n_jj' reports is ``V = ((1 + S_j)(1 + S_j') - sum T^2) / n_jj'``; a multinomial table of n_eff *raw*
+records has ``(1 - sum T^2) / n_eff``, so the pair carries the information of
+
+    n_eff = n_jj' (1 - sum T^2) / ((1 + S_j)(1 + S_j') - sum T^2)
+
+raw records (``CollectModel.pair_n_eff``). ``"eb"`` passes n_eff to the copula, whose empirical-Bayes
+step shrinks each pair correlation by its standard error toward 0 (``reidrisk.copula``,
+shrink="eb"); ``"js"`` shrinks each pair table toward the product of its margins by the
+positive-part James-Stein factor ``max(0, 1 - V_int / ||D||^2)`` (D the inversion estimate's
+departure from independence, V_int the part of V in its (f_j - 1)(f_j' - 1) interaction
+directions); ``None`` does neither.
+
+Fallback
+--------
+A model should never be worse than knowing nothing. Each marginal is tested against the uniform
+distribution and each pair against independence, with the inversion estimate's exact noise level
+(statistic ``||estimate - null||^2`` divided by its expectation under the null, against the
+chi-square quantile ``chi2_{df}(1 - alpha / t) / df`` for t = g + g (g - 1) / 2 tests: a Bonferroni
+correction, so that when the data hold no signal at all every test accepts with probability at
+least 1 - alpha; isotropic-noise approximation). If no pair shows
+detectable dependence the copula is replaced by independence (``fallback="independence"``); if
+moreover no marginal differs detectably from uniform the model is the uniform distribution
+(``fallback="uniform"``). Either is recorded in the model, added to its notes and announced with a
+``CollectWarning``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from scipy.stats import chi2
+
+from reidrisk.collect import _tensor
+from reidrisk.collect.protocol import Protocol, variance_factor
+from reidrisk.collect.reports_io import CollectedReports
+from reidrisk.mechanisms.base import as_generator
+from reidrisk.mechanisms.record import RecordReports
+from reidrisk.schema import Schema, SchemaError
+
+ESTIMATORS = ("em", "norm_sub", "raw")
+EXACT_EM = (False, True, "marginals")
+SHRINK = (None, "eb", "js")
+FALLBACKS = ("none", "independence", "uniform")
+DEFAULT_ALPHA = 0.05
+
+
+class CollectError(ValueError):
+    """Bad input to the collection pipeline. The message names the parameter/attribute and the fix."""
+
+
+class CollectWarning(UserWarning):
+    """The fitted model fell back to independence or to the uniform distribution."""
+
+
+# ---------------------------------------------------------------------------------------------
+# fit report
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FitReport:
+    """How a model was fitted, and what the data supported.
+
+    ``settings``: the pipeline's parameters. ``n``: records. ``n_present`` (g,): reports per
+    attribute. ``marginal_iterations`` (g,), ``pair_iterations`` {(j, j'): steps}.
+    ``marginal_signal`` (g,): uniformity test statistic / critical value (> 1: the marginal differs
+    detectably from uniform); ``pair_signal`` {(j, j'): same for dependence}. ``pair_shrink``
+    {(j, j'): James-Stein factor} (``shrink="js"`` only). ``fallback``: "none", "independence" or
+    "uniform". ``notes``: human-readable remarks. ``seconds``: wall time of the fit.
+    """
+
+    settings: dict
+    n: int
+    n_present: tuple[int, ...]
+    marginal_iterations: tuple[int, ...]
+    pair_iterations: dict
+    marginal_signal: tuple[float, ...]
+    pair_signal: dict
+    pair_shrink: dict
+    fallback: str
+    notes: tuple[str, ...]
+    seconds: float
+
+    def to_dict(self) -> dict:
+        pairs = sorted(self.pair_iterations)
+        return {
+            "settings": dict(self.settings), "n": self.n, "n_present": list(self.n_present),
+            "marginal_iterations": list(self.marginal_iterations),
+            "pairs": [[int(j), int(k)] for j, k in pairs],
+            "pair_iterations": [int(self.pair_iterations[p]) for p in pairs],
+            "marginal_signal": [_num(x) for x in self.marginal_signal],
+            "pair_signal": [_num(self.pair_signal.get(p, float("nan"))) for p in pairs],
+            "pair_shrink": [_num(self.pair_shrink.get(p, 1.0)) for p in pairs],
+            "fallback": self.fallback, "notes": list(self.notes), "seconds": self.seconds,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "FitReport":
+        pairs = [tuple(p) for p in d["pairs"]]
+        return cls(dict(d["settings"]), int(d["n"]), tuple(d["n_present"]),
+                   tuple(d["marginal_iterations"]), dict(zip(pairs, d["pair_iterations"])),
+                   tuple(_from_num(x) for x in d["marginal_signal"]),
+                   dict(zip(pairs, (_from_num(x) for x in d["pair_signal"]))),
+                   dict(zip(pairs, (_from_num(x) for x in d["pair_shrink"]))),
+                   d["fallback"], tuple(d["notes"]), float(d["seconds"]))
+
+
+def _num(x):
+    x = float(x)
+    return x if math.isfinite(x) else str(x)
+
+
+def _from_num(x):
+    return float(x)
+
+
+# ---------------------------------------------------------------------------------------------
+# the model
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class CollectModel:
+    """A fitted generative model of the population (paper 004 Algorithm 2).
+
+    ``schema``; ``protocol`` (how the reports were collected; None if unknown); ``mechanisms``:
+    parameters of each attribute's mechanism; ``marginals``: g probability vectors;
+    ``pair_tables`` {(j, j') with j < j': (f_j, f_j') probability table}; ``pair_n`` {(j, j'):
+    reports having both}; ``pair_n_eff`` {(j, j'): information in raw records, module doc};
+    ``copula``: the fitted ``reidrisk.copula.GaussianCopula``; ``report``: ``FitReport``.
+    Save with ``save`` / ``to_dict`` (versioned JSON, see ``reidrisk.collect.model_io``).
+    """
+
+    schema: Schema
+    protocol: Protocol | None
+    mechanisms: tuple[dict, ...]
+    marginals: tuple[np.ndarray, ...]
+    pair_tables: dict
+    pair_n: dict
+    pair_n_eff: dict
+    copula: object
+    report: FitReport
+
+    @property
+    def g(self) -> int:
+        return len(self.schema)
+
+    @property
+    def fallback(self) -> str:
+        return self.report.fallback
+
+    @property
+    def correlation(self) -> np.ndarray:
+        """The copula's correlation matrix Sigma (g, g)."""
+        from reidrisk.collect.model_io import copula_correlation
+
+        return copula_correlation(self.copula)
+
+    def columns(self, cols: Sequence[int | str]) -> list[int]:
+        """Attribute indices from names or indices (no repeats)."""
+        if isinstance(cols, (str, int, np.integer)):
+            cols = [cols]
+        out = []
+        for c in cols:
+            if isinstance(c, str):
+                out.append(self.schema.index(c))
+            else:
+                if isinstance(c, bool) or int(c) != c or not 0 <= int(c) < self.g:
+                    raise SchemaError(f"column index {c!r} is outside 0..{self.g - 1}")
+                out.append(int(c))
+        if not out:
+            raise SchemaError("name at least one attribute for the table")
+        if len(set(out)) != len(out):
+            raise SchemaError(f"columns {list(cols)} repeat an attribute")
+        return out
+
+    def synthesize(self, n: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
+        """``n`` complete synthetic records as codes (n, g) int32 (Algorithm 2 lines 24-32)."""
+        from reidrisk.collect.model_io import copula_sample
+
+        if isinstance(n, bool) or int(n) != n or int(n) < 1:
+            raise CollectError(f"n must be a positive integer number of records, got {n!r}")
+        return np.asarray(copula_sample(self.copula, int(n), as_generator(rng)), dtype=np.int32)
+
+    def synthesize_frame(self, n: int, rng: np.random.Generator | int | None = None):
+        """``n`` synthetic records as a DataFrame of category labels."""
+        return self.schema.decode(self.synthesize(n, rng))
+
+    def table(self, cols: Sequence[int | str], exact: bool = True, n: int | None = None,
+              rng: np.random.Generator | int | None = None) -> np.ndarray:
+        """The c-way contingency table of ``cols`` (names or indices) as probabilities.
+
+        ``exact=True``: cell probabilities of the copula (multivariate normal rectangles), shape
+        ``(f_cols[0], ..., f_cols[c-1])``, summing to 1. ``exact=False``: the paper's Algorithm 2
+        line 33: the normalized counts of ``n`` synthetic records (default: the number of records
+        the model was fitted on).
+        """
+        from reidrisk.collect.model_io import copula_table
+
+        idx = self.columns(cols)
+        if exact:
+            t = np.asarray(copula_table(self.copula, idx), dtype=np.float64)
+            t = np.clip(t, 0.0, None)
+            return t / t.sum()
+        from reidrisk.data.tables import contingency
+
+        m = self.report.n if n is None else int(n)
+        codes = self.synthesize(m, rng)
+        return contingency(codes, self.schema.sizes, idx)
+
+    # ---- files -------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        from reidrisk.collect.model_io import model_to_dict
+
+        return model_to_dict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "CollectModel":
+        from reidrisk.collect.model_io import model_from_dict
+
+        return model_from_dict(d)
+
+    def save(self, path: str | Path) -> Path:
+        from reidrisk.collect.model_io import save_model
+
+        return save_model(self, path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "CollectModel":
+        from reidrisk.collect.model_io import load_model
+
+        return load_model(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# the pipeline
+# ---------------------------------------------------------------------------------------------
+def unpack(reports) -> tuple[RecordReports, Protocol | None]:
+    """(RecordReports, Protocol or None) from a ``CollectedReports`` or a ``RecordReports``."""
+    if isinstance(reports, CollectedReports):
+        return reports.reports, reports.protocol
+    if isinstance(reports, RecordReports):
+        return reports, None
+    raise CollectError(
+        f"fit needs RecordReports or CollectedReports (e.g. from read_reports), got "
+        f"{type(reports).__name__}; raw data must be randomized first (Protocol.randomize)"
+    )
+
+
+@dataclass(frozen=True)
+class _Estimates:
+    marginals: list
+    tables: dict
+    n_pair: dict
+    m_iter: list
+    p_iter: dict
+    counts: object
+
+
+class CollectPipeline:
+    """The proposed method of paper 004 (module doc): ``fit(reports) -> CollectModel``.
+
+    ``estimator``: ``"em"`` (eq. 8-11 on counts, default), ``"norm_sub"`` (inversion projected on
+    the simplex) or ``"raw"`` (report frequencies, no noise mitigation: DF+Copula).
+    ``exact_em``: where to use the report-level EM (exact likelihood of each whole report) instead
+    of the count EM: ``False`` (default: nowhere), ``"marginals"``, or ``True`` (marginals and
+    pairs; slow with many attributes); it applies to ``estimator="em"`` only. ``stop``: EM stopping rule.
+    ``shrink``: ``"eb"``, ``"js"`` or
+    ``None``. ``fallback``: apply the independence/uniform fallback. ``alpha``: family-wise level
+    of its tests.
+    ``copula_method``: how a pair correlation is matched to its table (``"table"`` fits the table
+    itself, ``"mi"`` the paper's mutual information with the sign from the table).
+    ``max_iter``: EM iteration cap.
+    """
+
+    def __init__(self, estimator: str = "em", *, stop="noise", shrink: str | None = None,
+                 exact_em: bool | str = False, fallback: bool = True, alpha: float = DEFAULT_ALPHA,
+                 copula_method: str = "table", max_iter: int = _tensor.DEFAULT_MAX_ITER) -> None:
+        if estimator not in ESTIMATORS:
+            raise CollectError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
+        if shrink not in SHRINK:
+            raise CollectError(f"shrink must be one of {SHRINK}, got {shrink!r}")
+        try:
+            _tensor.check_stop(stop)
+        except (TypeError, ValueError) as exc:
+            raise CollectError(str(exc)) from None
+        if exact_em not in EXACT_EM:
+            raise CollectError(f"exact_em must be one of {EXACT_EM}, got {exact_em!r}")
+        if exact_em and stop == "discrepancy" and estimator == "em":
+            raise CollectError("stop='discrepancy' works on support counts: pass exact_em=False with it")
+        if not 0 < float(alpha) < 1:
+            raise CollectError(f"alpha must be in (0, 1), got {alpha!r}")
+        self.estimator = estimator
+        self.stop = stop
+        self.shrink = shrink
+        self.exact_em = exact_em
+        self.fallback = bool(fallback)
+        self.alpha = float(alpha)
+        self.copula_method = copula_method
+        self.max_iter = int(max_iter)
+
+    def settings(self) -> dict:
+        return {"estimator": self.estimator, "stop": self.stop, "shrink": self.shrink,
+                "exact_em": self.exact_em, "fallback": self.fallback, "alpha": self.alpha,
+                "copula_method": self.copula_method, "max_iter": self.max_iter}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.settings().items())
+        return f"CollectPipeline({args})"
+
+    # ---- steps -------------------------------------------------------------------------------
+    def estimate_marginals(self, reports, counts=None) -> tuple[list[np.ndarray], list[int]]:
+        """Step 2 of the module doc: every attribute's distribution and its EM iterations."""
+        from reidrisk.estimation import em_counts, estimate_marginal, invert, norm_sub, pair_counts
+
+        rr, _ = unpack(reports)
+        schema, mechs = rr.schema, rr.mechanisms
+        _require_oracles(schema, mechs)
+        if counts is None:
+            counts = pair_counts(rr)
+        npair = counts.n_pair
+        for j, a in enumerate(schema):
+            if npair[j, j] == 0:
+                raise CollectError(
+                    f"attribute {a.name!r} has no present reports, so nothing can be estimated for "
+                    "it; drop it from the schema or collect reports that include it"
+                )
+        stop = self.stop
+        margs, m_iter = [], []
+        for j, (a, m) in enumerate(zip(schema, mechs)):
+            w = counts.counts(j).astype(np.float64)
+            nj = int(npair[j, j])
+            if self.estimator == "raw":
+                p, it = w / w.sum(), 0
+            elif self.estimator == "norm_sub":
+                p, it = norm_sub(invert(w, nj, m.p_support, m.q_support), nj) / nj, 0
+            elif self.exact_em:
+                est = estimate_marginal(m, rr.reports[j], "exact_em", name=a.name, stop=stop,
+                                        max_iter=self.max_iter)
+                p, it = est.probs, est.iterations
+            elif stop == "discrepancy":
+                p, it, _ = _tensor.em(w, nj, [m.support_matrix()], stop=stop, max_iter=self.max_iter)
+            else:
+                fit = em_counts(w, nj, m.support_matrix(), stop=stop, max_iter=self.max_iter)
+                p, it = fit.values / fit.values.sum(), fit.iterations
+            p = np.clip(np.asarray(p, dtype=np.float64), 0.0, None)
+            margs.append(p / p.sum())
+            m_iter.append(int(it))
+        return margs, m_iter
+
+    def estimate(self, reports) -> "_Estimates":
+        """Steps 1-3 of the module doc: marginals and pair tables (before shrinkage)."""
+        from reidrisk.estimation import FrequencyEstimate, estimate_pairs, pair_counts
+
+        rr, _ = unpack(reports)
+        mechs = rr.mechanisms
+        g = len(mechs)
+        _require_oracles(rr.schema, mechs)
+        counts = pair_counts(rr)
+        npair = counts.n_pair
+        stop = self.stop
+        margs, m_iter = self.estimate_marginals(rr, counts)
+        pairs = [(j, k) for j in range(g) for k in range(j + 1, g)]
+        together = [pr for pr in pairs if npair[pr] > 0]
+        tables, p_iter = {}, {}
+        if self.estimator == "raw":
+            for j, k in together:
+                W = counts.block(j, k).astype(np.float64)
+                tables[(j, k)], p_iter[(j, k)] = W / W.sum(), 0
+        elif self.estimator == "em" and self.exact_em is True:
+            tables, p_iter = self._exact_pairs(rr, margs, together)
+        elif self.estimator == "em" and stop == "discrepancy":
+            for j, k in together:
+                W = counts.block(j, k).astype(np.float64)
+                T, it, _ = _tensor.em(W, float(npair[j, k]),
+                                      [mechs[j].support_matrix(), mechs[k].support_matrix()],
+                                      stop=stop, max_iter=self.max_iter,
+                                      init=np.outer(margs[j], margs[k]))
+                tables[(j, k)], p_iter[(j, k)] = T, it
+        elif together:
+            fe = [FrequencyEstimate(p, p * npair[j, j], int(npair[j, j]), self.estimator)
+                  for j, p in enumerate(margs)]
+            est = estimate_pairs(rr, self.estimator, together, stop=stop, max_iter=self.max_iter,
+                                 counts=counts, marginals=fe)
+            for pr in together:
+                T = np.clip(np.asarray(est.tables[pr], dtype=np.float64), 0.0, None)
+                tables[pr], p_iter[pr] = T / T.sum(), int(est.iterations[pr])
+        n_pair = {pr: int(npair[pr]) for pr in pairs}
+        return _Estimates(margs, tables, n_pair, m_iter, p_iter, counts)
+
+    def _exact_pairs(self, rr: RecordReports, margs, together):
+        """Pair tables by the report-level EM on grouped reports (``_tensor.exact_em_grouped``)."""
+        present = rr.present()
+        groups = []
+        for m, rep in zip(rr.mechanisms, rr.reports):
+            L = _tensor.likelihoods(m.log_prob(rep))
+            uniq, inv = _tensor.group_rows(L)
+            groups.append((uniq, inv))
+        tables, iters = {}, {}
+        for j, k in together:
+            sel = present[:, j] & present[:, k]
+            (Uj, ij), (Uk, ik) = groups[j], groups[k]
+            flat = ij[sel] * Uk.shape[0] + ik[sel]
+            shape = (Uj.shape[0], Uk.shape[0])
+            C = np.bincount(flat, minlength=shape[0] * shape[1]).reshape(shape)
+            rows_j, rows_k = np.flatnonzero(C.sum(axis=1)), np.flatnonzero(C.sum(axis=0))
+            T, it, _ = _tensor.exact_em_grouped([Uj[rows_j], Uk[rows_k]], C[np.ix_(rows_j, rows_k)],
+                                                stop=self.stop, max_iter=self.max_iter,
+                                                init=np.outer(margs[j], margs[k]))
+            tables[(j, k)], iters[(j, k)] = T, it
+        return tables, iters
+
+    def fit(self, reports) -> CollectModel:
+        """Fit the model (module doc) from ``RecordReports`` or ``CollectedReports``."""
+        t0 = time.perf_counter()
+        rr, protocol = unpack(reports)
+        schema, mechs = rr.schema, rr.mechanisms
+        g = len(schema)
+        est = self.estimate(rr)
+        margs, tables = est.marginals, dict(est.tables)
+        notes: list[str] = []
+        S = [variance_factor(m) for m in mechs]
+        counts = est.counts
+        nj = [counts.n_present(j) for j in range(g)]
+        w = [counts.counts(j).astype(np.float64) for j in range(g)]
+
+        # Wald tests against the null models (module doc, "Fallback")
+        level = self.alpha / (g + g * (g - 1) // 2)  # Bonferroni over all tests
+        second = [_second_moment(counts.block(j, j), nj[j], m) for j, m in enumerate(mechs)]
+        m_signal = []
+        for j, m in enumerate(mechs):
+            f = m.k
+            p_inv = (w[j] / nj[j] - m.q_support) / (m.p_support - m.q_support)
+            H = _helmert(f)
+            cov = H.T @ (second[j] - np.outer(p_inv, p_inv)) @ H / nj[j]
+            d = H.T @ (p_inv - 1.0 / f)
+            stat = float(d @ np.linalg.pinv(cov, rcond=1e-12, hermitian=True) @ d)
+            m_signal.append(stat / float(chi2.isf(level, f - 1)))
+        p_signal, p_shrink, n_eff = {}, {}, {}
+        for (j, k), npr in est.n_pair.items():
+            if npr == 0 or (j, k) not in tables:
+                continue
+            mj, mk = mechs[j], mechs[k]
+            fj, fk = mj.k, mk.k
+            T = tables[(j, k)]
+            T_inv = _invert_pair(counts.block(j, k).astype(np.float64) / npr, mj, mk)
+            r, c = T_inv.sum(axis=1), T_inv.sum(axis=0)
+            L1 = np.eye(fj) - np.outer(r, np.ones(fj))
+            L2 = np.eye(fk) - np.outer(np.ones(fk), c)
+            D = L1 @ T_inv @ L2
+            K1 = L1 @ second[j] @ L1.T
+            K2 = L2.T @ second[k] @ L2
+            df = (fj - 1) * (fk - 1)
+            stat = float(npr * np.trace(np.linalg.pinv(K1, rcond=1e-12, hermitian=True) @ D
+                                        @ np.linalg.pinv(K2, rcond=1e-12, hermitian=True) @ D.T))
+            p_signal[(j, k)] = stat / float(chi2.isf(level, df))
+            sq = float(np.sum(T ** 2))
+            V = ((1 + S[j]) * (1 + S[k]) - sq) / npr
+            if self.estimator == "raw":
+                n_eff[(j, k)] = float(npr)
+            else:
+                n_eff[(j, k)] = float(npr * max(1.0 - sq, 1e-12) / max(V * npr, 1e-12))
+            if self.shrink == "js" and self.estimator != "raw":
+                V_int = float(np.trace(K1) * np.trace(K2)) / npr
+                dd = float(np.sum(D ** 2))
+                lam = max(0.0, 1.0 - V_int / dd) if dd > 0 else 0.0
+                ind = np.outer(T.sum(axis=1), T.sum(axis=0))
+                tables[(j, k)] = ind + lam * (T - ind)
+                p_shrink[(j, k)] = lam
+        missing_pairs = [pr for pr, npr in est.n_pair.items() if npr == 0]
+        if missing_pairs:
+            names = [(schema.names[a], schema.names[b]) for a, b in missing_pairs[:3]]
+            notes.append(f"{len(missing_pairs)} pair(s) never reported together (e.g. {names}); "
+                         "they are modelled as independent")
+
+        fallback = "none"
+        if self.fallback and self.estimator != "raw":
+            dependent = any(s > 1 for s in p_signal.values())
+            informative = any(s > 1 for s in m_signal)
+            if not dependent and not informative:
+                fallback = "uniform"
+                margs = [np.full(m.k, 1.0 / m.k) for m in mechs]
+                notes.append(
+                    "fallback to the uniform distribution: no marginal differs from uniform and no "
+                    f"pair shows dependence beyond the LDP noise (family-wise level {self.alpha:g}); "
+                    "collect more reports or use a larger budget"
+                )
+            elif not dependent:
+                fallback = "independence"
+                notes.append(
+                    "fallback to independence: no pair shows dependence beyond the LDP noise ("
+                    f"family-wise level {self.alpha:g}); the model is the product of the estimated "
+                    "marginals"
+                )
+        from reidrisk.collect.model_io import exact_simplex, fit_copula
+
+        margs = [exact_simplex(p) for p in margs]
+        if fallback == "none":
+            copula = fit_copula(margs, tables, n_eff, shrink="eb" if self.shrink == "eb" else None,
+                                method=self.copula_method)
+        else:
+            copula = fit_copula(margs, {}, {}, shrink=None, method=self.copula_method)
+        if fallback != "none":
+            warnings.warn(notes[-1], CollectWarning, stacklevel=2)
+        report = FitReport(
+            settings=self.settings(), n=rr.n, n_present=tuple(nj),
+            marginal_iterations=tuple(est.m_iter), pair_iterations=dict(est.p_iter),
+            marginal_signal=tuple(m_signal), pair_signal=p_signal, pair_shrink=p_shrink,
+            fallback=fallback, notes=tuple(notes), seconds=time.perf_counter() - t0,
+        )
+        return CollectModel(
+            schema=schema, protocol=protocol, mechanisms=tuple(m.params() for m in mechs),
+            marginals=tuple(np.asarray(p) for p in margs), pair_tables=tables,
+            pair_n=dict(est.n_pair), pair_n_eff=n_eff, copula=copula, report=report,
+        )
+
+
+def _helmert(f: int) -> np.ndarray:
+    """An orthonormal basis (f, f - 1) of the vectors that sum to zero."""
+    H = np.zeros((f, f - 1))
+    for i in range(1, f):
+        H[:i, i - 1] = 1.0 / math.sqrt(i * (i + 1))
+        H[i, i - 1] = -i / math.sqrt(i * (i + 1))
+    return H
+
+
+def _second_moment(gram: np.ndarray, n: int, mech) -> np.ndarray:
+    """``A = E[a a^T]`` (f, f) of the per-report inversion vector ``a = (B - q) / (p - q)``,
+    estimated from the Gram block ``G = B^T B`` of the n present reports (w = diag G):
+    ``sum_i (B_i - q)(B_i - q)^T = G - q w 1^T - q 1 w^T + n q^2 1 1^T``."""
+    p, q = mech.p_support, mech.q_support
+    G = np.asarray(gram, dtype=np.float64)
+    w = np.diag(G)
+    one = np.ones_like(w)
+    S = G - q * np.outer(w, one) - q * np.outer(one, w) + n * q * q * np.outer(one, one)
+    return S / (n * (p - q) ** 2)
+
+
+def _invert_pair(W: np.ndarray, mj, mk) -> np.ndarray:
+    """Unbiased inversion of normalized pair support frequencies through the Kronecker channel."""
+    return _tensor.invert(W, 1.0, [mj.support_matrix(), mk.support_matrix()])
+
+
+def _require_oracles(schema: Schema, mechs) -> None:
+    for a, m in zip(schema, mechs):
+        try:
+            p, q = float(m.p_support), float(m.q_support)
+        except Exception:
+            raise CollectError(
+                f"attribute {a.name!r} uses {m.name!r}, which is not a frequency oracle (no support "
+                "sets); the pipeline needs GRR, subset, OUE, RAPPOR, OLH or the negative survey"
+            ) from None
+        if not 0 <= q < p <= 1:
+            raise CollectError(f"attribute {a.name!r}: mechanism {m!r} needs 0 <= q < p <= 1")
+
+
+def fit(reports, **options) -> CollectModel:
+    """``CollectPipeline(**options).fit(reports)``."""
+    return CollectPipeline(**options).fit(reports)
+
+
+__all__ = [
+    "CollectError", "CollectModel", "CollectPipeline", "CollectWarning", "ESTIMATORS", "FitReport",
+    "SHRINK", "fit", "unpack",
+]

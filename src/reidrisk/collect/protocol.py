@@ -1,0 +1,367 @@
+"""Client protocols: which attributes a person reports and with what budget (paper 004 Section 4.1
+and the sampling idea of Section 6.4).
+
+A protocol fixes, for every person, the whole-record budget ``epsilon`` and the number ``k`` of
+attributes they report. Each reported attribute is randomized with ``epsilon / k``; the others are
+sent as missing, so by sequential composition every record report is ``epsilon``-LDP.
+
+* ``k = g`` is the paper's protocol (Algorithm 1): every present attribute with ``epsilon / g``.
+* ``k < g`` is attribute sampling: the method tolerates missing values (Section 6.4: "each person
+  can send their differentially private value only t' (< t) times because our proposed method is
+  robust to missing values"), so each person reports only ``k`` attributes, chosen uniformly at
+  random, each with the larger budget ``epsilon / k``.
+
+Which attributes are sampled (``among``)
+---------------------------------------
+``among="present"`` (default): ``k`` attributes drawn among those the person has (all of them when
+they have ``k`` or fewer). ``among="all"``: ``k`` attributes drawn among all ``g``; those the person
+lacks stay missing. Both draw independently of the values, so missing-completely-at-random data
+stay MCAR and the pair estimators stay unbiased. "present" spends the budget on values that exist:
+at a missing rate ``m`` a pair is reported together about ``1 / (1 - m)^2`` times as often as under
+"all" (4x at m = 0.5). Neither reveals more than the paper's protocol, which sends the whole
+missingness pattern in the clear: here the server sees only a random subset of it. A person with
+fewer than ``k`` present attributes reports all of them, each still at ``epsilon / k`` (spending
+less than ``epsilon``): one budget per attribute keeps one mechanism, one channel and one estimator
+per attribute (spec/collection.md allows other splits only with an estimator for mixed budgets).
+
+Choosing k (``choose_k``)
+-------------------------
+The copula is fitted to the g (g - 1) / 2 pair tables, so k is chosen to minimize their expected
+error. For a pure frequency oracle with support probabilities p, q on a domain of size f the
+inversion estimate of a single distribution is ``a_i(v) = (B_iv - q) / (p - q)`` averaged over the
+reports (``B_iv`` = 1 if report i supports v); given the true value x it has mean ``1[x = v]`` and
+variance ``p (1 - p) / (p - q)^2`` (v = x) or ``q (1 - q) / (p - q)^2`` (v != x). So
+
+    sum_v E[a_i(v)^2 | x] = 1 + S,   S(p, q, f) = (p (1 - p) + (f - 1) q (1 - q)) / (p - q)^2,
+
+whatever x is. The two attributes of a pair are randomized independently given the values, so the
+pair inversion (through the Kronecker channel M_j (x) M_j') averages ``a_i(v) b_i(v')`` and its summed
+cell variance over the n_jj' reports having both attributes is exact:
+
+    E || T_hat - T ||_F^2 = ((1 + S_j) (1 + S_j') - sum T^2) / n_jj'.                   (*)
+
+With k attributes per person the per-attribute budget is ``epsilon / k`` (S_j shrinks fast as it
+grows) and the number of reports per pair is
+
+    n_jj'(k) = sum_i P_ij P_ij' c_k(|P_i|),   c_k(s) = min(k, s) (min(k, s) - 1) / (s (s - 1))
+
+for "present" (``P`` the (n, g) presence matrix; c_k = k (k - 1) / (g (g - 1)) for "all"). Under
+MCAR with rate m and no presence matrix, ``n_jj'(k) = n (1 - m)^2 E[c_k(2 + Bin(g - 2, 1 - m))]``.
+``choose_k`` evaluates the mean over pairs of (*) (with ``sum T^2`` at its smallest value,
+``1 / (f_j f_j')``, i.e. the largest variance) for k = 2..g and returns the minimizer; k = g is the
+paper's split, so the sampling protocol is chosen only where it wins on this criterion.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+from scipy.stats import binom
+
+from reidrisk.mechanisms.base import Mechanism, MechanismError, as_generator, check_epsilon
+from reidrisk.mechanisms.record import RecordReports
+from reidrisk.schema import MISSING, Schema
+
+AMONG = ("present", "all")
+PROTOCOL_FORMAT = "reidrisk-protocol"
+PROTOCOL_VERSION = 1
+
+
+class ProtocolError(MechanismError):
+    """A protocol parameter or a report batch that breaks its protocol."""
+
+
+def resolve_mechanism(name: str, epsilon: float, k: int, **kwargs) -> Mechanism:
+    """A mechanism by name: the shared registry (``reidrisk.mechanisms.MECHANISMS``) or one of the
+    baseline mechanisms defined in ``reidrisk.collect.baselines`` (``"negative"``, ``"laplace_index"``)."""
+    from reidrisk.collect.baselines.mechanisms import LOCAL_MECHANISMS
+    from reidrisk.mechanisms import MECHANISMS, make_mechanism
+
+    key = str(name).lower()
+    if key in LOCAL_MECHANISMS:
+        return LOCAL_MECHANISMS[key](epsilon, k, **kwargs)
+    if key not in MECHANISMS:
+        raise ProtocolError(
+            f"unknown mechanism {name!r}; choose one of {sorted(set(MECHANISMS) | set(LOCAL_MECHANISMS))}"
+        )
+    return make_mechanism(key, epsilon, k, **kwargs)
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """How clients report: whole-record budget, attributes per person, mechanism, sampling rule.
+
+    ``epsilon``: budget of one person's whole report. ``k``: attributes each person reports
+    (``None`` = all g, the paper's protocol). ``mechanism``: registry name of the per-attribute
+    randomizer (``"subset"`` is the paper's). ``among``: ``"present"`` or ``"all"`` (module doc).
+    ``mechanism_options``: extra keyword arguments of the mechanism (e.g. a hash range).
+    """
+
+    epsilon: float
+    k: int | None = None
+    mechanism: str = "subset"
+    among: str = "present"
+    mechanism_options: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        if self.k is not None:
+            if isinstance(self.k, bool) or int(self.k) != self.k or int(self.k) < 1:
+                raise ProtocolError(
+                    f"k (attributes reported per person) must be an integer >= 1, got {self.k!r}"
+                )
+            object.__setattr__(self, "k", int(self.k))
+        if self.among not in AMONG:
+            raise ProtocolError(f"among must be one of {AMONG}, got {self.among!r}")
+        object.__setattr__(self, "mechanism_options", dict(self.mechanism_options))
+
+    # ---- derived quantities ------------------------------------------------------------------
+    def k_for(self, g: int) -> int:
+        """Attributes reported per person for a schema of ``g`` attributes (``k`` capped at g)."""
+        return g if self.k is None else min(self.k, g)
+
+    def epsilon_per_attribute(self, g: int) -> float:
+        """Budget of one reported attribute: ``epsilon / k``."""
+        return self.epsilon / self.k_for(g)
+
+    def is_paper_split(self, g: int) -> bool:
+        """True when this is the paper's even split over all g attributes."""
+        return self.k_for(g) == g
+
+    def mechanisms(self, schema: Schema) -> tuple[Mechanism, ...]:
+        """One mechanism per attribute, each with ``epsilon / k``."""
+        e = self.epsilon_per_attribute(len(schema))
+        return tuple(resolve_mechanism(self.mechanism, e, a.size, **self.mechanism_options)
+                     for a in schema)
+
+    # ---- client side -------------------------------------------------------------------------
+    def select(self, present: np.ndarray, rng: np.random.Generator | int | None = None) -> np.ndarray:
+        """Which attributes each person reports: (n, g) bool, a subset of ``present``.
+
+        Uniform random k-subsets (module doc), drawn by ranking i.i.d. uniform keys per row; no
+        Python loop over people.
+        """
+        present = np.asarray(present, dtype=bool)
+        n, g = present.shape
+        k = self.k_for(g)
+        if k >= g:
+            return present.copy()
+        rng = as_generator(rng)
+        keys = rng.random((n, g))
+        if self.among == "present":
+            keys = np.where(present, keys, np.inf)
+        ranks = np.argsort(np.argsort(keys, axis=1, kind="stable"), axis=1, kind="stable")
+        return (ranks < k) & present
+
+    def randomize(self, schema: Schema, codes: np.ndarray,
+                  rng: np.random.Generator | int | None = None) -> RecordReports:
+        """Randomize an encoded (n, g) matrix as clients following this protocol would.
+
+        ``rng=None`` draws from OS entropy (production clients); tests pass a seed.
+        """
+        codes = schema.validate_codes(codes)
+        rng = as_generator(rng)
+        chosen = self.select(codes != MISSING, rng)
+        sent = np.where(chosen, codes, MISSING).astype(np.int32)
+        mechs = self.mechanisms(schema)
+        reports = tuple(m.perturb(sent[:, j], rng) for j, m in enumerate(mechs))
+        return RecordReports(schema, mechs, reports)
+
+    # ---- server side -------------------------------------------------------------------------
+    def check_reports(self, reports: RecordReports) -> RecordReports:
+        """Check that a batch of reports follows this protocol; raise ``ProtocolError`` otherwise.
+
+        Every attribute's mechanism must be this protocol's mechanism at ``epsilon / k``, and no
+        person may report more than k attributes (else their report would exceed ``epsilon``).
+        """
+        g = len(reports.schema)
+        e = self.epsilon_per_attribute(g)
+        for attr, mech in zip(reports.schema, reports.mechanisms):
+            if mech.name != self.mechanism.lower():
+                raise ProtocolError(
+                    f"attribute {attr.name!r} was randomized with {mech.name!r}, but the protocol "
+                    f"declares {self.mechanism!r}"
+                )
+            if not math.isclose(mech.epsilon, e, rel_tol=1e-9):
+                raise ProtocolError(
+                    f"attribute {attr.name!r} has budget {mech.epsilon:g}, but the protocol gives "
+                    f"each reported attribute epsilon / k = {self.epsilon:g} / {self.k_for(g)} = {e:g}"
+                )
+        counts = reports.present().sum(axis=1)
+        k = self.k_for(g)
+        if counts.size and counts.max() > k:
+            i = int(np.argmax(counts))
+            raise ProtocolError(
+                f"row {i} reports {int(counts[i])} attributes, more than the protocol's k = {k}; its "
+                f"report would spend {int(counts[i]) * e:g} > epsilon = {self.epsilon:g}. Reject "
+                "the batch or re-collect it with the declared protocol"
+            )
+        return reports
+
+    def to_dict(self) -> dict:
+        return {"format": PROTOCOL_FORMAT, "version": PROTOCOL_VERSION, "epsilon": self.epsilon,
+                "k": self.k, "mechanism": self.mechanism, "among": self.among,
+                "mechanism_options": dict(self.mechanism_options)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Protocol":
+        if d.get("format") != PROTOCOL_FORMAT:
+            raise ProtocolError(f"not a reidrisk protocol: 'format' must be {PROTOCOL_FORMAT!r}")
+        if d.get("version") != PROTOCOL_VERSION:
+            raise ProtocolError(
+                f"protocol version {d.get('version')!r} is not supported (expected {PROTOCOL_VERSION})"
+            )
+        try:
+            return cls(d["epsilon"], d.get("k"), d["mechanism"], d.get("among", "present"),
+                       d.get("mechanism_options") or {})
+        except KeyError as exc:
+            raise ProtocolError(f"protocol entry lacks the key {exc.args[0]!r}") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# choosing k
+# ---------------------------------------------------------------------------------------------
+def variance_factor(mech: Mechanism) -> float:
+    """``S = (p (1 - p) + (f - 1) q (1 - q)) / (p - q)^2``: n times the summed cell variance of the
+    inversion estimate of one distribution (module doc), for a pure frequency oracle."""
+    p, q, f = float(mech.p_support), float(mech.q_support), mech.k
+    if not 0 <= q < p <= 1:
+        raise ProtocolError(f"{mech!r} is not a frequency oracle with 0 <= q < p <= 1")
+    return (p * (1 - p) + (f - 1) * q * (1 - q)) / (p - q) ** 2
+
+
+def pair_coverage(k: int, g: int, *, among: str = "present", presence: np.ndarray | None = None,
+                  missing_rate: float = 0.0, n: int | None = None) -> np.ndarray:
+    """Expected number of people reporting each pair together, (g, g) (diagonal: each attribute).
+
+    From a presence matrix (n, g) when given (exact expectation over the sampling), else from an
+    MCAR missing rate and ``n`` (module doc, ``n_jj'(k)``).
+    """
+    if among not in AMONG:
+        raise ProtocolError(f"among must be one of {AMONG}, got {among!r}")
+    k = min(int(k), g)
+    if presence is not None:
+        P = np.asarray(presence, dtype=bool)
+        if P.ndim != 2 or P.shape[1] != g:
+            raise ProtocolError(f"presence must be an (n, {g}) boolean matrix, got {P.shape}")
+        s = P.sum(axis=1).astype(np.float64)
+        if among == "all":
+            c2 = np.full(s.shape, k * (k - 1) / (g * (g - 1)) if g > 1 else 0.0)
+            c1 = np.full(s.shape, k / g)
+        else:
+            t = np.minimum(k, s)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                c2 = np.where(s >= 2, t * (t - 1) / (s * (s - 1)), 0.0)
+                c1 = np.where(s >= 1, t / s, 0.0)
+        Pf = P.astype(np.float64)
+        out = (Pf * c2[:, None]).T @ Pf
+        np.fill_diagonal(out, (Pf * c1[:, None]).sum(axis=0))
+        return out
+    if n is None:
+        raise ProtocolError("pair_coverage needs a presence matrix or n (with missing_rate)")
+    m = float(missing_rate)
+    if not 0 <= m < 1:
+        raise ProtocolError(f"missing_rate must be in [0, 1), got {missing_rate!r}")
+    r = 1.0 - m
+    if among == "all":
+        c2 = k * (k - 1) / (g * (g - 1)) if g > 1 else 0.0
+        c1 = k / g
+    else:
+        s2 = 2 + np.arange(g - 1)  # present count given both j and j' present
+        w2 = binom.pmf(np.arange(g - 1), g - 2, r) if g >= 2 else np.ones(1)
+        t2 = np.minimum(k, s2)
+        c2 = float(np.sum(w2 * t2 * (t2 - 1) / (s2 * (s2 - 1))))
+        s1 = 1 + np.arange(g)
+        w1 = binom.pmf(np.arange(g), g - 1, r)
+        c1 = float(np.sum(w1 * np.minimum(k, s1) / s1))
+    out = np.full((g, g), n * r * r * c2)
+    np.fill_diagonal(out, n * r * c1)
+    return out
+
+
+@dataclass(frozen=True)
+class KChoice:
+    """Result of ``choose_k``.
+
+    ``k``: the chosen number of attributes per person. ``ks`` (K,): the candidates (2..g).
+    ``errors`` (K,): expected mean squared Frobenius error of a pair table for each candidate
+    (module doc, eq. (*)); ``paper_error``: the same for k = g (the paper's split).
+    ``gain``: ``paper_error / errors[k]`` (>= 1; 1 when the paper's split is chosen).
+    """
+
+    k: int
+    ks: np.ndarray
+    errors: np.ndarray
+    paper_error: float
+    gain: float
+
+    def summary(self) -> str:
+        g = int(self.ks.max()) if self.ks.size else self.k
+        if self.k >= g:
+            return (f"k = {self.k} (= g, the paper's even split): sampling fewer attributes would "
+                    "not reduce the expected pair-table error")
+        return (f"k = {self.k} of {g} attributes per person: expected pair-table error "
+                f"{self.gain:.3g}x smaller than the paper's split over all {g}")
+
+
+def expected_pair_errors(sizes: Sequence[int], epsilon: float, ks: Sequence[int], *,
+                         mechanism: str | Callable[[float, int], Mechanism] = "subset",
+                         among: str = "present", presence: np.ndarray | None = None,
+                         missing_rate: float = 0.0, n: int | None = None) -> np.ndarray:
+    """Mean over pairs of the expected squared Frobenius error (*) of the pair inversion, one per k.
+
+    ``sizes``: domain sizes f_j (g,). ``epsilon``: whole-record budget. ``mechanism``: registry
+    name or factory ``(epsilon, f) -> Mechanism`` (a pure frequency oracle). Pairs never reported
+    together count as error 2 (the largest squared distance between two distributions).
+    """
+    sizes = [int(f) for f in sizes]
+    g = len(sizes)
+    if g < 2:
+        raise ProtocolError("choosing k needs at least two attributes (pairs)")
+    eps = check_epsilon(epsilon)
+    make = mechanism if callable(mechanism) else (lambda e, f: resolve_mechanism(mechanism, e, f))
+    iu = np.triu_indices(g, 1)
+    fj = np.asarray(sizes, dtype=np.float64)
+    floor = 1.0 / np.outer(fj, fj)[iu]
+    out = []
+    for k in ks:
+        e = eps / min(int(k), g)
+        cache: dict[int, float] = {}
+        S = np.array([cache.setdefault(f, variance_factor(make(e, f))) for f in sizes])
+        cov = pair_coverage(k, g, among=among, presence=presence, missing_rate=missing_rate, n=n)[iu]
+        num = np.outer(1 + S, 1 + S)[iu] - floor
+        with np.errstate(divide="ignore"):
+            err = np.where(cov > 0, num / np.where(cov > 0, cov, 1.0), 2.0)
+        out.append(float(np.minimum(err, 2.0).mean()))
+    return np.asarray(out)
+
+
+def choose_k(sizes: Sequence[int], epsilon: float, *,
+             mechanism: str | Callable[[float, int], Mechanism] = "subset", among: str = "present",
+             presence: np.ndarray | None = None, missing_rate: float = 0.0,
+             n: int | None = None) -> KChoice:
+    """The number of attributes per person that minimizes the expected pair-table error.
+
+    Plan with what is known before collection: the domain ``sizes``, the budget ``epsilon``, and
+    either a ``presence`` matrix (e.g. of a pilot, or of the data in a simulation) or the number of
+    people ``n`` and the expected MCAR ``missing_rate``. Returns ``KChoice`` (k in 2..g; k = g is the
+    paper's split). See the module doc for the derivation.
+    """
+    g = len(sizes)
+    if presence is None and n is None:
+        raise ProtocolError("choose_k needs the presence matrix or n (people) and missing_rate")
+    ks = np.arange(2, g + 1)
+    errs = expected_pair_errors(sizes, epsilon, ks, mechanism=mechanism, among=among,
+                                presence=presence, missing_rate=missing_rate, n=n)
+    i = int(np.argmin(errs))
+    paper = float(errs[-1])
+    return KChoice(int(ks[i]), ks, errs, paper, float(paper / errs[i]) if errs[i] > 0 else 1.0)
+
+
+__all__ = [
+    "AMONG", "KChoice", "Protocol", "ProtocolError", "choose_k", "expected_pair_errors",
+    "pair_coverage", "resolve_mechanism", "variance_factor",
+]

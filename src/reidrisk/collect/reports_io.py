@@ -1,0 +1,475 @@
+"""The reports file: randomized reports with missing values, as CSV or Parquet plus metadata.
+
+Layout
+------
+One row per person, one column per attribute (schema order, named by the attribute), each cell the
+attribute's *randomized* report, or an empty cell (CSV) / null (Parquet) where the person sent
+nothing (missing, or not sampled by the protocol). Cells are text:
+
+==========  ==========================================  =======================================
+codec       mechanisms                                   cell
+==========  ==========================================  =======================================
+``int``     grr, negative (one code)                     ``"3"``
+``ints``    subset (the h codes), glh/olh (hash, value)  ``"3|7|9"`` (fixed width)
+``bits``    oue, rappor (bit vectors)                    indices of the 1-bits: ``"0|4"``;
+                                                         ``"{}"`` when no bit is set
+``float``   laplace_index                                17 significant digits (exact round trip)
+==========  ==========================================  =======================================
+
+Codes are category *indices* (declared order), never labels. The metadata (format name, version,
+schema, protocol, and every attribute's mechanism parameters and codec) is JSON, stored in the
+Parquet file's key-value metadata under ``reidrisk.reports`` and, for CSV, in a sidecar file
+``<reports file>.meta.json``. Both formats are row-oriented: a client batch can be appended as rows.
+
+Loading validates everything at the boundary (``read_reports``): the metadata must be present (a
+file without it is refused: raw data is never accepted where randomized reports are expected), the
+columns must match the schema, every cell must parse with its codec, every report must be one the
+mechanism can produce (codes in the domain, right set size, no repeats: ``validate_reports``) and
+the batch must follow its protocol (budget per attribute, at most k attributes per person).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from reidrisk.collect.protocol import Protocol, ProtocolError, resolve_mechanism
+from reidrisk.mechanisms.base import Mechanism, MechanismError
+from reidrisk.mechanisms.record import RecordReports
+from reidrisk.schema import MISSING, Schema, SchemaError
+
+REPORTS_FORMAT = "reidrisk-reports"
+REPORTS_VERSION = 1
+PARQUET_KEY = b"reidrisk.reports"
+SIDECAR_SUFFIX = ".meta.json"
+EMPTY_SET = "{}"
+CODECS = ("int", "ints", "bits", "float")
+
+
+class ReportsFileError(MechanismError):
+    """A reports file that cannot be read as randomized reports. The message names file/column/row."""
+
+
+@dataclass(frozen=True)
+class CollectedReports:
+    """Reports as the server receives them: the per-attribute reports and the protocol they follow."""
+
+    reports: RecordReports
+    protocol: Protocol
+
+    @property
+    def schema(self) -> Schema:
+        return self.reports.schema
+
+    @property
+    def n(self) -> int:
+        return self.reports.n
+
+    @property
+    def epsilon(self) -> float:
+        """The budget of one person's whole report (the protocol's; ``reports.epsilon`` sums the
+        attributes' budgets, which overstates it when each person reports only k of them)."""
+        return self.protocol.epsilon
+
+    def validate(self) -> "CollectedReports":
+        """Check every report against its mechanism and the batch against the protocol."""
+        self.reports.validate()
+        self.protocol.check_reports(self.reports)
+        return self
+
+
+def sidecar_path(path: str | Path) -> Path:
+    """Where the metadata of a CSV reports file lives: ``<path>.meta.json``."""
+    path = Path(path)
+    return path.with_name(path.name + SIDECAR_SUFFIX)
+
+
+def _is_parquet(path: Path) -> bool:
+    name = path.name.lower()
+    if name.endswith((".parquet", ".pq")):
+        return True
+    if name.endswith((".csv", ".csv.gz", ".tsv")):
+        return False
+    raise ReportsFileError(
+        f"{str(path)!r}: a reports file must end in .csv, .csv.gz, .tsv, .parquet or .pq"
+    )
+
+
+def codec_of(mech: Mechanism) -> str:
+    """The cell codec of a mechanism's reports (module doc), from a sample report."""
+    from reidrisk.mechanisms.oue import UnaryEncoding
+
+    if isinstance(mech, UnaryEncoding):
+        return "bits"
+    sample = np.asarray(mech.perturb(np.zeros(1, dtype=np.int64), rng=0))
+    if sample.ndim == 1:
+        return "float" if np.issubdtype(sample.dtype, np.floating) else "int"
+    return "ints"
+
+
+def _missing_rows(mech: Mechanism, n: int) -> np.ndarray:
+    return np.asarray(mech.perturb(np.full(n, MISSING, dtype=np.int64), rng=0))
+
+
+# ---------------------------------------------------------------------------------------------
+# encode
+# ---------------------------------------------------------------------------------------------
+def _encode_column(mech: Mechanism, codec: str, rep: np.ndarray) -> np.ndarray:
+    """Object array (n,) of cell strings, None where the report is missing."""
+    rep = np.asarray(rep)
+    miss = np.asarray(mech.is_missing(rep), dtype=bool)
+    n = rep.shape[0]
+    out = np.empty(n, dtype=object)
+    if codec == "int":
+        s = rep.astype(np.int64).astype(str)
+    elif codec == "float":
+        # 17 significant digits round-trip every float64 exactly
+        s = np.char.mod("%.17g", np.where(miss, 0.0, rep.astype(np.float64))).astype(object)
+    elif codec == "ints":
+        cols = rep.astype(np.int64).astype(str)
+        s = cols[:, 0].astype(object)
+        for c in range(1, cols.shape[1]):
+            s = s + "|" + cols[:, c].astype(object)
+    elif codec == "bits":
+        bits = rep == 1
+        s = np.full(n, "", dtype=object)
+        for v in range(bits.shape[1]):  # loop over the k values, vectorized over rows
+            s = s + np.where(bits[:, v], f"{v}|", "").astype(object)
+        s = pd.Series(s, dtype=object).str[:-1].replace("", EMPTY_SET).to_numpy(dtype=object)
+    else:  # pragma: no cover - guarded by codec_of
+        raise ReportsFileError(f"unknown codec {codec!r}")
+    out[:] = s
+    out[miss] = None
+    return out
+
+
+def reports_frame(reports: RecordReports) -> pd.DataFrame:
+    """The reports as a DataFrame of cell strings (module doc), one column per attribute."""
+    data = {}
+    for attr, mech, rep in zip(reports.schema, reports.mechanisms, reports.reports):
+        data[attr.name] = _encode_column(mech, codec_of(mech), rep)
+    return pd.DataFrame(data)
+
+
+def reports_metadata(reports: RecordReports, protocol: Protocol) -> dict:
+    return {
+        "format": REPORTS_FORMAT,
+        "version": REPORTS_VERSION,
+        "n": reports.n,
+        "schema": reports.schema.to_dict(),
+        "protocol": protocol.to_dict(),
+        "attributes": [
+            {"name": a.name, "codec": codec_of(m), "mechanism": _jsonable(m.params())}
+            for a, m in zip(reports.schema, reports.mechanisms)
+        ],
+    }
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
+
+
+def file_mode() -> int:
+    """Permissions of a newly created file under the current umask (mkstemp would give 0600)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def atomic_write(path: Path, write) -> None:
+    """Call ``write(tmp)`` on a temporary file beside ``path``, then move it over ``path``."""
+    if not path.parent.is_dir():
+        raise FileNotFoundError(
+            f"cannot write {str(path)!r}: the folder {str(path.parent)!r} does not exist")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.chmod(tmp, file_mode())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_reports(path: str | Path, reports: RecordReports | CollectedReports,
+                  protocol: Protocol | None = None) -> Path:
+    """Write reports to ``path`` (.csv/.csv.gz/.tsv with a sidecar, or .parquet/.pq), atomically.
+
+    ``reports``: a ``CollectedReports``, or a ``RecordReports`` plus its ``protocol``. The batch is
+    validated against the protocol before anything is written. Returns ``path``.
+    """
+    path = Path(path)
+    if isinstance(reports, CollectedReports):
+        protocol = reports.protocol if protocol is None else protocol
+        reports = reports.reports
+    if protocol is None:
+        raise ReportsFileError("write_reports needs the protocol the reports follow")
+    protocol.check_reports(reports)
+    frame = reports_frame(reports)
+    meta = reports_metadata(reports, protocol)
+    text = json.dumps(meta, indent=1)
+    if _is_parquet(path):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(frame.astype("string"), preserve_index=False)
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                               PARQUET_KEY: text.encode()})
+        atomic_write(path, lambda tmp: pq.write_table(table, tmp))
+    else:
+        sep = "\t" if path.name.lower().endswith(".tsv") else ","
+        comp = "gzip" if path.name.lower().endswith(".gz") else None
+        side = sidecar_path(path)
+        atomic_write(side, lambda tmp: tmp.write_text(text))
+        atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False, sep=sep, compression=comp))
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# decode
+# ---------------------------------------------------------------------------------------------
+def _read_metadata(path: Path) -> tuple[dict, pd.DataFrame | None]:
+    if _is_parquet(path):
+        import pyarrow.parquet as pq
+
+        try:
+            table = pq.read_table(path)
+        except Exception as exc:
+            raise ReportsFileError(f"{str(path)!r} is not a readable Parquet file: {exc}") from None
+        raw = (table.schema.metadata or {}).get(PARQUET_KEY)
+        frame = table.to_pandas()
+        if raw is None:
+            side = sidecar_path(path)
+            if not side.is_file():
+                raise _no_metadata(path)
+            raw = side.read_bytes()
+        return _parse_meta(path, raw), frame
+    side = sidecar_path(path)
+    if not side.is_file():
+        raise _no_metadata(path)
+    return _parse_meta(path, side.read_bytes()), None
+
+
+def _no_metadata(path: Path) -> ReportsFileError:
+    return ReportsFileError(
+        f"{str(path)!r} carries no reidrisk reports metadata (expected {sidecar_path(path).name!r} "
+        "beside a CSV, or metadata inside a Parquet file). Only randomized reports are accepted: "
+        "randomize raw data first (`reidrisk collect simulate`, or a client that writes the metadata)"
+    )
+
+
+def _parse_meta(path: Path, raw: bytes) -> dict:
+    try:
+        meta = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ReportsFileError(f"the metadata of {str(path)!r} is not valid JSON: {exc}") from None
+    if not isinstance(meta, dict) or meta.get("format") != REPORTS_FORMAT:
+        raise ReportsFileError(
+            f"the metadata of {str(path)!r} is not a reidrisk reports description "
+            f"('format' must be {REPORTS_FORMAT!r})"
+        )
+    if meta.get("version") != REPORTS_VERSION:
+        raise ReportsFileError(
+            f"{str(path)!r}: reports format version {meta.get('version')!r} is not supported "
+            f"(this reidrisk reads version {REPORTS_VERSION})"
+        )
+    for key in ("schema", "protocol", "attributes"):
+        if key not in meta:
+            raise ReportsFileError(f"the metadata of {str(path)!r} lacks {key!r}")
+    return meta
+
+
+def _constructor_kwargs(params: dict) -> dict:
+    """Constructor arguments from ``Mechanism.params()`` extras. Local hashing describes its hash
+    family as ``hash`` ("linear" with ``prime``, or "tables" with ``m`` and ``tables``)."""
+    kw = dict(params)
+    kind = kw.pop("hash", None)
+    if kind == "tables":
+        kw.pop("m", None)
+        kw["tables"] = np.asarray(kw["tables"], dtype=np.int64)
+        kw.pop("prime", None)
+    return kw
+
+
+def _rebuild_mechanism(attr_name: str, f: int, params: dict) -> Mechanism:
+    params = dict(params)
+    try:
+        name = params.pop("mechanism")
+        eps = params.pop("epsilon")
+        k = params.pop("k")
+    except KeyError as exc:
+        raise ReportsFileError(
+            f"attribute {attr_name!r}: mechanism parameters lack {exc.args[0]!r}") from None
+    if k != f:
+        raise ReportsFileError(
+            f"attribute {attr_name!r}: the mechanism has k={k} but the schema declares {f} categories"
+        )
+    try:
+        mech = resolve_mechanism(name, eps, k, **_constructor_kwargs(params))
+    except (TypeError, ValueError) as exc:
+        raise ReportsFileError(
+            f"attribute {attr_name!r}: cannot rebuild the {name!r} mechanism from {params}: {exc}"
+        ) from None
+    if _jsonable(mech.params()) != _jsonable({"mechanism": name, "epsilon": eps, "k": k, **params}):
+        raise ReportsFileError(
+            f"attribute {attr_name!r}: mechanism parameters {params} do not describe a valid "
+            f"{name!r} mechanism at epsilon={eps:g} (rebuilt: {mech.params()})"
+        )
+    return mech
+
+
+def _decode_column(path: Path, attr_name: str, mech: Mechanism, codec: str,
+                   cells: pd.Series) -> np.ndarray:
+    n = len(cells)
+    miss = cells.isna().to_numpy()
+    text = cells[~miss].astype(str).str.strip()
+    out = _missing_rows(mech, n)
+    present_idx = np.flatnonzero(~miss)
+    if present_idx.size == 0:
+        return out
+
+    def bad_cell(pos: int, why: str) -> ReportsFileError:
+        row = int(present_idx[pos])
+        return ReportsFileError(
+            f"{path.name}: column {attr_name!r}, row {row}: cell {text.iloc[pos]!r} {why}"
+        )
+
+    if codec in ("int", "ints", "bits"):
+        empty = (text == EMPTY_SET).to_numpy() if codec == "bits" else np.zeros(len(text), bool)
+        parts = text.mask(empty, "").str.split("|")
+        lens = np.where(empty, 0, parts.str.len().to_numpy())
+        flat = parts.explode().to_numpy(dtype=object)
+        flat = flat[~np.repeat(empty, np.where(empty, 1, lens))]
+        nums = pd.to_numeric(pd.Series(flat, dtype=object), errors="coerce")
+        frac = nums.fillna(0.5).to_numpy() % 1 != 0
+        if frac.any():
+            bad = int(np.flatnonzero(frac)[0])
+            pos = int(np.searchsorted(np.cumsum(lens), bad, side="right"))
+            raise bad_cell(pos, "is not a randomized report of integer codes (a raw label? reports "
+                                "hold category indices produced by the client)")
+        vals = nums.to_numpy().astype(np.int64)
+        if codec == "int":
+            if (lens != 1).any():
+                raise bad_cell(int(np.flatnonzero(lens != 1)[0]), "must hold exactly one code")
+            out = np.asarray(out).copy()
+            out[present_idx] = vals
+            return out
+        if codec == "ints":
+            width = out.shape[1]
+            if (lens != width).any():
+                pos = int(np.flatnonzero(lens != width)[0])
+                raise bad_cell(pos, f"holds {lens[pos]} values; this mechanism's reports hold "
+                                    f"exactly {width} ({mech!r})")
+            out = np.asarray(out).copy()
+            out[present_idx] = vals.reshape(-1, width).astype(out.dtype)
+            return out
+        # bits
+        k = out.shape[1]
+        if vals.size and (vals.min() < 0 or vals.max() >= k):
+            bad = int(np.flatnonzero((vals < 0) | (vals >= k))[0])
+            pos = int(np.searchsorted(np.cumsum(lens), bad, side="right"))
+            raise bad_cell(pos, f"names a bit outside 0..{k - 1}")
+        rows = np.repeat(np.arange(present_idx.size), lens)
+        block = np.zeros((present_idx.size, k), dtype=out.dtype)
+        block[rows, vals] = 1
+        if (block.sum(axis=1) != lens).any():
+            raise bad_cell(int(np.flatnonzero(block.sum(axis=1) != lens)[0]), "repeats a bit index")
+        out = np.asarray(out).copy()
+        out[present_idx] = block
+        return out
+    if codec == "float":
+        try:  # numpy's str -> float64 conversion is correctly rounded (exact round trip)
+            nums = text.to_numpy(dtype=str).astype(np.float64)
+        except ValueError:
+            bad = pd.to_numeric(text, errors="coerce").isna().to_numpy()
+            raise bad_cell(int(np.flatnonzero(bad)[0]), "is not a number") from None
+        if np.isnan(nums).any():
+            raise bad_cell(int(np.flatnonzero(np.isnan(nums))[0]), "is not a number")
+        out = np.asarray(out, dtype=np.float64).copy()
+        out[present_idx] = nums
+        return out
+    raise ReportsFileError(f"{path.name}: column {attr_name!r} has unknown codec {codec!r}; "
+                           f"expected one of {CODECS}")
+
+
+def read_reports(path: str | Path) -> CollectedReports:
+    """Read and validate a reports file written by ``write_reports`` (module doc).
+
+    Raises ``ReportsFileError`` (or ``MechanismError``/``ProtocolError``/``SchemaError``) naming the
+    file, column, row and value of the first problem.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"reports file {str(path)!r} does not exist; check the path")
+    meta, frame = _read_metadata(path)
+    try:
+        schema = Schema.from_dict(meta["schema"])
+    except SchemaError as exc:
+        raise ReportsFileError(f"{str(path)!r}: bad schema in the metadata: {exc}") from None
+    protocol = Protocol.from_dict(meta["protocol"])
+    attrs = meta["attributes"]
+    if [a.get("name") for a in attrs] != schema.names:
+        raise ReportsFileError(
+            f"{str(path)!r}: the metadata's attributes {[a.get('name') for a in attrs]} do not "
+            f"match the schema {schema.names}"
+        )
+    if frame is None:
+        sep = "\t" if path.name.lower().endswith(".tsv") else ","
+        try:
+            frame = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_values=[""])
+        except pd.errors.EmptyDataError:
+            raise ReportsFileError(f"reports file {str(path)!r} is empty") from None
+    absent = [c for c in schema.names if c not in frame.columns]
+    extra = [c for c in frame.columns if c not in schema.names]
+    if absent or extra:
+        raise ReportsFileError(
+            f"{str(path)!r}: columns do not match the schema (absent: {absent}, unexpected: {extra})"
+        )
+    if "n" in meta and int(meta["n"]) != len(frame):
+        raise ReportsFileError(
+            f"{str(path)!r} has {len(frame)} rows but its metadata declares n = {meta['n']}; the "
+            "file is truncated or was edited"
+        )
+    mechs, reps = [], []
+    for attr, entry in zip(schema, attrs):
+        mech = _rebuild_mechanism(attr.name, attr.size, entry.get("mechanism", {}))
+        codec = entry.get("codec")
+        if codec != codec_of(mech):
+            raise ReportsFileError(
+                f"{str(path)!r}: column {attr.name!r} declares codec {codec!r}, but {mech.name!r} "
+                f"reports use {codec_of(mech)!r}"
+            )
+        rep = _decode_column(path, attr.name, mech, codec, frame[attr.name])
+        try:
+            rep = mech.validate_reports(rep)
+        except MechanismError as exc:
+            raise ReportsFileError(f"{path.name}: column {attr.name!r}: {exc}") from None
+        mechs.append(mech)
+        reps.append(rep)
+    collected = CollectedReports(RecordReports(schema, tuple(mechs), tuple(reps)), protocol)
+    try:
+        protocol.check_reports(collected.reports)
+    except ProtocolError as exc:
+        raise ReportsFileError(f"{path.name}: {exc}") from None
+    return collected
+
+
+__all__ = [
+    "CollectedReports", "REPORTS_FORMAT", "REPORTS_VERSION", "ReportsFileError", "codec_of",
+    "read_reports", "reports_frame", "sidecar_path", "write_reports",
+]

@@ -1,0 +1,189 @@
+"""The proposed method end to end: reports -> model -> tables and records; files; fallback."""
+
+import itertools
+import json
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from reidrisk.collect import (
+    CollectError,
+    CollectModel,
+    CollectPipeline,
+    CollectWarning,
+    ModelFileError,
+    Protocol,
+)
+from reidrisk.collect.baselines.mechanisms import LaplaceIndex
+from reidrisk.copula import GaussianCopula
+from reidrisk.data.missing import mcar
+from reidrisk.data.synthetic import make_population
+from reidrisk.estimation import js_divergence
+from reidrisk.mechanisms import RecordReports
+from reidrisk.schema import MISSING
+
+SIZES = [3, 4, 3, 5, 2]
+MARGINALS = [np.array([0.5, 0.3, 0.2]), np.array([0.1, 0.2, 0.3, 0.4]), np.array([0.6, 0.25, 0.15]),
+             np.array([0.3, 0.25, 0.2, 0.15, 0.1]), np.array([0.7, 0.3])]
+CORR = np.array([
+    [1.0, 0.6, -0.4, 0.3, 0.5],
+    [0.6, 1.0, -0.3, 0.4, 0.3],
+    [-0.4, -0.3, 1.0, -0.2, -0.3],
+    [0.3, 0.4, -0.2, 1.0, 0.2],
+    [0.5, 0.3, -0.3, 0.2, 1.0],
+])
+
+
+@pytest.fixture(scope="module")
+def generator():
+    return GaussianCopula.from_parameters(MARGINALS, CORR)
+
+
+def population(n, seed):
+    return make_population(n, SIZES, dependence=CORR, rng=seed, marginals=MARGINALS)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    pop = population(4000, 1)
+    codes = mcar(pop.codes, 0.3, rng=2)
+    rr = Protocol(4.0, k=2).randomize(pop.schema, codes, rng=3)
+    return CollectPipeline().fit(rr)
+
+
+def test_js_of_three_way_tables_falls_as_n_grows(generator):
+    # The population is drawn from a Gaussian copula, so the model's own floor is 0 and the error
+    # is variance: E[JS] ~ c / n for an asymptotically unbiased estimator, a ratio of 10 between
+    # n = 2,000 and 20,000. Averaged over 3 populations and all 10 triples, the observed ratio must
+    # reach at least sqrt(10) (half the predicted decrease on the log scale).
+    triples = list(itertools.combinations(range(5), 3))
+    truth = {t: generator.contingency_table(list(t)) for t in triples}
+    mean_js = {}
+    for n in (2000, 20000):
+        vals = []
+        for rep in range(3):
+            pop = population(n, 100 + rep)
+            rr = Protocol(5.0, k=2).randomize(pop.schema, mcar(pop.codes, 0.3, rng=200 + rep),
+                                              rng=300 + rep)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", CollectWarning)
+                model = CollectPipeline().fit(rr)
+            vals += [js_divergence(truth[t].ravel(), model.table(list(t)).ravel()) for t in triples]
+        mean_js[n] = float(np.mean(vals))
+    assert mean_js[20000] * math.sqrt(10) < mean_js[2000]
+
+
+def test_model_round_trip_gives_identical_tables_and_records(tmp_path, fitted):
+    path = fitted.save(tmp_path / "model.json")
+    loaded = CollectModel.load(path)
+    for cols in ([0, 1], [2, 0, 4], ["A2", "A4", "A5"]):
+        np.testing.assert_array_equal(loaded.table(cols), fitted.table(cols))
+    np.testing.assert_array_equal(loaded.synthesize(500, rng=7), fitted.synthesize(500, rng=7))
+    np.testing.assert_array_equal(loaded.correlation, fitted.correlation)
+    assert loaded.to_dict() == fitted.to_dict()
+    d = json.loads(path.read_text())
+    assert d["format"] == "reidrisk-collect-model" and d["version"] == 1
+    d["version"] = 2
+    (tmp_path / "v2.json").write_text(json.dumps(d))
+    with pytest.raises(ModelFileError, match="version 2"):
+        CollectModel.load(tmp_path / "v2.json")
+    (tmp_path / "junk.json").write_text("{not json")
+    with pytest.raises(ModelFileError, match="not valid JSON"):
+        CollectModel.load(tmp_path / "junk.json")
+
+
+def test_exact_and_sampled_tables_agree(fitted):
+    # counts of n synthetic records are multinomial around the exact cell probabilities: every cell
+    # within 4 standard deviations (plus 1e-4 for the quasi-Monte Carlo error of 3-way cells)
+    n = 200_000
+    for cols in ([1, 3], [0, 2, 4]):
+        exact = fitted.table(cols)
+        sampled = fitted.table(cols, exact=False, n=n, rng=11)
+        assert exact.shape == sampled.shape == tuple(SIZES[c] for c in cols)
+        assert np.isclose(exact.sum(), 1.0) and np.all(exact >= 0)
+        assert np.all(np.abs(exact - sampled) <= 4 * np.sqrt(exact * (1 - exact) / n) + 1e-4)
+
+
+def test_table_axes_follow_the_requested_order(fitted):
+    np.testing.assert_allclose(fitted.table([3, 1]), fitted.table([1, 3]).T, atol=1e-15)
+    np.testing.assert_array_equal(fitted.table(["A1", "A3"]), fitted.table([0, 2]))
+    codes = fitted.synthesize(100, rng=1)
+    assert codes.shape == (100, 5) and codes.dtype == np.int32
+    assert np.all((codes >= 0) & (codes < np.array(SIZES)))
+    assert list(fitted.synthesize_frame(10, rng=1).columns) == ["A1", "A2", "A3", "A4", "A5"]
+
+
+def test_no_signal_falls_back_to_uniform_and_says_so():
+    # uniform, independent attributes: every null hypothesis is true, and the Bonferroni-corrected
+    # tests accept all of them together with probability >= 1 - alpha = 0.95
+    pop = make_population(3000, [3, 4, 2], dependence=0.0, rng=5, marginals="uniform")
+    rr = Protocol(0.5).randomize(pop.schema, pop.codes, rng=6)
+    with pytest.warns(CollectWarning, match="uniform distribution"):
+        model = CollectPipeline().fit(rr)
+    assert model.fallback == "uniform"
+    assert any("uniform" in note for note in model.report.notes)
+    np.testing.assert_allclose(model.table([0, 1, 2]), np.full((3, 4, 2), 1 / 24), atol=1e-12)
+
+
+def test_independent_attributes_fall_back_to_independence():
+    pop = make_population(20000, [3, 4, 2], dependence=0.0, rng=7,
+                          marginals=[[0.6, 0.3, 0.1], [0.1, 0.2, 0.3, 0.4], [0.8, 0.2]])
+    rr = Protocol(6.0).randomize(pop.schema, pop.codes, rng=8)
+    with pytest.warns(CollectWarning, match="independence"):
+        model = CollectPipeline().fit(rr)
+    assert model.fallback == "independence"
+    np.testing.assert_allclose(model.correlation, np.eye(3))
+    expected = np.multiply.outer(np.multiply.outer(model.marginals[0], model.marginals[1]),
+                                 model.marginals[2])
+    np.testing.assert_allclose(model.table([0, 1, 2]), expected, atol=1e-12)
+
+
+def test_signal_keeps_the_model(fitted):
+    assert fitted.fallback == "none" and not fitted.report.notes
+    assert max(fitted.report.pair_signal.values()) > 1
+    assert np.abs(fitted.correlation[0, 1]) > 0.2
+
+
+@pytest.mark.parametrize("options", [
+    dict(estimator="norm_sub"), dict(estimator="raw"), dict(exact_em=True), dict(exact_em="marginals"),
+    dict(stop="discrepancy"), dict(shrink="eb"), dict(shrink="js"),
+    dict(stop=1e-6), dict(copula_method="mi"),
+])
+def test_every_option_gives_a_valid_model(options):
+    pop = population(1500, 9)
+    rr = Protocol(4.0, k=3).randomize(pop.schema, mcar(pop.codes, 0.2, rng=1), rng=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollectWarning)
+        model = CollectPipeline(**options).fit(rr)
+    t = model.table([0, 1, 3])
+    assert t.shape == (3, 4, 5) and np.all(t >= 0) and np.isclose(t.sum(), 1.0)
+    for p, f in zip(model.marginals, SIZES):
+        assert p.shape == (f,) and np.isclose(p.sum(), 1.0)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(estimator="magic"), "estimator must be"), (dict(shrink="always"), "shrink must be"),
+    (dict(stop="soon"), "stop must be"), (dict(exact_em="pairs"), "exact_em must be"),
+    (dict(stop="discrepancy", exact_em="marginals"), "exact_em=False"), (dict(alpha=1.5), "alpha"),
+])
+def test_bad_settings_are_refused(kwargs, match):
+    with pytest.raises(CollectError, match=match):
+        CollectPipeline(**kwargs)
+
+
+def test_bad_reports_are_refused():
+    pop = population(300, 4)
+    codes = pop.codes.copy()
+    codes[:, 2] = MISSING
+    rr = Protocol(3.0).randomize(pop.schema, codes, rng=1)
+    with pytest.raises(CollectError, match="'A3' has no present reports"):
+        CollectPipeline().fit(rr)
+    with pytest.raises(CollectError, match="randomized first"):
+        CollectPipeline().fit(pop.codes)
+    mechs = tuple(LaplaceIndex(1.0, f) for f in SIZES)
+    reports = tuple(m.perturb(pop.codes[:, j], 0) for j, m in enumerate(mechs))
+    lap = RecordReports(pop.schema, mechs, reports)
+    with pytest.raises(CollectError, match="not a frequency oracle"):
+        CollectPipeline().fit(lap)

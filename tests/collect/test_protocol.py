@@ -1,0 +1,142 @@
+"""Client protocols: attribute sampling, its budget accounting, and the choice of k."""
+
+import math
+
+import numpy as np
+import pytest
+
+from reidrisk.collect.protocol import (
+    Protocol,
+    ProtocolError,
+    choose_k,
+    expected_pair_errors,
+    pair_coverage,
+    variance_factor,
+)
+from reidrisk.mechanisms import GRR, Subset
+from reidrisk.schema import MISSING, Attribute, Schema
+
+
+def make_schema(sizes):
+    return Schema(tuple(Attribute(f"a{j}", tuple(str(v) for v in range(f))) for j, f in enumerate(sizes)))
+
+
+def test_select_reports_k_present_attributes_per_person():
+    rng = np.random.default_rng(0)
+    present = rng.random((5000, 8)) < 0.6
+    chosen = Protocol(2.0, k=3).select(present, rng=1)
+    assert not (chosen & ~present).any()
+    np.testing.assert_array_equal(chosen.sum(axis=1), np.minimum(present.sum(axis=1), 3))
+    chosen_all = Protocol(2.0, k=3, among="all").select(present, rng=1)
+    assert not (chosen_all & ~present).any()
+    assert chosen_all.sum(axis=1).max() <= 3
+
+
+def test_select_is_uniform_over_attributes():
+    # complete rows: each attribute is chosen with probability k / g, independently across people;
+    # the count of n Bernoulli(k/g) is within 4 standard deviations of its mean
+    n, g, k = 20000, 6, 2
+    chosen = Protocol(1.0, k=k).select(np.ones((n, g), bool), rng=2)
+    p = k / g
+    sd = math.sqrt(n * p * (1 - p))
+    assert np.all(np.abs(chosen.sum(axis=0) - n * p) < 4 * sd)
+
+
+def test_randomize_spends_epsilon_over_k_per_reported_attribute():
+    schema = make_schema([3, 4, 5, 2])
+    codes = np.random.default_rng(3).integers(0, 2, size=(200, 4)).astype(np.int32)
+    codes[::7, 1] = MISSING
+    proto = Protocol(3.0, k=2)
+    rr = proto.randomize(schema, codes, rng=4)
+    assert all(math.isclose(m.epsilon, 1.5) for m in rr.mechanisms)
+    assert rr.present().sum(axis=1).max() == 2
+    assert not (rr.present() & (codes == MISSING)).any()
+    proto.check_reports(rr)
+    with pytest.raises(ProtocolError, match="more than the protocol's k = 1"):
+        Protocol(1.5, k=1).check_reports(rr)  # same budget per attribute, but 2 > 1 reported
+
+
+def test_paper_split_is_k_equal_g():
+    proto = Protocol(5.0)
+    assert proto.k_for(15) == 15 and proto.is_paper_split(15)
+    assert math.isclose(proto.epsilon_per_attribute(15), 5.0 / 15)
+    assert Protocol.from_dict(Protocol(2.0, 3, "grr", "all").to_dict()) == Protocol(2.0, 3, "grr", "all")
+
+
+@pytest.mark.parametrize("bad", [dict(epsilon=0.0), dict(epsilon=1.0, k=0), dict(epsilon=1.0, among="x")])
+def test_protocol_rejects_bad_parameters(bad):
+    with pytest.raises(Exception):
+        Protocol(**bad)
+
+
+def test_pair_coverage_closed_forms():
+    n, g, m = 1000, 10, 0.4
+    for k in (2, 5, 10):
+        c_all = pair_coverage(k, g, among="all", n=n, missing_rate=m)
+        assert math.isclose(c_all[0, 1], n * (1 - m) ** 2 * k * (k - 1) / (g * (g - 1)))
+        # nobody missing: "present" and "all" sample the same k of g
+        c0 = pair_coverage(k, g, among="present", n=n, missing_rate=0.0)
+        assert math.isclose(c0[0, 1], n * k * (k - 1) / (g * (g - 1)))
+    # k = g: every present pair is reported
+    assert math.isclose(pair_coverage(g, g, n=n, missing_rate=m)[2, 3], n * (1 - m) ** 2)
+
+
+def test_pair_coverage_from_presence_matches_realized_counts():
+    # the realized count of people reporting a pair is a sum of independent Bernoulli(c_i); its mean
+    # is pair_coverage and its variance sum c_i (1 - c_i) <= mean: 4 standard deviations
+    rng = np.random.default_rng(5)
+    present = rng.random((20000, 7)) < 0.7
+    k = 3
+    expected = pair_coverage(k, 7, presence=present)
+    chosen = Protocol(1.0, k=k).select(present, rng=6).astype(float)
+    realized = chosen.T @ chosen
+    iu = np.triu_indices(7, 1)
+    assert np.all(np.abs(realized[iu] - expected[iu]) < 4 * np.sqrt(expected[iu]))
+    tol = 4 * np.sqrt(np.diag(expected)).max()
+    np.testing.assert_allclose(np.diag(realized), np.diag(expected), atol=tol)
+
+
+def test_variance_factor_matches_simulated_pair_error():
+    # (*) of reidrisk.collect.protocol: E||T_inv - T||^2 = ((1+S1)(1+S2) - sum T^2) / n, exact.
+    # Mean of R independent squared errors: within 4 standard errors of the sample mean.
+    rng = np.random.default_rng(7)
+    T = np.array([[0.3, 0.1, 0.05], [0.05, 0.2, 0.3]])
+    n, R = 400, 300
+    m1, m2 = Subset(1.0, 2), Subset(0.8, 3)
+    cells = rng.choice(T.size, size=(R, n), p=T.ravel())
+    x1, x2 = np.unravel_index(cells, T.shape)
+    M1, M2 = m1.support_matrix(), m2.support_matrix()
+    inv1, inv2 = np.linalg.inv(M1), np.linalg.inv(M2)
+    errs = []
+    for r in range(R):
+        B1 = m1.support(m1.perturb(x1[r], rng)).toarray()
+        B2 = m2.support(m2.perturb(x2[r], rng)).toarray()
+        W = B1.T @ B2 / n
+        errs.append(np.sum((inv1 @ W @ inv2.T - T) ** 2))
+    errs = np.asarray(errs)
+    S1, S2 = variance_factor(m1), variance_factor(m2)
+    expected = ((1 + S1) * (1 + S2) - np.sum(T ** 2)) / n
+    assert abs(errs.mean() - expected) < 4 * errs.std(ddof=1) / math.sqrt(R)
+
+
+def test_variance_factor_of_grr():
+    m = GRR(1.0, 4)
+    p, q = m.p_support, m.q_support
+    assert math.isclose(variance_factor(m), (p * (1 - p) + 3 * q * (1 - q)) / (p - q) ** 2)
+
+
+def test_choose_k_prefers_the_paper_split_when_noise_is_negligible():
+    # with a huge budget every S_j ~ 0, the error is (1 - sum T^2) / n_jj', and n_jj' grows with k
+    choice = choose_k([2, 3, 4, 5], 400.0, n=1000, missing_rate=0.0)
+    assert choice.k == 4 and math.isclose(choice.gain, 1.0)
+    assert "paper's even split" in choice.summary()
+
+
+def test_choose_k_samples_when_the_split_drowns_pairs_in_noise():
+    sizes = [6, 8, 5, 9, 9, 7, 9, 6, 5, 2, 3, 3, 7, 8, 2]
+    choice = choose_k(sizes, 5.0, n=32561, missing_rate=0.5)
+    assert 2 <= choice.k < len(sizes)
+    assert choice.errors[choice.k - 2] == choice.errors.min()
+    assert math.isclose(choice.paper_error, choice.errors[-1])
+    errs = expected_pair_errors(sizes, 5.0, [choice.k, len(sizes)], n=32561, missing_rate=0.5)
+    assert errs[0] < errs[1]

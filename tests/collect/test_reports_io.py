@@ -1,0 +1,140 @@
+"""The reports file: lossless round trips and validation at the boundary."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from reidrisk.collect.protocol import Protocol
+from reidrisk.collect.reports_io import (
+    CollectedReports,
+    ReportsFileError,
+    read_reports,
+    sidecar_path,
+    write_reports,
+)
+from reidrisk.schema import MISSING, Attribute, Schema
+
+SCHEMA = Schema((
+    Attribute("color", ("red", "green", "blue")),
+    Attribute("size", ("S", "M", "L", "XL", "XXL", "3XL")),
+    Attribute("flag", ("no", "yes")),
+    Attribute("grade", tuple("abcdefghi")),
+))
+
+
+@pytest.fixture(scope="module")
+def codes():
+    rng = np.random.default_rng(0)
+    c = np.column_stack([rng.integers(0, f, 300) for f in SCHEMA.sizes]).astype(np.int32)
+    c[rng.random(c.shape) < 0.3] = MISSING
+    return c
+
+
+@pytest.mark.parametrize("mechanism", ["subset", "grr", "rappor", "oue", "olh", "negative",
+                                       "laplace_index"])
+@pytest.mark.parametrize("suffix", ["csv", "parquet"])
+def test_round_trip_is_lossless(tmp_path, codes, mechanism, suffix):
+    proto = Protocol(3.0, k=3, mechanism=mechanism)
+    rr = proto.randomize(SCHEMA, codes, rng=1)
+    path = tmp_path / f"reports.{suffix}"
+    write_reports(path, rr, proto)
+    back = read_reports(path)
+    assert isinstance(back, CollectedReports) and back.protocol == proto
+    assert back.schema == SCHEMA
+    for m1, m2 in zip(rr.mechanisms, back.reports.mechanisms):
+        assert m1.params() == m2.params()
+    for a, b in zip(rr.reports, back.reports.reports):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert (suffix == "csv") == sidecar_path(path).exists()
+
+
+def _write(tmp_path, codes, mechanism="subset", k=None):
+    proto = Protocol(3.0, k=k, mechanism=mechanism)
+    path = tmp_path / "r.csv"
+    write_reports(path, proto.randomize(SCHEMA, codes, rng=2), proto)
+    return path
+
+
+def _edit(path, column, row, value):
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame.loc[row, column] = value
+    frame.to_csv(path, index=False)
+
+
+def _first_present(path, column):
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    return int(np.flatnonzero(frame[column] != "")[0])
+
+
+def test_raw_data_without_metadata_is_refused(tmp_path, codes):
+    raw = tmp_path / "raw.csv"
+    SCHEMA.decode(codes).to_csv(raw, index=False)
+    with pytest.raises(ReportsFileError, match="no reidrisk reports metadata"):
+        read_reports(raw)
+
+
+def test_raw_labels_under_report_metadata_are_refused(tmp_path, codes):
+    path = _write(tmp_path, codes)
+    SCHEMA.decode(codes).to_csv(path, index=False)  # raw values under a genuine sidecar
+    with pytest.raises(ReportsFileError, match="not a randomized report"):
+        read_reports(path)
+
+
+def test_code_outside_the_domain_is_refused(tmp_path, codes):
+    path = _write(tmp_path, codes, mechanism="grr")
+    row = _first_present(path, "color")
+    _edit(path, "color", row, "7")
+    with pytest.raises(ReportsFileError, match="color.*outside the domain"):
+        read_reports(path)
+
+
+def test_wrong_set_size_is_refused(tmp_path, codes):
+    path = _write(tmp_path, codes)
+    row = _first_present(path, "grade")
+    _edit(path, "grade", row, "1|2|3|4|5|6|7")
+    with pytest.raises(ReportsFileError, match=f"grade.*row {row}.*exactly"):
+        read_reports(path)
+
+
+def test_repeated_value_in_a_set_is_refused(tmp_path, codes):
+    path = _write(tmp_path, codes)  # epsilon 3 / 4 per attribute: grade (f = 9) has h = 3
+    h = json.loads(sidecar_path(path).read_text())["attributes"][3]["mechanism"]["h"]
+    assert h == 3
+    row = _first_present(path, "grade")
+    _edit(path, "grade", row, "1|1|2")
+    with pytest.raises(ReportsFileError, match="repeats a value"):
+        read_reports(path)
+
+
+def test_a_person_reporting_more_than_k_attributes_is_refused(tmp_path, codes):
+    path = _write(tmp_path, codes, mechanism="grr", k=2)
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame.loc[0, :] = ["0", "0", "0", "0"]  # four attributes at epsilon / 2 each: 2 epsilon
+    frame.to_csv(path, index=False)
+    with pytest.raises(ReportsFileError, match="more than the protocol's k = 2"):
+        read_reports(path)
+
+
+def test_truncated_file_and_other_versions_are_refused(tmp_path, codes):
+    path = _write(tmp_path, codes)
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame.iloc[:-5].to_csv(path, index=False)
+    with pytest.raises(ReportsFileError, match="truncated"):
+        read_reports(path)
+    path = _write(tmp_path, codes)
+    meta = json.loads(sidecar_path(path).read_text())
+    meta["version"] = 99
+    sidecar_path(path).write_text(json.dumps(meta))
+    with pytest.raises(ReportsFileError, match="version 99"):
+        read_reports(path)
+
+
+def test_tampered_mechanism_parameters_are_refused(tmp_path, codes):
+    path = _write(tmp_path, codes)
+    meta = json.loads(sidecar_path(path).read_text())
+    meta["attributes"][1]["mechanism"]["epsilon"] = 100.0
+    sidecar_path(path).write_text(json.dumps(meta))
+    with pytest.raises(Exception, match="size.*budget"):
+        read_reports(path)
