@@ -426,9 +426,14 @@ def _mech_channel(mech) -> _MechChannel:
             f"mechanism {mech!r}: support_matrix() must be a finite non-negative ({k}, {k}) matrix "
             "with positive column sums"
         )
-    expect = np.full((k, k), q)
-    np.fill_diagonal(expect, p)
-    structured = bool(0 <= q < p <= 1 and np.allclose(M, expect, rtol=1e-12, atol=1e-15))
+    # M == p I + q (1 1^T - I) entrywise to np.allclose(rtol=1e-12, atol=1e-15), checked without
+    # allclose's k x k temporaries (they dominate the inversion's cost at k ~ 1000)
+    structured = bool(0 <= q < p <= 1)
+    if structured:
+        off = M - q
+        np.fill_diagonal(off, 0.0)
+        structured = bool(np.abs(off).max() <= 1e-15 + 1e-12 * abs(q)
+                          and np.abs(np.diagonal(M) - p).max() <= 1e-15 + 1e-12 * abs(p))
     return _MechChannel(structured, p - q, q, M)
 
 

@@ -340,6 +340,18 @@ class GLH(Mechanism):
     def is_missing(self, reports):
         return self._as_reports(reports)[:, -1] == MISSING
 
+    def support_counts(self, reports):
+        """(w, n_present): how many reports support each value, hashing in row chunks without
+        building the (n, k) support matrix (same counts as ``support(reports).sum(axis=0)``)."""
+        r = self._as_reports(reports)
+        present = np.flatnonzero(r[:, -1] != MISSING)
+        w = np.zeros(self.k, dtype=np.int64)
+        chunk = max(1, _CHUNK_CELLS // self.k)
+        for s in range(0, present.size, chunk):
+            rr = r[present[s : s + chunk]].astype(np.int64, copy=False)
+            w += np.count_nonzero(self.family.hash_all(rr[:, :-1]) == rr[:, -1:], axis=0)
+        return w.astype(np.float64), int(present.size)
+
     def validate_reports(self, reports):
         """Check shape, integer dtype, hash parameters in range, y in 0..g-1, and missing rows
         wholly ``MISSING``. Returns the reports as int64."""

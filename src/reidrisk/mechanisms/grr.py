@@ -32,13 +32,14 @@ class GRR(Mechanism):
     def perturb(self, values, rng=None):
         rng = as_generator(rng)
         x = check_codes(values, self.k)
-        present = x != MISSING
-        out = x.copy()
-        keep = rng.random(x.size) < self.p_support
-        # a uniform draw over the k-1 other values: shift by 1..k-1 modulo k
-        shift = rng.integers(1, self.k, size=x.size)
-        lie = present & ~keep
-        out[lie] = (x[lie] + shift[lie]) % self.k
+        lie = rng.random(x.size) >= self.p_support
+        lie &= x != MISSING
+        # a uniform draw over the k-1 other values: shift by 1..k-1 modulo k. Computed in place
+        # without boolean indexing (x + shift < 2k, so one conditional subtraction wraps it).
+        out = rng.integers(1, self.k, size=x.size)
+        out *= lie
+        out += x
+        out -= self.k * (out >= self.k)
         return out
 
     def _as_reports(self, reports) -> np.ndarray:
@@ -64,12 +65,21 @@ class GRR(Mechanism):
     def support(self, reports):
         y = self._as_reports(reports)
         present = y != MISSING
-        rows = np.flatnonzero(present)
-        data = np.ones(rows.size, dtype=np.float32)
-        return sp.csr_matrix((data, (rows, y[present])), shape=(y.size, self.k))
+        # CSR directly: row i holds one entry (its code) when present, none when missing
+        indptr = np.zeros(y.size + 1, dtype=np.int64)
+        np.cumsum(present, out=indptr[1:])
+        cols = y[present]
+        data = np.ones(cols.size, dtype=np.float32)
+        return sp.csr_matrix((data, cols, indptr), shape=(y.size, self.k))
 
     def is_missing(self, reports):
         return self._as_reports(reports) == MISSING
+
+    def support_counts(self, reports):
+        """(w, n_present) by one ``bincount`` of the codes (no support matrix is built)."""
+        y = self._as_reports(reports)
+        w = np.bincount(np.asarray(y, dtype=np.int64) + 1, minlength=self.k + 1)
+        return w[1:].astype(np.float64), int(y.size - w[0])
 
     def validate_reports(self, reports):
         return check_codes(self._as_reports(reports), self.k, what="report")

@@ -7,6 +7,11 @@
   SNB, Dankar et al.'s decision rule).
 * ``baselines``: the comparison methods of the paper's evaluation (Copula, OptMean, OptMode,
   IDUE_OUE / IDUE_RAPPOR, independence).
+* ``model``: ``UniquenessModel`` fitted on sampled (optionally randomized) databases; scores any
+  records: E[X], P(X = 1), P(X > T). ``method="paper"`` is eq. 9-19 as printed.
+* ``scorer``: the default posterior engine (a fitted count prior and a count likelihood that
+  models the randomization), decisions and their evaluation (AUC, reliability).
+* ``report``: the demo report's uniqueness section.
 
 See spec/uniqueness.md.
 """
@@ -37,6 +42,29 @@ from reidrisk.uniqueness.estimators import (
     snb_uniques,
     zayatz_uniques,
 )
+from reidrisk.uniqueness.model import (
+    Database,
+    PopulationEstimate,
+    UniquenessError,
+    UniquenessModel,
+    UniquenessScores,
+    count_matches,
+    estimate_population,
+    neighbor_counts,
+)
+from reidrisk.uniqueness.scorer import (
+    Classification,
+    CountPosterior,
+    CountPrior,
+    Reliability,
+    ScoringError,
+    classification,
+    count_posterior,
+    decide,
+    fit_count_prior,
+    reliability,
+    roc_auc,
+)
 from reidrisk.uniqueness.floors import FloorError, floor_bound, floor_q
 from reidrisk.uniqueness.posterior import (
     PosteriorError,
@@ -47,6 +75,10 @@ from reidrisk.uniqueness.posterior import (
 )
 
 __all__ = [
+    "Classification", "CountPosterior", "CountPrior", "Database", "PopulationEstimate",
+    "Reliability", "ScoringError", "UniquenessError", "UniquenessModel", "UniquenessScores",
+    "classification", "count_matches", "count_posterior", "decide", "estimate_population",
+    "fit_count_prior", "neighbor_counts", "reliability", "roc_auc",
     "CountPrediction", "FloorError", "PosteriorError", "PosteriorResult", "ProductDomainEstimate",
     "ProductDomainTooLarge", "SampleFrequencies", "UniquesEstimate", "accuracy",
     "classify_greater", "copula_baseline", "dankar_uniques", "estimate_population_uniques",

@@ -1,0 +1,212 @@
+"""``reidrisk uniqueness``: how many people in a population share each record's values (paper 000).
+
+``reidrisk uniqueness score --population N --db FILE[:RATE[:grr:EPSILON]] ... --records FILE``
+fits ``UniquenessModel`` to the databases (raw records, or k-RR reports stored as category labels)
+and writes one row per query record: E[X], P(X = 1), P(X > T) and the flag "at most T people share
+these values" for every threshold T.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+import numpy as np
+
+from reidrisk.uniqueness.scorer import RULES
+
+
+class _UserError(click.ClickException):
+    """Bad input, shown as one line ``Error: ...`` with exit code 2."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class DatabaseSpec:
+    """A parsed ``--db`` value: path, sampling rate (None = size / N), mechanism and budget."""
+
+    path: Path
+    rate: float | None
+    mechanism: str | None
+    epsilon: float | None
+
+
+def parse_db_spec(text: str) -> DatabaseSpec:
+    """Parse ``FILE[:RATE[:MECHANISM:EPSILON]]`` (read from the right, so a path may contain ':').
+
+    RATE is the share of the population the file samples, in (0, 1]; MECHANISM:EPSILON declares
+    that the file holds k-RR reports (``grr``) randomized with a whole-record budget EPSILON.
+    """
+    parts = text.split(":")
+    mech = eps = rate = None
+
+    def num(s: str) -> float | None:
+        try:
+            return float(s)
+        except ValueError:
+            return None
+
+    if len(parts) >= 4 and num(parts[-1]) is not None and num(parts[-2]) is None and num(parts[-3]) is not None:
+        mech, eps, rate = parts[-2].lower(), num(parts[-1]), num(parts[-3])
+        parts = parts[:-3]
+    elif len(parts) >= 3 and num(parts[-1]) is not None and num(parts[-2]) is None and parts[-2].lower() == "grr":
+        mech, eps = parts[-2].lower(), num(parts[-1])
+        parts = parts[:-2]
+    elif len(parts) >= 2 and num(parts[-1]) is not None:
+        rate = num(parts[-1])
+        parts = parts[:-1]
+    path = ":".join(parts)
+    if not path:
+        raise _UserError(f"--db {text!r}: no file name; use FILE[:RATE[:grr:EPSILON]]")
+    if rate is not None and not (math.isfinite(rate) and 0.0 < rate <= 1.0):
+        raise _UserError(
+            f"--db {text!r}: sampling rate {rate:g} is outside (0, 1]; give the share of the "
+            "population the file samples (e.g. 0.1), or leave it out to use size / N"
+        )
+    if mech is not None:
+        if mech != "grr":
+            raise _UserError(
+                f"--db {text!r}: mechanism {mech!r} is not supported for files of labels; only k-RR "
+                "reports ('grr') are one category per attribute"
+            )
+        if eps is None or not math.isfinite(eps) or eps <= 0:
+            raise _UserError(f"--db {text!r}: the budget must be a number > 0 (whole record)")
+    return DatabaseSpec(Path(path), rate, mech, eps)
+
+
+@click.group(name="uniqueness")
+def group() -> None:
+    """Population uniqueness of records from sampled databases, raw or randomized with LDP
+    (paper 000)."""
+
+
+def _thresholds(ctx, param, value):
+    for t in value:
+        if not math.isfinite(t) or t < 0:
+            raise click.BadParameter(f"{t!r} is not a threshold; use numbers >= 0", ctx=ctx, param=param)
+    return value
+
+
+@group.command("score")
+@click.option("--population", "-N", "population", type=click.IntRange(min=1), required=True,
+              help="Size N of the population the databases were sampled from.")
+@click.option("--db", "dbs", multiple=True, required=True, metavar="FILE[:RATE[:grr:EPS]]",
+              help="A sampled database (CSV or Parquet). RATE: share of the population it holds "
+                   "(default: its size / N). ':grr:EPS' marks k-RR reports with whole-record "
+                   "budget EPS. Repeat for several databases.")
+@click.option("--records", "records", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Query records (CSV or Parquet), one row per person to score.")
+@click.option("--schema", "schema_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Schema JSON (see `reidrisk schema infer`); inferred from all files when omitted.")
+@click.option("-T", "--threshold", "thresholds", type=float, multiple=True, callback=_thresholds,
+              help="Threshold T of P(X > T) and of the flag; repeat for several. [default: 1]")
+@click.option("--method", type=click.Choice(["reidrisk", "paper"]), default="reidrisk", show_default=True,
+              help="reidrisk: calibrated prior, randomization-aware counts; paper: paper 000 as printed.")
+@click.option("--rule", type=click.Choice(list(RULES)), default=None,
+              help="Decision rule of the flag [default: balanced for reidrisk, expected for paper].")
+@click.option("--id", "id_column", default=None, metavar="COLUMN",
+              help="Column of --records copied to the output to identify each row.")
+@click.option("-o", "--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Output CSV or Parquet (default: CSV on standard output).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the model's random draws.")
+def score(population, dbs, records, schema_path, thresholds, method, rule, id_column, out, seed) -> None:
+    """Score every query record: E[X], P(X = 1), P(X > T) and a flag, where X is the number of
+    people in the population who share the record's values.
+
+    The flag (flag_le_T) is 1 when the record is predicted to be shared by at most T people: with
+    T = 1, when it is predicted to be unique and so re-identifiable.
+    """
+    from reidrisk.copula import CopulaError
+    from reidrisk.data.io import read_table, write_table
+    from reidrisk.uniqueness.floors import FloorError
+    from reidrisk.uniqueness.model import Database, UniquenessError, UniquenessModel
+    from reidrisk.uniqueness.posterior import PosteriorError
+    from reidrisk.uniqueness.scorer import ScoringError
+
+    t0 = time.perf_counter()
+    specs = [parse_db_spec(s) for s in dbs]
+    thresholds = thresholds or (1.0,)
+    frames = [read_table(sp.path) for sp in specs]
+    for sp, fr in zip(specs, frames):
+        if len(fr) == 0:
+            raise _UserError(f"{str(sp.path)!r} has no rows; a database needs at least one record")
+    query = read_table(records)
+    if len(query) == 0:
+        raise _UserError(f"{str(records)!r} has no rows; nothing to score")
+    ids = None
+    if id_column is not None:
+        if id_column not in query.columns:
+            raise _UserError(f"--id {id_column!r}: no such column in {str(records)!r}; columns are "
+                             f"{', '.join(map(str, query.columns))}")
+        ids = query[id_column].to_numpy()
+        query = query.drop(columns=[id_column])
+    schema = _load_schema(schema_path, frames, query)
+    try:
+        databases = []
+        for sp, fr in zip(specs, frames):
+            codes = _encode(schema, fr, sp.path)
+            if sp.mechanism is None:
+                databases.append(Database(codes, sp.rate, sp.path.name))
+            else:
+                databases.append(Database.from_randomized_codes(codes, schema, sp.mechanism, sp.epsilon,
+                                                                sp.rate, sp.path.name))
+        rec = _encode(schema, query, records)
+        model = UniquenessModel(method, rule=rule, rng=seed).fit(databases, population, schema=schema)
+        result = model.score(rec, T=list(thresholds), keep_pmf=False)
+    except (UniquenessError, ScoringError, PosteriorError, FloorError, CopulaError) as exc:
+        raise _UserError(" ".join(str(exc).split())) from exc
+    frame = result.to_frame()
+    if ids is not None:
+        frame.insert(0, id_column, ids)
+    else:
+        frame.insert(0, "row", np.arange(len(frame)))
+    if out is None:
+        frame.to_csv(sys.stdout, index=False)
+    else:
+        write_table(frame, out)
+    flagged = ", ".join(f"{int(result.at_risk[:, j].sum())} at most {t:g}"
+                        for j, t in enumerate(result.thresholds))
+    click.echo(
+        f"Scored {result.n_records} records against {len(databases)} database(s), N = {population:,}, "
+        f"method {method} (rule {result.rule}): flagged {flagged}. "
+        f"({time.perf_counter() - t0:.1f} s)" + (f" Wrote {out}." if out is not None else ""),
+        err=True,
+    )
+
+
+def _load_schema(path, frames, query):
+    import pandas as pd
+
+    from reidrisk.schema import Schema
+
+    if path is not None:
+        return Schema.load(path)
+    cols = list(query.columns)
+    for fr in frames:
+        if list(fr.columns) != cols:
+            missing = sorted(set(cols) ^ set(fr.columns))
+            raise _UserError(
+                "without --schema every file must have the same columns as --records; they differ "
+                f"in {', '.join(map(str, missing))}. Pass --schema or select the same columns"
+            )
+    return Schema.infer(pd.concat([*frames, query], ignore_index=True))
+
+
+def _encode(schema, frame, path) -> np.ndarray:
+    from reidrisk.schema import SchemaError
+
+    missing = [n for n in schema.names if n not in frame.columns]
+    if missing:
+        raise _UserError(f"{str(path)!r} lacks the schema column(s) {', '.join(missing)}")
+    try:
+        return schema.encode(frame[schema.names])
+    except SchemaError as exc:
+        raise SchemaError(f"{str(path)!r}: {exc}") from None
+
+
+__all__ = ["DatabaseSpec", "group", "parse_db_spec", "score"]

@@ -1,0 +1,845 @@
+"""Scoring query records: the posterior of a record's population count under a calibrated prior.
+
+Paper 000 (Section IV.C, eq. 15-19) conditions a binomial prior ``X ~ Binomial(N, q)``, truncated to
+``X >= 1``, on the records ``c_i`` of each sampled database that equal the query record. This module
+is the general form of that step used by ``UniquenessModel`` (spec/uniqueness.md, "Conditioning on
+the databases"; the paper's exact form is ``posterior.population_count_posterior``):
+
+Prior (``CountPrior``)
+    The query record belongs to a real person, so ``X = 1 + Y`` with ``Y`` the number of *other*
+    people with the same values (the exact form of the paper's existence floor: a person drawn from
+    the population has at least one member in their cell, and the others are counted by Y).
+    ``Y ~ NegBin(a, mu)`` with mean ``mu`` and dispersion ``a`` (variance ``mu + mu^2 / a``;
+    ``a = inf`` is Poisson(mu), the large-N limit of the paper's Binomial(N - 1, q)). The mean and
+    the dispersion are log-linear in the record's features (log q of the population model, and, when
+    a database holds raw records, log(1 + the records that differ from it on exactly one
+    attribute))::
+
+        log mu = log(N - 1) + beta . f          log a = alpha_0 + alpha_1 log mu
+
+    and are fitted by maximum likelihood (``fit_count_prior``) on records whose count is observed
+    (the records of a database: their other matches in it, a binomial thinning of Y), or simulated
+    (records of a population drawn from the fitted model: Y itself). This is empirical Bayes: the
+    overdispersion ``1 / a`` absorbs the model's error in q instead of trusting q as exact.
+
+Likelihood of the counts (``count_posterior``)
+    Database i samples each person with probability ``s_i``. A member of the record's cell in D_i is
+    counted with probability ``kappa_i`` (1 for a raw database without missing values; for an LDP
+    database the probability that every randomized value still matches, prod_j p_j) and records from
+    other cells are counted by chance, ``NegBin(r, phi_i)`` (0 for raw data; phi comes from an
+    approximation, hence the overdispersion r, Poisson when r = inf)::
+
+        c_i | X = x  ~  Binomial(x, s_i kappa_i) (+) NegBin(r, phi_i)
+
+    With ``kappa_i = 1, phi_i = 0`` this is the paper's eq. 17 factor ``C(x, c_i) s^c (1 - s)^(x - c)``.
+    Databases sample independently, so the likelihoods multiply.
+
+Support (``count_grid``)
+    Each record's posterior is evaluated on the counts 1..``exact`` one by one (when its support
+    reaches down there) and on geometric bins over a window around its posterior (mass = bin width
+    x the pmf at the bin's centre, the continuous extension through log-gamma), the bins no wider
+    than ``ratio`` and than a quarter of the posterior's relative spread (a Poisson prior with mean
+    10^4 is 1 % wide). The window starts from the prior's ``tail`` quantiles and the counts, is
+    narrowed on a coarse pass to where the density is within e^-45 of its peak, and is widened when
+    an edge bin holds more than 1e-9. Its size depends on the spread of the posterior, not on N: the
+    same evidence costs the same at N = 30,000 and at N = 10 million, and nothing is summed to N.
+
+Also here: the decision rules for "count > T", and the evaluation helpers used by the benchmarks and
+the report (balanced accuracy, ROC AUC, the reliability curve of P(X = 1)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+from scipy import optimize, stats
+from scipy.special import digamma, gammaln, logsumexp
+
+DEFAULT_EXACT: int = 64
+"""Counts 1..DEFAULT_EXACT are held exactly on the posterior grid (every T <= 64 is exact)."""
+
+DEFAULT_RATIO: float = 1.0 / 16.0
+"""Largest relative width of the geometric bins above ``DEFAULT_EXACT`` (narrower where the
+posterior is narrower: a quarter of its coefficient of variation)."""
+
+DEFAULT_TAIL: float = 1e-12
+"""Prior tail mass left outside the initial window of each record."""
+
+RULES: tuple[str, ...] = ("balanced", "probability", "expected")
+"""Decision rules for "count > T" (see ``decide``)."""
+
+LOG_A_RANGE: tuple[float, float] = (-6.0, 12.0)
+"""Bounds on log a (a = dispersion); above e^12 the prior is Poisson for every practical purpose."""
+
+_MAX_EXTENSIONS = 8
+_MIN_RATIO = 1.0 / 8192.0
+_COARSE_RATIO = 1.0 / 16.0
+_EDGE_MASS = 1e-9  # a window is widened when one of its edge bins holds more
+_WINDOW_NATS = 45.0  # bins below e^-45 of the peak density are outside the window
+
+
+class ScoringError(ValueError):
+    """Bad scoring input. The message names the parameter, the record or database and the fix."""
+
+
+# ---------------------------------------------------------------------------------------------
+# the prior
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CountPrior:
+    """Calibrated prior of Y = X - 1, the number of other people sharing a record's values.
+
+    ``Y ~ NegBin(a, mu)`` with ``log mu = log(N - 1) + features @ beta`` and
+    ``log a = alpha[0] + alpha[1] * log mu`` (clipped to ``LOG_A_RANGE``).
+
+    Attributes
+    ----------
+    names : feature names, the first is ``"intercept"``
+    beta : (k,) coefficients of the log mean
+    alpha : (2,) coefficients of the log dispersion
+    source : where the fitted counts came from ("databases" or "simulation")
+    n_fit : records the prior was fitted on
+    loglik : maximized log-likelihood (without the penalty)
+    converged : the optimizer met its tolerance
+    """
+
+    names: tuple[str, ...]
+    beta: np.ndarray
+    alpha: np.ndarray
+    source: str
+    n_fit: int
+    loglik: float
+    converged: bool
+
+    def log_mean(self, features: np.ndarray, N: int) -> np.ndarray:
+        """log mu (r,) for a (r, k) feature matrix (first column = 1) and population size N."""
+        F = _check_features(features, len(self.names))
+        return np.log(max(int(N) - 1, 1)) + F @ self.beta
+
+    def dispersion(self, log_mu: np.ndarray) -> np.ndarray:
+        """a (r,) for log mu (r,)."""
+        return np.exp(np.clip(self.alpha[0] + self.alpha[1] * np.asarray(log_mu), *LOG_A_RANGE))
+
+    def parameters(self, features: np.ndarray, N: int) -> tuple[np.ndarray, np.ndarray]:
+        """(mu, a), each (r,)."""
+        lm = self.log_mean(features, N)
+        return np.exp(lm), self.dispersion(lm)
+
+    def prob_at_least(self, k: np.ndarray | float, features: np.ndarray, N: int) -> np.ndarray:
+        """Prior P(Y >= k) per record, i.e. P(X > k) for the record's count X = 1 + Y."""
+        mu, a = self.parameters(features, N)
+        return nb_sf(np.asarray(k, dtype=np.float64) - 1.0, a, mu)
+
+    def to_dict(self) -> dict:
+        return {"names": list(self.names), "beta": self.beta.tolist(), "alpha": self.alpha.tolist(),
+                "source": self.source, "n_fit": self.n_fit, "loglik": self.loglik,
+                "converged": self.converged}
+
+
+def _check_features(F, k: int | None = None) -> np.ndarray:
+    F = np.asarray(F, dtype=np.float64)
+    if F.ndim != 2 or (k is not None and F.shape[1] != k):
+        raise ScoringError(f"features must be an (r, {k}) matrix, got shape {F.shape}")
+    if not np.all(np.isfinite(F)):
+        i = int(np.argwhere(~np.isfinite(F))[0, 0])
+        raise ScoringError(f"features of record {i} are not finite: {F[i].tolist()}")
+    return F
+
+
+def nb_logpmf(y: np.ndarray, a: np.ndarray, mu: np.ndarray) -> np.ndarray:
+    """log NegBin(y; a, mu) (mean mu, variance mu + mu^2/a); y may be non-integer (log-gamma form).
+
+    ``a = inf`` (or above e^30) gives Poisson(mu); ``mu = 0`` puts all mass at y = 0. Broadcasts.
+    """
+    y, a, mu = np.broadcast_arrays(np.asarray(y, dtype=np.float64), np.asarray(a, dtype=np.float64),
+                                   np.asarray(mu, dtype=np.float64))
+    pois = a > 1e13
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lm = np.log(mu)
+        yl = np.where(y > 0, y * lm, 0.0)
+        p_out = yl - mu - gammaln(y + 1.0)
+        ap = np.where(pois, 1.0, a)
+        log_apm = np.log(ap + mu)
+        nb = (gammaln(y + ap) - gammaln(ap) - gammaln(y + 1.0) + ap * (np.log(ap) - log_apm)
+              + np.where(y > 0, y * (lm - log_apm), 0.0))
+    out = np.where(pois, p_out, nb)
+    out = np.where(mu <= 0, np.where(y == 0, 0.0, -np.inf), out)
+    return out
+
+
+def nb_sf(k: np.ndarray | float, a: np.ndarray, mu: np.ndarray) -> np.ndarray:
+    """P(Y > k) for Y ~ NegBin(a, mu) (Poisson where a is infinite), broadcast."""
+    k, a, mu = np.broadcast_arrays(np.asarray(k, dtype=np.float64), np.asarray(a, dtype=np.float64),
+                                   np.asarray(mu, dtype=np.float64))
+    pois = a > 1e13
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ap = np.where(pois, 1.0, a)
+        nb = stats.nbinom.sf(k, ap, ap / (ap + mu))
+        po = stats.poisson.sf(k, mu)
+    out = np.where(pois, po, nb)
+    return np.where(mu <= 0, (k < 0).astype(np.float64), out)
+
+
+def _nb_isf(tail: float, a: np.ndarray, mu: np.ndarray) -> np.ndarray:
+    """Upper (1 - tail) quantile of NegBin(a, mu) (Poisson where a is infinite)."""
+    pois = a > 1e13
+    ap = np.where(pois, 1.0, a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q_nb = stats.nbinom.isf(tail, ap, ap / (ap + mu))
+        q_po = stats.poisson.isf(tail, mu)
+    out = np.where(pois, q_po, q_nb)
+    out = np.where(mu <= 0, 0.0, out)
+    return np.nan_to_num(out, nan=0.0, posinf=np.inf)
+
+
+_PRIOR_SD = 3.0  # sd of the weak Gaussian prior on every coefficient (keeps the fit finite)
+
+
+def fit_count_prior(
+    features: np.ndarray,
+    observed: np.ndarray,
+    thinning: float | np.ndarray,
+    N: int,
+    names: Sequence[str],
+    source: str,
+    start: Sequence[float] | None = None,
+) -> CountPrior:
+    """Fit ``CountPrior`` by penalized maximum likelihood.
+
+    Parameters
+    ----------
+    features : (n, k) feature matrix of the fitting records, first column 1.
+    observed : (n,) observed counts: ``Binomial(Y, thinning)`` of each record's Y (its other
+        matches in a database sampled at rate ``thinning``), or Y itself (``thinning = 1``).
+    thinning : scalar or (n,) in (0, 1]. A binomial thinning of NegBin(a, mu) is NegBin(a, t mu).
+    N : population size the counts refer to (the offset log(N - 1)).
+    names : k feature names.
+
+    ``alpha_1`` is confined to (0, 1) (a logistic transform) so that the prior is stochastically
+    increasing in mu: P(X > T) then never falls as q rises. The coefficients (beta, alpha_0 and the
+    logit of alpha_1) get a weak N(start, 3^2) prior so that degenerate data (e.g. no record with a
+    match) still give finite estimates; with a few hundred records it is negligible. The gradient is
+    analytic (d log L / d log m = a (y - m) / (a + m); d / d log a = a [psi(y + a) - psi(a) + log a
+    + 1 - log(a + m) - (a + y) / (a + m)]).
+    """
+    F = _check_features(features)
+    y = np.asarray(observed, dtype=np.float64)
+    n, k = F.shape
+    if y.shape != (n,) or np.any(y < 0) or np.any(y != np.round(y)):
+        raise ScoringError(f"observed must be ({n},) non-negative whole counts, got shape {y.shape}")
+    if len(names) != k:
+        raise ScoringError(f"names must name the {k} feature columns, got {list(names)}")
+    t = np.broadcast_to(np.asarray(thinning, dtype=np.float64), (n,))
+    if np.any(~(t > 0)) or np.any(t > 1):
+        raise ScoringError("thinning must be in (0, 1]")
+    if n < k + 2:
+        raise ScoringError(f"need at least {k + 2} records to fit the count prior, got {n}")
+    offset = np.log(max(int(N) - 1, 1))
+    theta0 = np.zeros(k + 2)
+    if start is not None:
+        theta0[:] = np.asarray(start, dtype=np.float64)
+    else:
+        theta0[1] = 1.0 if k > 1 else 0.0  # mu = (N - 1) q when the first feature is log q
+    log_t = np.log(t)
+    lo_a, hi_a = LOG_A_RANGE
+
+    def unpack(theta):
+        # alpha_1 = sigmoid(u) in (0, 1): the prior is then stochastically increasing in mu
+        # (Gamma mixing with shape and scale both non-decreasing), so P(X > T) rises with q.
+        u = theta[k + 1]
+        a1 = 0.5 * (1.0 + np.tanh(0.5 * u))
+        return theta[:k], theta[k], a1
+
+    def negloglik(theta):
+        beta, a0, a1 = unpack(theta)
+        log_mu = offset + F @ beta
+        raw = a0 + a1 * log_mu
+        la = np.clip(raw, lo_a, hi_a)
+        inside = (raw > lo_a) & (raw < hi_a)
+        a = np.exp(la)
+        log_m = np.clip(log_mu + log_t, -700, 700)
+        m = np.exp(log_m)
+        log_am = np.logaddexp(la, log_m)
+        ll = (gammaln(y + a) - gammaln(a) - gammaln(y + 1.0) + a * (la - log_am)
+              + y * (log_m - log_am))
+        g_m = a * (y - m) / (a + m)
+        g_a = a * (digamma(y + a) - digamma(a) + la + 1.0 - log_am - (a + y) / (a + m))
+        g_a = np.where(inside, g_a, 0.0)
+        grad_beta = F.T @ (g_m + a1 * g_a)
+        grad_al = np.array([g_a.sum(), (g_a * log_mu).sum() * a1 * (1.0 - a1)])
+        pen = 0.5 * np.sum((theta - theta0) ** 2) / _PRIOR_SD**2
+        grad = -np.concatenate([grad_beta, grad_al]) + (theta - theta0) / _PRIOR_SD**2
+        return -ll.sum() + pen, grad
+
+    # BFGS: on this small problem L-BFGS-B's Fortran core is far slower with a threaded BLAS
+    res = optimize.minimize(negloglik, theta0, jac=True, method="BFGS",
+                            options={"maxiter": 1000, "gtol": 1e-6 * n})
+    theta = res.x
+    value, grad = negloglik(theta)
+    loglik = -(value - 0.5 * np.sum((theta - theta0) ** 2) / _PRIOR_SD**2)
+    b, a0, a1 = unpack(theta)
+    beta, al = b.copy(), np.array([a0, a1])
+    beta.flags.writeable = False
+    al.flags.writeable = False
+    converged = bool(res.success or np.max(np.abs(grad)) <= 1e-3 * n)
+    return CountPrior(tuple(names), beta, al, str(source), int(n), float(loglik), converged)
+
+
+# ---------------------------------------------------------------------------------------------
+# the support
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CountGrid:
+    """Bins of counts [lo, hi] (inclusive), ascending and disjoint: width 1 for the counts
+    1..``exact``, then geometric bins over a window. ``mid`` = (lo + hi) / 2 is where each bin's
+    pmf is evaluated."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+
+    @property
+    def mid(self) -> np.ndarray:
+        return 0.5 * (self.lo + self.hi)
+
+    @property
+    def width(self) -> np.ndarray:
+        return (self.hi - self.lo + 1).astype(np.float64)
+
+    @property
+    def size(self) -> int:
+        return int(self.lo.size)
+
+
+def count_grid(x_max: int, exact: int = DEFAULT_EXACT, ratio: float = DEFAULT_RATIO,
+               x_min: int = 1) -> CountGrid:
+    """Bins covering 1..min(exact, x_max) one by one (when x_min <= exact) and
+    max(exact + 1, x_min)..x_max with bins of relative width ``ratio`` (at least 1 count each)."""
+    lo, hi = _grids(np.array([x_min]), np.array([x_max]), np.array([ratio]), exact)
+    keep = hi[0] >= lo[0]
+    lo_a, hi_a = lo[0, keep].copy(), hi[0, keep].copy()
+    lo_a.flags.writeable = False
+    hi_a.flags.writeable = False
+    return CountGrid(lo_a, hi_a)
+
+
+def _grids(x_min: np.ndarray, x_max: np.ndarray, ratio: np.ndarray, exact: int
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Per-record bins, padded: (k, L) arrays lo, hi; padding bins have hi < lo.
+
+    Record i gets 1..min(exact, x_max_i) when x_min_i <= exact, then bins from
+    s_i = max(exact, x_min_i - 1) + 1 up to x_max_i with widths max(1, ceil(s_i rho (1 + rho)^j)).
+    """
+    x_min = np.maximum(np.asarray(x_min, dtype=np.int64), 1)
+    x_max = np.maximum(np.asarray(x_max, dtype=np.int64), x_min)
+    if exact < 1 or np.any(~(ratio > 0)) or np.any(ratio > 1):
+        raise ScoringError(f"need exact >= 1 and 0 < ratio <= 1, got exact={exact}")
+    k = x_min.size
+    has_exact = x_min <= exact
+    n_exact = np.where(has_exact, np.minimum(x_max, exact), 0)
+    start = np.maximum(exact, x_min - 1)  # the window's bins begin at start + 1
+    span = np.maximum(x_max - start, 0)
+    # widths ceil(s rho (1 + rho)^j) add up to at least s ((1 + rho)^J - 1): J bins reach x_max
+    geo = np.ceil(np.log1p(span / np.maximum(start, 1)) / np.log1p(ratio)) + 1
+    n_win = np.where(span > 0, np.minimum(span, geo), 0).astype(np.int64)
+    E, W = int(n_exact.max(initial=0)), int(n_win.max(initial=0))
+    lo = np.empty((k, E + W), dtype=np.int64)
+    hi = np.empty((k, E + W), dtype=np.int64)
+    if E:
+        j = np.arange(1, E + 1)[None, :]
+        lo[:, :E] = j
+        hi[:, :E] = np.where(j <= n_exact[:, None], j, 0)
+    if W:
+        j = np.arange(W)[None, :]
+        width = np.maximum(1.0, np.ceil(start[:, None] * ratio[:, None] * (1.0 + ratio[:, None]) ** j))
+        edges = start[:, None] + np.cumsum(width, axis=1).astype(np.int64)
+        upper = np.minimum(edges, x_max[:, None])
+        lower = np.concatenate([start[:, None], upper[:, :-1]], axis=1) + 1
+        valid = (lower <= x_max[:, None]) & (span[:, None] > 0)
+        lo[:, E:] = np.where(valid, lower, 1)
+        hi[:, E:] = np.where(valid, upper, 0)
+    return lo, hi
+
+
+# ---------------------------------------------------------------------------------------------
+# the posterior
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CountPosterior:
+    """Posterior of the population count X of r records.
+
+    Every record has its own bins (``pmf``); records are evaluated in blocks,
+    ``blocks[b] = (rows, lo, hi, probs)`` with (len(rows), L_b) bin bounds (padding bins have
+    hi < lo) and posterior masses (None when not kept).
+
+    Attributes
+    ----------
+    expected : (r,) E[X] (paper 000 eq. 19 under this prior)
+    variance : (r,) Var[X]
+    p_unique : (r,) P(X = 1)
+    thresholds : (t,) the thresholds T asked for at scoring time
+    p_greater : (r, t) P(X > T)
+    edge_mass : (r,) posterior mass in the outermost bins of the record's window (an estimate of
+        the mass left outside it)
+    support_sizes : (r,) bins each record was evaluated on (its cost)
+    N : population size
+    """
+
+    blocks: tuple
+    expected: np.ndarray
+    variance: np.ndarray
+    p_unique: np.ndarray
+    thresholds: np.ndarray
+    p_greater: np.ndarray
+    edge_mass: np.ndarray
+    support_sizes: np.ndarray
+    N: int
+
+    @property
+    def n_records(self) -> int:
+        return int(self.expected.size)
+
+    @property
+    def support_size(self) -> int:
+        """Largest number of bins any record was evaluated on."""
+        return int(self.support_sizes.max(initial=0))
+
+    def _find(self, i: int):
+        i = int(i)
+        if not 0 <= i < self.n_records:
+            raise IndexError(f"record index {i} outside 0..{self.n_records - 1}")
+        for rows, lo, hi, probs in self.blocks:
+            hit = np.flatnonzero(rows == i)
+            if hit.size:
+                return lo, hi, probs, int(hit[0])
+        raise IndexError(i)  # pragma: no cover
+
+    def pmf(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(lo, hi, mass) of record i: bins of counts [lo, hi] with non-zero posterior mass."""
+        lo, hi, probs, k = self._find(i)
+        if probs is None:
+            raise ScoringError("the posterior pmf was not kept; score with keep_pmf=True")
+        keep = (hi[k] >= lo[k]) & (probs[k] > 0)
+        return lo[k, keep].copy(), hi[k, keep].copy(), probs[k, keep].copy()
+
+    def prob_greater(self, T: float | np.ndarray) -> np.ndarray:
+        """P(X > T): scalar T -> (r,); 1-D array -> (r, len(T)). Needs the kept pmf unless every T
+        was among ``thresholds``."""
+        t = np.atleast_1d(np.asarray(T, dtype=np.float64))
+        scalar = np.ndim(T) == 0
+        if t.ndim != 1 or np.isnan(t).any():
+            raise ScoringError(f"T must be a number or a 1-D array of numbers, got {T!r}")
+        known = {float(v): j for j, v in enumerate(self.thresholds)}
+        if all(float(v) in known for v in t):
+            out = self.p_greater[:, [known[float(v)] for v in t]]
+        else:
+            out = np.empty((self.n_records, t.size))
+            for rows, lo, hi, probs in self.blocks:
+                if probs is None:
+                    raise ScoringError("the posterior pmf was not kept; score with these T or keep_pmf=True")
+                out[rows] = _greater(probs, lo, hi, t)
+        out = np.clip(out, 0.0, 1.0)
+        return out[:, 0] if scalar else out
+
+
+def _greater(P: np.ndarray, lo: np.ndarray, hi: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """(k, len(t)) P(X > T) from per-record bins (linear within a bin)."""
+    width = np.maximum(hi - lo + 1, 1).astype(np.float64)
+    out = np.empty((P.shape[0], t.size))
+    for j, v in enumerate(np.floor(t)):  # loop over thresholds
+        share = np.clip((hi - v) / width, 0.0, 1.0)
+        out[:, j] = (P * share).sum(axis=1)
+    return out
+
+
+def _check_rates(rates, m: int) -> np.ndarray:
+    s = np.atleast_1d(np.asarray(rates, dtype=np.float64))
+    if s.shape != (m,):
+        raise ScoringError(f"rates must give one sampling rate per database ({m}), got shape {s.shape}")
+    for i, v in enumerate(s):
+        if not (np.isfinite(v) and 0.0 < v <= 1.0):
+            raise ScoringError(
+                f"database {i}: sampling rate s = {v!r} is outside (0, 1]; pass the share of the "
+                "population the database holds (its size / N)"
+            )
+    return s
+
+
+def _per_db(value, default: float, r: int, m: int, name: str, lo: float, hi: float) -> np.ndarray:
+    if value is None:
+        return np.full((r, m), default)
+    v = np.asarray(value, dtype=np.float64)
+    if v.ndim == 1 and v.size == m:
+        v = np.broadcast_to(v[None, :], (r, m))
+    v = np.broadcast_to(v, (r, m)) if v.ndim == 0 else v
+    if v.shape != (r, m):
+        raise ScoringError(f"{name} must be a scalar, ({m},) or ({r}, {m}), got shape {v.shape}")
+    if np.any(~np.isfinite(v)) or np.any(v < lo) or np.any(v > hi):
+        raise ScoringError(f"{name} must lie in [{lo}, {hi}]")
+    return np.array(v, dtype=np.float64)
+
+
+def _log_binom(c: np.ndarray, x: np.ndarray, log_p: np.ndarray, log_1mp: np.ndarray) -> np.ndarray:
+    """log Binomial(c; x, p) for real x >= 0 (log-gamma form); -inf where c > x."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = (gammaln(x + 1.0) - gammaln(c + 1.0) - gammaln(x - c + 1.0)
+               + np.where(c > 0, c * log_p, 0.0) + np.where(x - c > 0, (x - c) * log_1mp, 0.0))
+    return np.where(c <= x, out, -np.inf)
+
+
+def _log_likelihood(x: np.ndarray, c: np.ndarray, s: float, kappa: np.ndarray, phi: np.ndarray,
+                    r: float = np.inf) -> np.ndarray:
+    """log P(c | X = x) for one database: Binomial(x, s kappa) (+) the chance matches.
+
+    The chance matches are NegBin(r, phi) (mean phi, variance phi + phi^2 / r; r = inf: Poisson):
+    phi is itself an approximation, and with kappa ~ 1e-5 an excess of one or two counts over a
+    Poisson(phi) would be read as a cell of ~1 / (s kappa) people. x (1, L) grid points; c, kappa,
+    phi (k, 1). Summed over j = c - k chance matches, j = 0..min(max c, J) with J covering their
+    mass (loop over j, not records).
+    """
+    p = s * kappa
+    with np.errstate(divide="ignore"):
+        log_p = np.log(p)
+        log_1mp = np.log1p(-np.minimum(p, 1.0))  # -inf for a census (p = 1): X = c exactly
+    if not np.any(phi > 0):
+        return _log_binom(c, x, log_p, log_1mp)
+    phi_max = float(phi.max())
+    spread = phi_max * (1.0 + 30.0 / r) if np.isfinite(r) else 12.0 * np.sqrt(phi_max)
+    J = int(min(c.max(), np.ceil(phi_max + spread + 30.0)))
+    terms = []
+    for j in range(J + 1):
+        cj = c - j
+        lp = np.where(phi > 0, nb_logpmf(float(j), r, phi), 0.0 if j == 0 else -np.inf)
+        terms.append(np.where(cj >= 0, _log_binom(np.maximum(cj, 0), x, log_p, log_1mp) + lp, -np.inf))
+    return logsumexp(np.stack(terms), axis=0)
+
+
+def count_posterior(
+    mu: np.ndarray,
+    dispersion: np.ndarray | float,
+    N: int,
+    rates: Sequence[float] = (),
+    counts: np.ndarray | None = None,
+    kappa: np.ndarray | float | None = None,
+    false_matches: np.ndarray | float | None = None,
+    T: Sequence[float] | float = (),
+    keep_pmf: bool = True,
+    exact: int = DEFAULT_EXACT,
+    ratio: float = DEFAULT_RATIO,
+    tail: float = DEFAULT_TAIL,
+    block: int = 256,
+    false_dispersion: float = np.inf,
+) -> CountPosterior:
+    """Posterior of each record's population count X = 1 + Y given its database counts.
+
+    Parameters
+    ----------
+    mu, dispersion : (r,) prior mean and dispersion a of Y ~ NegBin(a, mu) (``CountPrior``);
+        a = inf gives Poisson(mu).
+    N : population size; X <= N.
+    rates : (m,) sampling rates s_i in (0, 1].
+    counts : (r, m) records of database i counted as matching each query record.
+    kappa : probability that a member of the record's cell in database i is counted (scalar, (m,) or
+        (r, m); default 1: raw data without missing values).
+    false_matches : expected chance matches phi_i from other cells (default 0: raw data).
+    false_dispersion : r of the chance matches, NegBin(r, phi) (inf = Poisson).
+    T : thresholds for ``p_greater``.
+    keep_pmf : keep the posterior mass per bin (needed for ``pmf`` and other thresholds).
+    block : records evaluated together on one grid.
+
+    Support. Each record gets a window [lo, hi] beyond the exact counts: from the prior's
+    1 - ``tail`` quantiles and, for informative counts, 10 standard deviations around c / (s kappa).
+    Records are sorted by their window and processed in blocks; a block's grid holds 1..``exact`` one
+    by one and its records' windows in geometric bins no wider than a quarter of the narrowest
+    relative spread among them. A window whose edge bins hold more than 1e-9 is widened and the
+    block redone. The cost per record is set by the spread of its posterior, not by N.
+    """
+    mu = np.atleast_1d(np.asarray(mu, dtype=np.float64))
+    r = mu.size
+    if mu.ndim != 1 or np.any(~np.isfinite(mu)) or np.any(mu < 0):
+        raise ScoringError("mu must be a 1-D array of finite prior means >= 0")
+    a = np.broadcast_to(np.asarray(dispersion, dtype=np.float64), (r,)).copy()
+    if np.any(np.isnan(a)) or np.any(a <= 0):
+        raise ScoringError("dispersion must be > 0 (np.inf for a Poisson prior)")
+    try:
+        Nn = int(N)
+        ok = Nn == N and Nn >= 1
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise ScoringError(f"population size N must be an integer >= 1, got {N!r}")
+    s = _check_rates(rates, len(np.atleast_1d(rates)) if np.size(rates) else 0)
+    m = s.size
+    if counts is None:
+        if m:
+            raise ScoringError(f"counts is required: one column per database ({m} databases)")
+        c = np.zeros((r, 0))
+    else:
+        c = np.asarray(counts)
+        if c.ndim == 1 and m == 1:
+            c = c[:, None]
+        if c.shape != (r, m):
+            raise ScoringError(f"counts must have shape (records, databases) = ({r}, {m}), got {c.shape}")
+        if c.size and (np.any(c < 0) or np.any(c != np.round(c))):
+            raise ScoringError("counts must be whole numbers >= 0")
+        c = c.astype(np.float64)
+    kap = _per_db(kappa, 1.0, r, m, "kappa", 0.0, 1.0)
+    if np.any(kap <= 0):
+        raise ScoringError("kappa must be > 0: a database in which no member could ever be counted "
+                           "carries no evidence; drop it")
+    phi = _per_db(false_matches, 0.0, r, m, "false_matches", 0.0, np.inf)
+    r_false = float(false_dispersion)
+    if not r_false > 0:
+        raise ScoringError(f"false_dispersion must be > 0 (inf for Poisson), got {false_dispersion!r}")
+    if m and np.any(c > Nn):
+        raise ScoringError(f"a count exceeds the population size N = {Nn}; check N")
+    thresholds = np.atleast_1d(np.asarray(T, dtype=np.float64)) if np.size(T) else np.zeros(0)
+
+    lo, hi, cv = _windows(mu, a, s, c, kap, phi, tail, Nn)
+    rho = np.clip(0.25 * cv, _MIN_RATIO, ratio)
+    expected = np.empty(r)
+    variance = np.empty(r)
+    p_unique = np.empty(r)
+    p_greater = np.empty((r, thresholds.size))
+    edge = np.empty(r)
+    sizes = np.empty(r, dtype=np.int64)
+    blocks = []
+    # records with similar windows together, so that little padding is evaluated
+    cost = np.where(lo <= exact, np.minimum(hi, exact), 0) + np.log1p(np.maximum(hi - np.maximum(lo, exact), 0) / np.maximum(lo, 1)) / rho
+    order = np.argsort(cost, kind="stable")
+    for b0 in range(0, r, max(int(block), 1)):
+        rows = order[b0:b0 + block]
+        b_lo, b_hi = lo[rows].copy(), hi[rows].copy()
+        args = (mu[rows], a[rows], s, c[rows], kap[rows], phi[rows], r_false, thresholds, Nn)
+        wide = b_hi > exact
+        if wide.any():
+            # locate the mass on coarse bins first, then refine only where it is
+            g_lo, g_hi = _grids(b_lo, b_hi, np.full(rows.size, _COARSE_RATIO), exact)
+            dens = _log_density(g_lo, g_hi, *args[:-2], Nn)
+            keep = dens >= dens.max(axis=1, keepdims=True) - _WINDOW_NATS
+            cols = np.arange(keep.shape[1])[None, :]
+            first = np.where(keep, cols, keep.shape[1]).min(axis=1)
+            last = np.where(keep, cols, -1).max(axis=1)
+            ridx = np.arange(rows.size)
+            new_lo = g_lo[ridx, np.maximum(first - 1, 0)]
+            n_valid = (g_hi >= g_lo).sum(axis=1)
+            new_hi = g_hi[ridx, np.minimum(last + 1, n_valid - 1)]
+            b_lo = np.where(wide, np.maximum(b_lo, np.where(new_lo <= exact, 1, new_lo)), b_lo)
+            b_hi = np.where(wide, np.minimum(b_hi, np.maximum(new_hi, 1)), b_hi)
+        for _ in range(_MAX_EXTENSIONS):
+            g_lo, g_hi = _grids(b_lo, b_hi, rho[rows], exact)
+            res = _evaluate(g_lo, g_hi, *args)
+            low_edge, high_edge = res[-2], res[-1]
+            widen_hi = (high_edge > _EDGE_MASS) & (b_hi < Nn)
+            widen_lo = (low_edge > _EDGE_MASS) & (b_lo > 1)
+            if not (widen_hi.any() or widen_lo.any()):
+                break
+            b_hi = np.where(widen_hi, np.minimum(Nn, 4 * np.maximum(b_hi, 1)), b_hi)
+            b_lo = np.where(widen_lo, np.maximum(1, b_lo // 4), b_lo)
+        e, v, p1, pg, P, low_edge, high_edge = res
+        expected[rows], variance[rows], p_unique[rows], p_greater[rows] = e, v, p1, pg
+        edge[rows] = np.maximum(low_edge, high_edge)
+        sizes[rows] = (g_hi >= g_lo).sum(axis=1)
+        if keep_pmf:
+            for arr in (g_lo, g_hi, P):
+                arr.flags.writeable = False
+            blocks.append((rows, g_lo, g_hi, P))
+        else:
+            blocks.append((rows, g_lo, g_hi, None))
+    arrays = dict(expected=expected, variance=variance, p_unique=p_unique, thresholds=thresholds,
+                  p_greater=np.clip(p_greater, 0.0, 1.0), edge_mass=edge, support_sizes=sizes)
+    for v in arrays.values():
+        v.flags.writeable = False
+    return CountPosterior(blocks=tuple(blocks), N=Nn, **arrays)
+
+
+def _windows(mu, a, s, c, kap, phi, tail, N):
+    """Per record: the window [lo, hi] holding the posterior beyond the exact counts, and the
+    relative spread (coefficient of variation) that sets the bin width there.
+
+    Prior: its tail quantiles (and the CV sqrt(1/mu + 1/a)). Counts well above chance (c > phi +
+    10 sqrt(phi)) in a database with p = s kappa: c / p +- 10 standard deviations (CV 1/sqrt(c));
+    the posterior lies between the lower of the two lower bounds and the higher of the upper ones.
+    """
+    pois = a > 1e13
+    ap = np.where(pois, 1.0, a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_hi = np.where(pois, stats.poisson.isf(tail, mu), stats.nbinom.isf(tail, ap, ap / (ap + mu)))
+        p_lo = np.where(pois, stats.poisson.ppf(tail, mu), stats.nbinom.ppf(tail, ap, ap / (ap + mu)))
+    p_hi = np.where(mu <= 0, 0.0, np.nan_to_num(p_hi, nan=0.0, posinf=N))
+    p_lo = np.where(mu <= 0, 0.0, np.nan_to_num(p_lo, nan=0.0))
+    lo = 1.0 + np.maximum(p_lo - 1.0, 0.0)
+    hi = 1.0 + p_hi
+    cv = np.sqrt(1.0 / np.maximum(mu, 1.0) + 1.0 / a)
+    if c.size:
+        p = s[None, :] * kap
+        informative = (c > phi + 10.0 * np.sqrt(phi)) & (c > 0)
+        sd = np.sqrt(np.maximum(c, 1.0) * (1.0 - np.minimum(p, 1.0)) + 1.0) / p
+        centre = c / p
+        l_lo = np.where(informative, np.maximum(c, centre - 10.0 * sd - 10.0), np.inf).min(axis=1)
+        l_hi = np.where(informative, centre + 10.0 * sd + 10.0, 0.0).max(axis=1)
+        lo = np.minimum(lo, l_lo)
+        hi = np.maximum(np.maximum(hi, l_hi), c.max(axis=1))
+        n_inf = np.where(informative & (p > 1e-3), c, 0.0).sum(axis=1)
+        cv = np.where(n_inf > 0, np.minimum(cv, 1.0 / np.sqrt(np.maximum(n_inf, 1.0))), cv)
+    hi = np.minimum(np.maximum(np.ceil(hi), 1.0), N)
+    lo = np.clip(np.floor(lo), 1.0, hi)
+    return lo.astype(np.int64), hi.astype(np.int64), cv
+
+
+def _log_density(lo, hi, mu, a, s, c, kap, phi, r_false, N):
+    """log posterior pmf (unnormalized, per count) at the bin centres; -inf on padding bins."""
+    valid = hi >= lo
+    x = np.where(valid, 0.5 * (lo + hi), 1.0)
+    lp = nb_logpmf(x - 1.0, a[:, None], mu[:, None])
+    for i in range(s.size):  # loop over databases
+        lp = lp + _log_likelihood(x, c[:, i:i + 1], s[i], kap[:, i:i + 1], phi[:, i:i + 1], r_false)
+    return np.where(valid & (x <= N), lp, -np.inf)
+
+
+def _evaluate(lo, hi, mu, a, s, c, kap, phi, r_false, thresholds, N):
+    """Posterior of k records on their (k, L) bins: summaries, the mass per bin, and the mass in
+    the window's first bin (when counts below it were left out) and in its last bin."""
+    valid = hi >= lo
+    width = np.where(valid, hi - lo + 1, 1).astype(np.float64)
+    x = np.where(valid, 0.5 * (lo + hi), 1.0)
+    lp = _log_density(lo, hi, mu, a, s, c, kap, phi, r_false, N) + np.log(width)
+    mx = lp.max(axis=1, keepdims=True)
+    if np.any(~np.isfinite(mx)):
+        raise ScoringError(
+            f"a record's counts are impossible under the model (every count from 1 to N = {N} has "
+            "zero probability); check the counts, the rates and N"
+        )
+    P = np.exp(lp - mx)
+    P /= P.sum(axis=1, keepdims=True)
+    e = (P * x).sum(axis=1)
+    # the spread within a bin adds (width^2 - 1) / 12
+    second = (P * (x**2 + (width**2 - 1.0) / 12.0)).sum(axis=1)
+    v = np.maximum(second - e**2, 0.0)
+    p1 = np.where(lo[:, 0] == 1, P[:, 0], 0.0)
+    pg = _greater(P, lo, hi, thresholds)
+    rows = np.arange(P.shape[0])
+    first = np.argmax(valid, axis=1)
+    low_edge = np.where(lo[rows, first] > 1, P[rows, first], 0.0)
+    last = valid.shape[1] - 1 - np.argmax(valid[:, ::-1], axis=1)
+    high_edge = np.where(hi[rows, last] < N, P[rows, last], 0.0)
+    return e, v, p1, pg, P, low_edge, high_edge
+
+
+# ---------------------------------------------------------------------------------------------
+# decisions
+# ---------------------------------------------------------------------------------------------
+def decide(
+    rule: str,
+    p_greater: np.ndarray,
+    expected: np.ndarray | None = None,
+    thresholds: np.ndarray | None = None,
+    base_rates: np.ndarray | None = None,
+) -> np.ndarray:
+    """The decision "count > T" per record and threshold, (r, t) bool.
+
+    * ``"balanced"``: P(X > T) > pi_T, where pi_T = P(X > T) over the population (the model's base
+      rate, ``base_rates``). This is the Bayes rule for balanced accuracy (equal weight on both
+      kinds of error, whatever their prevalence); with a calibrated P it flags a record whenever
+      its own evidence moves it above the population average.
+    * ``"probability"``: P(X > T) > 1/2, the Bayes rule for accuracy.
+    * ``"expected"``: the estimated count (E[X], paper 000 eq. 19, rounded to the nearest whole
+      number) exceeds T, i.e. E[X] >= T + 1/2: the paper's Section V classification.
+    """
+    P = np.atleast_2d(np.asarray(p_greater, dtype=np.float64))
+    if rule == "balanced":
+        if base_rates is None:
+            raise ScoringError("the balanced rule needs the base rates P(X > T) of the population")
+        return P > np.asarray(base_rates, dtype=np.float64)[None, :]
+    if rule == "probability":
+        return P > 0.5
+    if rule == "expected":
+        if expected is None or thresholds is None:
+            raise ScoringError("the expected rule needs E[X] and the thresholds")
+        return np.asarray(expected)[:, None] >= np.asarray(thresholds, dtype=np.float64)[None, :] + 0.5
+    raise ScoringError(f"unknown decision rule {rule!r}; choose one of {list(RULES)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# evaluation helpers (benchmarks, report)
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Classification:
+    """Scores of a "count > T" classifier against the truth.
+
+    accuracy: share of correct decisions; balanced_accuracy: mean of the true-positive and
+    true-negative rates (0.5 for any constant rule); auc: ROC AUC of the score (nan without a score
+    or when one class is absent); positives: share of records whose true count exceeds T.
+    """
+
+    accuracy: float
+    balanced_accuracy: float
+    auc: float
+    positives: float
+    n: int
+
+
+def roc_auc(score: np.ndarray, label: np.ndarray) -> float:
+    """Area under the ROC curve (Mann-Whitney U with mid-ranks for ties); nan if one class is empty."""
+    score = np.asarray(score, dtype=np.float64)
+    label = np.asarray(label, dtype=bool)
+    n1 = int(label.sum())
+    n0 = label.size - n1
+    if n1 == 0 or n0 == 0:
+        return float("nan")
+    ranks = stats.rankdata(score)
+    return float((ranks[label].sum() - n1 * (n1 + 1) / 2.0) / (n1 * n0))
+
+
+def classification(predicted: np.ndarray, truth_counts: np.ndarray, T: float,
+                   score: np.ndarray | None = None) -> Classification:
+    """Accuracy, balanced accuracy and AUC of the decisions ``predicted`` (bool, or a constant)
+    against the true counts and threshold T."""
+    truth = np.asarray(truth_counts) > T
+    pred = np.broadcast_to(np.asarray(predicted, dtype=bool), truth.shape)
+    pos, neg = truth, ~truth
+    tpr = pred[pos].mean() if pos.any() else np.nan
+    tnr = (~pred[neg]).mean() if neg.any() else np.nan
+    bal = float(np.nanmean([tpr, tnr]))
+    auc = roc_auc(score, truth) if score is not None else float("nan")
+    return Classification(float((pred == truth).mean()), bal, auc, float(truth.mean()), int(truth.size))
+
+
+@dataclass(frozen=True)
+class Reliability:
+    """Reliability curve of predicted probabilities: per bin [lo, hi), the mean prediction, the
+    observed frequency, its binomial standard error and the number of records."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    predicted: np.ndarray
+    observed: np.ndarray
+    se: np.ndarray
+    count: np.ndarray
+
+    def max_gap(self, min_count: int = 50) -> float:
+        """Largest |observed - predicted| over bins holding at least ``min_count`` records."""
+        ok = self.count >= min_count
+        return float(np.max(np.abs(self.observed[ok] - self.predicted[ok]))) if ok.any() else float("nan")
+
+
+def reliability(prob: np.ndarray, outcome: np.ndarray, bins: int = 10) -> Reliability:
+    """Bin predictions into ``bins`` equal-width bins on [0, 1] and compare with the outcomes."""
+    p = np.asarray(prob, dtype=np.float64)
+    y = np.asarray(outcome, dtype=np.float64)
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    idx = np.clip(np.digitize(p, edges) - 1, 0, bins - 1)
+    count = np.bincount(idx, minlength=bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pred = np.bincount(idx, weights=p, minlength=bins) / count
+        obs = np.bincount(idx, weights=y, minlength=bins) / count
+        se = np.sqrt(obs * (1 - obs) / count)
+    return Reliability(edges[:-1], edges[1:], pred, obs, se, count)
+
+
+__all__ = [
+    "Classification", "CountGrid", "CountPosterior", "CountPrior", "DEFAULT_EXACT", "DEFAULT_RATIO",
+    "DEFAULT_TAIL", "RULES", "Reliability", "ScoringError", "classification", "count_grid",
+    "count_posterior", "decide", "fit_count_prior", "nb_logpmf", "nb_sf", "reliability", "roc_auc",
+]
