@@ -40,6 +40,7 @@ RHO_MAX = 0.9999
 METHODS = ("table", "mi")
 _GRID = np.concatenate(([-RHO_MAX], np.linspace(-0.96, 0.96, 13), [RHO_MAX]))
 _FLOOR = 1e-300
+_SCORE_FLOOR = 1e-150
 _TOL = 1e-10
 _MAX_ITER = 60
 
@@ -244,7 +245,8 @@ def _solve_table(batch: PairBatch, target: np.ndarray):
     it = 0
     for it in range(1, _MAX_ITER + 1):
         prob, d1, d2 = batch.derivatives(x)
-        inv = 1.0 / np.maximum(prob, _FLOOR)
+        # floored at 1e-150 (not _FLOOR) so that (d1 / prob)^2 stays finite in float64
+        inv = 1.0 / np.maximum(prob, _SCORE_FLOOR)
         g1 = batch.per_pair(target * d1 * inv)
         g2 = batch.per_pair(target * (d2 * inv - (d1 * inv) ** 2))
         with np.errstate(divide="ignore", invalid="ignore"):
