@@ -242,3 +242,17 @@ def test_report_section(population):
     assert isinstance(section, Section) and section.figures[0].png.startswith(b"\x89PNG")
     html = render_html([section], "t")
     assert "most at risk" in html and "balanced accuracy" in html
+
+
+def test_scores_do_not_depend_on_the_batch():
+    """Records with different windows scored together give the same answers as one by one
+    (padding bins between a record's exact bins and its window once truncated the window)."""
+    from reidrisk.data.synthetic import make_population
+    from reidrisk.uniqueness import Database, UniquenessModel
+
+    pop = make_population(5000, [2, 3, 4, 5], dependence=0.6, rng=1)
+    sample = pop.codes[:500]
+    model = UniquenessModel().fit([Database(sample, rate=0.1)], 5000, schema=pop.schema)
+    together = model.score(sample[:40]).expected
+    alone = np.array([model.score(sample[i:i + 1]).expected[0] for i in range(40)])
+    np.testing.assert_allclose(together, alone, rtol=1e-9)

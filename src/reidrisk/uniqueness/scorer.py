@@ -622,9 +622,13 @@ def count_posterior(
             first = np.where(keep, cols, keep.shape[1]).min(axis=1)
             last = np.where(keep, cols, -1).max(axis=1)
             ridx = np.arange(rows.size)
-            new_lo = g_lo[ridx, np.maximum(first - 1, 0)]
-            n_valid = (g_hi >= g_lo).sum(axis=1)
-            new_hi = g_hi[ridx, np.minimum(last + 1, n_valid - 1)]
+            # one valid bin of margin on each side; padding bins (hi < lo) can sit between a
+            # record's exact bins and its window bins, so look for valid neighbours, not indices
+            valid = g_hi >= g_lo
+            before = np.where(valid & (cols < first[:, None]), cols, -1).max(axis=1)
+            after = np.where(valid & (cols > last[:, None]), cols, keep.shape[1]).min(axis=1)
+            new_lo = g_lo[ridx, np.where(before >= 0, before, first)]
+            new_hi = g_hi[ridx, np.where(after < keep.shape[1], after, last)]
             b_lo = np.where(wide, np.maximum(b_lo, np.where(new_lo <= exact, 1, new_lo)), b_lo)
             b_hi = np.where(wide, np.minimum(b_hi, np.maximum(new_hi, 1)), b_hi)
         for _ in range(_MAX_EXTENSIONS):
