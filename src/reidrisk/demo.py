@@ -103,6 +103,7 @@ class DemoResult:
     seconds: float = 0.0
     out: Path | None = None
     report: Path | None = None
+    extra_sections: tuple = ()
 
     @property
     def g(self) -> int:
@@ -413,6 +414,20 @@ def run_demo(
     if out is not None:
         from reidrisk.report import write_report
 
+        if g >= 2:  # paper 004 Fig. 10: true vs. estimated table of every collection method
+            from reidrisk.collect.report import demo_collect_section
+
+            log("Comparing the collection methods on one contingency table")
+            result = dataclasses.replace(result, extra_sections=(
+                demo_collect_section(schema, codes, missing_rate=0.0, seed=entropy),))
+        complete = codes[(codes != MISSING).all(axis=1)]
+        if g >= 2 and complete.shape[0] >= 200:  # paper 000: who is unique in the population?
+            from reidrisk.uniqueness.report import run_uniqueness_demo, uniqueness_section
+
+            log(f"Scoring uniqueness in the {complete.shape[0]} complete records")
+            section = uniqueness_section(run_uniqueness_demo(
+                schema, complete, n_records=min(1000, complete.shape[0]), rng=entropy))
+            result = dataclasses.replace(result, extra_sections=(*result.extra_sections, section))
         log(f"Writing the report to {out}")
         result = dataclasses.replace(result, seconds=time.perf_counter() - t0)
         index = write_report(result.sections(), out, title="reidrisk: LDP collection with missing values",
@@ -555,5 +570,6 @@ def demo_sections(result: DemoResult) -> list:
         Section("Estimated distributions", "", (dist_fig,)),
         Section("Error against budget", "", err_figs),
         Section("Numbers", numbers_body),
+        *result.extra_sections,
         Section("Run parameters", definition_list(params)),
     ]

@@ -1,0 +1,121 @@
+"""The collection report section: method comparison, JS divergence, figures and the Section."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from reidrisk.collect.protocol import choose_k
+from reidrisk.collect.report import (
+    DEFAULT_COLUMNS_ADULT, collect_section, compare_methods, default_columns, js_bits,
+    method_specs, planned_k, plot_histograms,
+)
+from reidrisk.data.synthetic import make_population
+from reidrisk.data.tables import contingency
+from reidrisk.report import render_html
+from reidrisk.schema import Attribute, Schema, SchemaError
+
+FAST = ["reidrisk", "s2mb", "indep", "uniform", "true_pairs_copula"]
+
+
+@pytest.fixture(scope="module")
+def population():
+    return make_population(2_000, [2, 3, 4, 3], dependence=0.6, rng=3)
+
+
+@pytest.fixture(scope="module")
+def comparison(population):
+    return compare_methods(population.schema, population.codes, cols=[0, 1, 2], epsilon=8.0,
+                           missing_rate=0.3, methods=FAST, reps=2, rng=5)
+
+
+def _png_size(png: bytes) -> tuple[int, int]:
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", png[16:24])
+
+
+def test_js_bits_limits():
+    p = np.array([0.2, 0.3, 0.5])
+    assert js_bits(p, p) == 0.0
+    assert js_bits([1.0, 0.0], [0.0, 1.0]) == pytest.approx(1.0)
+    # tables are compared cell by cell whatever their shape
+    t = np.arange(1, 7, dtype=float).reshape(2, 3)
+    assert js_bits(t, t[::-1]) == pytest.approx(js_bits(t.ravel(), t[::-1].ravel()))
+
+
+def test_js_bits_ignores_subnormal_cells():
+    # a subnormal probability facing a zero cell must not make the divergence infinite (-> 1 bit)
+    p = np.array([0.5, 0.5, 0.0])
+    q = np.array([0.5, 0.5, 5e-324])
+    assert js_bits(p, q) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_planned_k_is_choose_k_at_the_planning_rate():
+    sizes = [6, 8, 5, 9, 9, 7, 9, 6, 5, 2, 3, 3, 7, 8, 2]
+    k = planned_k(sizes, 5.0, 32_561)
+    assert k == choose_k(sizes, 5.0, n=32_561, missing_rate=0.5).k
+    assert 2 <= k <= len(sizes)
+    assert planned_k([4], 1.0, 100) == 1
+
+
+def test_method_specs_cover_the_paper_and_the_floors():
+    keys = [s.key for s in method_specs()]
+    for k in ("reidrisk", "paper", "orappor", "s2mb", "mdn", "pde_ete", "df_copula", "indep",
+              "uniform", "true_pairs_copula"):
+        assert k in keys
+    assert [s.key for s in method_specs(["uniform", "s2mb"])] == ["uniform", "s2mb"]
+    with pytest.raises(ValueError, match="unknown method"):
+        method_specs(["nope"])
+    sampling = {s.key for s in method_specs() if s.sampling}
+    assert sampling == {"reidrisk"}
+
+
+def test_default_columns():
+    names = ["age", *DEFAULT_COLUMNS_ADULT, "sex"]
+    schema = Schema(tuple(Attribute(n, ("a", "b", "c")) for n in names))
+    assert default_columns(schema) == [1, 2, 3]
+    other = Schema(tuple(Attribute(f"A{i}", tuple("abcdefg"[:f])) for i, f in enumerate([5, 2, 7, 3, 2])))
+    assert default_columns(other) == [1, 3, 4]
+
+
+def test_comparison_scores_every_method(population, comparison):
+    truth = contingency(population.codes, population.schema.sizes, [0, 1, 2])
+    np.testing.assert_allclose(comparison.truth, truth)
+    assert [m.key for m in comparison.methods] == FAST
+    for m in comparison.methods:
+        assert m.table.shape == truth.shape
+        assert m.table.sum() == pytest.approx(1.0)
+        assert len(m.js) == 2 and len(m.seconds) == 2
+        assert all(0.0 <= v <= 1.0 for v in m.js)
+    by = {m.key: m for m in comparison.methods}
+    # the uniform table is deterministic: its divergence is the same in every repetition
+    expected = js_bits(truth, np.full(truth.shape, 1.0 / truth.size))
+    assert by["uniform"].js == pytest.approx((expected, expected))
+    # the copula on the true pairs reads the data, not the reports: identical in both repetitions
+    assert by["true_pairs_copula"].js[0] == pytest.approx(by["true_pairs_copula"].js[1])
+    assert 2 <= comparison.k <= 4
+    assert set(comparison.js()) == {m.label for m in comparison.methods}
+
+
+def test_compare_methods_rejects_bad_arguments(population):
+    with pytest.raises(SchemaError):
+        compare_methods(population.schema, population.codes, cols=[0, 0], methods=["uniform"])
+    with pytest.raises(ValueError, match="reps"):
+        compare_methods(population.schema, population.codes, methods=["uniform"], reps=0)
+    with pytest.raises(ValueError, match="missing_rate"):
+        compare_methods(population.schema, population.codes, methods=["uniform"], missing_rate=1.0)
+
+
+def test_section_has_table_and_figures(comparison):
+    section = collect_section(comparison)
+    assert len(section.figures) == 2
+    for fig in section.figures:
+        w, h = _png_size(fig.png)
+        assert w > 100 and h > 100
+    for m in comparison.methods:
+        assert m.label in section.body
+    page = render_html([section], "t")
+    assert "collect_histograms.png" in page and "collect_js.png" in page
+    assert _png_size(plot_histograms(comparison, max_cells=5))[0] > 100
