@@ -30,6 +30,7 @@ from scipy.stats import binom
 
 from reidrisk.mechanisms.base import as_generator
 from reidrisk.schema import MISSING
+from reidrisk.uniqueness.posterior import check_population_size
 
 DEFAULT_MAX_CELLS: int = 1 << 22
 """Largest product domain ``idue_q`` accepts (4,194,304 cells)."""
@@ -86,13 +87,7 @@ def _check_q_N(q, N):
     if qa.ndim != 1 or bad.any():
         i = int(np.flatnonzero(bad.ravel())[0]) if bad.any() else 0
         raise BaselineError(f"q must be a 1-D array of probabilities in [0, 1]; q[{i}] = {qa.ravel()[i]!r}")
-    try:
-        Nn = int(N)
-        ok = Nn == N and Nn >= 1
-    except (TypeError, ValueError, OverflowError):
-        ok = False
-    if not ok:
-        raise BaselineError(f"population size N must be an integer >= 1, got {N!r}")
+    Nn = check_population_size(N, BaselineError)
     return qa, Nn
 
 

@@ -57,7 +57,9 @@ from reidrisk.mechanisms.base import as_generator
 from reidrisk.mechanisms.record import RecordReports
 from reidrisk.schema import MISSING, Schema, SchemaError
 from reidrisk.uniqueness.floors import DEFAULT_ALPHA, FLOORS, INV_E, floor_q
-from reidrisk.uniqueness.posterior import PosteriorResult, match_counts, population_count_posterior
+from reidrisk.uniqueness.posterior import (
+    PosteriorResult, check_population_size, match_counts, population_count_posterior,
+)
 from reidrisk.uniqueness.scorer import RULES, CountPosterior, count_posterior, decide, fit_count_prior
 
 METHODS: tuple[str, ...] = ("reidrisk", "paper")
@@ -830,14 +832,7 @@ class UniquenessModel:
 # helpers
 # ---------------------------------------------------------------------------------------------
 def _check_N(N) -> int:
-    try:
-        n = int(N)
-        ok = n == N and n >= 1
-    except (TypeError, ValueError, OverflowError):
-        ok = False
-    if not ok:
-        raise UniquenessError(f"population size N must be an integer >= 1, got {N!r}")
-    return n
+    return check_population_size(N, UniquenessError)
 
 
 def _rectangles(copula: GaussianCopula, rec: np.ndarray, points: int) -> np.ndarray:

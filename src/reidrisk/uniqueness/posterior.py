@@ -150,15 +150,19 @@ class PosteriorResult:
 # ---------------------------------------------------------------------------------------------
 # validation
 # ---------------------------------------------------------------------------------------------
-def _check_N(N) -> int:
+def check_population_size(N, error: type[Exception] = None) -> int:
+    """N as an int; raises ``error`` (default ``PosteriorError``) unless N is a whole number >= 1."""
     try:
         n = int(N)
         ok = n == N and n >= 1
     except (TypeError, ValueError, OverflowError):
         ok = False
     if not ok:
-        raise PosteriorError(f"population size N must be an integer >= 1, got {N!r}")
+        raise (error or PosteriorError)(f"population size N must be an integer >= 1, got {N!r}")
     return n
+
+
+_check_N = check_population_size
 
 
 def _check_rates(databases) -> np.ndarray:

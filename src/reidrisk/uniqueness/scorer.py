@@ -57,6 +57,8 @@ import numpy as np
 from scipy import optimize, stats
 from scipy.special import digamma, gammaln, logsumexp
 
+from reidrisk.uniqueness.posterior import check_population_size
+
 DEFAULT_EXACT: int = 64
 """Counts 1..DEFAULT_EXACT are held exactly on the posterior grid (every T <= 64 is exact)."""
 
@@ -562,13 +564,7 @@ def count_posterior(
     a = np.broadcast_to(np.asarray(dispersion, dtype=np.float64), (r,)).copy()
     if np.any(np.isnan(a)) or np.any(a <= 0):
         raise ScoringError("dispersion must be > 0 (np.inf for a Poisson prior)")
-    try:
-        Nn = int(N)
-        ok = Nn == N and Nn >= 1
-    except (TypeError, ValueError, OverflowError):
-        ok = False
-    if not ok:
-        raise ScoringError(f"population size N must be an integer >= 1, got {N!r}")
+    Nn = check_population_size(N, ScoringError)
     s = _check_rates(rates, len(np.atleast_1d(rates)) if np.size(rates) else 0)
     m = s.size
     if counts is None:
