@@ -89,3 +89,12 @@ def test_divergences_reject_shape_mismatch_and_bad_base():
         entropy([0.5, 0.5], base=1)
     with pytest.raises(EstimationError, match="dimension"):
         mutual_information([0.5, 0.5])
+
+
+def test_js_of_a_subnormal_cell_against_zero_is_tiny():
+    """(p + q) / 2 underflows for p = 5e-324, q = 0; the divergence must stay ~0, not 1 bit."""
+    from reidrisk.estimation.information import js_divergence
+
+    p = np.array([1.0 - 5e-324, 5e-324])
+    q = np.array([1.0, 0.0])
+    assert js_divergence(p, q) < 1e-12

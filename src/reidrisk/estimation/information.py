@@ -116,9 +116,10 @@ def js_divergence(p, q, base=2) -> np.ndarray | float:
     contingency tables pass ravelled arrays.
     """
     p, q = _pair(p, q, "js_divergence")
-    m = 0.5 * (p + q)
     with np.errstate(divide="ignore", invalid="ignore"):
-        d = 0.5 * (_xlogy(p, p / m).sum(axis=-1) + _xlogy(q, q / m).sum(axis=-1))
+        # p / m as 2p / (p + q): m = (p + q) / 2 underflows to 0 for a subnormal p facing q = 0
+        s = p + q
+        d = 0.5 * (_xlogy(p, 2.0 * p / s).sum(axis=-1) + _xlogy(q, 2.0 * q / s).sum(axis=-1))
     lb = _log(base)
     d = np.clip(d, 0.0, np.log(2.0)) / lb
     return float(d) if d.ndim == 0 else d
