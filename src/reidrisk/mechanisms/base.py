@@ -156,6 +156,32 @@ class Mechanism(ABC):
         return {"mechanism": self.name, "epsilon": self.epsilon, "k": self.k}
 
 
+def report_matrix(reports, width: int, name: str, layout: str) -> np.ndarray:
+    """The reports of a mechanism whose report is a row of ``width`` entries, as an (n, width)
+    array; ``layout`` says what a row holds, for the error message."""
+    y = np.asarray(reports)
+    if y.ndim != 2 or y.shape[1] != width:
+        raise MechanismError(
+            f"{name} reports must have shape (n, {width}) ({layout}), got {y.shape}; pass the "
+            "array returned by perturb()"
+        )
+    return y
+
+
+def check_whole_rows(miss: np.ndarray, rows: np.ndarray, name: str, sentinel: int,
+                     rule: str) -> None:
+    """Raise if a report row mixes missing entries (``miss`` (n, w) bool, the entries equal to
+    ``sentinel``) with present ones: a missing value is reported as a wholly missing row. ``rule``
+    completes the message."""
+    partial = miss.any(axis=1) & ~miss.all(axis=1)
+    if partial.any():
+        i = int(np.flatnonzero(partial)[0])
+        row = np.asarray(rows[i])
+        shown = f" = {row.tolist()}" if row.size <= 16 else ""
+        raise MechanismError(f"{name} report row {i}{shown} mixes {sentinel} (missing) with "
+                             f"values; {rule}")
+
+
 def check_codes(values: np.ndarray, k: int, what: str = "values") -> np.ndarray:
     """Validate a 1-D array of codes in {MISSING, 0..k-1}."""
     values = np.asarray(values)

@@ -45,6 +45,8 @@ from reidrisk.mechanisms.base import (
     check_domain,
     check_epsilon,
     check_integer,
+    check_whole_rows,
+    report_matrix,
 )
 from reidrisk.schema import MISSING
 
@@ -312,14 +314,8 @@ class GLH(Mechanism):
 
     # ---- server ----------------------------------------------------------------------------------
     def _as_reports(self, reports) -> np.ndarray:
-        r = np.asarray(reports)
-        if r.ndim != 2 or r.shape[1] != self.report_width:
-            raise MechanismError(
-                f"{self.name} reports must have shape (n, {self.report_width}) "
-                f"({self.family.kind} hash parameters, then y), got {r.shape}; pass the array "
-                "returned by perturb()"
-            )
-        return r
+        return report_matrix(reports, self.report_width, self.name,
+                             f"{self.family.kind} hash parameters, then y")
 
     def support(self, reports):
         """Dense float32 (n, k): 1 where H_i(v) = y_i. Hashes every report against all k values,
@@ -360,13 +356,7 @@ class GLH(Mechanism):
             raise MechanismError(f"{self.name} reports must be integers, got dtype {r.dtype}")
         r = r.astype(np.int64, copy=False)
         miss = r == MISSING
-        partial = miss.any(axis=1) & ~miss.all(axis=1)
-        if partial.any():
-            i = int(np.flatnonzero(partial)[0])
-            raise MechanismError(
-                f"{self.name} report row {i} = {r[i].tolist()} mixes {MISSING} (missing) with "
-                "values; a missing report is wholly missing"
-            )
+        check_whole_rows(miss, r, self.name, MISSING, "a missing report is wholly missing")
         present = ~miss[:, 0]
         bad = np.zeros(r.shape[0], dtype=bool)
         bad[present] = self.family.bad_params(r[present, :-1])

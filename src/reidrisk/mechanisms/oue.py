@@ -27,7 +27,14 @@ from abc import abstractmethod
 
 import numpy as np
 
-from reidrisk.mechanisms.base import Mechanism, MechanismError, as_generator, check_codes
+from reidrisk.mechanisms.base import (
+    Mechanism,
+    MechanismError,
+    as_generator,
+    check_codes,
+    check_whole_rows,
+    report_matrix,
+)
 from reidrisk.schema import MISSING
 
 MISSING_BITS: int = 255
@@ -129,13 +136,7 @@ class UnaryEncoding(Mechanism):
 
     # ---- server ----------------------------------------------------------------------------------
     def _as_reports(self, reports) -> np.ndarray:
-        y = np.asarray(reports)
-        if y.ndim != 2 or y.shape[1] != self.k:
-            raise MechanismError(
-                f"{self.name} reports must be bit arrays of shape (n, k={self.k}), got {y.shape}; "
-                "pass the array returned by perturb()"
-            )
-        return y
+        return report_matrix(reports, self.k, self.name, f"bit arrays, k = {self.k}")
 
     def support(self, reports):
         """Dense float32 (n, k): the report's bits; missing rows are all 0."""
@@ -182,13 +183,8 @@ class UnaryEncoding(Mechanism):
                 f"{self.name} report row {i}, bit {j} is {y[i, j]}; bits must be 0 or 1 (or every "
                 f"entry {MISSING_BITS} for a missing value)"
             )
-        partial = miss.any(axis=1) & ~miss.all(axis=1)
-        if partial.any():
-            i = int(np.flatnonzero(partial)[0])
-            raise MechanismError(
-                f"{self.name} report row {i} mixes {MISSING_BITS} (missing) with bits; a missing "
-                f"report has every entry {MISSING_BITS}"
-            )
+        check_whole_rows(miss, y, self.name, MISSING_BITS,
+                         f"a missing report has every entry {MISSING_BITS}")
         return y.astype(np.uint8, copy=False)
 
 

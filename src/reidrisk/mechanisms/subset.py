@@ -33,6 +33,8 @@ from reidrisk.mechanisms.base import (
     as_generator,
     check_codes,
     check_integer,
+    check_whole_rows,
+    report_matrix,
 )
 from reidrisk.schema import MISSING
 
@@ -236,13 +238,7 @@ class Subset(Mechanism):
 
     # ---- server ----------------------------------------------------------------------------------
     def _as_reports(self, reports) -> np.ndarray:
-        y = np.asarray(reports)
-        if y.ndim != 2 or y.shape[1] != self.h:
-            raise MechanismError(
-                f"subset reports must have shape (n, h={self.h}), got {y.shape}; pass the array "
-                "returned by perturb()"
-            )
-        return y
+        return report_matrix(reports, self.h, "subset", f"h = {self.h} codes per report")
 
     def support(self, reports):
         """CSR float32 (n, k): 1 for each of a report's h values; missing rows are empty."""
@@ -273,13 +269,8 @@ class Subset(Mechanism):
                 f"(or {MISSING} for missing); drop or re-collect that report"
             )
         miss = y == MISSING
-        partial = miss.any(axis=1) & ~miss.all(axis=1)
-        if partial.any():
-            i = int(np.flatnonzero(partial)[0])
-            raise MechanismError(
-                f"subset report row {i} = {y[i].tolist()} mixes {MISSING} (missing) with codes; a "
-                "row must be wholly missing or hold h distinct codes"
-            )
+        check_whole_rows(miss, y, "subset", MISSING,
+                         "a row must be wholly missing or hold h distinct codes")
         if self.h > 1 and y.shape[0]:
             srt = np.sort(y, axis=1)
             dup = ((srt[:, 1:] == srt[:, :-1]) & ~miss[:, 1:]).any(axis=1)
