@@ -70,6 +70,16 @@ def test_randomized_database_paper_method_and_stdout(files):
     assert "count_db2" in header
 
 
+def test_only_randomized_databases_come_with_the_calibration_caveat(files):
+    base = ("--population", N, "--records", files / "records.csv", "--schema", files / "schema.json",
+            "--id", "person")
+    private = run(*base, "--db", f"{files / 'db_krr.csv'}:0.1:grr:15")
+    assert private.exit_code == 0, private.output
+    assert "simulated from the fitted model" in private.stderr
+    raw = run(*base, "--db", f"{files / 'db.csv'}:0.2", "--db", f"{files / 'db_krr.csv'}:0.1:grr:15")
+    assert raw.exit_code == 0 and "simulated from the fitted model" not in raw.stderr
+
+
 def test_schema_is_inferred_without_schema_file(files):
     result = run("--population", N, "--db", files / "db.csv", "--records", files / "records.csv",
                  "--id", "person")

@@ -177,6 +177,18 @@ def score(population, dbs, records, schema_path, thresholds, method, rule, id_co
         f"({time.perf_counter() - t0:.1f} s)" + (f" Wrote {out}." if out is not None else ""),
         err=True,
     )
+    if model.prior_ is not None and model.prior_.source == "simulation":
+        click.echo(SIMULATED_PRIOR_CAVEAT, err=True)
+
+
+SIMULATED_PRIOR_CAVEAT = (
+    "Note: no database holds raw records, so the counts' prior was calibrated on a population "
+    "simulated from the fitted model. How clumped the population is beyond its pairs cannot be "
+    "read from LDP reports, and P(unique) then tends to be too high (UCI Adult, k-RR with epsilon "
+    "= 1 per attribute: records predicted unique with probability 0.85 were unique in 0.39 of "
+    "cases; docs/results/uniqueness.md). Rank records by it rather than reading it as a "
+    "probability, or add a raw sample (--db FILE:RATE) to calibrate it."
+)
 
 
 def _load_schema(path, frames, query):
