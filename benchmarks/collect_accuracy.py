@@ -142,6 +142,7 @@ def ablation_specs():
     alt("stop", [s for s in ("noise", PAPER_STOP) if s != d["stop"]])
     alt("shrink", getattr(pl, "SHRINK", (None, "eb", "js")))
     alt("exact_em", getattr(pl, "EXACT_EM", (False, True)))
+    alt("marginal_shrink", (True, False))
     alt("fallback", (True, False))
     alt("copula_method", ("table", "mi"))
     specs.append(MethodSpec("abl_sampled_table", "table counted from n generated records",

@@ -140,6 +140,41 @@ def test_independent_attributes_fall_back_to_independence():
     np.testing.assert_allclose(model.table([0, 1, 2]), expected, atol=1e-12)
 
 
+def test_marginals_without_signal_are_modelled_as_uniform():
+    # attributes 0 and 2 are uniform, 1 is far from it; BH at rate 0.1 over 3 tests keeps a true
+    # null with probability <= 0.1, and the skewed marginal is detected with power ~1 at this n
+    pop = make_population(3000, [5, 4, 4], dependence=0.0, rng=11,
+                          marginals=[[0.2] * 5, [0.7, 0.1, 0.1, 0.1], [0.25] * 4])
+    rr = Protocol(3.0, k=1).randomize(pop.schema, pop.codes, rng=12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollectWarning)
+        model = CollectPipeline().fit(rr)
+        plain = CollectPipeline(marginal_shrink=False).fit(rr)
+    lam = model.report.marginal_shrink
+    np.testing.assert_allclose(model.marginals[0], 0.2, atol=1e-15)
+    np.testing.assert_allclose(model.marginals[2], 0.25, atol=1e-15)
+    assert lam[0] == lam[2] == 0.0
+    assert any("2 of 3 marginal(s)" in note for note in model.report.notes)
+    assert not np.allclose(plain.marginals[0], 0.2)  # the plain EM follows the noise
+    # the kept marginal is the EM estimate pulled toward uniform by the James-Stein factor
+    assert 0.9 < lam[1] <= 1.0
+    np.testing.assert_allclose(model.marginals[1] - 0.25, lam[1] * (plain.marginals[1] - 0.25),
+                               atol=1e-15)
+
+
+def test_uniformity_test_holds_its_level_with_few_reports():
+    # 60 uniform attributes, about 67 reports each: under the complete null Benjamini-Hochberg
+    # keeps any marginal with probability <= MARGINAL_FDR = 0.1; the Wald form with the covariance
+    # estimated freely keeps 1-7 here (5 of 5 seeds tried)
+    pop = make_population(2000, [5] * 60, dependence=0.0, rng=21, marginals="uniform")
+    rr = Protocol(5.0, k=2).randomize(pop.schema, pop.codes, rng=22)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollectWarning)
+        model = CollectPipeline().fit(rr)
+    assert max(model.report.marginal_shrink) == 0.0
+    assert model.fallback == "uniform"
+
+
 def test_signal_keeps_the_model(fitted):
     assert fitted.fallback == "none" and not fitted.report.notes
     assert max(fitted.report.pair_signal.values()) > 1

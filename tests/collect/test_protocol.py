@@ -9,6 +9,7 @@ from reidrisk.collect.protocol import (
     Protocol,
     ProtocolError,
     choose_k,
+    expected_marginal_errors,
     expected_pair_errors,
     pair_coverage,
     variance_factor,
@@ -136,7 +137,46 @@ def test_choose_k_samples_when_the_split_drowns_pairs_in_noise():
     sizes = [6, 8, 5, 9, 9, 7, 9, 6, 5, 2, 3, 3, 7, 8, 2]
     choice = choose_k(sizes, 5.0, n=32561, missing_rate=0.5)
     assert 2 <= choice.k < len(sizes)
-    assert choice.errors[choice.k - 2] == choice.errors.min()
+    assert choice.errors[choice.k - 1] == choice.errors.min()
     assert math.isclose(choice.paper_error, choice.errors[-1])
+    np.testing.assert_allclose(choice.errors, choice.pair_errors + choice.marginal_errors)
     errs = expected_pair_errors(sizes, 5.0, [choice.k, len(sizes)], n=32561, missing_rate=0.5)
     assert errs[0] < errs[1]
+
+
+def test_choose_k_gives_up_pairs_when_no_k_can_estimate_them():
+    # 100 attributes with 5 values, 500 people, epsilon = 2: every pair is reported together by
+    # at most a handful of people, so the pair term sits at its cap 1 - 1/25 for every k and the
+    # whole budget goes to one attribute per person
+    sizes = [5] * 100
+    choice = choose_k(sizes, 2.0, n=500, missing_rate=0.5)
+    np.testing.assert_allclose(choice.pair_errors, 1 - 1 / 25)
+    assert choice.k == 1
+    assert choice.marginal_errors[0] == choice.marginal_errors.min()
+    assert "k = 1" in choice.summary() and "product of the" in choice.summary()
+
+
+def test_pair_and_marginal_errors_are_capped_at_the_null_distance():
+    sizes = [2, 3, 4]
+    pe = expected_pair_errors(sizes, 0.01, [1, 2, 3], n=10, missing_rate=0.0)
+    cap = np.mean([1 - 1 / 6, 1 - 1 / 8, 1 - 1 / 12])
+    np.testing.assert_allclose(pe, cap)
+    me = expected_marginal_errors(sizes, 0.01, [1, 2, 3], n=10, missing_rate=0.0)
+    np.testing.assert_allclose(me, np.mean([1 / 2, 2 / 3, 3 / 4]))
+
+
+def test_marginal_error_matches_the_variance_formula():
+    # k = g = 2, no missing values: every person reports both attributes with epsilon / 2, so
+    # n_j = n and the error is (1 + S - 1/f) / n
+    m = Subset(3.0 / 2, 4)
+    me = expected_marginal_errors([4, 4], 3.0, [2], n=1000, missing_rate=0.0)
+    assert math.isclose(me[0], (1 + variance_factor(m) - 0.25) / 1000, rel_tol=1e-12)
+
+
+def test_planned_protocol_uses_choose_k():
+    schema = Schema([Attribute(f"a{j}", tuple("xyz")) for j in range(6)])
+    proto = Protocol.planned(schema, 5.0, n=20_000, missing_rate=0.5)
+    assert proto.k == choose_k([3] * 6, 5.0, n=20_000, missing_rate=0.5).k
+    assert proto.epsilon == 5.0 and proto.mechanism == "subset"
+    with pytest.raises(ProtocolError, match="presence matrix or n"):
+        Protocol.planned(schema, 5.0)

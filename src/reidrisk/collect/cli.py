@@ -97,7 +97,7 @@ def _positive(ctx, param, value):
               help="Sample the k reported attributes among those a person has, or among all.")
 def plan(schema_path, epsilon, n, missing_rate, mechanism, among) -> None:
     """How many attributes each person should report (attribute sampling, derived from the variance
-    of the pair estimates; see reidrisk.collect.protocol)."""
+    of the marginal and pair estimates; see reidrisk.collect.protocol)."""
     from reidrisk.collect.protocol import choose_k
     from reidrisk.schema import Schema
 
@@ -105,10 +105,10 @@ def plan(schema_path, epsilon, n, missing_rate, mechanism, among) -> None:
     choice = choose_k(schema.sizes, epsilon, mechanism=mechanism, among=among, n=n,
                       missing_rate=missing_rate)
     click.echo(choice.summary())
-    click.echo("k  expected mean squared pair-table error")
-    for k, e in zip(choice.ks, choice.errors):
+    click.echo("k    expected error  (pair tables + marginals, mean squared, capped)")
+    for k, e, ep, em in zip(choice.ks, choice.errors, choice.pair_errors, choice.marginal_errors):
         mark = "  <- chosen" if k == choice.k else ""
-        click.echo(f"{k:<2d} {e:.4g}{mark}")
+        click.echo(f"{k:<4d} {e:.4g}  ({ep:.4g} + {em:.4g}){mark}")
 
 
 # ---- simulate --------------------------------------------------------------------------------
@@ -122,8 +122,8 @@ def plan(schema_path, epsilon, n, missing_rate, mechanism, among) -> None:
 @click.option("-m", "--mechanism", default="subset", show_default=True,
               help="Client mechanism (subset is paper 004's).")
 @click.option("--k", "k_text", default="auto", show_default=True,
-              help="Attributes each person reports: 'auto' (chosen from the variance of the pair "
-                   "estimates), 'all' (the paper's even split), or a number.")
+              help="Attributes each person reports: 'auto' (chosen from the variance of the "
+                   "marginal and pair estimates), 'all' (the paper's even split), or a number.")
 @click.option("--among", type=click.Choice(["present", "all"]), default="present", show_default=True,
               help="Sample the k reported attributes among those a person has, or among all.")
 @click.option("--missing-rate", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.0,

@@ -10,7 +10,8 @@ and contingency tables over any c attributes (Section 4.2, Algorithm 2; spec/col
 3. every pair distribution from the reports having both attributes, through the Kronecker pair
    channel (eq. 12-13), by the count EM started from the product of the two marginals (or the
    exact report-level EM);
-4. optional shrinkage of the pair dependence by its LDP noise (``shrink``, below);
+4. shrinkage of the marginals toward uniform (``marginal_shrink``, below) and optional shrinkage
+   of the pair dependence by its LDP noise (``shrink``, below);
 5. the Gaussian copula (eq. 15-24): a correlation per pair matched to its table, projected to the
    nearest correlation matrix (``reidrisk.copula``);
 6. the fallback check (below).
@@ -56,6 +57,33 @@ positive-part James-Stein factor ``max(0, 1 - V_int / ||D||^2)`` (D the inversio
 departure from independence, V_int the part of V in its (f_j - 1)(f_j' - 1) interaction
 directions); ``None`` does neither.
 
+Marginal shrinkage (``marginal_shrink=True``, default)
+------------------------------------------------------
+With few reports per attribute (many attributes, few people, attribute sampling) the EM estimate of
+a marginal follows the LDP noise, and a c-way table built from noisy marginals can be further from
+the truth than the uniform table. Two steps guard against it, both from the inversion estimate's
+exact noise level (the covariance ``C`` of its Helmert coordinates ``d``, as in the fallback test
+below):
+
+1. each marginal keeps the estimated share of its departure from uniform: ``E||d||^2 = ||signal||^2
+   + tr C``, so ``p <- u + lambda (p - u)`` with ``lambda = max(0, 1 - tr C / ||d||^2)``
+   (positive-part James-Stein toward the uniform distribution u);
+2. the marginals whose uniformity test is not rejected at false-discovery rate ``MARGINAL_FDR``
+   (Benjamini-Hochberg over the g attributes) are set to uniform; a note names them. The test is
+   a score test: ``n ||d||^2 / a``, chi-square with f - 1 degrees of freedom, with the noise level
+   under the null (a uniform value makes the second moment of the inversion vector invariant under
+   permutations, ``a I + b 1 1^T``, with ``a`` estimated from the Gram block). The Wald form with the
+   covariance estimated freely was anti-conservative with few reports: on Communities at k = 2
+   (about 43 reports per attribute) it kept 7-21 of 102 marginals where about 6 differ from
+   uniform, and the model lost to the uniform table; the score test kept 4-5.
+
+Measured (mean 3-way JS divergence, m = 0.5, 4 repetitions, 16 random queries, k from
+``choose_k``): on Communities (102 quintile-binned attributes, 2,215 people, epsilon = 5, k = 2)
+0.176 without, 0.144 with (uniform table 0.153); at the default point on Adult, Adult 10 %, and
+the g = 10 and g = 100 synthetic sets the two agree within 0.001. Where signal is weak but present
+and k is forced to 2 (Adult and g = 100 at epsilon = 1; ``choose_k`` picks k = 1 there) it costs:
+0.107 against 0.094 and 0.092 against 0.060.
+
 Fallback
 --------
 A model should never be worse than knowing nothing. Each marginal is tested against the uniform
@@ -80,7 +108,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from scipy.stats import chi2
+from scipy.stats import chi2, false_discovery_control
 
 from reidrisk.collect import _tensor
 from reidrisk.collect.protocol import Protocol, variance_factor
@@ -94,6 +122,8 @@ EXACT_EM = (False, True, "marginals")
 SHRINK = (None, "eb", "js")
 FALLBACKS = ("none", "independence", "uniform")
 DEFAULT_ALPHA = 0.05
+MARGINAL_FDR = 0.1
+"""False-discovery rate of the marginal selection (module doc, "Marginal shrinkage")."""
 
 
 class CollectError(ValueError):
@@ -117,6 +147,8 @@ class FitReport:
     detectably from uniform); ``pair_signal`` {(j, j'): same for dependence}. ``pair_shrink``
     {(j, j'): James-Stein factor} (``shrink="js"`` only). ``fallback``: "none", "independence" or
     "uniform". ``notes``: human-readable remarks. ``seconds``: wall time of the fit.
+    ``marginal_shrink`` (g,): the factor each marginal's departure from uniform was kept at
+    (1 = not shrunk; ``marginal_shrink=True`` only; empty in models saved before it existed).
     """
 
     settings: dict
@@ -130,6 +162,7 @@ class FitReport:
     fallback: str
     notes: tuple[str, ...]
     seconds: float
+    marginal_shrink: tuple[float, ...] = ()
 
     def to_dict(self) -> dict:
         pairs = sorted(self.pair_iterations)
@@ -142,6 +175,7 @@ class FitReport:
             "pair_signal": [_num(self.pair_signal.get(p, float("nan"))) for p in pairs],
             "pair_shrink": [_num(self.pair_shrink.get(p, 1.0)) for p in pairs],
             "fallback": self.fallback, "notes": list(self.notes), "seconds": self.seconds,
+            "marginal_shrink": [_num(x) for x in self.marginal_shrink],
         }
 
     @classmethod
@@ -152,7 +186,8 @@ class FitReport:
                    tuple(_from_num(x) for x in d["marginal_signal"]),
                    dict(zip(pairs, (_from_num(x) for x in d["pair_signal"]))),
                    dict(zip(pairs, (_from_num(x) for x in d["pair_shrink"]))),
-                   d["fallback"], tuple(d["notes"]), float(d["seconds"]))
+                   d["fallback"], tuple(d["notes"]), float(d["seconds"]),
+                   tuple(_from_num(x) for x in d.get("marginal_shrink", ())))
 
 
 def _num(x):
@@ -314,7 +349,8 @@ class CollectPipeline:
     of the count EM: ``False`` (default: nowhere), ``"marginals"``, or ``True`` (marginals and
     pairs; slow with many attributes); it applies to ``estimator="em"`` only. ``stop``: EM stopping rule.
     ``shrink``: ``"eb"``, ``"js"`` or
-    ``None``. ``fallback``: apply the independence/uniform fallback. ``alpha``: family-wise level
+    ``None`` (pairs). ``marginal_shrink``: shrink each marginal toward uniform by its noise
+    (module doc, default on). ``fallback``: apply the independence/uniform fallback. ``alpha``: family-wise level
     of its tests.
     ``copula_method``: how a pair correlation is matched to its table (``"table"`` fits the table
     itself, ``"mi"`` the paper's mutual information with the sign from the table).
@@ -322,6 +358,7 @@ class CollectPipeline:
     """
 
     def __init__(self, estimator: str = "em", *, stop="noise", shrink: str | None = None,
+                 marginal_shrink: bool = True,
                  exact_em: bool | str = False, fallback: bool = True, alpha: float = DEFAULT_ALPHA,
                  copula_method: str = "table", max_iter: int = _tensor.DEFAULT_MAX_ITER) -> None:
         if estimator not in ESTIMATORS:
@@ -341,6 +378,7 @@ class CollectPipeline:
         self.estimator = estimator
         self.stop = stop
         self.shrink = shrink
+        self.marginal_shrink = bool(marginal_shrink)
         self.exact_em = exact_em
         self.fallback = bool(fallback)
         self.alpha = float(alpha)
@@ -349,7 +387,7 @@ class CollectPipeline:
 
     def settings(self) -> dict:
         return {"estimator": self.estimator, "stop": self.stop, "shrink": self.shrink,
-                "exact_em": self.exact_em, "fallback": self.fallback, "alpha": self.alpha,
+                "marginal_shrink": self.marginal_shrink, "exact_em": self.exact_em, "fallback": self.fallback, "alpha": self.alpha,
                 "copula_method": self.copula_method, "max_iter": self.max_iter}
 
     def __repr__(self) -> str:
@@ -465,7 +503,7 @@ class CollectPipeline:
         schema, mechs = rr.schema, rr.mechanisms
         g = len(schema)
         est = self.estimate(rr)
-        margs, tables = est.marginals, dict(est.tables)
+        margs, tables = list(est.marginals), dict(est.tables)
         notes: list[str] = []
         S = [variance_factor(m) for m in mechs]
         counts = est.counts
@@ -475,15 +513,42 @@ class CollectPipeline:
         # Wald tests against the null models (module doc, "Fallback")
         level = self.alpha / (g + g * (g - 1) // 2)  # Bonferroni over all tests
         second = [_second_moment(counts.block(j, j), nj[j], m) for j, m in enumerate(mechs)]
-        m_signal = []
+        m_signal, m_shrink, m_pval = [], [], []
         for j, m in enumerate(mechs):
             f = m.k
             p_inv = (w[j] / nj[j] - m.q_support) / (m.p_support - m.q_support)
             H = _helmert(f)
             cov = H.T @ (second[j] - np.outer(p_inv, p_inv)) @ H / nj[j]
             d = H.T @ (p_inv - 1.0 / f)
-            stat = float(d @ np.linalg.pinv(cov, rcond=1e-12, hermitian=True) @ d)
+            # the test's noise level is the one under the null (a score test): a uniform value
+            # makes E[a a^T] invariant under permutations, a I + b 1 1^T, so in the Helmert
+            # coordinates the covariance is (a / n) I, with a estimated from the Gram block
+            A = second[j]
+            off = (A.sum() - np.trace(A)) / (f * (f - 1))
+            a0 = max(float(np.trace(A)) / f - off, 1e-300)
+            stat = float(nj[j] * (d @ d) / a0)
             m_signal.append(stat / float(chi2.isf(level, f - 1)))
+            m_pval.append(float(chi2.sf(stat, f - 1)))
+            if self.marginal_shrink and self.estimator != "raw":
+                # E||d||^2 = ||signal||^2 + tr(cov): keep the estimated share of signal (module doc)
+                dd = float(d @ d)
+                lam = max(0.0, 1.0 - float(np.trace(cov)) / dd) if dd > 0 else 0.0
+                margs[j] = 1.0 / f + lam * (margs[j] - 1.0 / f)
+                m_shrink.append(lam)
+        if self.marginal_shrink and self.estimator != "raw":
+            # marginals not discovered at false-discovery rate MARGINAL_FDR stay uniform
+            keep = false_discovery_control(np.asarray(m_pval), method="bh") <= MARGINAL_FDR
+            for j in np.flatnonzero(~keep):
+                margs[j] = np.full(mechs[j].k, 1.0 / mechs[j].k)
+                m_shrink[j] = 0.0
+            if not keep.all():
+                names = [schema.names[j] for j in np.flatnonzero(~keep)]
+                more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+                notes.append(
+                    f"{len(names)} of {g} marginal(s) do not differ detectably from uniform "
+                    f"(false-discovery rate {MARGINAL_FDR:g}) and are modelled as uniform: "
+                    f"{', '.join(map(repr, names[:3]))}{more}"
+                )
         p_signal, p_shrink, n_eff = {}, {}, {}
         for (j, k), npr in est.n_pair.items():
             if npr == 0 or (j, k) not in tables:
@@ -524,7 +589,8 @@ class CollectPipeline:
         fallback = "none"
         if self.fallback and self.estimator != "raw":
             dependent = any(s > 1 for s in p_signal.values())
-            informative = any(s > 1 for s in m_signal)
+            informative = (bool(keep.any()) if self.marginal_shrink
+                           else any(s > 1 for s in m_signal))
             if not dependent and not informative:
                 fallback = "uniform"
                 margs = [np.full(m.k, 1.0 / m.k) for m in mechs]
@@ -555,6 +621,7 @@ class CollectPipeline:
             marginal_iterations=tuple(est.m_iter), pair_iterations=dict(est.p_iter),
             marginal_signal=tuple(m_signal), pair_signal=p_signal, pair_shrink=p_shrink,
             fallback=fallback, notes=tuple(notes), seconds=time.perf_counter() - t0,
+            marginal_shrink=tuple(m_shrink),
         )
         return CollectModel(
             schema=schema, protocol=protocol, mechanisms=tuple(m.params() for m in mechs),

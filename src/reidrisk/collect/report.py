@@ -18,7 +18,8 @@ report and the benchmark describe the same configurations:
     copula's exact cell probabilities.
 ``paper``
     Paper 004 as printed: epsilon / g on every attribute, the count EM of eq. 8-11 run to a fixed
-    tolerance ``PAPER_STOP`` (at most ``PAPER_MAX_ITER`` steps), no shrinkage, no fallback, pair correlations matched by mutual
+    tolerance ``PAPER_STOP`` (at most ``PAPER_MAX_ITER`` steps), no shrinkage of marginals or pairs,
+    no fallback, pair correlations matched by mutual
     information (eq. 14-20, sign from the table), and the table counted from n generated records
     (Algorithm 2, lines 24-33).
 ``orappor``, ``s2mb``, ``mdn``, ``pde_ete``, ``df_copula``
@@ -58,7 +59,7 @@ PAPER_MAX_ITER = 1000
 """EM iteration cap of the paper-faithful configuration (see ``PAPER_STOP``)."""
 
 PAPER_OPTIONS: dict = dict(estimator="em", stop=PAPER_STOP, max_iter=PAPER_MAX_ITER, shrink=None,
-                           fallback=False, copula_method="mi")
+                           marginal_shrink=False, fallback=False, copula_method="mi")
 """``CollectPipeline`` options of the paper-faithful configuration (module doc)."""
 
 DEFAULT_COLUMNS_ADULT = ("race", "native-country", "income")
