@@ -671,20 +671,24 @@ class UniquenessModel:
     def _use_neighbors(self) -> bool:
         return bool(self.neighbors and self.reference_ is not None)
 
+    def _reference_sample(self):
+        """Up to ``n_calibration`` complete records of the raw reference database: (its codes, the
+        records, their copula q, their other matches in it, and the probability ``thin`` that
+        another member of a record's cell is among them: the rate times the complete share)."""
+        codes = np.asarray(self.databases_[self.reference_].data)
+        complete = np.flatnonzero((codes != MISSING).all(axis=1))
+        take = complete if complete.size <= self.n_calibration else np.sort(
+            self._gen.choice(complete, self.n_calibration, replace=False))
+        rec = codes[take].astype(np.int64)
+        q = _rectangles(self.copula_, rec, self.qmc_points)
+        other = match_counts(rec, codes) - 1
+        thin = float(self.rates_[self.reference_]) * complete.size / codes.shape[0]
+        return codes, rec, q, other, min(max(thin, 1e-12), 1.0)
+
     def _fit_prior(self) -> None:
         if self.reference_ is not None:
-            ref = self.databases_[self.reference_]
-            codes = np.asarray(ref.data)
-            complete = np.flatnonzero((codes != MISSING).all(axis=1))
-            take = complete if complete.size <= self.n_calibration else np.sort(
-                self._gen.choice(complete, self.n_calibration, replace=False))
-            rec = codes[take].astype(np.int64)
-            q = _rectangles(self.copula_, rec, self.qmc_points)
+            codes, rec, q, other, thin = self._reference_sample()
             nb = neighbor_counts(rec, codes) if self._use_neighbors() else None
-            other = match_counts(rec, codes) - 1
-            presence = complete.size / codes.shape[0]
-            thin = float(self.rates_[self.reference_]) * presence
-            thin = min(max(thin, 1e-12), 1.0)
             F = self._features(q, nb, self.N_)
             self.prior_ = fit_count_prior(F, other, thin, self.N_, self._feature_names(), "databases")
             self._calibration_features = F
@@ -745,15 +749,8 @@ class UniquenessModel:
             self.alpha_ = DEFAULT_ALPHA
             self.alpha_source_ = "default (no raw database to choose alpha from)"
             return
-        ref = self.databases_[self.reference_]
-        codes = np.asarray(ref.data)
-        complete = np.flatnonzero((codes != MISSING).all(axis=1))
-        take = complete if complete.size <= self.n_calibration else np.sort(
-            self._gen.choice(complete, self.n_calibration, replace=False))
-        rec = codes[take].astype(np.int64)
-        q = _rectangles(self.copula_, rec, self.qmc_points)
-        other = (match_counts(rec, codes) - 1).astype(np.float64)
-        thin = min(float(self.rates_[self.reference_]) * complete.size / codes.shape[0], 1.0)
+        _, _, q, other, thin = self._reference_sample()
+        other = other.astype(np.float64)
         hi = INV_E if self.floor == "lambertw" else 0.999
         grid = np.geomspace(1e-4, hi, _ALPHA_GRID)
         ll = np.array([_paper_loglik(floor_q(q, self.N_, a, self.floor) * self.N_, other, thin)
