@@ -185,7 +185,7 @@ SIMULATED_PRIOR_CAVEAT = (
     "Note: no database holds raw records, so the counts' prior was calibrated on a population "
     "simulated from the fitted model. How clumped the population is beyond its pairs cannot be "
     "read from LDP reports, and P(unique) then tends to be too high (UCI Adult, k-RR with epsilon "
-    "= 1 per attribute: records predicted unique with probability 0.85 were unique in 0.39 of "
+    "= 1 per attribute: records predicted unique with probability 0.85 were unique in 0.38 of "
     "cases; docs/results/uniqueness.md). Rank records by it rather than reading it as a "
     "probability, or add a raw sample (--db FILE:RATE) to calibrate it."
 )
