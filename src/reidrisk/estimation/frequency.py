@@ -27,12 +27,26 @@ convergence is close to 1) single steps are tiny and the rule stops early, betwe
 (uniform by default; for pairs the product of the marginals) and the fixed point: the regularising
 early stop that spec/collection.md asks to expose.
 
-Measured (GRR, subset, OUE; k in {2, 6, 20}; epsilon in {0.1, 0.5, 1, 3}; n = 10,000; 30 truths
-drawn from Dirichlet(0.5)): the MSE of EM with this default divided by the better of norm-sub and
-the fully converged EM was 0.25-1.09 in 35 of the 36 settings and 1.43 in one (OUE, k = 6,
-epsilon = 0.1); it is far below 1 where the noise dominates (k = 20, epsilon = 0.1: 0.25-0.78). A
-looser 1e-3 reached ratios of 2-3 (subset and OUE, k = 20, epsilon = 0.5); 1e-5 roughly doubled
-the iterations for no consistent gain.
+Measured (``benchmarks/em_stop.py``, docs/results/em_stop.md: GRR, subset, OUE; k in {2, 6, 20};
+epsilon in {0.1, 0.5, 1, 3}; n = 10,000; 30 truths drawn from Dirichlet(0.5) per cell): the MSE of
+EM with this default divided by the better of norm-sub and the fully converged EM is 0.28-1.34,
+above 1.1 in 3 of the 36 cells (subset k = 2 and 6, OUE k = 2, all at epsilon = 0.1) and far below
+1 where the noise dominates (k = 20, epsilon = 0.1: 0.28-0.58). A looser 1e-3 reaches 2.9-3.7
+(subset and OUE, k = 20, epsilon = 0.5; OUE k = 2, epsilon = 0.1); a stricter 1e-5 stays within
+0.56-1.06 but gives up most of the gain where the noise dominates (GRR k = 20, epsilon = 0.1: 0.61
+against 0.28), at about twice the steps.
+
+Large domains. At k = 1024 (GRR) one EM step moves the estimate by about p - q of the way to
+the fixed point, so the first step already gains less than the threshold and the rule stops after
+it, returning the uniform start nudged once (same benchmark, n = 10^5 and 10^6, epsilon = 1 and 2,
+3 truths each). That is the better answer for spread-out distributions (Dirichlet(0.5): MSE 0.0019
+against 0.011-0.042 for the converged EM and 0.014-0.052 for norm-sub) and for a heavy head at
+n = 10^5, epsilon = 1 (Zipf, exponent 1.1: 0.047 against 0.064), but the worse one for that heavy
+head with more signal (0.047 against 0.014-0.018 at epsilon = 2, n = 10^5 and at epsilon = 1,
+n = 10^6). The deviance of the fixed point over the uniform start differs little between the cases
+(163-197 spread out, 248-278 heavy head, on 1023 free parameters). For a large domain known to be
+concentrated, pass ``stop=1e-7`` with a larger ``max_iter``, or use norm-sub.
+
 ``stop=<float>`` instead stops when no probability changes by more than that amount in one step;
 ``stop=None`` runs exactly ``max_iter`` steps.
 """
