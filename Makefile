@@ -28,5 +28,9 @@ test: $(VENV)/.installed
 bench: $(VENV)/.bench-installed
 	$(PY) benchmarks/frequency_speed.py
 
+# any benchmark by name, with its peers installed: `make bench-collect_speed`, `make bench-em_stop ARGS=--quick`
+bench-%: $(VENV)/.bench-installed
+	$(PY) benchmarks/$*.py $(ARGS)
+
 clean:
 	rm -rf $(VENV) reidrisk-report build *.egg-info src/*.egg-info
