@@ -350,8 +350,8 @@ class CollectPipeline:
     pairs; slow with many attributes); it applies to ``estimator="em"`` only. ``stop``: EM stopping rule.
     ``shrink``: ``"eb"``, ``"js"`` or
     ``None`` (pairs). ``marginal_shrink``: shrink each marginal toward uniform by its noise
-    (module doc, default on). ``fallback``: apply the independence/uniform fallback. ``alpha``: family-wise level
-    of its tests.
+    (module doc, default on). ``fallback``: apply the independence/uniform fallback. ``alpha``:
+    family-wise level of its tests.
     ``copula_method``: how a pair correlation is matched to its table (``"table"`` fits the table
     itself, ``"mi"`` the paper's mutual information with the sign from the table).
     ``max_iter``: EM iteration cap.
@@ -387,7 +387,8 @@ class CollectPipeline:
 
     def settings(self) -> dict:
         return {"estimator": self.estimator, "stop": self.stop, "shrink": self.shrink,
-                "marginal_shrink": self.marginal_shrink, "exact_em": self.exact_em, "fallback": self.fallback, "alpha": self.alpha,
+                "marginal_shrink": self.marginal_shrink, "exact_em": self.exact_em,
+                "fallback": self.fallback, "alpha": self.alpha,
                 "copula_method": self.copula_method, "max_iter": self.max_iter}
 
     def __repr__(self) -> str:
