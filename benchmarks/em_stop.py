@@ -28,7 +28,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import Results, md_table  # noqa: E402
 
-from reidrisk.estimation import frequency  # noqa: E402
 from reidrisk.estimation.frequency import _poisson_gain, em_counts, invert, norm_sub  # noqa: E402
 from reidrisk.mechanisms import make_mechanism  # noqa: E402
 
@@ -36,25 +35,16 @@ CONVERGED = dict(stop=1e-7, max_iter=200_000)
 TOLS = (1e-3, 1e-4, 1e-5)
 
 
-def _em_noise(w, n, M, tol):
-    """EM with the noise rule at threshold ``tol`` (the module constant, swapped for the call)."""
-    saved = frequency.NOISE_TOL
-    frequency.NOISE_TOL = tol
-    try:
-        return em_counts(w, n, M, stop="noise")
-    finally:
-        frequency.NOISE_TOL = saved
-
-
 def _one(mech, truth, n, rng, tols):
-    """Errors (and EM steps) of every estimator on one randomized sample of ``truth``."""
+    """On one randomized sample of ``truth``: {estimator: (squared error, EM steps)} and the
+    deviance of the converged fit over the uniform start."""
     x = rng.choice(truth.size, size=n, p=truth)
     w, n_present = mech.support_counts(mech.perturb(x, rng))
     w = np.asarray(w, dtype=np.float64)
     M = mech.support_matrix()
     out = {}
     for tol in tols:
-        fit = _em_noise(w, n_present, M, tol)
+        fit = em_counts(w, n_present, M, stop=("noise", tol))
         out[f"noise {tol:g}"] = (fit.values / fit.values.sum(), fit.iterations)
     fit = em_counts(w, n_present, M, **CONVERGED)
     out["converged"] = (fit.values / fit.values.sum(), fit.iterations)
@@ -63,8 +53,8 @@ def _one(mech, truth, n, rng, tols):
     out["uniform"] = (np.full(truth.size, 1.0 / truth.size), 0)
     errs = {name: (float(np.sum((est - truth) ** 2)), its) for name, (est, its) in out.items()}
     u = np.full(truth.size, n_present / truth.size)
-    errs["_deviance"] = (float(2 * _poisson_gain(w, M @ u, M @ (out["converged"][0] * n_present))), 0)
-    return errs
+    deviance = float(2 * _poisson_gain(w, M @ u, M @ (out["converged"][0] * n_present)))
+    return errs, deviance
 
 
 def _truth(kind, k, rng):
@@ -76,21 +66,20 @@ def _truth(kind, k, rng):
 
 def run_cell(res, grid, mech_name, k, eps, n, kind, truths, rng, tols):
     mech = make_mechanism(mech_name, eps, k)
-    rows = [_one(mech, _truth(kind, k, rng), n, rng, tols) for _ in range(truths)]
+    runs = [_one(mech, _truth(kind, k, rng), n, rng, tols) for _ in range(truths)]
     params = {"grid": grid, "mechanism": mech_name, "k": k, "epsilon": eps, "n": n, "truth": kind,
               "truths": truths}
     summary = {}
-    for name in rows[0]:
-        mse = float(np.mean([r[name][0] for r in rows]))
-        its = float(np.mean([r[name][1] for r in rows]))
+    for name in runs[0][0]:
+        mse = float(np.mean([errs[name][0] for errs, _ in runs]))
+        its = float(np.mean([errs[name][1] for errs, _ in runs]))
         summary[name] = (mse, its)
-        if name == "_deviance":
-            res.add(params, "deviance_converged_vs_uniform", mse, "deviance")
-            continue
         res.add({**params, "estimator": name}, "mse", mse, "squared error")
         if its:
             res.add({**params, "estimator": name}, "iterations", its, "steps")
-    return summary
+    deviance = float(np.mean([d for _, d in runs]))
+    res.add(params, "deviance_converged_vs_uniform", deviance, "deviance")
+    return summary, deviance
 
 
 def main(argv=None) -> int:
@@ -105,7 +94,7 @@ def main(argv=None) -> int:
     for mech_name in ("grr", "subset", "oue"):
         for k in (2, 6, 20):
             for eps in (0.1, 0.5, 1.0, 3.0):
-                s = run_cell(res, "small", mech_name, k, eps, 2_000 if args.quick else 10_000,
+                s, _ = run_cell(res, "small", mech_name, k, eps, 2_000 if args.quick else 10_000,
                              "Dirichlet(0.5)", small_truths, rng, TOLS)
                 best = min(s["converged"][0], s["norm-sub"][0])
                 ratios = {t: s[f"noise {t:g}"][0] / best for t in TOLS}
@@ -122,9 +111,9 @@ def main(argv=None) -> int:
     large = []
     for n, eps in large_settings:
         for kind in ("Dirichlet(0.5)", "Zipf(1.1)"):
-            s = run_cell(res, "large", "grr", 1024, eps, n, kind, 1 if args.quick else 3, rng,
-                         (1e-4,))
-            large.append((n, eps, kind, s))
+            s, dev = run_cell(res, "large", "grr", 1024, eps, n, kind, 1 if args.quick else 3,
+                              rng, (1e-4,))
+            large.append((n, eps, kind, s, dev))
             print(f"large domain: n={n} eps={eps} {kind} done", flush=True)
 
     def r2(x):
@@ -166,12 +155,16 @@ def main(argv=None) -> int:
                    f"{s['noise 0.0001'][0]:.4f} ({s['noise 0.0001'][1]:.0f})",
                    f"{s['converged'][0]:.4f} ({s['converged'][1]:.0f})",
                    f"{s['norm-sub'][0]:.4f}", f"{s['uniform'][0]:.4f}",
-                   f"{s['_deviance'][0]:.0f}"] for n, e, kind, s in large]),
+                   f"{dev:.0f}"] for n, e, kind, s, dev in large]),
         "",
         "At k = 1024 one EM step moves the estimate by about p - q of the way to the fixed point, so "
         "the first step gains less than the threshold and the rule returns the uniform start nudged "
-        "once: right for spread-out truths, wrong for a heavy head, and the deviance does not tell "
-        "the two apart.",
+        "once. Where that beats the converged EM, and the deviance of each case (mean over its "
+        "truths):",
+        "",
+        *(f"- n = {n:,}, epsilon = {e:g}, {kind}: the rule's MSE is "
+          f"{s['noise 0.0001'][0] / s['converged'][0]:.2f}x the converged EM's; deviance {dev:.0f}"
+          for n, e, kind, s, dev in large),
     ]
     res.write_json()
     res.write_markdown("\n".join(body))

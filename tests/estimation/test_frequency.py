@@ -263,6 +263,27 @@ def test_noise_stop_regularises_when_the_likelihood_is_flat():
     assert tight.iterations == 50 and not tight.converged
 
 
+def test_noise_stop_threshold_can_be_set():
+    """("noise", NOISE_TOL) is the default rule; a looser threshold stops sooner, a stricter one
+    later, on the same counts."""
+    from reidrisk.estimation.frequency import NOISE_TOL
+
+    rng = np.random.default_rng(7)
+    m = mech("grr", 0.5, 6)
+    w, n = m.support_counts(m.perturb(exact_codes(np.array([.4, .2, .15, .1, .1, .05]), 5000), rng))
+    M = m.support_matrix()
+    default = em_counts(w, n, M)
+    same = em_counts(w, n, M, stop=("noise", NOISE_TOL))
+    loose = em_counts(w, n, M, stop=("noise", 100 * NOISE_TOL))
+    strict = em_counts(w, n, M, stop=("noise", NOISE_TOL / 100))
+    np.testing.assert_array_equal(same.values, default.values)
+    assert same.iterations == default.iterations
+    assert loose.iterations < default.iterations < strict.iterations
+    for bad in (("noise", 0.0), ("noise", "x"), ("soon", 1e-4)):
+        with pytest.raises(EstimationError, match="stop"):
+            em_counts(w, n, M, stop=bad)
+
+
 def test_em_validates_arguments():
     M = mech("grr", 1.0, 3).support_matrix()
     with pytest.raises(EstimationError, match="stop"):

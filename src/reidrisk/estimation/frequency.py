@@ -47,6 +47,7 @@ n = 10^6). The deviance of the fixed point over the uniform start differs little
 (163-197 spread out, 248-278 heavy head, on 1023 free parameters). For a large domain known to be
 concentrated, pass ``stop=1e-7`` with a larger ``max_iter``, or use norm-sub.
 
+``stop=("noise", threshold)`` applies the same rule with another threshold than ``NOISE_TOL``;
 ``stop=<float>`` instead stops when no probability changes by more than that amount in one step;
 ``stop=None`` runs exactly ``max_iter`` steps.
 """
@@ -214,21 +215,30 @@ def _parse_stop(stop) -> tuple[str, float]:
     """('noise', tol) | ('tol', tol) | ('none', 0)."""
     if stop is None:
         return "none", 0.0
+    if isinstance(stop, tuple) and len(stop) == 2 and stop[0] == "noise":
+        tol = _positive_tolerance(stop[1], stop)
+        return "noise", tol
     if isinstance(stop, str):
         if stop != "noise":
             raise EstimationError(
-                f"stop must be 'noise', a positive float tolerance or None, got {stop!r}"
+                f"stop must be 'noise', ('noise', threshold), a positive float tolerance or None, "
+                f"got {stop!r}"
             )
         return "noise", NOISE_TOL
+    return "tol", _positive_tolerance(stop, stop)
+
+
+def _positive_tolerance(value, stop) -> float:
     try:
-        tol = float(stop)
+        tol = float(value)
     except (TypeError, ValueError):
         raise EstimationError(
-            f"stop must be 'noise', a positive float tolerance or None, got {stop!r}"
+            f"stop must be 'noise', ('noise', threshold), a positive float tolerance or None, "
+            f"got {stop!r}"
         ) from None
     if not np.isfinite(tol) or tol <= 0:
         raise EstimationError(f"stop tolerance must be finite and > 0, got {stop!r}")
-    return "tol", tol
+    return tol
 
 
 def _check_max_iter(max_iter) -> int:
@@ -292,7 +302,8 @@ def em_counts(w, n, M, stop="noise", max_iter: int = DEFAULT_MAX_ITER, init=None
 
     ``w``: support counts (k,); ``n``: number of present reports (scale of the default uniform start
     and of ``init``); ``M``: (k, k) channel, ``M[v, x] = P(v supported | x)``. ``stop``: ``"noise"``
-    (module doc), a float tolerance on the largest change of ``z / sum z``, or ``None`` (run
+    (module doc; ``("noise", threshold)`` for another threshold), a float tolerance on the
+    largest change of ``z / sum z``, or ``None`` (run
     ``max_iter`` steps). ``init``: positive start (k,), any scale (rescaled to sum n); zeros stay
     zero under multiplicative updates, so they are lifted to 1e-12 of the mean. Float64 throughout.
     Returns ``EMResult(values=z (k,), iterations, converged)``.
