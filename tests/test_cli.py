@@ -291,3 +291,30 @@ def test_main_entry_point(capsys):
         cli_module.main(["--version"])
     assert exc.value.code == 0
     assert __version__ in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("content, fragment", [
+    (b"a,b\n1,2\n3,4,5\n", "not a well-formed CSV"),
+    (b"\x00\x01\xff\xfe binary \xc3\x28", "not a UTF-8 text table"),
+])
+def test_ragged_and_binary_csv_name_the_file(runner, tmp_path, content, fragment):
+    path = tmp_path / "input.csv"
+    path.write_bytes(content)
+    for args in (["schema", "infer", str(path)], ["demo", "--data", str(path), "--out", str(tmp_path / "r")]):
+        _assert_clean_error(runner.invoke(cli, args), "input.csv", fragment)
+
+
+def test_write_error_names_the_users_file(runner, small, tmp_path, monkeypatch):
+    import errno
+
+    data, _, _ = small
+
+    def full_disk(self, target, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(target))
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", full_disk)
+    target = tmp_path / "scores.csv"
+    result = runner.invoke(cli, ["uniqueness", "score", "-N", "4000", "--db", str(data), "--records",
+                                 str(data), "-o", str(target)])
+    _assert_clean_error(result, "No space left on device", str(target))
+    assert ".tmp" not in result.output

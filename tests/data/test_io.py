@@ -127,3 +127,45 @@ def test_encoded_data_unpacks(schema, frame):
     s, codes = enc
     assert s is schema and codes is enc.codes and enc.n == 4
     np.testing.assert_array_equal(enc.complete_rows(), [True, False, False, False])
+
+
+def test_ragged_csv_names_the_file_and_the_line(tmp_path):
+    path = tmp_path / "ragged.csv"
+    path.write_text("a,b\n1,2\n3,4,5\n")
+    with pytest.raises(TableError, match=r"'.*ragged\.csv' is not a well-formed CSV.*line 3, saw 3"):
+        read_table(path)
+
+
+def test_binary_file_names_the_file(tmp_path):
+    path = tmp_path / "image.csv"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4)
+    with pytest.raises(TableError, match=r"'.*image\.csv' is not a UTF-8 text table.*binary"):
+        read_table(path)
+
+
+def test_write_error_names_the_users_path_not_the_temporary_file(frame, tmp_path, monkeypatch):
+    import errno
+
+    def full_disk(self, target, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(target))
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", full_disk)
+    target = tmp_path / "out.csv"
+    with pytest.raises(OSError) as info:
+        write_table(frame, target)
+    assert info.value.errno == errno.ENOSPC and info.value.filename == str(target)
+    assert ".tmp" not in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_output_path_is_checked_up_front(tmp_path):
+    from reidrisk.data.io import check_output_path
+
+    with pytest.raises(FileNotFoundError, match="absent' does not exist"):
+        check_output_path(tmp_path / "absent" / "t.csv")
+    with pytest.raises(IsADirectoryError, match="is a folder"):
+        check_output_path(tmp_path)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(NotADirectoryError, match="a file of that name exists"):
+        check_output_path(tmp_path / "file", kind="folder")
+    assert check_output_path(tmp_path / "new" / "deeper", kind="folder") == tmp_path / "new" / "deeper"

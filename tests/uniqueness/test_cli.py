@@ -131,3 +131,92 @@ def test_parse_db_spec():
 def test_help_lists_the_command():
     result = CliRunner().invoke(cli, ["uniqueness", "--help"])
     assert result.exit_code == 0 and "score" in result.output
+
+
+# ---- reports files of `collect simulate` (one reader for both capabilities) ----------------------
+
+@pytest.fixture(scope="module")
+def labelled(tmp_path_factory):
+    """A population whose labels are words, not numbers: a reader that took the reports' category
+    indices for labels fails on it ("unknown category '0'") instead of silently miscounting."""
+    from reidrisk.schema import Attribute, Schema
+
+    tmp = tmp_path_factory.mktemp("uniq_words")
+    pop = make_population(1500, [3, 4, 2, 3], 0.5, rng=4)
+    schema = Schema(tuple(Attribute(a.name, tuple(f"{a.name.lower()}-{c}" for c in a.categories))
+                          for a in pop.schema))
+    frame = schema.decode(pop.codes)
+    frame.to_csv(tmp / "people.csv", index=False)
+    frame.iloc[:40].to_csv(tmp / "query.csv", index=False)
+    schema.save(tmp / "schema.json")
+    # the truth: how many people of the population hold each query record's values
+    key = frame.astype(str).agg("|".join, axis=1)
+    truth = key.map(key.value_counts()).to_numpy()[:40]
+    return tmp, truth
+
+
+@pytest.mark.parametrize("name", ["reports.csv", "reports.parquet"])
+def test_simulate_then_score_reads_the_reports_file(labelled, name):
+    tmp, truth = labelled
+    # k-RR at 25 per attribute keeps every value with probability 1 - (f - 1) e^-25 > 1 - 1e-10, so
+    # the reports are the records and each count in the database (the whole population, rate 1)
+    # must equal the record's true population count exactly.
+    sim = CliRunner().invoke(cli, ["collect", "simulate", str(tmp / "people.csv"), str(tmp / name),
+                                   "--schema", str(tmp / "schema.json"), "-e", "100", "-m", "grr",
+                                   "--k", "all", "--seed", "1"])
+    assert sim.exit_code == 0, sim.output
+    out = tmp / f"scores-{name}.csv"
+    result = run("-N", 1500, "--db", f"{tmp / name}:1", "--records", tmp / "query.csv", "-o", out)
+    assert result.exit_code == 0, result.output
+    scores = pd.read_csv(out)
+    np.testing.assert_array_equal(scores["count_db1"].to_numpy(), truth)
+    # the declaration of the older label format is checked against the file's metadata
+    same = run("-N", 1500, "--db", f"{tmp / name}:1:grr:100", "--records", tmp / "query.csv")
+    assert same.exit_code == 0, same.output
+    wrong = run("-N", 1500, "--db", f"{tmp / name}:1:grr:4", "--records", tmp / "query.csv")
+    assert_clean_error(wrong, name, "100", "not 4")
+
+
+def test_reports_file_with_another_schema_is_refused(labelled, files):
+    tmp, _ = labelled
+    CliRunner().invoke(cli, ["collect", "simulate", str(tmp / "people.csv"), str(tmp / "r.csv"),
+                             "--schema", str(tmp / "schema.json"), "-e", "4", "--seed", "1"])
+    result = run("-N", 1500, "--db", tmp / "r.csv", "--records", tmp / "query.csv",
+                 "--schema", files / "schema.json")
+    assert_clean_error(result, "r.csv", "different schema")
+
+
+# ---- validation ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("t", ["0", "0.5", "-1"])
+def test_threshold_below_one_is_refused(files, t):
+    # X >= 1 always (the person exists), so P(X > 0) = 1 and 'at most 0 share' can never hold
+    result = run("-N", N, "--db", files / "db.csv", "--records", files / "records.csv", "--id", "person",
+                 "-T", t)
+    assert result.exit_code == 2 and ">= 1" in result.output
+
+
+def test_rate_that_contradicts_size_over_n_is_refused_with_the_numbers(files):
+    size = len(pd.read_csv(files / "db.csv"))  # a 20% sample of N = 3000: about 600 records
+    result = run("-N", N, "--db", f"{files / 'db.csv'}:0.5", "--records", files / "records.csv",
+                 "--id", "person")
+    assert_clean_error(result, "db.csv", "0.5", "1,500", f"{size:,}")
+    # a rate within sampling noise of size / N is accepted
+    ok = run("-N", N, "--db", f"{files / 'db.csv'}:{size / N:.3f}", "--records", files / "records.csv",
+             "--id", "person")
+    assert ok.exit_code == 0, ok.output
+
+
+def test_output_path_is_checked_before_the_computation(files, tmp_path, monkeypatch):
+    from reidrisk.uniqueness import model
+
+    def no_fit(*args, **kwargs):  # the model must not even be fitted
+        raise AssertionError("fitted before the output path was checked")
+
+    monkeypatch.setattr(model.UniquenessModel, "fit", no_fit)
+    result = run("-N", N, "--db", files / "db.csv", "--records", files / "records.csv", "--id", "person",
+                 "-o", tmp_path / "absent" / "scores.csv")
+    assert_clean_error(result, "absent", "does not exist")
+    result = run("-N", N, "--db", files / "db.csv", "--records", files / "records.csv", "--id", "person",
+                 "-o", tmp_path / "scores.xlsx")
+    assert_clean_error(result, "scores.xlsx", "unsupported file type")

@@ -192,15 +192,17 @@ def file_mode() -> int:
 
 def atomic_write(path: Path, write) -> None:
     """Call ``write(tmp)`` on a temporary file beside ``path``, then move it over ``path``."""
-    if not path.parent.is_dir():
-        raise FileNotFoundError(
-            f"cannot write {str(path)!r}: the folder {str(path.parent)!r} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
+    from reidrisk.data.io import _user_path_in_errors, check_output_path
+
+    path = check_output_path(path)
+    with _user_path_in_errors(path):
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.close(fd)
     try:
-        write(Path(tmp))
-        os.chmod(tmp, file_mode())
-        os.replace(tmp, path)
+        with _user_path_in_errors(path):
+            write(Path(tmp))
+            os.chmod(tmp, file_mode())
+            os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -407,8 +409,35 @@ def _decode_column(path: Path, attr_name: str, mech: Mechanism, codec: str,
                            f"expected one of {CODECS}")
 
 
-def read_reports(path: str | Path) -> CollectedReports:
-    """Read and validate a reports file written by ``write_reports`` (module doc).
+def has_metadata(path: str | Path) -> bool:
+    """True when ``path`` carries reidrisk reports metadata (a CSV's sidecar, or the key inside a
+    Parquet file; a Parquet file's sidecar also counts). Says nothing about whether it is valid."""
+    path = Path(path)
+    if sidecar_path(path).is_file():
+        return True
+    if path.name.lower().endswith((".parquet", ".pq")) and path.is_file():
+        import pyarrow.parquet as pq
+
+        try:
+            return PARQUET_KEY in (pq.read_schema(path).metadata or {})
+        except Exception:  # not a Parquet file: read_reports says so
+            return False
+    return False
+
+
+def read_reports(path: str | Path, schema: Schema | None = None, mechanism: str | None = None,
+                 epsilon: float | None = None) -> CollectedReports:
+    """Read and validate a reports file (module doc): the one reader of randomized reports, used by
+    ``reidrisk collect fit`` and ``reidrisk uniqueness score --db``.
+
+    A file with metadata (written by ``write_reports``, e.g. by ``reidrisk collect simulate``)
+    describes itself. A declared ``mechanism``/``epsilon`` (whole-record budget) must then agree
+    with it, and a given ``schema`` must be the file's.
+
+    A file without metadata is refused, unless the caller declares what it holds: ``mechanism="grr"``,
+    the whole-record ``epsilon`` (split evenly over the attributes) and the ``schema``. Such a file
+    holds k-RR reports as category *labels*, one column per attribute (``read_table``'s rules; empty
+    or ``?`` = missing), which is how a randomized database is often published.
 
     Raises ``ReportsFileError`` (or ``MechanismError``/``ProtocolError``/``SchemaError``) naming the
     file, column, row and value of the first problem.
@@ -416,6 +445,69 @@ def read_reports(path: str | Path) -> CollectedReports:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"reports file {str(path)!r} does not exist; check the path")
+    if mechanism is not None and str(mechanism).lower() != "grr":
+        raise ReportsFileError(
+            f"{str(path)!r}: mechanism {mechanism!r} cannot be declared for a file; only k-RR "
+            "reports ('grr') are one category per attribute. Files of other mechanisms carry "
+            "metadata (write them with write_reports)")
+    if not has_metadata(path) and mechanism is not None:
+        if epsilon is None or schema is None:
+            raise ReportsFileError(f"{str(path)!r}: a file of k-RR labels needs its whole-record "
+                                   "budget and its schema")
+        return _read_label_reports(path, schema, float(epsilon))
+    collected = _read_described(path)
+    _check_declared(path, collected, schema, mechanism, epsilon)
+    return collected
+
+
+def _check_declared(path: Path, collected: CollectedReports, schema: Schema | None,
+                    mechanism: str | None, epsilon: float | None) -> None:
+    """A caller's declaration against the file's own metadata: refuse any disagreement."""
+    import math
+
+    meta_mech = collected.protocol.mechanism.lower()
+    if mechanism is not None and meta_mech != str(mechanism).lower():
+        raise ReportsFileError(
+            f"{str(path)!r} holds {meta_mech!r} reports (its metadata), not {mechanism!r} as "
+            "declared; drop the declaration (the file describes itself) or check the file")
+    if epsilon is not None and not math.isclose(collected.epsilon, float(epsilon), rel_tol=1e-9):
+        raise ReportsFileError(
+            f"{str(path)!r} was randomized with a whole-record budget of {collected.epsilon:g} (its "
+            f"metadata), not {float(epsilon):g} as declared; drop the declaration or fix it")
+    if schema is not None and schema.to_dict() != collected.schema.to_dict():
+        ours, theirs = schema.to_dict()["attributes"], collected.schema.to_dict()["attributes"]
+        diff = [a.get("name") for a, b in zip(ours, theirs) if a != b]
+        if len(ours) != len(theirs) or not diff:
+            diff = sorted(set(schema.names) ^ set(collected.schema.names)) or schema.names
+        raise ReportsFileError(
+            f"{str(path)!r} was written with a different schema than the one given (they differ in "
+            f"{', '.join(map(str, diff))}); use the schema stored in the reports file's metadata")
+
+
+def _read_label_reports(path: Path, schema: Schema, epsilon: float) -> CollectedReports:
+    """k-RR reports stored as labels (``read_reports`` doc): encode, then validate as reports."""
+    from reidrisk.data.io import read_table
+
+    frame = read_table(path)
+    absent = [c for c in schema.names if c not in frame.columns]
+    if absent:
+        raise ReportsFileError(f"{str(path)!r} lacks the schema column(s) {', '.join(absent)}")
+    try:
+        codes = schema.encode(frame[schema.names])
+    except SchemaError as exc:
+        raise SchemaError(f"{str(path)!r}: {exc}") from None
+    protocol = Protocol(epsilon, None, "grr")
+    mechs = protocol.mechanisms(schema)
+    reps = []
+    for attr, mech, col in zip(schema, mechs, codes.T):
+        try:
+            reps.append(mech.validate_reports(np.asarray(col, dtype=np.int64)))
+        except MechanismError as exc:
+            raise ReportsFileError(f"{path.name}: column {attr.name!r}: {exc}") from None
+    return CollectedReports(RecordReports(schema, tuple(mechs), tuple(reps)), protocol)
+
+
+def _read_described(path: Path) -> CollectedReports:
     meta, frame = _read_metadata(path)
     try:
         schema = Schema.from_dict(meta["schema"])
@@ -471,5 +563,5 @@ def read_reports(path: str | Path) -> CollectedReports:
 
 __all__ = [
     "CollectedReports", "REPORTS_FORMAT", "REPORTS_VERSION", "ReportsFileError", "codec_of",
-    "read_reports", "reports_frame", "sidecar_path", "write_reports",
+    "has_metadata", "read_reports", "reports_frame", "sidecar_path", "write_reports",
 ]

@@ -89,17 +89,30 @@ def read_table(path: str | Path, columns: Sequence[str] | None = None) -> pd.Dat
     sep = "\t" if path.name.lower().endswith(".tsv") else ","
     try:
         header = pd.read_csv(path, sep=sep, nrows=0, dtype=str, keep_default_na=False)
+        _check_columns(path, list(header.columns), columns)
+        return pd.read_csv(
+            path,
+            sep=sep,
+            dtype=str,
+            keep_default_na=False,
+            na_filter=False,
+            usecols=list(columns) if columns is not None else None,
+        )[list(columns) if columns is not None else list(header.columns)]
     except pd.errors.EmptyDataError:
         raise TableError(f"table file {str(path)!r} has no header row; nothing to read") from None
-    _check_columns(path, list(header.columns), columns)
-    return pd.read_csv(
-        path,
-        sep=sep,
-        dtype=str,
-        keep_default_na=False,
-        na_filter=False,
-        usecols=list(columns) if columns is not None else None,
-    )[list(columns) if columns is not None else list(header.columns)]
+    except UnicodeDecodeError as exc:
+        raise TableError(
+            f"{str(path)!r} is not a UTF-8 text table (byte {exc.object[exc.start:exc.start + 1]!r} at "
+            f"offset {exc.start} cannot be decoded); is it a binary file? Export the data as UTF-8 CSV "
+            "or Parquet"
+        ) from None
+    except pd.errors.ParserError as exc:
+        detail = " ".join(str(exc).split()).removeprefix("Error tokenizing data. C error: ")
+        raise TableError(
+            f"{str(path)!r} is not a well-formed {'TSV' if sep == chr(9) else 'CSV'} table ({detail}); "
+            "every row must have as many fields as the header (quote fields that contain the "
+            "separator)"
+        ) from None
 
 
 def _check_columns(path: Path, available: Sequence[str], wanted: Sequence[str] | None) -> None:
@@ -119,26 +132,78 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
     fmt = table_format(path)
     if not isinstance(frame, pd.DataFrame):
         raise TableError(f"write_table needs a pandas DataFrame, got {type(frame).__name__}")
-    if not path.parent.is_dir():
-        raise FileNotFoundError(
-            f"cannot write {str(path)!r}: the folder {str(path.parent)!r} does not exist"
-        )
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
+    check_output_path(path)
+    with _user_path_in_errors(path):
+        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.close(fd)
     tmp = Path(tmp_name)
     try:
-        if fmt == "parquet":
-            frame.to_parquet(tmp, index=False)
-        else:
-            compression = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd"}.get(
-                path.suffix.lower())
-            sep = "\t" if path.name.lower().endswith(".tsv") else ","
-            frame.to_csv(tmp, index=False, sep=sep, compression=compression)
-        os.replace(tmp, path)
+        with _user_path_in_errors(path):
+            if fmt == "parquet":
+                frame.to_parquet(tmp, index=False)
+            else:
+                compression = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd"}.get(
+                    path.suffix.lower())
+                sep = "\t" if path.name.lower().endswith(".tsv") else ","
+                frame.to_csv(tmp, index=False, sep=sep, compression=compression)
+            os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     return path
+
+
+def check_output_path(path: str | Path, kind: str = "file") -> Path:
+    """Check, before any work is done, that ``path`` can be written: its folder exists and is
+    writable, and ``path`` itself is not a folder (``kind="file"``) or not a file (``kind="folder"``;
+    a report folder's parent is created when missing, so only an existing parent is checked).
+
+    Raises ``FileNotFoundError``, ``IsADirectoryError``, ``NotADirectoryError`` or
+    ``PermissionError`` naming the path and the fix. Returns ``Path(path)``.
+    """
+    path = Path(path)
+    if kind == "folder":
+        if path.exists() and not path.is_dir():
+            raise NotADirectoryError(f"cannot write the report folder {str(path)!r}: a file of that "
+                                     "name exists; pass another folder")
+        parent = path.resolve().parent
+        while not parent.exists():
+            parent = parent.parent
+        if not parent.is_dir():
+            raise NotADirectoryError(f"cannot create {str(path)!r}: {str(parent)!r} is a file")
+    else:
+        if path.is_dir():
+            raise IsADirectoryError(f"cannot write {str(path)!r}: it is a folder; give a file name")
+        parent = path.parent
+        if not parent.is_dir():
+            raise FileNotFoundError(
+                f"cannot write {str(path)!r}: the folder {str(parent)!r} does not exist; create it "
+                "or choose another path"
+            )
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise PermissionError(f"cannot write {str(path)!r}: no permission to write in the folder "
+                              f"{str(parent)!r}; choose another path")
+    return path
+
+
+class _user_path_in_errors:
+    """Re-raise an ``OSError`` about a temporary file as the same error about the user's ``path``
+    (a message about ``.out.csv.x1y2.tmp`` would name a file the user never asked for)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if not isinstance(exc, OSError):
+            return False
+        if exc.filename is not None and Path(exc.filename) == self.path:
+            return False
+        reason = exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
+        cls = type(exc) if type(exc).__init__ is OSError.__init__ else OSError
+        raise cls(exc.errno, reason, str(self.path)) from exc
 
 
 def read_encoded(path: str | Path, schema: Schema) -> np.ndarray:
@@ -162,6 +227,6 @@ def write_encoded(codes: np.ndarray, schema: Schema, path: str | Path) -> Path:
 
 
 __all__ = [
-    "EncodedData", "TableError", "read_encoded", "read_table", "table_format", "write_encoded",
-    "write_table",
+    "EncodedData", "TableError", "check_output_path", "read_encoded", "read_table", "table_format",
+    "write_encoded", "write_table",
 ]

@@ -87,8 +87,11 @@ def group() -> None:
 
 def _thresholds(ctx, param, value):
     for t in value:
-        if not math.isfinite(t) or t < 0:
-            raise click.BadParameter(f"{t!r} is not a threshold; use numbers >= 0", ctx=ctx, param=param)
+        if not math.isfinite(t) or t < 1:
+            raise click.BadParameter(
+                f"{t!r} is not a threshold; use numbers >= 1 (X counts the person who holds the record, "
+                "so X >= 1 always: with T < 1 every P(X > T) would be 1 and no record could be flagged)",
+                ctx=ctx, param=param)
     return value
 
 
@@ -96,15 +99,18 @@ def _thresholds(ctx, param, value):
 @click.option("--population", "-N", "population", type=click.IntRange(min=1), required=True,
               help="Size N of the population the databases were sampled from.")
 @click.option("--db", "dbs", multiple=True, required=True, metavar="FILE[:RATE[:grr:EPS]]",
-              help="A sampled database (CSV or Parquet). RATE: share of the population it holds "
-                   "(default: its size / N). ':grr:EPS' marks k-RR reports with whole-record "
-                   "budget EPS. Repeat for several databases.")
+              help="A sampled database (CSV or Parquet): raw records, or a reports file written by "
+                   "`reidrisk collect simulate` (it carries its mechanism and budget). RATE: share of "
+                   "the population it holds (default: its size / N). ':grr:EPS' marks a file of k-RR "
+                   "reports stored as labels with whole-record budget EPS. Repeat for several "
+                   "databases.")
 @click.option("--records", "records", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Query records (CSV or Parquet), one row per person to score.")
 @click.option("--schema", "schema_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Schema JSON (see `reidrisk schema infer`); inferred from all files when omitted.")
+              help="Schema JSON (see `reidrisk schema infer`); taken from a reports file's metadata, or "
+                   "inferred from all files, when omitted.")
 @click.option("-T", "--threshold", "thresholds", type=float, multiple=True, callback=_thresholds,
-              help="Threshold T of P(X > T) and of the flag; repeat for several. [default: 1]")
+              help="Threshold T >= 1 of P(X > T) and of the flag; repeat for several. [default: 1]")
 @click.option("--method", type=click.Choice(["reidrisk", "paper"]), default="reidrisk", show_default=True,
               help="reidrisk: calibrated prior, randomization-aware counts; paper: paper 000 as printed.")
 @click.option("--rule", type=click.Choice(list(RULES)), default=None,
@@ -116,13 +122,24 @@ def _thresholds(ctx, param, value):
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the model's random draws.")
 def score(population, dbs, records, schema_path, thresholds, method, rule, id_column, out, seed) -> None:
     """Score every query record: E[X], P(X = 1), P(X > T) and a flag, where X is the number of
-    people in the population who share the record's values.
+    people in the population who share the record's values (the person included, so X >= 1).
 
-    The flag (flag_le_T) is 1 when the record is predicted to be shared by at most T people: with
-    T = 1, when it is predicted to be unique and so re-identifiable.
+    \b
+    Output columns, one row per query record:
+      row / the --id column  which record
+      expected_count         E[X]
+      p_unique               P(X = 1): nobody else shares the values (re-identifiable)
+      p_gt_T, flag_le_T      P(X > T), and 1 when at most T people are predicted to share
+                             them (with T = 1: predicted unique)
+      q                      the model's probability that a random person has these values
+                             (Gaussian copula cell probability; N q is the prior's scale)
+      count_dbI              matches in the I-th --db: records (raw) or reports (randomized)
+                             equal to the query record on every attribute
     """
+    from reidrisk.collect.reports_io import has_metadata, read_reports
     from reidrisk.copula import CopulaError
-    from reidrisk.data.io import read_table, write_table
+    from reidrisk.data.io import check_output_path, read_table, table_format, write_table
+    from reidrisk.schema import Schema
     from reidrisk.uniqueness.floors import FloorError
     from reidrisk.uniqueness.model import Database, UniquenessError, UniquenessModel
     from reidrisk.uniqueness.posterior import PosteriorError
@@ -131,10 +148,14 @@ def score(population, dbs, records, schema_path, thresholds, method, rule, id_co
     t0 = time.perf_counter()
     specs = [parse_db_spec(s) for s in dbs]
     thresholds = thresholds or (1.0,)
-    frames = [read_table(sp.path) for sp in specs]
-    for sp, fr in zip(specs, frames):
+    if out is not None:  # before any work: a bad output path should not cost the computation
+        table_format(out)
+        check_output_path(out)
+    described = [has_metadata(sp.path) for sp in specs]
+    frames = {i: read_table(sp.path) for i, sp in enumerate(specs) if not described[i]}
+    for i, fr in frames.items():
         if len(fr) == 0:
-            raise _UserError(f"{str(sp.path)!r} has no rows; a database needs at least one record")
+            raise _UserError(f"{str(specs[i].path)!r} has no rows; a database needs at least one record")
     query = read_table(records)
     if len(query) == 0:
         raise _UserError(f"{str(records)!r} has no rows; nothing to score")
@@ -145,16 +166,28 @@ def score(population, dbs, records, schema_path, thresholds, method, rule, id_co
                              f"{', '.join(map(str, query.columns))}")
         ids = query[id_column].to_numpy()
         query = query.drop(columns=[id_column])
-    schema = _load_schema(schema_path, frames, query)
+    collected = {}
+    if schema_path is not None:
+        schema = Schema.load(schema_path)
+    elif any(described):
+        first = described.index(True)
+        collected[first] = read_reports(specs[first].path, None, specs[first].mechanism,
+                                        specs[first].epsilon)
+        schema = collected[first].schema
+    else:
+        schema = _load_schema(None, list(frames.values()), query)
+    for i, sp in enumerate(specs):
+        if described[i] or sp.mechanism is not None:
+            collected[i] = read_reports(sp.path, schema, sp.mechanism, sp.epsilon)
+    databases = []
+    for i, sp in enumerate(specs):
+        size = collected[i].n if i in collected else len(frames[i])
+        _check_rate(sp, size, population)
+        if i in collected:
+            databases.append(Database(collected[i].reports, sp.rate, sp.path.name))
+        else:
+            databases.append(Database(_encode(schema, frames[i], sp.path), sp.rate, sp.path.name))
     try:
-        databases = []
-        for sp, fr in zip(specs, frames):
-            codes = _encode(schema, fr, sp.path)
-            if sp.mechanism is None:
-                databases.append(Database(codes, sp.rate, sp.path.name))
-            else:
-                databases.append(Database.from_randomized_codes(codes, schema, sp.mechanism, sp.epsilon,
-                                                                sp.rate, sp.path.name))
         rec = _encode(schema, query, records)
         model = UniquenessModel(method, rule=rule, rng=seed).fit(databases, population, schema=schema)
         result = model.score(rec, T=list(thresholds), keep_pmf=False)
@@ -179,6 +212,26 @@ def score(population, dbs, records, schema_path, thresholds, method, rule, id_co
     )
     if model.prior_ is not None and model.prior_.source == "simulation":
         click.echo(SIMULATED_PRIOR_CAVEAT, err=True)
+
+
+RATE_TOLERANCE_SD = 4.0
+"""A ``--db`` RATE is refused when the file's size lies more than this many binomial standard
+deviations (plus one record) from RATE x N: a sample of N people at rate s has size s N +- sqrt(N s
+(1 - s)), so a size that far off means RATE or N is wrong (chance: below 1e-4)."""
+
+
+def _check_rate(spec: DatabaseSpec, size: int, population: int) -> None:
+    """Refuse a declared RATE that the database's size contradicts, with the numbers."""
+    if spec.rate is None:
+        return
+    expected = spec.rate * population
+    slack = RATE_TOLERANCE_SD * math.sqrt(population * spec.rate * (1.0 - spec.rate)) + 1.0
+    if abs(size - expected) > slack:
+        raise _UserError(
+            f"--db {str(spec.path)!r}: RATE {spec.rate:g} of N = {population:,} means about "
+            f"{expected:,.0f} records (between {max(0.0, expected - slack):,.0f} and "
+            f"{min(population, expected + slack):,.0f}), but the file holds {size:,} (size / N = "
+            f"{size / population:.4g}). Fix RATE or -N, or leave RATE out to use size / N")
 
 
 SIMULATED_PRIOR_CAVEAT = (
