@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import platform
-import sys
 import time
 import zlib
 from dataclasses import dataclass
@@ -304,8 +303,9 @@ def run_demo(
     ``epsilons``: whole-record budgets, split evenly over the attributes. ``mechanisms``: registry
     names (default: all in ``reidrisk.mechanisms.MECHANISMS``). ``methods``: marginal estimators.
     ``out``: report folder (written atomically), or ``None`` for no report. ``seed``: all random
-    draws; ``None`` draws fresh entropy (recorded in ``parameters``). ``progress``: a progress bar on
-    stderr when it is a terminal. ``log``: receives one-line status messages.
+    draws; ``None`` draws fresh entropy (recorded in ``parameters``). ``progress``: progress on
+    stderr (a bar on a terminal, plain lines every few seconds otherwise:
+    ``reidrisk.report.progress``). ``log``: receives one-line status messages.
     """
     t0 = time.perf_counter()
     log = log or (lambda msg: None)
@@ -354,14 +354,13 @@ def run_demo(
     measurements: list[Measurement] = []
     examples: dict[str, dict[str, tuple[np.ndarray, ...]]] = {}
     timings: dict[str, float] = {m: 0.0 for m in mech_names}
-    from tqdm.auto import tqdm
+    from reidrisk.report.progress import Progress
 
-    bar = tqdm(total=len(mech_names) * len(eps_list), desc="collect + estimate", unit="run",
-               disable=not (progress and sys.stderr.isatty()), leave=False, file=sys.stderr)
+    bar = Progress(len(mech_names) * len(eps_list), "collect + estimate", unit="runs",
+                   enabled=progress)
     try:
         for mech in mech_names:
             for eps in eps_list:
-                bar.set_postfix_str(f"{mech} eps={_fmt_eps(eps)}")
                 t = time.perf_counter()
                 reports = RecordRandomizer(schema, mech, eps).randomize(codes, _rng(entropy, mech, eps))
                 em_marginals = None
@@ -377,7 +376,7 @@ def run_demo(
                 ests = [_pair_table(pair_est, p) for p in pairs]
                 measurements.append(_score(mech, eps, "pair", PAIR_METHOD, truth_pairs, ests))
                 timings[mech] += time.perf_counter() - t
-                bar.update()
+                bar.update(note=f"{mech} eps={_fmt_eps(eps)}")
     finally:
         bar.close()
 

@@ -1,5 +1,6 @@
 """``reidrisk collect``: simulate -> fit -> table -> synth on a small CSV."""
 
+import io
 import json
 
 import numpy as np
@@ -61,16 +62,112 @@ def test_simulate_fit_table_synth(workdir):
     pd.testing.assert_frame_equal(csv, pq.astype(str), check_dtype=False)
 
 
+def _truth(d):
+    """The data's true marginals (over answered values) and its true (A1, A3) table."""
+    from reidrisk.data.tables import contingency
+    from reidrisk.schema import Schema
+
+    schema = Schema.load(d / "schema.json")
+    codes = schema.encode(pd.read_csv(d / "data.csv", dtype=str, keep_default_na=False))
+    return ([contingency(codes, schema.sizes, [j]) for j in range(4)],
+            contingency(codes, schema.sizes, [0, 2]))
+
+
 def test_paper_split_and_parquet_reports(workdir):
     d = workdir
+    # 40 over 4 attributes = 10 per attribute: a subset report misses the true value with
+    # probability below (f - 1) e^-10 < 2e-4, i.e. in about 1 of the 8,000 values, so the server's
+    # marginals are the data's own up to that and the EM's stop (well inside 0.005)
     r = run("collect", "simulate", d / "data.csv", d / "reports.parquet", "--schema",
-            d / "schema.json", "-e", 2, "--k", "all", "--seed", 5)
+            d / "schema.json", "-e", 40, "--k", "all", "--seed", 5)
     assert r.exit_code == 0, r.output
+    assert "each person reports 4 attribute(s) with epsilon 10 each" in r.output
     collected = read_reports(d / "reports.parquet")
     assert collected.protocol.k_for(4) == 4
     r = run("collect", "fit", d / "reports.parquet", d / "model2.json", "--exact-em", "none",
             "--stop", "discrepancy", "--shrink", "js")
     assert r.exit_code == 0, r.output
+    assert "Fitted 4 attributes from 2000 reports" in r.output
+    from reidrisk.collect.pipeline import CollectModel
+
+    model = CollectModel.load(d / "model2.json")
+    marginals, pair = _truth(d)
+    for est, true in zip(model.marginals, marginals):
+        np.testing.assert_allclose(est, true, atol=0.005)
+    # the exact 2-way table of the copula against the true table: the population is drawn through
+    # a latent Gaussian, so the copula is the right model and only the correlation is estimated
+    # (from 2,000 records); cells agree to a few standard errors sqrt(p (1 - p) / 2000) <= 0.011
+    r = run("collect", "table", d / "model2.json", "-", "-c", "A1", "-c", "A3")
+    assert r.exit_code == 0, r.output
+    table = pd.read_csv(io.StringIO(r.output), dtype={"A1": str, "A3": str})
+    np.testing.assert_allclose(table["probability"].to_numpy(), pair.ravel(), atol=0.035)
+
+
+def test_k_above_the_number_of_attributes_is_refused(workdir):
+    d = workdir
+    r = CliRunner().invoke(cli, ["collect", "simulate", str(d / "data.csv"), str(d / "r.csv"),
+                                 "--schema", str(d / "schema.json"), "-e", "2", "--k", "9"])
+    assert r.exit_code == 2 and "--k 9 is more attributes than the schema has (4)" in r.output
+    assert not (d / "r.csv").exists()
+
+
+def test_outputs_are_checked_before_the_work(workdir, tmp_path):
+    d = workdir
+    for args in (["simulate", d / "data.csv", tmp_path / "no" / "r.csv", "-e", 2],
+                 ["fit", d / "reports.csv", tmp_path / "no" / "m.json"],
+                 ["table", d / "model.json", tmp_path / "no" / "t.csv", "-c", "A1"],
+                 ["table", d / "model.json", tmp_path / "t.xlsx", "-c", "A1"],
+                 ["synth", d / "model.json", tmp_path / "no" / "s.csv", "-n", 5]):
+        r = CliRunner().invoke(cli, ["collect", *map(str, args)])
+        assert r.exit_code == 2, (args, r.output)
+        assert ("no' does not exist" in r.output or "t.xlsx" in r.output), r.output
+
+
+# ---- the cost of exact tables -----------------------------------------------------------------
+
+def test_large_exact_table_switches_to_sampling_and_says_so(workdir, monkeypatch):
+    from reidrisk.collect import cli as collect_cli
+
+    d = workdir
+    monkeypatch.setattr(collect_cli, "EXACT_TABLE_MAX_CELLS", 20)  # the 3x4x2 table has 24 cells
+    r = run("collect", "table", d / "model.json", d / "t3.csv", "-c", "A1,A2,A3", "-n", 4000,
+            "--seed", 2)
+    assert r.exit_code == 0, r.output
+    assert "24 cells" in r.output and "more than 20 cells" in r.output and "--exact" in r.output
+    t = pd.read_csv(d / "t3.csv")["probability"].to_numpy()
+    # counts of 4,000 synthetic records: every probability is a multiple of 1/4000
+    np.testing.assert_allclose(t * 4000, np.round(t * 4000), atol=1e-9)
+    # asked for explicitly, the exact table is computed anyway
+    r = run("collect", "table", d / "model.json", d / "t3e.csv", "-c", "A1,A2,A3", "--exact")
+    assert r.exit_code == 0 and "(exact)" in r.output
+
+
+def test_long_exact_table_shows_progress_and_matches_the_one_shot_table(workdir, monkeypatch):
+    from reidrisk.collect import cli as collect_cli
+    from reidrisk.collect.pipeline import CollectModel
+    from reidrisk.report import progress
+
+    d = workdir
+    monkeypatch.setattr(collect_cli, "EXACT_SECONDS_PER_CELL", 1.0)  # pretend it is slow
+    monkeypatch.setattr(collect_cli, "_EXACT_CHUNK", 5)
+    monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)
+    r = run("collect", "table", d / "model.json", d / "t3p.csv", "-c", "A1,A2,A3", "--exact")
+    assert r.exit_code == 0, r.output
+    assert "Computing the 24 cells of the 3x4x2 table exactly: about 72 s" in r.output
+    assert "exact table: 1/5 chunks (20%)" in r.output and "5/5 chunks done" in r.output
+    chunked = pd.read_csv(d / "t3p.csv")["probability"].to_numpy()
+    whole = CollectModel.load(d / "model.json").table([0, 1, 2]).ravel()
+    # each cell is a randomized-QMC estimate to relative standard error 1e-3 (the copula's rtol)
+    np.testing.assert_allclose(chunked, whole, rtol=6e-3, atol=1e-9)
+
+
+def test_exact_table_beyond_the_hard_limit_is_refused(workdir, monkeypatch):
+    from reidrisk.collect import cli as collect_cli
+
+    monkeypatch.setattr(collect_cli, "EXACT_HARD_LIMIT", 10)
+    r = CliRunner().invoke(cli, ["collect", "table", str(workdir / "model.json"), "-", "-c",
+                                 "A1,A2,A3", "--exact"])
+    assert r.exit_code == 2 and "24 cells" in r.output and "--sampled" in r.output
 
 
 def test_raw_data_is_refused_by_fit(workdir):

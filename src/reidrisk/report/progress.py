@@ -1,0 +1,112 @@
+"""Progress of long commands on standard error: a bar on a terminal, plain lines otherwise.
+
+A bar redraws one line with carriage returns, which is noise in a log file and vanishes when the
+output is piped or captured. ``Progress`` therefore draws a tqdm bar only when its stream is a
+terminal; otherwise it prints a plain line such as
+
+    collect + estimate: 12/30 runs (40%), 21 s elapsed, about 31 s left
+
+at most every ``interval`` seconds, and a closing line once the job has run longer than that. Every
+command that can take more than a few seconds reports through it (``reidrisk demo``,
+``reidrisk collect table`` and ``synth``).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Callable, TextIO
+
+PLAIN_INTERVAL = 5.0
+"""Seconds between two plain progress lines (and the least run time that gets a closing line)."""
+
+
+def _seconds(s: float) -> str:
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
+
+
+class Progress:
+    """Progress of ``total`` steps named ``desc``, shown on ``stream`` (default: standard error).
+
+    ``interval``: seconds between plain lines (default ``PLAIN_INTERVAL``). ``enabled=False`` shows
+    nothing. ``update(n, note)`` advances by n steps; ``note`` (e.g. the
+    current item) is shown beside the count. Use as a context manager, or call ``close()``.
+    ``clock`` is injectable for tests.
+    """
+
+    def __init__(self, total: int, desc: str, unit: str = "steps", enabled: bool = True,
+                 stream: TextIO | None = None, interval: float | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.total = max(int(total), 0)
+        self.desc = desc
+        self.unit = unit
+        self.done = 0
+        self.note = ""
+        self.stream = sys.stderr if stream is None else stream
+        self.interval = float(PLAIN_INTERVAL if interval is None else interval)
+        self.clock = clock
+        self.start = clock()
+        self.last_line = self.start
+        self.lines = 0
+        self.closed = False
+        self.enabled = bool(enabled)
+        try:
+            tty = bool(self.stream.isatty())
+        except (AttributeError, ValueError):
+            tty = False
+        self._bar = None
+        if self.enabled and tty:
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(total=self.total, desc=desc, unit=unit.rstrip("s") or unit,
+                             leave=False, file=self.stream)
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def update(self, n: int = 1, note: str = "") -> None:
+        self.done += int(n)
+        self.note = note
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            if note:
+                self._bar.set_postfix_str(note, refresh=False)
+            self._bar.update(n)
+            return
+        now = self.clock()
+        if now - self.last_line >= self.interval and self.done < self.total:
+            self._line(now)
+
+    def _line(self, now: float, final: bool = False) -> None:
+        elapsed = now - self.start
+        if final:
+            text = f"{self.desc}: {self.done}/{self.total} {self.unit} done in {_seconds(elapsed)}"
+        else:
+            pct = 100.0 * self.done / self.total if self.total else 100.0
+            text = f"{self.desc}: {self.done}/{self.total} {self.unit} ({pct:.0f}%)"
+            if self.note:
+                text += f" [{self.note}]"
+            text += f", {_seconds(elapsed)} elapsed"
+            if 0 < self.done < self.total:
+                text += f", about {_seconds(elapsed * (self.total - self.done) / self.done)} left"
+        print(text, file=self.stream, flush=True)
+        self.last_line = now
+        self.lines += 1
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self._bar is not None:
+            self._bar.close()
+            return
+        now = self.clock()
+        if self.enabled and (self.lines or now - self.start >= self.interval):
+            self._line(now, final=True)
+
+
+__all__ = ["PLAIN_INTERVAL", "Progress"]

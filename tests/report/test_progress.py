@@ -1,0 +1,60 @@
+"""Progress lines: a bar only on a terminal, plain lines at most every interval otherwise."""
+
+from __future__ import annotations
+
+import io
+
+from reidrisk.report.progress import Progress
+
+
+class Clock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_plain_lines_when_the_stream_is_not_a_terminal():
+    out, clock = io.StringIO(), Clock()
+    with Progress(4, "work", unit="runs", stream=out, interval=5.0, clock=clock) as bar:
+        clock.t += 2
+        bar.update(note="a")          # 2 s after the start: too soon for a line
+        clock.t += 4
+        bar.update(note="b")          # 6 s: a line, 2 of 4 done in 6 s -> 6 s left
+        clock.t += 1
+        bar.update()                  # 1 s after the last line: none
+        clock.t += 1
+        bar.update()                  # the last step: no progress line, the closing one follows
+    lines = out.getvalue().splitlines()
+    assert lines == ["work: 2/4 runs (50%) [b], 6 s elapsed, about 6 s left",
+                     "work: 4/4 runs done in 8 s"]
+    assert "\r" not in out.getvalue()
+
+
+def test_a_short_job_prints_nothing_and_disabled_prints_nothing():
+    out, clock = io.StringIO(), Clock()
+    with Progress(3, "quick", stream=out, interval=5.0, clock=clock) as bar:
+        for _ in range(3):
+            clock.t += 1
+            bar.update()
+    assert out.getvalue() == ""
+    with Progress(3, "off", stream=out, enabled=False, interval=0.0, clock=clock) as bar:
+        clock.t += 10
+        bar.update()
+    assert out.getvalue() == ""
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_bar_on_a_terminal():
+    out = Terminal()
+    with Progress(2, "bar", stream=out, interval=0.0) as bar:
+        bar.update()
+        bar.update()
+    text = out.getvalue()
+    # tqdm redraws in place (carriage returns) and clears the bar at the end; no plain lines
+    assert "\r" in text and "bar:" in text and "/2" in text and "done in" not in text
