@@ -9,10 +9,20 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from reidrisk.mechanisms import GLH, OLH, make_mechanism
+from reidrisk.mechanisms import GLH, OLH, make_mechanism, secure_generator
 
 ALPHA = 1e-3
-"""Family-wise false-alarm probability of one statistical check."""
+"""Family-wise false-alarm probability of one statistical check (or of one Bonferroni family)."""
+
+GENERATORS = {
+    "pcg64": lambda seed: np.random.Generator(np.random.PCG64(seed)),
+    "mt19937": lambda seed: np.random.Generator(np.random.MT19937(seed)),
+    "philox": lambda seed: np.random.Generator(np.random.Philox(seed)),
+    "sfc64": lambda seed: np.random.Generator(np.random.SFC64(seed)),
+    "secure": lambda seed: secure_generator(key=seed),  # the production cipher with a fixed key
+}
+"""Every bit generator a sampler must be exact under: numpy's four (32-bit MT19937 among them) and
+the secure generator of production clients, each from a fixed seed (key)."""
 
 MIN_EXPECTED = 5.0
 """Chi-square cells expected to hold fewer reports than this are pooled into one cell."""
@@ -47,7 +57,17 @@ def output_index(outputs: np.ndarray, reports: np.ndarray) -> np.ndarray:
     """Row index in ``outputs`` (all possible reports) of every report."""
     outs = np.asarray(outputs).reshape(len(outputs), -1).astype(np.int64)
     reps = np.asarray(reports).reshape(len(reports), -1).astype(np.int64)
-    uniq, inv = np.unique(np.concatenate([outs, reps]), axis=0, return_inverse=True)
+    both = np.concatenate([outs, reps])
+    lo, span = both.min(axis=0), np.ptp(both, axis=0) + 1
+    if np.prod(span.astype(float)) < 2.0**62:  # one mixed-radix int64 key per row: a 1-D lookup
+        stride = np.cumprod(np.concatenate([[1], span[:0:-1]]))[::-1]
+        okey, rkey = (outs - lo) @ stride, (reps - lo) @ stride
+        order = np.argsort(okey)
+        assert np.unique(okey).size == okey.size, "outputs repeat"
+        pos = np.minimum(np.searchsorted(okey[order], rkey), okey.size - 1)
+        assert (okey[order][pos] == rkey).all(), "a report is not among the outputs"
+        return order[pos]
+    uniq, inv = np.unique(both, axis=0, return_inverse=True)
     inv = inv.ravel()
     assert len(uniq) == len(outs), "outputs repeat, or a report is not among the outputs"
     lookup = np.empty(len(outs), dtype=np.int64)

@@ -1,8 +1,9 @@
-"""Sampled reports against the exact channels.
+"""Sampled reports against the exact channels, under every bit generator.
 
 Each statistical check has false-alarm probability about 1e-3 under a correct mechanism (chi-square
-p-value threshold, or Bonferroni-corrected normal bounds of at least 4 standard errors); the seeds
-are fixed and were not chosen by looking at the outcomes.
+p-value threshold, or Bonferroni-corrected normal bounds of at least 4 standard errors); the
+goodness-of-fit tests form one Bonferroni family over their whole parametrization. The seeds are
+fixed (a formula of the parameter indices) and were not chosen by looking at the outcomes.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pytest
 
 from mechanism_checks import (
     ALPHA,
+    GENERATORS,
     NAMES,
     assert_frequencies,
     channel_gof_pvalue,
@@ -38,22 +40,53 @@ GOF_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(GOF_CASES))
-def test_reports_fit_exact_channel(case):
-    mech = GOF_CASES[case]()
-    seed = sorted(GOF_CASES).index(case) + 100
-    p = channel_gof_pvalue(mech, N, np.random.default_rng(seed))
-    assert p > ALPHA, f"{mech!r}: chi-square p-value {p:.2e}"
+# Both subset samplers, including h = 1 at eps = 2.5, k = 3 (the default picks one of them)
+SAMPLER_CASES = {
+    f"subset-{eps}-{k}-{method}": (lambda eps=eps, k=k: Subset(eps, k), method)
+    for method in ("floyd", "keys") for eps, k in [(1.0, 5), (0.5, 8), (2.5, 3)]
+}
+GOF_ALL = {**{c: (f, None) for c, f in GOF_CASES.items()}, **SAMPLER_CASES}
+
+N_GOF = 20_000  # reports per input in the default run, under each of the generators
+N_GOF_SLOW = 200_000  # per input in the slow run
+GOF_THRESHOLD = ALPHA / (len(GOF_ALL) * len(GENERATORS))
+"""Per-test p-value threshold. Under a correct sampler each test's p-value is uniform (Pearson's
+statistic is asymptotically chi-square; pooled cells expect >= 5 reports), so by Bonferroni the
+chance that any of the len(GOF_ALL) x len(GENERATORS) tests of one run fails is at most ALPHA."""
 
 
-@pytest.mark.parametrize("method", ("floyd", "keys"))
-@pytest.mark.parametrize("eps,k", [(1.0, 5), (0.5, 8), (2.5, 3)])
-def test_subset_samplers_fit_exact_channel(method, eps, k):
-    """Both samplers (including h = 1 at eps=2.5, k=3) draw from the exact channel."""
-    mech = Subset(eps, k)
-    seed = {"floyd": 1, "keys": 2}[method] * 10 + k
-    p = channel_gof_pvalue(mech, N, np.random.default_rng(seed), method=method)
-    assert p > ALPHA, f"{mech!r} ({method}): chi-square p-value {p:.2e}"
+def _assert_fits_channel(case: str, gen: str, n_per_input: int, seed_base: int) -> None:
+    make, method = GOF_ALL[case]
+    mech = make()
+    seed = seed_base + 10 * sorted(GOF_ALL).index(case) + list(GENERATORS).index(gen)
+    kw = {} if method is None else {"method": method}
+    p = channel_gof_pvalue(mech, n_per_input, GENERATORS[gen](seed), **kw)
+    assert p > GOF_THRESHOLD, (
+        f"{mech!r} ({method or 'default sampler'}, {gen}): chi-square p-value {p:.2e} "
+        f"<= {GOF_THRESHOLD:.1e}"
+    )
+
+
+@pytest.mark.parametrize("gen", list(GENERATORS))
+@pytest.mark.parametrize("case", sorted(GOF_ALL))
+def test_reports_fit_exact_channel(case, gen):
+    """Every mechanism's real sampler, under every bit generator, against its exact channel.
+
+    A sampler that leans on the generator's word width (the 32-bit MT19937 left half of OUE's noise
+    bytes constant) puts reports on outputs far from Q[:, x]: a statistic in the thousands.
+    """
+    _assert_fits_channel(case, gen, N_GOF, seed_base=1_000)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gen", list(GENERATORS))
+@pytest.mark.parametrize("case", sorted(GOF_ALL))
+def test_reports_fit_exact_channel_large_draws(case, gen):
+    """As above with 10x the reports per input. A fault that moves probability d from an output
+    of probability pi under one input raises the statistic's mean by about n d^2 / pi: d = 0.01 at
+    pi = 0.25 adds 80 at n = 200,000 (8 in the default run), against thresholds 27 to 70 above the
+    mean for 6 to 93 degrees of freedom (152 for subset-8's 552)."""
+    _assert_fits_channel(case, gen, N_GOF_SLOW, seed_base=5_000)
 
 
 @pytest.mark.parametrize("case", sorted(GOF_CASES))
@@ -79,13 +112,17 @@ LARGE_CASES = {
 }
 
 
+@pytest.mark.parametrize("gen", list(GENERATORS))
 @pytest.mark.parametrize("case", sorted(LARGE_CASES))
-def test_support_marginals_large_domain(case):
+def test_support_marginals_large_domain(case, gen):
+    """k up to 1024 (chunked sampling, many noise bytes per report) under every bit generator;
+    the Bonferroni bound covers the k values, the alpha budget is per (case, generator)."""
     mech = LARGE_CASES[case]()
     x = 5
-    rng = np.random.default_rng(sorted(LARGE_CASES).index(case) + 300)
-    freq = np.asarray(mech.support(mech.perturb(np.full(N, x), rng)).mean(axis=0)).ravel()
-    assert_frequencies(freq, mech.support_matrix()[:, x], N, repr(mech))
+    seed = 10 * sorted(LARGE_CASES).index(case) + list(GENERATORS).index(gen) + 300
+    freq = np.asarray(mech.support(mech.perturb(np.full(N, x), GENERATORS[gen](seed)))
+                      .mean(axis=0)).ravel()
+    assert_frequencies(freq, mech.support_matrix()[:, x], N, f"{mech!r} ({gen})")
 
 
 def _subset_pair_probs(mech: Subset, x: int) -> np.ndarray:

@@ -6,6 +6,7 @@ from reidrisk.mechanisms.base import Mechanism, MechanismError, check_epsilon
 from reidrisk.mechanisms.glh import GLH, OLH
 from reidrisk.mechanisms.grr import GRR
 from reidrisk.mechanisms.oue import MISSING_BITS, OUE, UnaryEncoding
+from reidrisk.mechanisms.randomness import is_secure, random_bytes, secure_generator
 from reidrisk.mechanisms.rappor import ORappor
 from reidrisk.mechanisms.record import RecordRandomizer, RecordReports, split_budget
 from reidrisk.mechanisms.subset import Subset
@@ -35,5 +36,5 @@ def make_mechanism(name: str, epsilon: float, k: int, **kwargs) -> Mechanism:
 __all__ = [
     "GLH", "GRR", "MECHANISMS", "MISSING_BITS", "Mechanism", "MechanismError", "OLH", "ORappor",
     "OUE", "RecordRandomizer", "RecordReports", "Subset", "UnaryEncoding", "check_epsilon",
-    "make_mechanism", "split_budget",
+    "is_secure", "make_mechanism", "random_bytes", "secure_generator", "split_budget",
 ]

@@ -24,6 +24,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 import scipy.sparse as sp
 
+from reidrisk.mechanisms.randomness import secure_generator
 from reidrisk.schema import MISSING
 
 
@@ -61,9 +62,19 @@ def check_domain(k: int) -> int:
 
 
 def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
-    """A Generator from a seed or Generator; ``None`` draws from OS entropy (production clients)."""
+    """The Generator every random function draws from (one rule for the whole package).
+
+    * ``None``: a fresh cryptographic generator, ChaCha20 keyed from the operating system
+      (``randomness.secure_generator``) -- the default of every client that randomizes a real
+      answer, and not reproducible;
+    * an int or ``SeedSequence``: ``numpy.random.default_rng(rng)`` (PCG64), reproducible, for
+      simulations, benchmarks and tests only (a known seed replays the noise);
+    * a ``Generator``: used as it is, whatever its bit generator.
+    """
     if isinstance(rng, np.random.Generator):
         return rng
+    if rng is None:
+        return secure_generator()
     return np.random.default_rng(rng)
 
 
@@ -86,7 +97,12 @@ class Mechanism(ABC):
     # ---- client side -------------------------------------------------------------------------
     @abstractmethod
     def perturb(self, values: np.ndarray, rng: np.random.Generator | int | None = None) -> np.ndarray:
-        """Randomize a 1-D int array of codes (``MISSING`` passes through) into reports."""
+        """Randomize a 1-D int array of codes (``MISSING`` passes through) into reports.
+
+        ``rng=None`` (the default, for real answers) draws from a fresh cryptographic generator
+        keyed from the operating system; pass a seed or Generator only to simulate (see
+        ``as_generator``). The reports follow the exact channel under every bit generator.
+        """
 
     # ---- channel -----------------------------------------------------------------------------
     @property

@@ -35,6 +35,7 @@ from reidrisk.mechanisms.base import (
     check_whole_rows,
     report_matrix,
 )
+from reidrisk.mechanisms.randomness import random_bytes
 from reidrisk.schema import MISSING
 
 MISSING_BITS: int = 255
@@ -72,7 +73,9 @@ class UnaryEncoding(Mechanism):
 
     # ---- client ----------------------------------------------------------------------------------
     def perturb(self, values, rng=None):
-        """Randomize codes (n,) into bits (n, k) uint8; missing rows are all ``MISSING_BITS``."""
+        """Randomize codes (n,) into bits (n, k) uint8; missing rows are all ``MISSING_BITS``.
+
+        ``rng=None``: a fresh cryptographic generator (see ``Mechanism.perturb``)."""
         rng = as_generator(rng)
         x = check_codes(values, self.k)
         n = x.size
@@ -82,15 +85,14 @@ class UnaryEncoding(Mechanism):
         # Each bit is 1 with probability q, drawn from one random byte u per bit: 1 if u < t,
         # 0 if u > t, and for u == t (probability 1/256) 1 with probability 256 q - t from a
         # float64 uniform, where t = floor(256 q). In total t/256 + (256 q - t)/256 = q to
-        # within 2**-53, at one byte of the generator's stream per bit instead of eight.
+        # within 2**-53, at one byte of the generator's stream per bit instead of eight. The
+        # bytes come from ``random_bytes`` (64 random bits per word under every bit generator).
         t = math.floor(256.0 * q)
         frac = 256.0 * q - t
-        bits = rng.bit_generator
         for s in range(0, n, chunk):
             xs = x[s : s + chunk]
             block = out[s : s + chunk]
-            u = bits.random_raw(-(-block.size // 8)).view(np.uint8)[: block.size]
-            u = u.reshape(block.shape)
+            u = random_bytes(rng, block.shape)
             np.less(u, t, out=block, casting="unsafe")
             ties = np.flatnonzero(u == t)
             block.reshape(-1)[ties] = rng.random(ties.size) < frac
