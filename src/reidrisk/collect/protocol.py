@@ -179,7 +179,7 @@ class Protocol:
         """Which attributes each person reports: (n, g) bool, a subset of ``present``.
 
         Uniform random k-subsets (module doc), drawn by ranking i.i.d. uniform keys per row; no
-        Python loop over people.
+        Python loop over people. ``rng=None``: a fresh secure generator, as in ``randomize``.
         """
         present = np.asarray(present, dtype=bool)
         n, g = present.shape
@@ -197,7 +197,8 @@ class Protocol:
                   rng: np.random.Generator | int | None = None) -> RecordReports:
         """Randomize an encoded (n, g) matrix as clients following this protocol would.
 
-        ``rng=None`` draws from OS entropy (production clients); tests pass a seed.
+        ``rng=None`` (production clients): a fresh ChaCha20 generator keyed from the operating
+        system (``reidrisk.mechanisms.secure_generator``); simulations and tests pass a seed.
         """
         codes = schema.validate_codes(codes)
         rng = as_generator(rng)

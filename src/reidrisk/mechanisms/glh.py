@@ -234,7 +234,10 @@ class GLH(Mechanism):
     def with_random_tables(
         cls, epsilon: float, k: int, m: int, g: int | None = None, rng=None
     ) -> "GLH":
-        """GLH over m fully random tables drawn once from ``rng`` (the authors' construction)."""
+        """GLH over m fully random tables drawn once from ``rng`` (the authors' construction).
+
+        The tables are public parameters of the mechanism (every report names its table), so a
+        seed is fine here; ``rng=None`` draws them from a fresh secure generator."""
         g = optimal_g(check_epsilon(epsilon)) if g is None else check_integer(g, "hash range g", 2)
         m = check_integer(m, "number of hash tables m", 1)
         tables = as_generator(rng).integers(0, g, size=(m, check_domain(k)))
@@ -272,7 +275,9 @@ class GLH(Mechanism):
 
     # ---- client ----------------------------------------------------------------------------------
     def perturb(self, values, rng=None):
-        """Randomize codes (n,) into reports (n, n_params + 1): hash parameters, then y."""
+        """Randomize codes (n,) into reports (n, n_params + 1): hash parameters, then y.
+
+        ``rng=None``: a fresh cryptographic generator (see ``Mechanism.perturb``)."""
         rng = as_generator(rng)
         x = check_codes(values, self.k)
         out = np.full((x.size, self.report_width), MISSING, dtype=np.int64)

@@ -30,6 +30,8 @@ class GRR(Mechanism):
         return float(1.0 / (np.exp(self.epsilon) + self.k - 1))
 
     def perturb(self, values, rng=None):
+        """Randomize codes (n,) into codes (n,); ``MISSING`` passes through. ``rng=None``: a fresh
+        cryptographic generator (see ``Mechanism.perturb``)."""
         rng = as_generator(rng)
         x = check_codes(values, self.k)
         lie = rng.random(x.size) >= self.p_support

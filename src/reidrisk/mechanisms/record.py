@@ -105,7 +105,11 @@ class RecordRandomizer:
         self.mechanisms = tuple(factory(float(e), a.size) for e, a in zip(self.budgets, schema))
 
     def randomize(self, codes: np.ndarray, rng: np.random.Generator | int | None = None) -> RecordReports:
-        """Randomize an encoded (n, g) matrix; ``rng=None`` draws from OS entropy."""
+        """Randomize an encoded (n, g) matrix.
+
+        ``rng=None`` (the default, for real answers): a fresh ChaCha20 generator keyed from the
+        operating system (``reidrisk.mechanisms.secure_generator``); a seed only to simulate.
+        """
         codes = self.schema.validate_codes(codes)
         rng = as_generator(rng)
         reports = tuple(m.perturb(codes[:, j], rng) for j, m in enumerate(self.mechanisms))

@@ -188,7 +188,8 @@ class Subset(Mechanism):
 
     # ---- client ----------------------------------------------------------------------------------
     def perturb(self, values, rng=None, method: str = "auto"):
-        """Randomize codes (n,) into sorted h-subsets (n, h); ``MISSING`` rows pass through."""
+        """Randomize codes (n,) into sorted h-subsets (n, h); ``MISSING`` rows pass through.
+        ``rng=None``: a fresh cryptographic generator (see ``Mechanism.perturb``)."""
         rng = as_generator(rng)
         x = check_codes(values, self.k)
         out = np.full((x.size, self.h), MISSING, dtype=np.int32)
