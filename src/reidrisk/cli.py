@@ -86,6 +86,11 @@ def cli(debug: bool) -> None:
 
 
 # ---- demo ------------------------------------------------------------------------------------
+# the defaults shown in `demo --help` are the ones the run uses (read from reidrisk.demo)
+from reidrisk.demo import DEFAULT_EPSILONS as _DEFAULT_EPSILONS  # noqa: E402
+from reidrisk.demo import DEFAULT_MISSING_RATE as _DEFAULT_MISSING_RATE  # noqa: E402
+from reidrisk.demo import DEFAULT_N as _DEFAULT_N  # noqa: E402
+
 
 def _check_epsilons(ctx: click.Context, param: click.Parameter, value: tuple[float, ...]):
     for eps in value:
@@ -106,18 +111,20 @@ def _check_epsilons(ctx: click.Context, param: click.Parameter, value: tuple[flo
               default=Path("reidrisk-report"), show_default=True, help="Folder the report is written to.")
 @click.option("-e", "--epsilon", "epsilons", type=float, multiple=True, callback=_check_epsilons,
               metavar="EPS",
-              help="Whole-record budget; repeat for a sweep. [default: 0.5 1 2 4 8]")
+              help="Whole-record budget; repeat for a sweep. [default: "
+                   f"{' '.join(f'{e:g}' for e in _DEFAULT_EPSILONS)}]")
 @click.option("-m", "--mechanism", "mechanisms", multiple=True, metavar="NAME",
               help="Mechanism to compare; repeat for several. [default: every registered one]")
 @click.option("-n", "--n", "n", type=click.IntRange(min=2), default=None,
-              help="Number of records (synthetic: size of the population [default: 20000]; "
+              help=f"Number of records (synthetic: size of the population [default: {_DEFAULT_N}]; "
                    "--data: a random sample of this many rows [default: all]).")
 @click.option("--missing-rate", type=click.FloatRange(0.0, 1.0, max_open=True), default=None,
               help="Values removed completely at random before collection "
-                   "[default: 0.3 for the synthetic population, 0 for --data].")
+                   f"[default: {_DEFAULT_MISSING_RATE:g} for the synthetic population, 0 for --data].")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random draw.")
 @click.option("--progress/--no-progress", default=True, show_default=True,
-              help="Progress bars (only shown on a terminal).")
+              help="Progress on standard error: a bar on a terminal, a plain line every few "
+                   "seconds otherwise.")
 def demo(data, schema, out, epsilons, mechanisms, n, missing_rate, seed, progress) -> None:
     """Simulate an LDP collection with missing values and write an HTML report.
 
@@ -129,6 +136,9 @@ def demo(data, schema, out, epsilons, mechanisms, n, missing_rate, seed, progres
 
     if schema is not None and data is None:
         raise click.UsageError("--schema needs --data (the schema describes that file)")
+    from reidrisk.data.io import check_output_path
+
+    check_output_path(out, kind="folder")  # before the work, not after it
     result = run_demo(
         data=data,
         schema=schema,

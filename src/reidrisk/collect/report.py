@@ -331,13 +331,26 @@ def _sqrt(x):
 
 
 def plot_histograms(comparison: CollectComparison, max_cells: int = 60) -> bytes:
+    """PNG of ``histograms_figure`` (same arguments)."""
+    from reidrisk.report.plots import figure_png
+
+    return figure_png(histograms_figure(comparison, max_cells))
+
+
+HISTOGRAM_MAX_TICKS = 20
+"""Cells named on the x axis of each column's bottom panel (every step-th cell when more)."""
+
+
+def histograms_figure(comparison: CollectComparison, max_cells: int = 60):
     """True and estimated c-way histograms, one panel per method (paper 004 Fig. 10-11).
 
     Each panel shows the method's cell probabilities as bars and the true ones as black ticks, on
     the cells ordered by true probability (the ``max_cells`` most probable; the rest are left out
-    of the picture but not of the JS divergence in the panel title).
+    of the picture but not of the JS divergence in the panel title). The bottom panel of each
+    column names the cells (``"value / value / value"``, every cell up to ``HISTOGRAM_MAX_TICKS``).
+    Returns the matplotlib ``Figure``.
     """
-    from reidrisk.report.plots import figure_png, new_figure
+    from reidrisk.report.plots import new_figure
 
     truth = comparison.truth.ravel()
     order = np.argsort(-truth, kind="stable")[:max_cells]
@@ -345,9 +358,14 @@ def plot_histograms(comparison: CollectComparison, max_cells: int = 60) -> bytes
     panels = [("true", None, truth)] + [(m.label, m.js[0], m.table.ravel()) for m in comparison.methods]
     ncol = 3 if len(panels) > 4 else 2
     nrow = math.ceil(len(panels) / ncol)
-    fig = new_figure(4.1 * ncol, 2.5 * nrow + 0.9)
+    fig = new_figure(4.1 * ncol, 2.5 * nrow + 2.1)
     axes = fig.subplots(nrow, ncol, squeeze=False, sharey=True)
     x = np.arange(order.size)
+    step = max(1, math.ceil(order.size / HISTOGRAM_MAX_TICKS))
+    ticks = x[::step]
+    tick_labels = [_short_label(labels[i]) for i in order[::step]]
+    bottom = {c: max(r for r in range(nrow) if r * ncol + c < len(panels))
+              for c in range(min(ncol, len(panels)))}
     ymax = max(float(np.max(p[2][order])) for p in panels) * 1.08
     for ax, (label, js, probs) in zip(axes.ravel(), panels):
         color = "0.55" if js is None else "#1f5f99"
@@ -360,9 +378,16 @@ def plot_histograms(comparison: CollectComparison, max_cells: int = 60) -> bytes
             ax.set_title("true histogram", fontsize=10)
         ax.set_yscale("function", functions=(_sqrt, np.square))
         ax.set_ylim(0, ymax)
-        ax.set_xticks([])
+        ax.set_xlim(-0.6, order.size - 0.4)
         ax.grid(True, axis="y", alpha=0.3)
         ax.tick_params(axis="y", labelsize=8)
+    for k, ax in enumerate(axes.ravel()[:len(panels)]):
+        r, c = divmod(k, ncol)
+        if r == bottom[c]:
+            ax.set_xticks(ticks, tick_labels, rotation=90, fontsize=6)
+            ax.set_xlabel(f"cell ({' / '.join(comparison.col_names)})", fontsize=8)
+        else:
+            ax.set_xticks(ticks, [])
     for ax in axes.ravel()[len(panels):]:
         ax.set_visible(False)
     for row in axes:
@@ -373,7 +398,11 @@ def plot_histograms(comparison: CollectComparison, max_cells: int = 60) -> bytes
         f"{' x '.join(comparison.col_names)} (\u03b5 = {comparison.epsilon:g}, "
         f"m = {comparison.missing_rate:g}): {shown}, by true probability;\nfirst: "
         + "; ".join(labels[i] for i in order[:2]), fontsize=10)
-    return figure_png(fig)
+    return fig
+
+
+def _short_label(label: str, width: int = 30) -> str:
+    return label if len(label) <= width else label[: width - 1] + "\u2026"
 
 
 def plot_js(comparison: CollectComparison) -> bytes:
@@ -434,14 +463,17 @@ def collect_section(comparison: CollectComparison, title: str = "Collection: con
         "(product of the estimated marginals) and Uniform are floors any method should beat; the "
         "copula on the true pair tables is the best this model can do.</p>"
     )
+    several = comparison.reps > 1  # a spread over runs exists only with several runs
     rows = []
     for m in comparison.methods:
-        sd = f"{m.js_sd:.4f}" if comparison.reps > 1 else "-"
-        rows.append([m.label, f"{m.js_mean:.4f}", sd, f"{float(np.mean(m.seconds)):.2f}"])
+        rows.append([m.label, f"{m.js_mean:.4f}", *([f"{m.js_sd:.4f}"] if several else []),
+                     f"{float(np.mean(m.seconds)):.2f}"])
+    header = ["method", "JS divergence (bits)", *(["sd over runs"] if several else []),
+              "server time (s)"]
     body += html_table(
-        ["method", "JS divergence (bits)", "sd over runs", "server time (s)"], rows,
+        header, rows,
         caption=f"{comparison.n} records, {g} attributes; {comparison.reps} run(s)",
-        numeric=[False, True, True, True])
+        numeric=[False] + [True] * (len(header) - 1))
     figs = (
         ReportFigure(f"{prefix}_histograms.png", plot_histograms(comparison),
                      caption=(f"True and estimated histograms of {names}: bars are each method's "
@@ -466,8 +498,8 @@ def demo_collect_section(schema: Schema, codes: np.ndarray, epsilon: float = 5.0
 
 
 __all__ = [
-    "CollectComparison", "DEFAULT_COLUMNS_ADULT", "MethodResult", "MethodSpec", "PAPER_MAX_ITER",
-    "PAPER_OPTIONS", "PAPER_STOP", "PLANNING_MISSING_RATE", "collect_section", "compare_methods", "default_columns",
-    "demo_collect_section", "js_bits", "method_specs", "planned_k", "plot_histograms",
-    "plot_js", "run_method",
+    "CollectComparison", "DEFAULT_COLUMNS_ADULT", "HISTOGRAM_MAX_TICKS", "MethodResult", "MethodSpec",
+    "PAPER_MAX_ITER", "PAPER_OPTIONS", "PAPER_STOP", "PLANNING_MISSING_RATE", "collect_section",
+    "compare_methods", "default_columns", "demo_collect_section", "histograms_figure", "js_bits",
+    "method_specs", "planned_k", "plot_histograms", "plot_js", "run_method",
 ]

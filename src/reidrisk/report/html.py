@@ -85,11 +85,15 @@ def html_table(
     caption: str | None = None,
     numeric: Sequence[bool] | None = None,
 ) -> str:
-    """An HTML table with escaped cells. ``numeric[i]`` right-aligns column i."""
+    """An HTML table with escaped cells. ``numeric[i]`` right-aligns column i.
+
+    The table sits in a ``<div class="table-wrap">`` that scrolls sideways when the table is wider
+    than the page (a narrow window or a phone), instead of overflowing it.
+    """
     header = list(header)
     numeric = list(numeric) if numeric is not None else [False] * len(header)
     cls = lambda i: ' class="num"' if i < len(numeric) and numeric[i] else ""  # noqa: E731
-    parts = ["<table>"]
+    parts = ['<div class="table-wrap"><table>']
     if caption:
         parts.append(f"<caption>{escape(caption)}</caption>")
     parts.append("<thead><tr>" + "".join(f"<th{cls(i)}>{escape(h)}</th>" for i, h in enumerate(header))
@@ -97,7 +101,7 @@ def html_table(
     for row in rows:
         parts.append("<tr>" + "".join(f"<td{cls(i)}>{escape(c)}</td>" for i, c in enumerate(row))
                      + "</tr>")
-    parts.append("</tbody></table>")
+    parts.append("</tbody></table></div>")
     return "".join(parts)
 
 

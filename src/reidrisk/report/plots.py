@@ -1,12 +1,21 @@
 """Plots for the report, drawn with matplotlib's object API on the Agg canvas.
 
-Every function returns the PNG bytes of one figure (``figure_png``) so a ``ReportFigure`` can be built
-from it; no pyplot state is used, so figures never leak between calls or threads.
+Every ``plot_*`` function returns the PNG bytes of one figure (``figure_png``) so a ``ReportFigure``
+can be built from it; the matching ``*_figure`` function returns the matplotlib ``Figure`` itself (to
+inspect or restyle). No pyplot state is used, so figures never leak between calls or threads.
+
+Text is set in ``FONT_FAMILY``: DejaVu Sans (bundled with matplotlib) first, then whichever of some
+common fonts for other scripts (CJK, Arabic, Devanagari, ...) are installed, so a category label
+such as "東京" is drawn from the first font that has its glyphs. Characters no installed font has are
+drawn as boxes, and ``figure_png`` says so in one ``MissingGlyphWarning`` naming them and the fix.
 """
 
 from __future__ import annotations
 
 import io
+import re
+import warnings
+from functools import lru_cache
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -19,6 +28,44 @@ from matplotlib.ticker import NullLocator
 from reidrisk.schema import Attribute
 
 DPI = 110
+
+FONT_PREFERENCE: tuple[str, ...] = (
+    "DejaVu Sans",
+    "Noto Sans", "Noto Sans CJK JP", "Noto Sans CJK SC", "Noto Sans CJK TC", "Noto Sans CJK KR",
+    "Source Han Sans", "WenQuanYi Micro Hei", "WenQuanYi Zen Hei", "Droid Sans Fallback",
+    "Noto Sans Arabic", "Noto Sans Hebrew", "Noto Sans Devanagari", "Noto Sans Thai",
+    "Arial Unicode MS", "Microsoft YaHei", "Yu Gothic", "Malgun Gothic", "PingFang SC",
+    "Hiragino Sans", "Apple SD Gothic Neo", "Segoe UI",
+)
+"""Fonts tried in order for every character of a figure's text (those installed are used)."""
+
+
+class MissingGlyphWarning(UserWarning):
+    """Some text of a figure uses characters that no installed font can draw."""
+
+
+@lru_cache(maxsize=1)
+def font_family() -> tuple[str, ...]:
+    """The installed fonts of ``FONT_PREFERENCE``, in order (DejaVu Sans always)."""
+    from matplotlib import font_manager
+
+    manager = font_manager.fontManager
+    installed = {f.name for f in manager.ttflist}
+    if not installed.intersection(FONT_PREFERENCE[1:]):
+        # matplotlib's font list is cached when first built: fonts installed since are missing
+        # from it, so look for the preferred ones among the system's font files once
+        known = {f.fname for f in manager.ttflist}
+        for path in font_manager.findSystemFonts():
+            if path in known:
+                continue
+            try:
+                name = font_manager.get_font(path).family_name
+                if name in FONT_PREFERENCE:
+                    manager.addfont(path)
+                    installed.add(name)
+            except Exception:  # an unreadable font file is skipped
+                continue
+    return tuple(name for name in FONT_PREFERENCE if name == "DejaVu Sans" or name in installed)
 _LINESTYLES = ("-", "--", ":", "-.")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
@@ -31,9 +78,29 @@ def new_figure(width: float, height: float) -> Figure:
 
 
 def figure_png(fig: Figure) -> bytes:
-    """Encode a figure as PNG bytes."""
+    """Encode a figure as PNG bytes, its text in ``font_family()`` (module doc)."""
+    from matplotlib.text import Text
+
+    family = list(font_family())
+    for text in fig.findobj(Text):
+        text.set_fontfamily(family)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fig.savefig(buf, format="png", dpi=DPI)
+    missing = []
+    for w in caught:
+        found = re.search(r"Glyph \d+ \((.*?)\) missing from", str(w.message))
+        if found is None:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        elif found.group(1) not in missing:
+            missing.append(found.group(1))
+    if missing:
+        warnings.warn(
+            f"no installed font can draw {len(missing)} character(s) of the figure's labels "
+            f"({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}); they show as boxes. "
+            "Install a font that covers them (e.g. Noto Sans CJK for Chinese, Japanese and Korean: "
+            "`apt install fonts-noto-cjk`)", MissingGlyphWarning, stacklevel=2)
     return buf.getvalue()
 
 
@@ -53,6 +120,19 @@ def plot_error_curves(
     xlabel: str = "epsilon (whole record)",
     title: str = "",
 ) -> bytes:
+    """PNG of ``error_curves_figure`` (same arguments)."""
+    return figure_png(error_curves_figure(table, value, panels, reference, ylabel, xlabel, title))
+
+
+def error_curves_figure(
+    table: pd.DataFrame,
+    value: str = "js",
+    panels: Sequence[tuple[str, str]] = (("marginal", "Single attributes"), ("pair", "Pairs of attributes")),
+    reference: Mapping[str, float] | None = None,
+    ylabel: str = "mean JS divergence (bits)",
+    xlabel: str = "epsilon (whole record)",
+    title: str = "",
+) -> Figure:
     """Error against budget, one panel per target, log-log.
 
     ``table`` is long format with columns ``mechanism``, ``epsilon``, ``target``, ``method`` and
@@ -94,7 +174,7 @@ def plot_error_curves(
     fig.legend(handles=handles, loc="outside right center", fontsize=9, frameon=False)
     if title:
         fig.suptitle(title, fontsize=12)
-    return figure_png(fig)
+    return fig
 
 
 def _short(label: str, width: int = 12) -> str:
@@ -107,6 +187,16 @@ def plot_distributions(
     estimates: Mapping[str, Mapping[str, Sequence[np.ndarray]]],
     title: str = "",
 ) -> bytes:
+    """PNG of ``distributions_figure`` (same arguments)."""
+    return figure_png(distributions_figure(attributes, truth, estimates, title))
+
+
+def distributions_figure(
+    attributes: Sequence[Attribute],
+    truth: Sequence[np.ndarray],
+    estimates: Mapping[str, Mapping[str, Sequence[np.ndarray]]],
+    title: str = "",
+) -> Figure:
     """True against estimated distributions: one row per attribute, one column per mechanism.
 
     ``truth[i]`` is the true distribution of ``attributes[i]`` (shape (f_i,)), and
@@ -152,4 +242,4 @@ def plot_distributions(
     fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=9, frameon=False)
     if title:
         fig.suptitle(title, fontsize=12)
-    return figure_png(fig)
+    return fig
