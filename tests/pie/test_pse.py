@@ -171,3 +171,48 @@ def test_read_scores_errors_name_file_and_value(tmp_path):
     two.write_text("a,b\n1,2\n")
     with pytest.raises(ScoreError, match="two.csv.*'score'"):
         read_scores(two)
+
+
+# ---- command line: reidrisk pie pse ----------------------------------------------------------
+
+def _run(args):
+    from click.testing import CliRunner
+
+    from reidrisk.pie.empirical_cli import pse_command
+
+    return CliRunner().invoke(pse_command, args)
+
+
+def test_cli_pse_text_and_json(tmp_path):
+    rng = np.random.default_rng(0)
+    g, i = tmp_path / "g.csv", tmp_path / "i.csv"
+    g.write_text("score\n" + "\n".join(f"{v:.6f}" for v in rng.normal(1, 0.5, 3000)) + "\n")
+    i.write_text("score\n" + "\n".join(f"{v:.6f}" for v in rng.normal(0, 1.5, 3000)) + "\n")
+    res = _run(["--genuine", str(g), "--impostor", str(i), "--bootstrap", "20"])
+    assert res.exit_code == 0, res.output
+    assert "PSE = D(f_G || f_I) = " in res.output and "bits" in res.output
+    res = _run(["--genuine", str(g), "--impostor", str(i), "--bootstrap", "20", "--json"])
+    import json
+
+    out = json.loads(res.output)
+    # the library call on the same numbers, same seed: the command adds nothing of its own
+    want = pse(read_scores(g), read_scores(i), bootstrap=20, rng=0)
+    assert out["pse_bits"] == pytest.approx(want.bits)
+    assert out["low"] == pytest.approx(want.low) and out["n_genuine"] == 3000
+    assert abs(out["pse_bits"] - gaussian_kl_bits(1, 0.5, 0, 1.5)) < 0.2  # ~4 sd at N = 3,000
+
+
+def test_cli_pse_bad_input_is_one_line(tmp_path):
+    g = tmp_path / "g.csv"
+    g.write_text("score\n1\n2\n3\n")
+    empty = tmp_path / "empty.csv"
+    empty.write_text("score\n")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("score\n1\n2\nnan?\n")
+    for other, pattern in ((empty, "empty.csv' holds no scores"),
+                           (bad, "bad.csv', row 4: score 'nan?'"),
+                           (tmp_path / "nope.csv", "nope.csv")):
+        res = _run(["--genuine", str(g), "--impostor", str(other)])
+        assert res.exit_code == 2, res.output
+        assert pattern in res.output
+        assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1

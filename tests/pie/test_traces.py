@@ -155,3 +155,65 @@ def test_bad_input_is_named():
         score_matrix(fit_markov(a), a, kind="markov")
     with pytest.raises(MatchError, match="delta=0"):
         fit_markov(a, delta=0)
+
+
+# ---- command line: reidrisk pie traces -------------------------------------------------------
+
+def _write_traces(path, seqs, users, labels):
+    rows = ["user_id,time_id,reg_id"]
+    for u, s in zip(users, seqs):
+        rows += [f"{u},{t + 1},{labels[c]}" for t, c in enumerate(s)]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def _run(args):
+    from click.testing import CliRunner
+
+    from reidrisk.pie.empirical_cli import traces_command
+
+    return CliRunner().invoke(traces_command, args)
+
+
+def test_cli_traces_matches_the_library(tmp_path):
+    import json
+
+    rng = np.random.default_rng(8)
+    n, k = 80, 100
+    seqs = synthetic_users(n, k, 20, rng)
+    users = np.arange(1, n + 1)
+    labels = np.arange(1, k + 1)
+    b = _write_traces(tmp_path / "b.csv", [s[:10] for s in seqs], users, labels)
+    r = _write_traces(tmp_path / "r.csv", [s[10:] for s in seqs], users, labels)
+    res = _run(["--background", str(b), "--release", str(r), "--regions", str(k), "--json",
+                "--bootstrap", "10"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    background = Sequences.from_lists([s[:10] for s in seqs], k, users=users, labels=labels)
+    personal = Sequences.from_lists([s[10:] for s in seqs], k, users=users, labels=labels)
+    want = match(background, personal, bootstrap=10, rng=0)
+    assert out["identification_error_rate"] == want.identification.error_rate
+    assert out["pse_bits"] == pytest.approx(want.pse.bits)
+    assert out["n_release"] == n
+    res = _run(["--background", str(b), "--release", str(r), "--model", "visit", "--events", "1"])
+    assert res.exit_code == 0, res.output
+    assert "identification error rate" in res.output
+
+
+def test_cli_traces_bad_input_is_one_line(tmp_path):
+    b = _write_traces(tmp_path / "b.csv", [[0, 1], [2, 3]], [1, 2], np.arange(1, 5))
+    cases = [
+        (_write_traces(tmp_path / "reg.csv", [[0, 9]], [1], np.arange(1, 11)), ["--regions", "4"],
+         "reg.csv', row 3: unknown region reg_id=10"),
+        (_write_traces(tmp_path / "usr.csv", [[0, 1]], [5], np.arange(1, 5)), [],
+         "usr.csv': unknown user user_id=5"),
+        (tmp_path / "empty.csv", [], "empty.csv' has a header but no"),
+    ]
+    (tmp_path / "empty.csv").write_text("user_id,time_id,reg_id\n")
+    for release, extra, pattern in cases:
+        res = _run(["--background", str(b), "--release", str(release), *extra])
+        assert res.exit_code == 2, res.output
+        assert pattern in res.output, res.output
+        assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1
+    res = _run(["--background", str(b), "--release", str(b), "--delta", "2"])
+    assert res.exit_code == 2 and "delta=2.0 must be in (0, 1)" in res.output

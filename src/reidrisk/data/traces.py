@@ -198,9 +198,13 @@ def read_traces(path: str | Path, regions, users=None) -> Sequences:
     return Sequences(ulist, code[order].astype(np.int64), offsets, int(labels.size), labels)
 
 
-def _region_ids(path: Path) -> np.ndarray:
+def read_region_ids(path: str | Path) -> np.ndarray:
+    """The sorted distinct ``reg_id`` values of a region table or a trace file."""
+    path = Path(path)
     frame = read_table(path, columns=["reg_id"])
-    return _integers(frame, "reg_id", path)
+    if len(frame) == 0:
+        raise TraceError(f"{str(path)!r} has a header but no rows; no region ids to read")
+    return np.unique(_integers(frame, "reg_id", path))
 
 
 def load_pwscup2019_osaka(dataset: str = "IDP", root: str | Path | None = None
@@ -217,7 +221,7 @@ def load_pwscup2019_osaka(dataset: str = "IDP", root: str | Path | None = None
         raise ValueError(f"unknown Osaka set {dataset!r}; choose one of {sorted(OSAKA_SETS)}") from None
     files = [f"Osaka/reftraces_{tag}.csv", f"Osaka/orgtraces_{tag}.csv", "Osaka/info_region.csv"]
     folder = check_files(Path(root), files, PWSCUP2019) if root else require(PWSCUP2019, files)
-    regions = _region_ids(folder / files[2])
+    regions = read_region_ids(folder / files[2])
     background = read_traces(folder / files[0], regions)
     personal = read_traces(folder / files[1], regions, users=background.users)
     return background, personal
@@ -228,7 +232,7 @@ def load_peopleflow_tokyo(root: str | Path | None = None) -> tuple[Sequences, Se
     files = ["PeopleFlow_Tokyo/traintraces_TK.csv", "PeopleFlow_Tokyo/testtraces_TK.csv",
              "PeopleFlow_Tokyo/regions_TK.csv"]
     folder = check_files(Path(root), files, PWSCUP2019) if root else require(PWSCUP2019, files)
-    regions = _region_ids(folder / files[2])
+    regions = read_region_ids(folder / files[2])
     train = read_traces(folder / files[0], regions)
     test = read_traces(folder / files[1], regions, users=train.users)
     return train, test
@@ -265,5 +269,5 @@ def load_movielens_histories(root: str | Path | None = None, min_rating: int = 4
 
 __all__ = [
     "MOVIELENS", "PWSCUP2019", "Sequences", "TraceError", "load_movielens_histories",
-    "load_peopleflow_tokyo", "load_pwscup2019_osaka", "read_traces",
+    "load_peopleflow_tokyo", "load_pwscup2019_osaka", "read_region_ids", "read_traces",
 ]
