@@ -14,7 +14,8 @@ from reidrisk.collect.protocol import (
     pair_coverage,
     variance_factor,
 )
-from reidrisk.mechanisms import GRR, Subset
+from reidrisk.estimation import invert
+from reidrisk.mechanisms import GRR, OUE, MechanismError, ORappor, Subset
 from reidrisk.schema import MISSING, Attribute, Schema
 
 
@@ -64,10 +65,17 @@ def test_paper_split_is_k_equal_g():
     assert Protocol.from_dict(Protocol(2.0, 3, "grr", "all").to_dict()) == Protocol(2.0, 3, "grr", "all")
 
 
-@pytest.mark.parametrize("bad", [dict(epsilon=0.0), dict(epsilon=1.0, k=0), dict(epsilon=1.0, among="x")])
-def test_protocol_rejects_bad_parameters(bad):
-    with pytest.raises(Exception):
+@pytest.mark.parametrize("bad, error, match", [
+    (dict(epsilon=0.0), MechanismError, r"epsilon must be finite and > 0, got 0\.0"),
+    (dict(epsilon=1.0, k=0), ProtocolError,
+     r"k \(attributes reported per person\) must be an integer >= 1, got 0"),
+    (dict(epsilon=1.0, k=2.5), ProtocolError, r"must be an integer >= 1, got 2\.5"),
+    (dict(epsilon=1.0, among="x"), ProtocolError, r"among must be one of \('present', 'all'\), got 'x'"),
+])
+def test_protocol_rejects_bad_parameters(bad, error, match):
+    with pytest.raises(error, match=match) as info:
         Protocol(**bad)
+    assert type(info.value) is error
 
 
 def test_pair_coverage_closed_forms():
@@ -120,10 +128,22 @@ def test_variance_factor_matches_simulated_pair_error():
     assert abs(errs.mean() - expected) < 4 * errs.std(ddof=1) / math.sqrt(R)
 
 
-def test_variance_factor_of_grr():
-    m = GRR(1.0, 4)
-    p, q = m.p_support, m.q_support
-    assert math.isclose(variance_factor(m), (p * (1 - p) + 3 * q * (1 - q)) / (p - q) ** 2)
+@pytest.mark.parametrize("m", [GRR(1.0, 4), GRR(3.0, 7), Subset(1.0, 6), Subset(2.5, 5), OUE(0.8, 4),
+                               ORappor(1.5, 5)], ids=repr)
+def test_variance_factor_by_enumerating_every_report(m):
+    # S is n times the summed cell variance of the inversion of a point mass: for one person with
+    # true value x it is E ||theta_hat - e_x||^2 = sum_y P(y | x) ||invert(support(y)) - e_x||^2,
+    # computed here exactly over every possible report y (the mechanism's own enumeration and
+    # exact channel, independent of the closed form), for every x (S must not depend on x)
+    outputs = m.enumerate_outputs()
+    Q = m.channel()  # (n_outputs, k): P(y | x)
+    assert np.allclose(Q.sum(axis=0), 1.0)
+    s = m.support(outputs)
+    s = np.asarray(s.toarray() if hasattr(s, "toarray") else s, dtype=np.float64)
+    theta_hat = invert(s, 1, m.p_support, m.q_support)  # (n_outputs, k): one report each
+    sq = ((theta_hat[:, None, :] - np.eye(m.k)[None, :, :]) ** 2).sum(axis=2)  # (y, x)
+    exact = (Q * sq).sum(axis=0)
+    np.testing.assert_allclose(exact, variance_factor(m), rtol=1e-12)
 
 
 def test_choose_k_prefers_the_paper_split_when_noise_is_negligible():

@@ -147,18 +147,44 @@ def test_pair_estimates_converge_to_the_true_joint(mech_name):
 
 @pytest.mark.parametrize("method", ["inversion", "norm_sub"])
 def test_closed_form_pair_methods(mech_name, method):
+    """Both closed forms against the true pair tables. The inversion is linear in the reports:
+    its count table is a sum over records of independent per-record inversions Z_i, each with
+    expectation the record's true cell indicator d_i, so Var(Z_c) = sum_i Var(Z_ic) is estimated
+    without bias by V_c = sum_i (Z_ic - d_ic)^2; every cell is within 5 sqrt(V_c) of the true
+    count (normal approximation; 2 x 6 x 26 cells, each two-sided 6e-7). Norm-sub is the
+    Euclidean projection of the normalized inversion onto the simplex, which holds the truth, so
+    it is never farther from the truth (in L2) than the inversion is."""
     rng = np.random.default_rng(104)
-    schema, codes = correlated_records(5000, SIZES, rng, missing=0.3)
+    schema, codes = correlated_records(20_000, SIZES, rng, missing=0.3)
     rr = randomize(schema, codes, mech_name, 6.0, rng)
     est = estimate_pairs(rr, method)
+    inv = est if method == "inversion" else estimate_pairs(rr, "inversion")
     assert est.method == method and len(est) == 3
+    supports = [_dense(s) for s in rr.supports()]
     for key, table in est.items():
+        j, jp = key
         assert est.iterations[key] == 0 and est.converged[key]
+        truth = _true_table(codes, j, jp, SIZES)
+        n = truth.sum()
+        assert est.n_present[key] == n
         if method == "norm_sub":
             assert np.all(table >= 0)
             assert table.sum() == pytest.approx(1.0, abs=1e-12)
+            assert (np.linalg.norm(table - truth / n)
+                    <= np.linalg.norm(inv[key] - truth / n) + 1e-12)
         elif mech_name in FIXED_SIZE:  # the inversion of fixed-size reports sums to n exactly
             assert table.sum() == pytest.approx(1.0, abs=1e-12)
+        # per-record inversions of the rows reporting both attributes
+        both = np.flatnonzero((codes[:, j] != MISSING) & (codes[:, jp] != MISSING))
+        m1, m2 = rr.mechanisms[j], rr.mechanisms[jp]
+        per = invert_tables(supports[j][both, :, None] * supports[jp][both, None, :],
+                            m1.p_support - m1.q_support, m1.q_support,
+                            m2.p_support - m2.q_support, m2.q_support)
+        d = np.zeros_like(per)
+        d[np.arange(both.size), codes[both, j], codes[both, jp]] = 1.0
+        sd = np.sqrt(np.sum((per - d) ** 2, axis=0))
+        err = inv[key] * n - truth
+        assert np.all(np.abs(err) <= 5 * sd), (key, np.max(np.abs(err) / sd))
 
 
 def test_pair_estimates_mapping_and_pair_selection():
