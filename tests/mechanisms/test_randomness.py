@@ -11,6 +11,7 @@ from mechanism_checks import ALPHA, GENERATORS, NAMES, assert_frequencies
 from reidrisk.collect.baselines import LaplaceIndex, NegativeSurvey
 from reidrisk.collect.protocol import Protocol
 from reidrisk.mechanisms import (
+    MechanismError,
     ORappor,
     OUE,
     RecordRandomizer,
@@ -135,7 +136,7 @@ def test_seeds_stay_reproducible_pcg64():
 
 @pytest.mark.parametrize("key", [-1, 1 << 256, 1.5, "abc", True])
 def test_secure_generator_rejects_bad_keys(key):
-    with pytest.raises(ValueError, match="key must be an int in 0..2\\^256 - 1"):
+    with pytest.raises(MechanismError, match="key must be an int in 0..2\\^256 - 1"):
         secure_generator(key=key)
 
 

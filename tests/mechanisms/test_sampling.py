@@ -20,6 +20,7 @@ from mechanism_checks import (
     dense,
     z_bonferroni,
 )
+from reidrisk.collect.baselines import NegativeSurvey
 from reidrisk.mechanisms import GLH, GRR, OLH, ORappor, OUE, Subset, make_mechanism
 from reidrisk.schema import MISSING
 
@@ -37,6 +38,7 @@ GOF_CASES = {
     "glh-linear": lambda: GLH(1.0, 5, g=3, prime=7),
     "glh-tables": lambda: GLH.with_random_tables(1.0, 4, 3, g=3, rng=11),
     "olh": lambda: OLH(1.0, 5, prime=7),
+    "negative-4": lambda: NegativeSurvey(1.0, 4),  # the MDN baseline's client (reidrisk.collect)
 }
 
 

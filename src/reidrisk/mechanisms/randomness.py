@@ -55,7 +55,11 @@ def secure_generator(key: int | None = None) -> np.random.Generator:
         key = secrets.randbits(_KEY_BITS)
     elif isinstance(key, bool) or not isinstance(key, (int, np.integer)) or not (
             0 <= int(key) < 1 << _KEY_BITS):
-        raise ValueError(f"key must be an int in 0..2^256 - 1, got {key!r}; pass None in production")
+        from reidrisk.mechanisms.base import MechanismError
+
+        raise MechanismError(
+            f"key must be an int in 0..2^256 - 1, got {key!r}; pass None in production"
+        )
     return np.random.Generator(ChaCha(key=int(key), counter=0, rounds=SECURE_ROUNDS))
 
 
