@@ -13,8 +13,8 @@ numpy's ``Generator`` so that every sampler works unchanged. The bit generator i
 ``as_generator`` (``reidrisk.mechanisms.base``) applies one rule across the package:
 
 * ``rng=None`` — a fresh ``secure_generator()``: what a client randomizing a real answer gets by
-  default, and what any other function asked for fresh randomness gets too (it is then not
-  reproducible, as before, only unpredictable as well);
+  default, and what any other function asked for fresh randomness gets too (not reproducible, as
+  before, and now unpredictable as well);
 * an int or ``numpy.random.SeedSequence`` — ``numpy.random.default_rng(seed)`` (PCG64), a
   reproducible stream for simulations, benchmarks and tests only: never seed a client that
   randomizes a real answer;
