@@ -357,6 +357,18 @@ def test_fit_sets_attributes(model):
     assert len(model.marginals_) == 6 and model.correlation_.shape == (6, 6)
     assert [t.size for t in model.thresholds_] == [3, 4, 5, 3, 6, 4]
     assert model.fit_result_ is not None and not model.fit_result_.projected
+    # the fixture fitted exact tables of a known copula: the fit recovers it
+    margs, corr, tables = _exact_setup(np.random.default_rng(77), [2, 3, 4, 2, 5, 3])
+    for fitted, p in zip(model.marginals_, margs):
+        np.testing.assert_allclose(fitted, p, rtol=1e-12)
+    np.testing.assert_allclose(model.correlation_, corr, atol=1e-6)
+    # thresholds: Phi^-1 of the cumulative marginal, computed here with scipy's norm.ppf
+    for t, p in zip(model.thresholds_, margs):
+        assert t[0] == -np.inf and t[-1] == np.inf
+        np.testing.assert_allclose(t[1:-1], stats.norm.ppf(np.cumsum(p)[:-1]), rtol=1e-9)
+    # and gives back the pair tables it was fitted on
+    for (a, b), table in tables.items():
+        np.testing.assert_allclose(model.contingency_table([a, b]), table, atol=1e-6)
 
 
 def test_sample_shape_and_marginals(model, big_sample):

@@ -2,6 +2,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.special import lambertw
 
 from reidrisk.uniqueness.floors import INV_E, FloorError, floor_bound, floor_q
 
@@ -46,7 +47,16 @@ def test_floor_q_is_max_and_vectorized():
     out = floor_q(q, N, alpha, "lambertw")
     np.testing.assert_array_equal(out, np.maximum(q, b))
     np.testing.assert_array_equal(floor_q(q, N, alpha, "none"), q)
-    # the lambertw floor is below the poisson floor for the same alpha (P(X=1) < P(X>=1))
+    # the lambertw floor is ABOVE the poisson floor for the same alpha: under Poisson(lam = N q),
+    # P(X = 1) = lam e^-lam < P(X >= 1) = 1 - e^-lam for every lam > 0, so P(X = 1) reaches alpha
+    # only at a larger lam (spec/uniqueness.md, "Floor on q": q = -W0(-alpha) / N against
+    # q = -ln(1 - alpha) / N); the closed forms, computed here with scipy, give 0.2592 / N and
+    # 0.2231 / N at alpha = 0.2
+    lam_w = -lambertw(-alpha, 0).real
+    lam_p = -math.log1p(-alpha)
+    assert float(floor_bound(N, alpha, "lambertw")) == pytest.approx(lam_w / N, rel=1e-12)
+    assert float(floor_bound(N, alpha, "poisson")) == pytest.approx(lam_p / N, rel=1e-12)
+    assert lam_w > lam_p
     assert floor_bound(N, alpha, "lambertw") > floor_bound(N, alpha, "poisson")
 
 

@@ -117,8 +117,39 @@ def test_mixed_and_multiple_databases(population, sample):
     reports = RecordRandomizer(population.schema, "grr", 8.0).randomize(second, rng)
     model = UniquenessModel(n_calibration=300).fit([(db, 0.25), (reports, 0.1)], N)
     assert model.reference_ == 0 and model.prior_.source == "databases"
-    sc = model.score(population.codes[targets[:40]], T=[2])
-    assert sc.counts.shape == (40, 2)
+    np.testing.assert_array_equal(model.rates_, [0.25, 0.1])
+    np.testing.assert_array_equal(model.sizes_, [db.shape[0], second.shape[0]])
+    rec = population.codes[targets]
+    sc = model.score(rec, T=[2])
+    assert sc.counts.shape == (150, 2)
+    # each column counts its own database: exact matches, and equal codes among the reports
+    np.testing.assert_array_equal(sc.counts[:, 0], match_counts(rec, db))
+    np.testing.assert_array_equal(sc.counts[:, 1], match_counts(rec, np.column_stack(reports.reports)))
+    # the raw database counts every member of the cell; the randomized one keeps a member's
+    # complete report equal only with probability prod_j p_j
+    kappa, _ = model._channel(rec)
+    np.testing.assert_allclose(kappa[:, 0], 1.0)
+    np.testing.assert_allclose(kappa[:, 1], np.prod([m.p_support for m in reports.mechanisms]))
+    # against the truth: records shared by more than 2 people get a higher P(X > 2) on average
+    # than the others (one-sided Welch comparison of means with a 3-sigma margin)
+    truth = group_sizes(population.codes)[targets]
+    p = sc.p_greater[:, 0]
+    hi, lo = p[truth > 2], p[truth <= 2]
+    assert hi.size > 5 and lo.size > 5
+    se = np.sqrt(hi.var(ddof=1) / hi.size + lo.var(ddof=1) / lo.size)
+    assert hi.mean() - lo.mean() > 3 * se, (hi.mean(), lo.mean(), se)
+    # two raw databases in the paper's configuration: the posterior of eq. 15-19 given both
+    # databases' rates and counts (population_count_posterior, itself checked against exact
+    # enumeration in test_posterior.py)
+    paper = UniquenessModel("paper").fit([(db, 0.25), (second, 0.1)], N, population.schema)
+    sp = paper.score(rec, T=[2])
+    counts = np.column_stack([match_counts(rec, db), match_counts(rec, second)])
+    np.testing.assert_array_equal(sp.counts, counts)
+    ref = population_count_posterior(paper.cell_probability(rec), N, [0.25, 0.1], counts,
+                                     alpha=0.1, floor="lambertw")
+    np.testing.assert_allclose(sp.expected, ref.expected, rtol=1e-12)
+    np.testing.assert_allclose(sp.p_unique, ref.p_unique, rtol=1e-12, atol=1e-300)
+    assert np.all(sp.expected >= counts.max(axis=1) - 1e-9)
 
 
 def test_missing_values_in_queries(population, sample, fitted):
