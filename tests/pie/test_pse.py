@@ -149,6 +149,11 @@ def test_genuine_impostor_never_pairs_a_user_with_itself():
     g, i = genuine_impostor(s, rng=0)
     np.testing.assert_array_equal(g, np.diag(s))
     assert not np.any(np.isin(i, np.diag(s)))
+    g, i = genuine_impostor(s, impostors="all")
+    assert i.size == 30 and not np.any(np.isin(i, np.diag(s)))
+    assert sorted(i.tolist()) == sorted(set(range(36)) - set(np.diag(s).astype(int).tolist()))
+    with pytest.raises(ValueError, match="'some'"):
+        genuine_impostor(s, impostors="some")
 
 
 def test_read_scores_errors_name_file_and_value(tmp_path):

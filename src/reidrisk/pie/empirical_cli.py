@@ -131,11 +131,14 @@ def _regions(text: str | None, background: Path, release: Path):
               help="Use the first N events of each background trace [default: all].")
 @click.option("--bootstrap", type=click.IntRange(min=0), default=200, show_default=True,
               help="Half-sample re-estimates for the PSE interval (0 = none).")
+@click.option("--impostors", type=click.Choice(["one", "all"]), default="one", show_default=True,
+              help="Impostor scores for the PSE: one random other user per released trace (the "
+                   "paper's sampling) or every other user.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the tie-breaking, the impostor pairing, the jitter and the bootstrap.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
 def traces_command(background, release, regions, kind, delta, events, train_events, bootstrap,
-                   seed, as_json) -> None:
+                   impostors, seed, as_json) -> None:
     """Re-identify released traces with the Markov-chain matcher (paper 002, Section 5.1).
 
     Every released trace is scored against every background user; the best score wins (ties
@@ -156,7 +159,7 @@ def traces_command(background, release, regions, kind, delta, events, train_even
                 "match cannot be scored. Remove it or add its background trace")
         t0 = time.perf_counter()
         res = match(bg.head(train_events), rel.head(events), kind=kind, delta=delta,
-                    bootstrap=bootstrap, rng=seed)
+                    bootstrap=bootstrap, rng=seed, impostors=impostors)
         seconds = time.perf_counter() - t0
     except _user_errors() as exc:
         raise _fail(exc) from None
@@ -169,6 +172,7 @@ def traces_command(background, release, regions, kind, delta, events, train_even
             "pse_bits": est.bits, "low": est.low if bootstrap else None,
             "high": est.high if bootstrap else None, "bootstrap": bootstrap, "eer": det.eer,
             "n_release": ident.n, "n_background": ident.n_candidates, "model": kind,
+            "impostors": impostors, "n_impostor_scores": est.n_impostor,
             "delta": delta, "events": events, "train_events": train_events, "seconds": seconds,
         }))
         return

@@ -244,16 +244,27 @@ def identification_error(scores, truth=None, rng: np.random.Generator | int | No
     return Identification(ranks, float(np.mean(ranks > 1)), float(expected), n, m)
 
 
-def genuine_impostor(scores, truth=None, rng: np.random.Generator | int | None = 0
-                     ) -> tuple[np.ndarray, np.ndarray]:
-    """Genuine scores (n,) and one impostor score per probe against a uniformly drawn other user
-    (n,), as the authors sampled them (spec Section 9: M = N = n)."""
+def genuine_impostor(scores, truth=None, rng: np.random.Generator | int | None = 0,
+                     impostors: str = "one") -> tuple[np.ndarray, np.ndarray]:
+    """Genuine scores (n,) and impostor scores from a (probes, candidates) score matrix.
+
+    ``impostors="one"``: one impostor score per probe against a uniformly drawn other user, (n,),
+    as the authors sampled them (spec Section 9: M = N = n). ``"all"``: every other candidate's
+    score, (n (m - 1),); with M >> N the k-NN estimate of f_I is finer, which matters when the
+    genuine and impostor scores barely overlap (the estimate with M = n saturates there).
+    """
     s = np.asarray(scores, dtype=float)
     n, m = s.shape
     truth = np.arange(n) if truth is None else np.asarray(truth, dtype=np.int64)
+    rows = np.arange(n)
+    if impostors == "all":
+        mask = np.ones(s.shape, dtype=bool)
+        mask[rows, truth] = False
+        return s[rows, truth], s[mask]
+    if impostors != "one":
+        raise ValueError(f"impostors={impostors!r}; choose 'one' or 'all'")
     other = as_generator(rng).integers(0, m - 1, size=n)
     other += other >= truth  # uniform over the m - 1 columns that are not the genuine one
-    rows = np.arange(n)
     return s[rows, truth], s[rows, other]
 
 

@@ -194,12 +194,16 @@ def _truth(background: Sequences, release: Sequences) -> np.ndarray:
 
 
 def match(background: Sequences, release: Sequences, kind: str = "trans", delta: float = DELTA,
-          bootstrap: int = 100, rng: np.random.Generator | int | None = 0) -> MatchResult:
+          bootstrap: int = 100, rng: np.random.Generator | int | None = 0,
+          impostors: str = "one") -> MatchResult:
     """Fit the Markov model on ``background``, score every release against every user, and
     measure the identification error rate (best-score rule) and the PSE (spec Sections 9-10).
 
     The release's ``users`` say which background user each release belongs to (the ground truth).
     ``rng`` draws the tie-breaking offsets, the impostor pairing, the jitter and the bootstrap.
+    ``impostors``: "one" impostor score per release against a random other user (the authors'
+    sampling, M = N) or "all" the other users' scores (M = N (n - 1)); see
+    ``reidrisk.pie.pse.genuine_impostor``.
     """
     if background.n < 2:
         raise MatchError(f"need at least 2 background users, got {background.n}")
@@ -207,7 +211,7 @@ def match(background: Sequences, release: Sequences, kind: str = "trans", delta:
     rng = as_generator(rng)
     scores = score_matrix(fit_markov(background, delta), release, kind)
     ident = identification_error(scores, truth, rng)
-    gen, imp = genuine_impostor(scores, truth, rng)
+    gen, imp = genuine_impostor(scores, truth, rng, impostors)
     est = pse(gen, imp, bootstrap=bootstrap, rng=rng)
     return MatchResult(scores, truth, ident, est, gen, imp)
 
