@@ -17,8 +17,9 @@ from reidrisk.cli import cli
 from reidrisk.schema import Attribute, Schema, SchemaError
 
 SECTIONS = ("Overview", "Data", "Estimated distributions", "Error against budget", "Numbers",
-            "Run parameters")
-PNGS = ("distributions.png", "error_js.png", "error_tv.png")
+            "Collection: contingency tables", "Population uniqueness", "Run parameters")
+PNGS = ("distributions.png", "error_js.png", "error_tv.png", "collect_histograms.png", "collect_js.png",
+        "uniqueness.png")
 
 
 @pytest.fixture
@@ -45,6 +46,18 @@ def small(tmp_path):
     schema_path = tmp_path / "schema.json"
     schema.save(schema_path)
     return data, schema_path, schema
+
+
+@pytest.fixture
+def fast_collect_section(monkeypatch):
+    """The demo with a stand-in for its collection section (3-4 s of method fits on small data,
+    tested in tests/collect/test_report.py), for tests about everything else."""
+    from reidrisk.collect import report as collect_report
+    from reidrisk.report import Section
+
+    monkeypatch.setattr(collect_report, "demo_collect_section",
+                        lambda *a, **k: Section("Collection: contingency tables", "<p>-</p>",
+                                                anchor="collect"))
 
 
 def _assert_clean_error(result, *fragments: str) -> None:
@@ -109,7 +122,7 @@ def test_demo_small_writes_the_report(runner, tmp_path):
     assert str(out / "index.html") in result.output
 
 
-def test_demo_on_a_file_with_its_schema(runner, small, tmp_path):
+def test_demo_on_a_file_with_its_schema(runner, small, tmp_path, fast_collect_section):
     data, schema_path, _ = small
     out = tmp_path / "rep"
     result = runner.invoke(cli, ["demo", "--data", str(data), "--schema", str(schema_path), "--out",
@@ -122,7 +135,7 @@ def test_demo_on_a_file_with_its_schema(runner, small, tmp_path):
     assert all(len(ln.split()) == 3 for ln in summary)  # mechanism + two budgets
 
 
-def test_demo_infers_the_schema_when_omitted(runner, small, tmp_path):
+def test_demo_infers_the_schema_when_omitted(runner, small, tmp_path, fast_collect_section):
     data, _, _ = small
     result = runner.invoke(cli, ["demo", "--data", str(data), "--out", str(tmp_path / "r"),
                                  "-m", "grr", "-e", "4"])
@@ -318,3 +331,38 @@ def test_write_error_names_the_users_file(runner, small, tmp_path, monkeypatch):
                                  str(data), "-o", str(target)])
     _assert_clean_error(result, "No space left on device", str(target))
     assert ".tmp" not in result.output
+
+
+def test_demo_help_states_the_defaults_the_run_uses(runner):
+    from reidrisk.demo import DEFAULT_EPSILONS, DEFAULT_MISSING_RATE, DEFAULT_N
+
+    text = " ".join(runner.invoke(cli, ["demo", "--help"]).output.split())
+    assert f"[default: {' '.join(f'{e:g}' for e in DEFAULT_EPSILONS)}]" in text
+    assert f"[default: {DEFAULT_N}]" in text
+    assert f"[default: {DEFAULT_MISSING_RATE:g} for the synthetic population" in text
+
+
+def test_demo_output_folder_is_checked_before_the_work(runner, tmp_path, monkeypatch):
+    from reidrisk import demo as demo_module
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("the demo ran before its output folder was checked")
+
+    monkeypatch.setattr(demo_module, "run_demo", no_run)
+    (tmp_path / "afile").write_text("x")
+    result = runner.invoke(cli, ["demo", "--out", str(tmp_path / "afile" / "report")])
+    _assert_clean_error(result, "afile", "is a file")
+
+
+def test_demo_progress_lines_when_stderr_is_not_a_terminal(runner, small, tmp_path, monkeypatch,
+                                                          fast_collect_section):
+    from reidrisk.report import progress
+
+    monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)  # a line after every step
+    data, schema_path, _ = small
+    result = runner.invoke(cli, ["demo", "--data", str(data), "--schema", str(schema_path), "--out",
+                                 str(tmp_path / "rep"), "-m", "grr", "-e", "1", "-e", "8"])
+    assert result.exit_code == 0, result.output
+    assert "collect + estimate: 1/2 runs (50%) [grr eps=1]" in result.stderr
+    assert "collect + estimate: 2/2 runs done in" in result.stderr
+    assert "\r" not in result.stderr

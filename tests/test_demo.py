@@ -27,6 +27,18 @@ def frame() -> pd.DataFrame:
     return out
 
 
+@pytest.fixture
+def fast_collect_section(monkeypatch):
+    """The demo with a stand-in for its collection section (3-4 s of method fits on small data,
+    tested in tests/collect/test_report.py), for tests about everything else."""
+    from reidrisk.collect import report as collect_report
+    from reidrisk.report import Section
+
+    monkeypatch.setattr(collect_report, "demo_collect_section",
+                        lambda *a, **k: Section("Collection: contingency tables", "<p>-</p>",
+                                                anchor="collect"))
+
+
 SCHEMA = Schema((Attribute("colour", ("red", "green", "blue")), Attribute("size", ("S", "M", "L", "XL")),
                  Attribute("flag", ("yes", "no"))))
 
@@ -98,13 +110,14 @@ def test_synthetic_default_population(tmp_path):
     assert abs(result.missing.mean() - 0.25) < 4 * se
 
 
+@pytest.mark.slow
 def test_report_written_with_every_section(frame, tmp_path):
     result = run_demo(frame, SCHEMA, out=tmp_path / "rep", epsilons=[1, 8], mechanisms=["grr"],
                       progress=False)
     assert isinstance(result, DemoResult) and result.report == tmp_path / "rep" / "index.html"
     page = result.report.read_text()
     for title in ("Overview", "Data", "Estimated distributions", "Error against budget", "Numbers",
-                  "Run parameters"):
+                  "Collection: contingency tables", "Population uniqueness", "Run parameters"):
         assert f"<h2>{title}</h2>" in page
     for png in re.findall(r'src="([^"]+)"', page):
         assert (tmp_path / "rep" / png).read_bytes()[:4] == b"\x89PNG"
@@ -171,3 +184,38 @@ def test_guide_python_examples_run(tmp_path, monkeypatch):
     # the values the guide shows in its comments
     assert namespace["codes"].tolist() == [[0, 2], [1, -1], [-1, 3], [0, 0]]
     assert (tmp_path / "small-report" / "index.html").is_file()
+
+
+def test_uniform_guess_is_drawn_on_both_error_plots(frame, monkeypatch):
+    from reidrisk.report import plots
+
+    calls = []
+    original = plots.plot_error_curves
+
+    def spy(table, value="js", **kwargs):
+        calls.append((value, kwargs.get("reference")))
+        return original(table, value, **kwargs)
+
+    monkeypatch.setattr(plots, "plot_error_curves", spy)
+    result = run_demo(frame, SCHEMA, out=None, epsilons=[1, 4], mechanisms=["grr"], progress=False)
+    result.sections()
+    refs = dict(calls)
+    assert refs["js"]["marginal"] == result.reference["marginal"]
+    # the TV reference is the mean total variation of the uniform guess from the truth
+    expect = np.mean([0.5 * np.abs(t - 1 / t.size).sum() for t in result.truth])
+    assert refs["tv"] == {"marginal": pytest.approx(expect), "pair": result.reference["pair_tv"]}
+
+
+def test_report_title_and_uniqueness_population_before_the_removed_values(tmp_path,
+                                                                         fast_collect_section):
+    from reidrisk.demo import REPORT_TITLE
+
+    # 600 synthetic people, 30% of values then removed: about 0.7^3 = 34% of records stay
+    # complete, but the people (the uniqueness section's population) are all 600
+    result = run_demo(out=tmp_path / "rep", n=600, epsilons=[4], mechanisms=["grr"], progress=False,
+                      sizes=(2, 3, 4))
+    page = result.report.read_text(encoding="utf-8")
+    assert f"<h1>{REPORT_TITLE}</h1>" in page
+    assert "<h2>Population uniqueness</h2>" in page
+    assert "population of 600 people" in page
+    assert "for the paper&#39;s method" in page or "for the paper's method" in page

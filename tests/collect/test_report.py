@@ -119,3 +119,32 @@ def test_section_has_table_and_figures(comparison):
     page = render_html([section], "t")
     assert "collect_histograms.png" in page and "collect_js.png" in page
     assert _png_size(plot_histograms(comparison, max_cells=5))[0] > 100
+
+
+def test_histograms_name_the_cells_they_show(comparison):
+    from reidrisk.collect.report import HISTOGRAM_MAX_TICKS, histograms_figure
+
+    fig = histograms_figure(comparison)
+    truth = comparison.truth.ravel()
+    order = np.argsort(-truth, kind="stable")
+    cats = [comparison.schema[j].categories for j in comparison.cols]
+    expected = [" / ".join(cats[a][i] for a, i in enumerate(np.unravel_index(k, comparison.truth.shape)))
+                for k in order]
+    step = max(1, -(-truth.size // HISTOGRAM_MAX_TICKS))
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    labelled = [ax for ax in visible if any(t.get_text() for t in ax.get_xticklabels())]
+    ncol = 3 if len(visible) > 4 else 2
+    assert len(labelled) == min(ncol, len(visible))  # the bottom panel of each column
+    for ax in labelled:
+        assert [t.get_text() for t in ax.get_xticklabels()] == expected[::step]
+        assert ax.get_xlabel() == f"cell ({' / '.join(comparison.col_names)})"
+    # the true panel's bars are the true cell probabilities, most probable first
+    heights = [p.get_height() for p in visible[0].patches]
+    np.testing.assert_allclose(heights, truth[order])
+
+
+def test_sd_column_only_with_several_runs(population, comparison):
+    one = compare_methods(population.schema, population.codes, cols=[0, 1, 2], epsilon=8.0,
+                          missing_rate=0.3, methods=["indep", "uniform"], reps=1, rng=5)
+    assert "sd over runs" not in collect_section(one).body
+    assert "sd over runs" in collect_section(comparison).body

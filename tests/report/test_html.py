@@ -165,3 +165,10 @@ def test_report_folder_has_ordinary_permissions(tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()
     assert out.stat().st_mode == plain.stat().st_mode
+
+
+def test_tables_scroll_instead_of_overflowing(tmp_path):
+    table = html_table(["a"] * 30, [[1] * 30])
+    assert table.startswith('<div class="table-wrap"><table>') and table.endswith("</table></div>")
+    page = write_report([Section("Wide", table)], tmp_path / "r").read_text()
+    assert ".table-wrap { max-width: 100%; overflow-x: auto;" in page
