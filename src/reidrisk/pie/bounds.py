@@ -1,0 +1,625 @@
+"""PIE bounds of paper 002: how much a user's identity leaks through one or t LDP releases.
+
+Paper 002 (Murakami & Takahashi, "Toward Evaluating Re-identification Risks in the Local Privacy
+Model", TDP 14(3), 2021); every formula as rebuilt in spec/pie.md (its provenance tag in brackets:
+[DER] derived from the surviving text and verified, [REC] a valid reconstruction whose printed form
+is uncertain, [CODE] read from the authors' code). All information is in bits.
+
+Bounds on the PIE ``I(U;Y)`` (alpha-PIE privacy, Def. 3.1, spec Section 3):
+
+* ``alpha_ldp(epsilon, n, form="min"|"tanh")``  -- any epsilon-LDP mechanism (Prop. 4.1, eq. 14);
+* ``alpha_rr(epsilon, n, domain, releases=1)``   -- epsilon-RR (Thm 4.2, eq. 16; Thm 4.3 for t);
+* ``alpha_glh(epsilon, n, domain, g, releases=1)`` -- epsilon-GLH (Thm 4.4, eq. 18; Thm 4.5);
+* ``alpha(epsilon, n, domain, mechanism="rr"|"glh"|"ldp", g=None, releases=1)`` -- dispatcher;
+* ``alpha_composed(epsilons, n, domain, mechanism, g=None)`` -- t releases with different budgets;
+* ``lambda_rr(epsilon, domain)``, ``lambda_glh(epsilon, g)`` -- the MI-loss parameters.
+
+Bayes error (the adversary's identification error, spec Section 6):
+
+* ``bayes_error_bound(information, n, max_prior=None)`` -- Prop. 3.7 / Cor. 3.9, eq. 9-12;
+* ``bayes_error_bound_hv(information, n, max_prior=None)`` -- the tighter implicit Han-Verdu form;
+* ``information_budget(target_error, n, max_prior=None)`` -- the largest alpha meeting a target.
+
+The inverse (spec Section 7, "choosing lambda for a target Bayes error"):
+
+* ``calibrate(target_error, n, domain, mechanism="rr"|"glh"|"ldp", g=None, g_max=None,
+  releases=1, max_prior=None) -> Calibration`` -- the largest epsilon (for GLH with g=None, also the
+  best integer g) whose bound guarantees the target Bayes error.
+
+Exact quantities for small explicit joint distributions (for checking every bound):
+
+* ``output_joint(p_ux, channel)`` -- p_{U,Y} from p_{U,X} (n, k) and a channel Q[y, x]
+  (``Mechanism.channel()``);
+* ``user_information(p_ux, channel)`` -- exact I(U;Y); ``data_information(p_ux)`` -- I(U;X);
+* ``bayes_error(p_uy)`` -- exact Bayes error; ``product_channel(*channels)`` -- t releases.
+
+The Figure-4 reference table (for benchmarks/pie_reproduce.py):
+
+* ``figure4_table(epsilons=FIGURE4_EPSILONS, n=FIGURE4_N, domain=FIGURE4_DOMAIN)
+  -> tuple[Figure4Row, ...]`` with fields epsilon, alpha_ldp_min, alpha_ldp_tanh, lambda_rr,
+  alpha_rr (spec Section 11).
+
+Utility (expected l2 loss, emp and emp+thr, the part-(c) comparison) lives in
+``reidrisk.pie.utility``.
+
+Every function accepts epsilon as a scalar or an array (broadcast with the other arguments) and
+returns a float for scalar input, else an array. Bad input raises ``BoundError`` (a
+``MechanismError``) naming the parameter and the value.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from reidrisk.mechanisms.base import MechanismError
+
+LOG2E: float = 1.0 / math.log(2.0)
+"""log2(e): nats to bits."""
+
+FIGURE4_N: int = 1_370_637
+"""Users of the paper's LT experiment (spec Section 11, [CODE])."""
+FIGURE4_DOMAIN: int = 10_500_393
+"""POIs of the paper's LT experiment (spec Section 11, [CODE])."""
+FIGURE4_EPSILONS: tuple[float, ...] = (0.1, 1.0, 5.0, 10.0, 15.0, 20.0)
+"""The epsilons of the spec's Figure-4 reference table."""
+
+MECHANISMS: tuple[str, ...] = ("ldp", "rr", "glh")
+LDP_FORMS: tuple[str, ...] = ("min", "tanh")
+
+
+class BoundError(MechanismError):
+    """A bad argument of a PIE bound; the message names the parameter, the value and the fix."""
+
+
+# ---------------------------------------------------------------------------------------------
+# validation
+# ---------------------------------------------------------------------------------------------
+def _shown(x: np.ndarray) -> str:
+    x = np.asarray(x)
+    return repr(x.item()) if x.size == 1 else repr(x.tolist() if x.size <= 8 else x)
+
+
+def _epsilon(epsilon, name: str = "epsilon") -> np.ndarray:
+    try:
+        e = np.asarray(epsilon, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise BoundError(f"{name} must be a number or an array of numbers, got {epsilon!r}") from None
+    if e.size == 0:
+        raise BoundError(f"{name} is empty; pass at least one privacy budget such as 1.0")
+    bad = ~np.isfinite(e) | (e <= 0)
+    if bad.any():
+        raise BoundError(
+            f"{name} must be finite and > 0, got {_shown(e[bad][:1])}; pass a positive budget "
+            "such as 1.0"
+        )
+    return e
+
+
+def _count(value, name: str, low: int = 2, fix: str = "") -> int:
+    try:
+        ok = not isinstance(value, bool) and float(value) == int(value)
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok or int(value) < low:
+        raise BoundError(f"{name} must be an integer >= {low}, got {value!r}{fix}")
+    return int(value)
+
+
+def _counts(value, name: str, low: int = 2) -> np.ndarray:
+    """An integer parameter that may be an array (g of GLH)."""
+    try:
+        a = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise BoundError(f"{name} must be an integer >= {low}, got {value!r}") from None
+    bad = ~np.isfinite(a) | (a < low) | (a != np.floor(a))
+    if a.size == 0 or bad.any():
+        shown = _shown(a[bad][:1]) if a.size else "an empty array"
+        raise BoundError(f"{name} must be an integer >= {low}, got {shown}")
+    return a
+
+
+def _probability(value, name: str, *, open_low: bool = False, open_high: bool = False) -> np.ndarray:
+    try:
+        a = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise BoundError(f"{name} must be a probability in [0, 1], got {value!r}") from None
+    lo = a <= 0 if open_low else a < 0
+    hi = a >= 1 if open_high else a > 1
+    bad = ~np.isfinite(a) | lo | hi
+    if bad.any():
+        span = f"{'(' if open_low else '['}0, 1{')' if open_high else ']'}"
+        raise BoundError(f"{name} must be a probability in {span}, got {_shown(a[bad][:1])}")
+    return a
+
+
+def _information(value, name: str = "information") -> np.ndarray:
+    try:
+        a = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise BoundError(f"{name} must be a number of bits >= 0, got {value!r}") from None
+    bad = np.isnan(a) | (a < 0)
+    if bad.any():
+        raise BoundError(f"{name} must be a number of bits >= 0, got {_shown(a[bad][:1])}")
+    return a
+
+
+def _out(x: np.ndarray, *inputs) -> np.ndarray | float:
+    """A float when every input was a scalar, else the array."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim == 0 and all(np.ndim(i) == 0 for i in inputs):
+        return float(x)
+    return x
+
+
+def _mechanism(mechanism: str) -> str:
+    m = str(mechanism).lower()
+    if m not in MECHANISMS:
+        raise BoundError(f"mechanism must be one of {list(MECHANISMS)}, got {mechanism!r}")
+    return m
+
+
+def _cap(n: int, domain: int) -> float:
+    """min{log n, log |X|} in bits: the largest possible I(U;X) (Prop. 3.10, eq. 13)."""
+    return min(math.log2(n), math.log2(domain))
+
+
+# ---------------------------------------------------------------------------------------------
+# MI-loss parameters and alpha
+# ---------------------------------------------------------------------------------------------
+def lambda_rr(epsilon, domain: int) -> np.ndarray | float:
+    """MI-loss parameter of epsilon-RR: ``lambda_RR = (e^eps - 1) / (|X| + e^eps - 1)``.
+
+    Paper 002 Thm 4.2, eq. 15; spec/pie.md Section 7 [DER]. ``I(U;Y) <= lambda_RR I(U;X)``, and
+    the constant is the best possible. Computed as ``1 / (1 + |X| / (e^eps - 1))`` so large
+    epsilons give 1, not nan.
+    """
+    e = _epsilon(epsilon)
+    k = _count(domain, "domain size |X|")
+    with np.errstate(over="ignore"):
+        lam = 1.0 / (1.0 + k / np.expm1(e))
+    return _out(lam, epsilon)
+
+
+def lambda_glh(epsilon, g) -> np.ndarray | float:
+    """MI-loss parameter of epsilon-GLH: ``lambda_GLH = (e^eps - 1) / (g + e^eps - 1)``.
+
+    Paper 002 Thm 4.4, eq. 17; spec/pie.md Section 7 [DER]. Independent of |X|; ``g`` (the hash
+    range, an integer >= 2) may be an array broadcast with ``epsilon``.
+    """
+    e = _epsilon(epsilon)
+    gg = _counts(g, "hash range g")
+    with np.errstate(over="ignore"):
+        lam = 1.0 / (1.0 + gg / np.expm1(e))
+    return _out(lam, epsilon, g)
+
+
+def alpha_ldp(epsilon, n: int, form: str = "min") -> np.ndarray | float:
+    """PIE bound (bits) of any epsilon-LDP mechanism (paper 002 Prop. 4.1, eq. 14).
+
+    ``form="min"``: ``min{eps log e, eps^2 log e, log n}`` -- spec/pie.md Section 7 [REC] (the
+    paper's printed form is uncertain; the ``log n`` cap is certain). ``form="tanh"``:
+    ``min{eps tanh(eps/2) log e, log n}`` -- the tighter bound from Lemma B.2's proof [DER,
+    verified]; it is never above the min form. ``n``: number of users (>= 2).
+    """
+    e = _epsilon(epsilon)
+    n = _count(n, "number of users n")
+    f = str(form).lower()
+    if f == "min":
+        a = np.minimum(e, e * e) * LOG2E
+    elif f == "tanh":
+        a = e * np.tanh(e / 2.0) * LOG2E
+    else:
+        raise BoundError(f"form must be one of {list(LDP_FORMS)}, got {form!r}")
+    return _out(np.minimum(a, math.log2(n)), epsilon)
+
+
+def alpha_rr(epsilon, n: int, domain: int, releases: int = 1) -> np.ndarray | float:
+    """PIE bound (bits) of epsilon-RR: ``alpha_RR = t lambda_RR min{log n, log |X|}``.
+
+    Paper 002 Thm 4.2, eq. 16 (one release, t = 1) and Thm 4.3 (t releases of arbitrarily
+    correlated data, each with fresh coins); spec/pie.md Section 7 [DER]. ``n`` users (>= 2),
+    ``domain`` = |X| (>= 2), ``releases`` = t (>= 1). For different budgets per release use
+    ``alpha_composed``.
+    """
+    n = _count(n, "number of users n")
+    k = _count(domain, "domain size |X|")
+    t = _count(releases, "number of releases t", low=1)
+    return _out(t * np.asarray(lambda_rr(epsilon, k)) * _cap(n, k), epsilon)
+
+
+def alpha_glh(epsilon, n: int, domain: int, g, releases: int = 1) -> np.ndarray | float:
+    """PIE bound (bits) of epsilon-GLH: ``alpha_GLH = t lambda_GLH min{log n, log |X|}``.
+
+    Paper 002 Thm 4.4, eq. 18 (one release) and Thm 4.5 (t releases, each with an independent
+    hash); spec/pie.md Section 7 [DER]. ``g``: hash range (integer >= 2, may be an array). The
+    extra valid cap ``lambda_GLH log g`` of the spec is not applied (the paper's bound).
+    """
+    n = _count(n, "number of users n")
+    k = _count(domain, "domain size |X|")
+    t = _count(releases, "number of releases t", low=1)
+    return _out(t * np.asarray(lambda_glh(epsilon, g)) * _cap(n, k), epsilon, g)
+
+
+def alpha(epsilon, n: int, domain: int, mechanism: str = "rr", g=None, releases: int = 1,
+          form: str = "min") -> np.ndarray | float:
+    """The PIE bound alpha (bits) of ``mechanism`` over t = ``releases`` releases.
+
+    ``"ldp"``: any epsilon-LDP mechanism, Prop. 4.1 (eq. 14, ``form`` as in ``alpha_ldp``); over t
+    releases the composed mechanism is (t eps)-LDP, so eps is replaced by t eps (sequential
+    composition of LDP; the log n cap still holds). ``"rr"``: Thm 4.2/4.3. ``"glh"``: Thm 4.4/4.5
+    (``g`` required). spec/pie.md Section 7.
+    """
+    m = _mechanism(mechanism)
+    if m == "rr":
+        return alpha_rr(epsilon, n, domain, releases)
+    if m == "glh":
+        if g is None:
+            raise BoundError("mechanism 'glh' needs the hash range g (an integer >= 2)")
+        return alpha_glh(epsilon, n, domain, g, releases)
+    _count(domain, "domain size |X|")
+    t = _count(releases, "number of releases t", low=1)
+    return _out(np.asarray(alpha_ldp(np.asarray(_epsilon(epsilon)) * t, n, form)), epsilon)
+
+
+def alpha_composed(epsilons: Sequence[float], n: int, domain: int, mechanism: str = "rr",
+                   g=None) -> float:
+    """PIE bound (bits) of t releases with budgets ``epsilons`` (one per release).
+
+    RR: ``sum_i lambda_RR(eps_i) min{log n, log |X|}`` (Thm 4.3, spec Section 7 [DER]); GLH: the
+    same with ``lambda_GLH(eps_i, g_i)`` (Thm 4.5; ``g`` a scalar or one per release); LDP:
+    Prop. 4.1 at ``sum_i eps_i``. Any correlation between the t data is allowed.
+    """
+    e = _epsilon(epsilons, "epsilons")
+    if e.ndim != 1:
+        raise BoundError(f"epsilons must be a 1-D sequence of budgets, got shape {e.shape}")
+    m = _mechanism(mechanism)
+    n = _count(n, "number of users n")
+    k = _count(domain, "domain size |X|")
+    if m == "ldp":
+        return float(alpha_ldp(float(e.sum()), n))
+    if m == "rr":
+        lam = np.asarray(lambda_rr(e, k))
+    else:
+        if g is None:
+            raise BoundError("mechanism 'glh' needs the hash range g (an integer >= 2)")
+        lam = np.asarray(lambda_glh(e, np.broadcast_to(np.asarray(g), e.shape)))
+    return float(lam.sum() * _cap(n, k))
+
+
+# ---------------------------------------------------------------------------------------------
+# Bayes error
+# ---------------------------------------------------------------------------------------------
+def _prior_bits(n, max_prior) -> np.ndarray:
+    """log(1 / (1 - beta*)) = log(1 / max_u p_U(u)) in bits (log n for a uniform prior)."""
+    if max_prior is None:
+        if n is None:
+            raise BoundError("pass the number of users n (uniform prior) or max_prior")
+        return np.asarray(math.log2(_count(n, "number of users n")))
+    mp = _probability(max_prior, "max_prior", open_low=True)
+    if n is not None:
+        nn = _count(n, "number of users n")
+        low = mp < 1.0 / nn * (1 - 1e-12)
+        if low.any():
+            raise BoundError(
+                f"max_prior must be >= 1/n = {1.0 / nn:.6g} (the largest of n prior probabilities "
+                f"is at least their mean), got {_shown(mp[low][:1])}"
+            )
+    return -np.log2(mp)
+
+
+def bayes_error_bound(information, n: int | None = None, max_prior=None) -> np.ndarray | float:
+    """Lower bound on the adversary's Bayes error: ``beta >= 1 - (I + 1) / log(1 / (1 - beta*))``.
+
+    Paper 002 Prop. 3.7 (eqs. 9, 10) with ``I = I(U;S)`` or ``I(U;Y)``, and Cor. 3.9 (eqs. 11,
+    12) with ``I = alpha``; spec/pie.md Section 6 [DER] (generalised Fano inequality of Han &
+    Verdu). ``max_prior`` = ``max_u p_U(u) = 1 - beta*``; ``None`` means the uniform prior over
+    ``n`` users (``log(1/(1 - beta*)) = log n``, eq. 10/12). The bound may be negative (vacuous);
+    it is returned as computed so the caller can tell how far from useful it is.
+    """
+    i = _information(information)
+    bits = _prior_bits(n, max_prior)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(bits > 0, 1.0 - (i + 1.0) / np.where(bits > 0, bits, 1.0), -np.inf)
+    return _out(out, information, max_prior)
+
+
+def _binary_kl(a, b) -> np.ndarray:
+    """d(a || b) in bits, elementwise (0 log 0 = 0)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t1 = np.where(a > 0, a * np.log2(np.where(a > 0, a, 1.0) / b), 0.0)
+        t2 = np.where(a < 1, (1 - a) * np.log2(np.where(a < 1, 1 - a, 1.0) / (1 - b)), 0.0)
+    return t1 + t2
+
+
+def bayes_error_bound_hv(information, n: int | None = None, max_prior=None) -> np.ndarray | float:
+    """The implicit Han-Verdu lower bound: ``beta >= 1 - a*``, ``a* = max{a >= 1 - beta* :
+    d(a || 1 - beta*) <= I}``.
+
+    spec/pie.md Section 6, "optional tighter implicit form" [DER, verified]; never below
+    ``bayes_error_bound`` (which relaxes ``d(a||b) >= a log(1/b) - 1``). Solved by bisection on
+    the increasing ``a -> d(a || b)`` over [b, 1], vectorized; accurate to 1e-12.
+    """
+    i = _information(information)
+    bits = _prior_bits(n, max_prior)
+    b = np.broadcast_to(2.0 ** (-bits), np.broadcast_shapes(i.shape, bits.shape)).astype(float)
+    ii = np.broadcast_to(i, b.shape)
+    lo, hi = b.copy(), np.ones_like(b)
+    full = _binary_kl(hi, b) <= ii  # even certainty is within the budget
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        ok = _binary_kl(mid, b) <= ii
+        lo = np.where(ok, mid, lo)
+        hi = np.where(ok, hi, mid)
+    a = np.where(full, 1.0, lo)
+    return _out(1.0 - a, information, max_prior)
+
+
+def information_budget(target_error: float, n: int | None = None, max_prior=None) -> float:
+    """The largest alpha (bits) for which Cor. 3.9 guarantees ``beta >= target_error``:
+    ``alpha = (1 - target) log(1 / (1 - beta*)) - 1`` (eq. 11/12 solved for alpha; spec Section 6,
+    "design rule" [DER]). Negative when no mechanism can be certified (n too small: for a uniform
+    prior the target needs ``n >= 2^(1/(1 - target))``)."""
+    t = float(_probability(target_error, "target_error", open_high=True))
+    bits = float(_prior_bits(n, max_prior))
+    return (1.0 - t) * bits - 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# the inverse: the largest epsilon for a target Bayes error
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Calibration:
+    """Result of ``calibrate``.
+
+    mechanism ("rr", "glh" or "ldp"), target_error, n, domain, releases; epsilon: the largest
+    per-release budget whose bound guarantees the target (``inf`` when every budget does);
+    g: the hash range (GLH only, else None); mi_loss: lambda at that budget (RR/GLH; None for
+    "ldp"); alpha: the PIE bound there (bits); error_bound: the Bayes-error lower bound there
+    (equal to the target up to rounding unless epsilon is inf); alpha_budget: the largest alpha
+    the target allows; max_prior: the prior used (None = uniform over n).
+    """
+
+    mechanism: str
+    target_error: float
+    n: int
+    domain: int
+    releases: int
+    epsilon: float
+    g: int | None
+    mi_loss: float | None
+    alpha: float
+    error_bound: float
+    alpha_budget: float
+    max_prior: float | None = None
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+def calibrate(target_error: float, n: int, domain: int, mechanism: str = "rr", *, g=None,
+              g_max: int | None = None, releases: int = 1, max_prior=None,
+              form: str = "min") -> Calibration:
+    """The largest epsilon whose PIE bound guarantees a Bayes error >= ``target_error``.
+
+    Inverts Cor. 3.9 (eq. 11/12) composed with Prop. 4.1 (``"ldp"``), Thm 4.2/4.3 (``"rr"``) or
+    Thm 4.4/4.5 (``"glh"``); spec/pie.md Sections 6-7 ("choosing lambda for a target Bayes error",
+    [DER]). The bound is increasing in epsilon, so the answer is the root of
+    ``bayes_error_bound(alpha(eps)) = target`` found by ``scipy.optimize.brentq`` (to a relative
+    1e-13).
+
+    GLH: with ``g`` given, the largest epsilon for that g. With ``g=None`` the integer g in
+    ``2..g_max`` (default ``g_max = domain``) is chosen that minimises the expected l2 loss over
+    the whole domain at its calibrated epsilon (``sum_x`` of eq. 23, which does not depend on the
+    distribution: ``|X| A + B``). At a fixed lambda the loss falls with g (Thm 4.8), so the best g
+    is ``g_max``; the largest epsilon itself grows without limit in g (eq.
+    ``eps = ln(1 + lambda g / (1 - lambda))``), which is why g is capped: beyond ``|X|`` the
+    hash no longer compresses the report and GLH is RR with more communication.
+
+    Raises ``BoundError`` when the target cannot be certified at any epsilon (``n`` too small).
+    """
+    from scipy.optimize import brentq
+
+    m = _mechanism(mechanism)
+    n = _count(n, "number of users n")
+    k = _count(domain, "domain size |X|")
+    t = _count(releases, "number of releases t", low=1)
+    target = float(_probability(target_error, "target_error", open_high=True))
+    mp = None if max_prior is None else float(_probability(max_prior, "max_prior", open_low=True))
+    budget = information_budget(target, n, mp)
+    if budget < 0:
+        need = 2.0 ** (1.0 / (1.0 - target))
+        raise BoundError(
+            f"no epsilon can guarantee a Bayes error of {target:g} for n={n} users: even alpha = 0 "
+            f"only guarantees {float(bayes_error_bound(0.0, n, mp)):.4g} (for a uniform prior the "
+            f"target needs n >= 2^(1/(1 - target)) = {need:.6g}); lower --target-error"
+        )
+
+    def bound_at(eps: float, gg) -> float:
+        a = alpha(eps, n, k, m, g=gg, releases=t, form=form)
+        return float(bayes_error_bound(a, n, mp))
+
+    def solve(gg) -> float:
+        f = lambda le: bound_at(math.exp(le), gg) - target  # noqa: E731  (log-epsilon scale)
+        lo, hi = math.log(1e-12), math.log(1.0)
+        if f(lo) < 0:  # cannot happen for budget >= 0, kept as a guard
+            raise BoundError(f"no epsilon > 1e-12 meets the target {target:g}")
+        while f(hi) >= 0:
+            if hi > math.log(1e4):
+                return math.inf  # the bound holds at every budget (e.g. alpha's cap is small)
+            hi += math.log(2.0)
+        root = brentq(f, lo, hi, xtol=1e-14, rtol=1e-13, maxiter=500)
+        step = 1e-13 * max(1.0, abs(root))
+        for _ in range(64):  # the root may sit a rounding error on the wrong side: step inside
+            if f(root) >= 0:
+                break
+            root -= step
+            step *= 2.0
+        return math.exp(root)
+
+    if m == "glh":
+        if g is None:
+            from reidrisk.pie.utility import domain_l2_loss_glh
+
+            gmax = k if g_max is None else _count(g_max, "g_max")
+            grid = _g_grid(gmax)
+            lam = budget / (t * _cap(n, k))  # the calibrated lambda is the same for every g
+            if lam >= 1:
+                best = int(grid[-1])
+            else:
+                eps_g = np.log1p(lam * grid / (1.0 - lam))
+                loss = domain_l2_loss_glh(eps_g, n, k, grid)
+                best = int(grid[int(np.argmin(loss))])
+            gg = best
+        else:
+            gg = _count(g, "hash range g")
+        eps = solve(gg)
+    else:
+        gg = None
+        eps = solve(None)
+
+    e_eval = eps if math.isfinite(eps) else 1e300
+    a = float(alpha(min(e_eval, 700.0), n, k, m, g=gg, releases=t, form=form))
+    lam = None
+    if m == "rr":
+        lam = float(lambda_rr(min(e_eval, 700.0), k))
+    elif m == "glh":
+        lam = float(lambda_glh(min(e_eval, 700.0), gg))
+    return Calibration(
+        mechanism=m, target_error=target, n=n, domain=k, releases=t, epsilon=float(eps), g=gg,
+        mi_loss=lam, alpha=a, error_bound=float(bayes_error_bound(a, n, mp)),
+        alpha_budget=budget, max_prior=mp,
+    )
+
+
+def _g_grid(g_max: int) -> np.ndarray:
+    """Every integer 2..g_max when there are at most 2^20 of them, else a geometric grid of
+    integers plus g_max."""
+    if g_max - 1 <= 1 << 20:
+        return np.arange(2, g_max + 1, dtype=np.float64)
+    grid = np.unique(np.round(np.geomspace(2, g_max, 4096)))
+    return np.union1d(grid, [float(g_max)])
+
+
+# ---------------------------------------------------------------------------------------------
+# exact quantities for small explicit distributions
+# ---------------------------------------------------------------------------------------------
+def _joint(p_ux, name: str = "p_ux") -> np.ndarray:
+    p = np.asarray(p_ux, dtype=np.float64)
+    if p.ndim != 2 or 0 in p.shape:
+        raise BoundError(f"{name} must be a non-empty (n, |X|) joint distribution, got shape {p.shape}")
+    bad = ~np.isfinite(p) | (p < 0) | (p > 1)
+    if bad.any():
+        raise BoundError(f"{name} entries must be probabilities in [0, 1], got {_shown(p[bad][:1])}")
+    s = p.sum()
+    if abs(s - 1.0) > 1e-9:
+        raise BoundError(f"{name} must sum to 1 (a joint distribution), got sum {s:.12g}")
+    return p
+
+
+def output_joint(p_ux, channel) -> np.ndarray:
+    """``p_{U,Y}(u, y) = sum_x p_{U,X}(u, x) Q(y|x)`` for the Markov chain U -> X -> Y.
+
+    ``p_ux`` (n, |X|) joint distribution; ``channel`` (|Y|, |X|) with ``channel[y, x] = Q(y|x)``
+    (the orientation of ``reidrisk.mechanisms.Mechanism.channel()``). Returns (n, |Y|).
+    """
+    p = _joint(p_ux)
+    q = np.asarray(channel, dtype=np.float64)
+    if q.ndim != 2 or q.shape[1] != p.shape[1]:
+        raise BoundError(
+            f"channel must have shape (|Y|, |X| = {p.shape[1]}) with channel[y, x] = Q(y|x), got "
+            f"{q.shape}"
+        )
+    bad = ~np.isfinite(q) | (q < 0) | (q > 1)
+    if bad.any():
+        raise BoundError(f"channel entries must be probabilities in [0, 1], got {_shown(q[bad][:1])}")
+    cols = q.sum(axis=0)
+    if np.any(np.abs(cols - 1.0) > 1e-9):
+        raise BoundError(
+            f"channel column {int(np.argmax(np.abs(cols - 1.0)))} sums to "
+            f"{cols[np.argmax(np.abs(cols - 1.0))]:.12g}, not 1; pass Q[y, x] = P(Y = y | X = x)"
+        )
+    return p @ q.T
+
+
+def user_information(p_ux, channel) -> float:
+    """Exact PIE ``I(U;Y)`` in bits (paper 002 eq. 4, spec Section 3 [DER]) for a joint ``p_ux``
+    (n, |X|) and a channel Q[y, x] (|Y|, |X|); via ``reidrisk.estimation.information``."""
+    from reidrisk.estimation.information import mutual_information
+
+    return float(mutual_information(output_joint(p_ux, channel), base=2))
+
+
+def data_information(p_ux) -> float:
+    """Exact ``I(U;X)`` in bits of a joint ``p_ux`` (n, |X|) (the no-obfuscation PIE, eq. 13)."""
+    from reidrisk.estimation.information import mutual_information
+
+    return float(mutual_information(_joint(p_ux), base=2))
+
+
+def bayes_error(p_uy) -> float:
+    """Exact Bayes error of identifying U from Y: ``1 - sum_y max_u p(u, y)`` (spec Section 6);
+    ``p_uy`` (n, |Y|) joint distribution (e.g. ``output_joint``)."""
+    p = _joint(p_uy, "p_uy")
+    return float(max(0.0, 1.0 - p.max(axis=0).sum()))
+
+
+def product_channel(*channels) -> np.ndarray:
+    """The channel of t independent releases of t data: ``Q(y_1..y_t | x_1..x_t) = prod_i
+    Q_i(y_i|x_i)`` as one (prod |Y_i|, prod |X_i|) matrix (Kronecker product, row-major order of
+    the tuples). Pair it with a joint p_{U, X^(1..t)} reshaped to (n, prod |X_i|) to check the
+    composition theorems 4.3 and 4.5 exactly."""
+    if not channels:
+        raise BoundError("product_channel needs at least one channel")
+    out = np.asarray(channels[0], dtype=np.float64)
+    for c in channels[1:]:
+        out = np.kron(out, np.asarray(c, dtype=np.float64))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Figure 4
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Figure4Row:
+    """One epsilon of the Figure-4 table (spec Section 11): alpha of Prop. 4.1 in the min form
+    [REC] and the tanh form [DER], lambda_RR and alpha_RR of Thm 4.2 [DER]; all alphas in bits;
+    alpha_glh: Thm 4.4 at the LDP-optimal g = max(2, round(e^eps + 1)) (not in the spec table)."""
+
+    epsilon: float
+    n: int
+    domain: int
+    alpha_ldp_min: float
+    alpha_ldp_tanh: float
+    lambda_rr: float
+    alpha_rr: float
+    g: int
+    alpha_glh: float
+
+
+def figure4_table(epsilons: Sequence[float] = FIGURE4_EPSILONS, n: int = FIGURE4_N,
+                  domain: int = FIGURE4_DOMAIN) -> tuple[Figure4Row, ...]:
+    """alpha vs epsilon for the three bounds (paper 002 Fig. 4): one ``Figure4Row`` per epsilon.
+
+    Defaults: the spec's reference table (n = 1,370,637 users, |X| = 10,500,393 POIs,
+    eps in {0.1, 1, 5, 10, 15, 20}). GLH uses g = max(2, round(e^eps + 1)) (OLH's choice).
+    """
+    e = _epsilon(epsilons, "epsilons").ravel()
+    n = _count(n, "number of users n")
+    k = _count(domain, "domain size |X|")
+    g = np.maximum(2.0, np.round(np.exp(np.minimum(e, 700.0)) + 1.0))
+    cols = (alpha_ldp(e, n, "min"), alpha_ldp(e, n, "tanh"), lambda_rr(e, k), alpha_rr(e, n, k),
+            alpha_glh(e, n, k, g))
+    a_min, a_tanh, lam, a_rr, a_glh = (np.atleast_1d(c) for c in cols)
+    return tuple(
+        Figure4Row(float(e[i]), n, k, float(a_min[i]), float(a_tanh[i]), float(lam[i]),
+                   float(a_rr[i]), int(g[i]), float(a_glh[i]))
+        for i in range(e.size)
+    )

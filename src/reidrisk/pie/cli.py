@@ -1,0 +1,182 @@
+"""``reidrisk pie``: information-theoretic re-identification risk bounds (paper 002).
+
+* ``pie bound``: the PIE bound alpha (bits) of an LDP, RR or GLH release at one or more budgets,
+  and the Bayes-error lower bound it gives for n users (spec/pie.md Sections 6-7).
+* ``pie calibrate``: the largest epsilon (for GLH also the best hash range g) whose bound
+  guarantees a target identification error for n users and a domain of K values.
+
+Bad input is one line ``Error: ...`` naming the value (exit code 2), never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import click
+
+from reidrisk.pie.bounds import BoundError
+
+
+class _UserError(click.ClickException):
+    """Bad input, shown as one line ``Error: ...`` with exit code 2."""
+
+    exit_code = 2
+
+
+@click.group(name="pie")
+def group() -> None:
+    """Information-theoretic re-identification risk bounds (paper 002).
+
+    How much epsilon can an LDP collection of n users afford so that an adversary's
+    identification error stays above a target?
+    """
+
+
+def _positive(ctx, param, value):
+    values = value if isinstance(value, tuple) else (value,)
+    for v in values:
+        if v is not None and (not math.isfinite(v) or v <= 0):
+            raise click.BadParameter(f"{v!r} is not a privacy budget; it must be finite and > 0 "
+                                     "(e.g. 1.0)", ctx=ctx, param=param)
+    return value
+
+
+def _fmt(x: float) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float) and math.isinf(x):
+        return "inf"
+    return f"{x:.6g}"
+
+
+@group.command("bound")
+@click.option("-e", "--epsilon", "epsilons", type=float, multiple=True, required=True,
+              callback=_positive, metavar="EPS", help="Budget per release; repeat for several.")
+@click.option("-n", "--users", type=click.IntRange(min=2), required=True,
+              help="Number of users n (the prior over users is uniform).")
+@click.option("-k", "--domain", type=click.IntRange(min=2), required=True,
+              help="Domain size |X| (number of possible personal data, e.g. regions).")
+@click.option("-m", "--mechanism", type=click.Choice(["ldp", "rr", "glh"], case_sensitive=False),
+              default="rr", show_default=True,
+              help="ldp: any epsilon-LDP mechanism (Prop. 4.1); rr: k-ary randomized response "
+                   "(Thm 4.2); glh: general local hashing (Thm 4.4).")
+@click.option("-g", "--g", "g", type=click.IntRange(min=2), default=None,
+              help="GLH hash range [default: max(2, round(e^eps + 1)), the LDP optimum].")
+@click.option("-t", "--releases", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Number of releases per user, each with the same budget (Thms 4.3, 4.5).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def bound(epsilons, users, domain, mechanism, g, releases, as_json) -> None:
+    """The PIE bound alpha (bits) and the adversary's Bayes-error lower bound at each budget.
+
+    alpha bounds the mutual information I(U;Y) between the user and everything released about
+    them; the identification error of any adversary is then at least 1 - (alpha + 1) / log2 n
+    (Cor. 3.9).
+    """
+    from reidrisk.mechanisms.glh import optimal_g
+    from reidrisk.pie import bounds as b
+
+    mechanism = mechanism.lower()
+    rows = []
+    try:
+        for eps in epsilons:
+            gg = None
+            if mechanism == "glh":
+                gg = g if g is not None else optimal_g(eps)
+            a = float(b.alpha(eps, users, domain, mechanism, g=gg, releases=releases))
+            lam = None
+            if mechanism == "rr":
+                lam = float(b.lambda_rr(eps, domain))
+            elif mechanism == "glh":
+                lam = float(b.lambda_glh(eps, gg))
+            rows.append({
+                "epsilon": eps, "mechanism": mechanism, "g": gg, "releases": releases,
+                "users": users, "domain": domain, "mi_loss": lam, "alpha_bits": a,
+                "alpha_ldp_bits": float(b.alpha(eps, users, domain, "ldp", releases=releases)),
+                "bayes_error_bound": float(b.bayes_error_bound(a, users)),
+            })
+    except BoundError as exc:
+        raise _UserError(" ".join(str(exc).split())) from exc
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    click.echo(f"{mechanism.upper()} bound, n = {users} users, |X| = {domain}, "
+               f"{releases} release(s) per user; log2 n = {math.log2(users):.4f} bits")
+    head = ["epsilon"] + (["g"] if mechanism == "glh" else []) + \
+        (["lambda"] if mechanism != "ldp" else []) + ["alpha (bits)", "LDP alpha (bits)",
+                                                      "Bayes error >="]
+    lines = []
+    for r in rows:
+        cells = [_fmt(r["epsilon"])]
+        if mechanism == "glh":
+            cells.append(str(r["g"]))
+        if mechanism != "ldp":
+            cells.append(_fmt(r["mi_loss"]))
+        be = r["bayes_error_bound"]
+        cells += [_fmt(r["alpha_bits"]), _fmt(r["alpha_ldp_bits"]),
+                  f"{be:.4f}" if be > 0 else f"{be:.4f} (vacuous)"]
+        lines.append(cells)
+    widths = [max(len(h), *(len(c[i]) for c in lines)) for i, h in enumerate(head)]
+    click.echo("  ".join(h.rjust(w) for h, w in zip(head, widths)))
+    for cells in lines:
+        click.echo("  ".join(c.rjust(w) for c, w in zip(cells, widths)))
+
+
+@group.command("calibrate")
+@click.option("--target-error", type=float, default=0.9, show_default=True,
+              help="Identification error the adversary must not get below, in [0, 1).")
+@click.option("-n", "--users", type=click.IntRange(min=2), required=True,
+              help="Number of users n (the prior over users is uniform).")
+@click.option("-k", "--domain", type=click.IntRange(min=2), required=True,
+              help="Domain size |X| (number of possible personal data, e.g. regions).")
+@click.option("-m", "--mechanism", type=click.Choice(["rr", "glh", "ldp"], case_sensitive=False),
+              default="rr", show_default=True,
+              help="rr (Thm 4.2), glh (Thm 4.4) or ldp (any epsilon-LDP mechanism, Prop. 4.1).")
+@click.option("-g", "--g", "g", type=click.IntRange(min=2), default=None,
+              help="GLH: a fixed hash range [default: the best g in 2..--g-max].")
+@click.option("--g-max", type=click.IntRange(min=2), default=None,
+              help="GLH: the largest hash range searched [default: the domain size].")
+@click.option("-t", "--releases", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Number of releases per user, each with the budget printed.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def calibrate_cmd(target_error, users, domain, mechanism, g, g_max, releases, as_json) -> None:
+    """The largest epsilon that guarantees an identification error >= --target-error.
+
+    Inverts the Bayes-error bound 1 - (alpha + 1) / log2 n (Cor. 3.9) with the PIE bound of the
+    mechanism. For GLH without --g the hash range with the smallest expected l2 loss at its
+    largest budget is chosen.
+    """
+    from reidrisk.pie.bounds import calibrate
+
+    if not (math.isfinite(target_error) and 0 <= target_error < 1):
+        raise click.BadParameter(f"{target_error!r} is not an error rate in [0, 1) (e.g. 0.9)",
+                                 param_hint="'--target-error'")
+    mechanism = mechanism.lower()
+    if mechanism != "glh" and (g is not None or g_max is not None):
+        raise click.BadParameter(f"--g/--g-max apply to --mechanism glh only, not {mechanism!r}",
+                                 param_hint="'--g'")
+    try:
+        c = calibrate(target_error, users, domain, mechanism, g=g, g_max=g_max, releases=releases)
+    except BoundError as exc:
+        raise _UserError(" ".join(str(exc).split())) from exc
+    if as_json:
+        d = c.to_dict()
+        d["epsilon"] = None if math.isinf(c.epsilon) else c.epsilon
+        click.echo(json.dumps(d, indent=2))
+        return
+    click.echo(f"target identification error >= {c.target_error:g}, n = {c.n} users, "
+               f"|X| = {c.domain}, {c.releases} release(s) per user, {mechanism.upper()}")
+    click.echo(f"  largest alpha allowed: {c.alpha_budget:.6g} bits "
+               f"((1 - {c.target_error:g}) log2 n - 1)")
+    if math.isinf(c.epsilon):
+        click.echo("  epsilon: any budget meets the target (the bound never exceeds the allowance)")
+    else:
+        click.echo(f"  epsilon: {c.epsilon:.6g}" + (" per release" if c.releases > 1 else ""))
+    if c.g is not None:
+        click.echo(f"  g: {c.g}")
+    if c.mi_loss is not None:
+        click.echo(f"  lambda (MI loss): {c.mi_loss:.6g}")
+    click.echo(f"  alpha at that epsilon: {c.alpha:.6g} bits; Bayes error >= {c.error_bound:.6f}")
+
+
+calibrate_cmd.name = "calibrate"

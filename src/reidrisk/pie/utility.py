@@ -1,0 +1,338 @@
+"""Utility of RR and GLH distribution estimates at a given budget (paper 002 Section 4.4).
+
+spec/pie.md Section 8. Each of n users sends one datum; ``theta`` is the empirical distribution of
+their (fixed) data; only the mechanism's coins are random.
+
+Expected l2 loss per symbol (= the variance of the unbiased empirical estimator, eq. 21/43):
+
+* ``l2_loss_rr(epsilon, n, domain, theta)``      -- Prop. 4.6, eq. 22 [DER];
+* ``l2_loss_glh(epsilon, n, g, theta)``          -- Prop. 4.7, eq. 23 [DER];
+* ``l2_loss_glh_lambda(mi_loss, n, g, theta)``   -- Thm 4.8, eq. 51 at a fixed lambda (g = inf:
+  the limit eq. 24) [DER];
+* ``domain_l2_loss_rr / domain_l2_loss_glh``     -- the sum over the whole domain (no theta needed).
+
+Estimators (eq. 19, 20 and the significance threshold [CODE]):
+
+* ``bonferroni_z(domain, level=0.05)``, ``threshold(epsilon, n, domain, mechanism, g=None)``;
+* ``estimate(support_counts, n, epsilon, domain, mechanism, g=None, thresholded=False)`` -- emp
+  or emp+thr from the support counts of the reports (the core's ``Mechanism.support_counts``);
+* ``topk_l2(estimate, theta, top_k)``, ``topk_relative_error(estimate, theta, top_k)``.
+
+The benchmark's part (c), LDP-calibrated vs PIE-calibrated epsilon:
+
+* ``utility_comparison(codes, domain, target_error=0.9, top_k=10, repeats=20, rng=0,
+  mechanisms=("rr", "glh"), g_max=None) -> tuple[UtilityRow, ...]``: for each mechanism, the
+  budget that Prop. 4.1 (LDP) certifies for the target and the budget that Thm 4.2/4.4 (PIE)
+  certifies; the users' codes are randomized ``repeats`` times by the core GRR/GLH and both
+  estimators are scored on the top-K symbols of the true distribution.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from reidrisk.pie.bounds import (
+    BoundError,
+    _count,
+    _counts,
+    _epsilon,
+    _mechanism,
+    _out,
+    _probability,
+    calibrate,
+)
+
+DEFAULT_LEVEL: float = 0.05
+"""Significance level of emp+thr, Bonferroni-corrected over the domain (spec Section 8 [CODE])."""
+
+
+def _theta(theta) -> np.ndarray:
+    return _probability(theta, "theta")
+
+
+def _pq_rr(e: np.ndarray, k: int):
+    ee = np.exp(e)
+    return ee / (k + ee - 1.0), 1.0 / (k + ee - 1.0)
+
+
+def _pq_glh(e: np.ndarray, g: np.ndarray):
+    ee = np.exp(e)
+    return ee / (g + ee - 1.0), 1.0 / g
+
+
+def l2_loss_rr(epsilon, n: int, domain: int, theta) -> np.ndarray | float:
+    """Expected l2 loss ``E[(theta_hat_x - theta_x)^2]`` of the RR empirical estimator (eq. 19):
+
+    ``(|X| - 2 + e^eps) / (n (e^eps - 1)^2) + theta_x (|X| - 2) / (n (e^eps - 1))``
+
+    Paper 002 Prop. 4.6, eq. 22; spec/pie.md Section 8 [DER, Monte-Carlo verified]. Computed by
+    the core's general form ``reidrisk.estimation.frequency.variance`` with p = p_RR, q = q_RR.
+    ``epsilon`` and ``theta`` broadcast.
+    """
+    from reidrisk.estimation.frequency import variance
+
+    e = _epsilon(epsilon)
+    n = _count(n, "number of users n")
+    k = _count(domain, "domain size |X|")
+    p, q = _pq_rr(e, k)
+    return _out(variance(_theta(theta), n, p, q), epsilon, theta)
+
+
+def l2_loss_glh(epsilon, n: int, g, theta) -> np.ndarray | float:
+    """Expected l2 loss of the GLH empirical estimator (eq. 20):
+
+    ``(e^eps + g - 1)^2 / (n (e^eps - 1)^2 (g - 1)) + theta_x ((g - 1)^2 - e^eps) / (n (e^eps - 1)
+    (g - 1))``
+
+    Paper 002 Prop. 4.7, eq. 23; spec/pie.md Section 8 [DER, Monte-Carlo verified] (hash
+    collisions at exactly 1/g). The core's ``variance`` with p = p_GLH, q = 1/g.
+    """
+    from reidrisk.estimation.frequency import variance
+
+    e = _epsilon(epsilon)
+    n = _count(n, "number of users n")
+    gg = _counts(g, "hash range g")
+    p, q = _pq_glh(e, gg)
+    return _out(variance(_theta(theta), n, p, q), epsilon, g, theta)
+
+
+def l2_loss_glh_lambda(mi_loss, n: int, g, theta) -> np.ndarray | float:
+    """Expected l2 loss of GLH at a fixed MI-loss parameter lambda (PIE-calibrated):
+
+    ``(1 - lambda theta_x) / (n lambda^2 (g - 1)) + theta_x (1 - lambda) / (n lambda)``
+
+    Paper 002 Thm 4.8, eq. 51; ``g = inf`` gives the limit eq. 24, ``theta_x (1 - lambda) /
+    (n lambda)``. spec/pie.md Section 8 [DER]. Strictly decreasing in g.
+    """
+    lam = _probability(mi_loss, "mi_loss (lambda)", open_low=True, open_high=True)
+    n = _count(n, "number of users n")
+    gg = np.asarray(g, dtype=np.float64)
+    if np.any(np.isnan(gg) | (gg < 2)) or np.any(np.isfinite(gg) & (gg != np.floor(gg))):
+        raise BoundError(f"hash range g must be an integer >= 2 or inf, got {g!r}")
+    th = _theta(theta)
+    with np.errstate(divide="ignore"):
+        first = np.where(np.isinf(gg), 0.0, (1.0 - lam * th) / (n * lam**2 * (gg - 1.0)))
+    return _out(first + th * (1.0 - lam) / (n * lam), mi_loss, g, theta)
+
+
+def domain_l2_loss_rr(epsilon, n: int, domain: int) -> np.ndarray | float:
+    """``sum_x`` of eq. 22 over the whole domain (``sum_x theta_x = 1``):
+    ``|X| (|X| - 2 + e^eps) / (n (e^eps - 1)^2) + (|X| - 2) / (n (e^eps - 1))``."""
+    e = _epsilon(epsilon)
+    n = _count(n, "number of users n")
+    k = _count(domain, "domain size |X|")
+    em = np.expm1(e)
+    return _out(k * (k - 1.0 + np.exp(e) - 1.0) / (n * em**2) + (k - 2.0) / (n * em), epsilon)
+
+
+def domain_l2_loss_glh(epsilon, n: int, domain: int, g) -> np.ndarray | float:
+    """``sum_x`` of eq. 23 over the whole domain: ``|X| A + B`` with A, B the two coefficients."""
+    e = _epsilon(epsilon)
+    n = _count(n, "number of users n")
+    k = _count(domain, "domain size |X|")
+    gg = _counts(g, "hash range g")
+    ee, em = np.exp(e), np.expm1(e)
+    a = (ee + gg - 1.0) ** 2 / (n * em**2 * (gg - 1.0))
+    b = ((gg - 1.0) ** 2 - ee) / (n * em * (gg - 1.0))
+    return _out(k * a + b, epsilon, g)
+
+
+# ---------------------------------------------------------------------------------------------
+# estimators
+# ---------------------------------------------------------------------------------------------
+def bonferroni_z(domain: int, level: float = DEFAULT_LEVEL) -> float:
+    """``z = Phi^-1(1 - level / |X|)``: the one-sided significance threshold, Bonferroni-corrected
+    over the domain (spec Section 8 [CODE]; 5.739005 for |X| = 10,500,393 and level 0.05)."""
+    from scipy.stats import norm
+
+    k = _count(domain, "domain size |X|")
+    lv = float(_probability(level, "level", open_low=True, open_high=True))
+    return float(norm.isf(lv / k))
+
+
+def noise_sd(epsilon, n: int, domain: int, mechanism: str = "rr", g=None) -> np.ndarray | float:
+    """sigma: the square root of the theta-free variance term of eq. 22 (RR) or eq. 23 (GLH)
+    (spec Section 8, emp+thr [CODE])."""
+    e = _epsilon(epsilon)
+    n = _count(n, "number of users n")
+    k = _count(domain, "domain size |X|")
+    m = _mechanism(mechanism)
+    em = np.expm1(e)
+    if m == "rr":
+        s = np.sqrt((k - 2.0 + np.exp(e)) / n) / em
+    elif m == "glh":
+        if g is None:
+            raise BoundError("mechanism 'glh' needs the hash range g (an integer >= 2)")
+        gg = _counts(g, "hash range g")
+        s = (np.exp(e) + gg - 1.0) / (em * np.sqrt(n * (gg - 1.0)))
+    else:
+        raise BoundError("noise_sd is defined for mechanism 'rr' or 'glh', got 'ldp'")
+    return _out(s, epsilon, g)
+
+
+def threshold(epsilon, n: int, domain: int, mechanism: str = "rr", g=None,
+              level: float = DEFAULT_LEVEL) -> np.ndarray | float:
+    """The emp+thr threshold ``tau = z sigma`` (spec Section 8 [CODE])."""
+    return _out(bonferroni_z(domain, level) * np.asarray(noise_sd(epsilon, n, domain, mechanism, g)),
+                epsilon, g)
+
+
+def estimate(support_counts, n: int, epsilon: float, domain: int, mechanism: str = "rr", g=None,
+             thresholded: bool = False, level: float = DEFAULT_LEVEL) -> np.ndarray:
+    """The empirical estimate ``theta_hat`` (k,) from support counts ``c_x`` (k,) of n reports.
+
+    RR: eq. 19, ``(c_x/n - q_RR) / (p_RR - q_RR)``; GLH: eq. 20, ``(c_x/n - 1/g) / (p_GLH - 1/g)``
+    (spec Section 8 [DER+CODE]), both via the core's ``reidrisk.estimation.frequency.invert``.
+    ``thresholded=True`` is emp+thr: entries ``<= tau`` (``threshold``) are set to 0, the rest kept,
+    no renormalisation ([CODE]). ``support_counts`` are what ``GRR/GLH.support_counts`` return.
+    """
+    from reidrisk.estimation.frequency import invert
+
+    e = float(_epsilon(epsilon))
+    n = _count(n, "number of users n")
+    k = _count(domain, "domain size |X|")
+    m = _mechanism(mechanism)
+    c = np.asarray(support_counts, dtype=np.float64)
+    if c.shape != (k,):
+        raise BoundError(f"support_counts must have shape (|X|,) = ({k},), got {c.shape}")
+    if m == "rr":
+        p, q = _pq_rr(np.asarray(e), k)
+    elif m == "glh":
+        if g is None:
+            raise BoundError("mechanism 'glh' needs the hash range g (an integer >= 2)")
+        p, q = _pq_glh(np.asarray(e), float(_count(g, "hash range g")))
+    else:
+        raise BoundError("estimate is defined for mechanism 'rr' or 'glh', got 'ldp'")
+    theta_hat = invert(c, n, p, q) / n
+    if thresholded:
+        tau = float(threshold(e, n, k, m, g, level))
+        theta_hat = np.where(theta_hat <= tau, 0.0, theta_hat)
+    return theta_hat
+
+
+def top_symbols(theta, top_k: int) -> np.ndarray:
+    """Indices of the ``top_k`` largest entries of ``theta`` (ties by index)."""
+    th = _theta(theta)
+    kk = _count(top_k, "top_k", low=1)
+    return np.argsort(-th, kind="stable")[: min(kk, th.size)]
+
+
+def topk_l2(theta_hat, theta, top_k: int) -> np.ndarray | float:
+    """``sum_{x in top-K(theta)} (theta_hat_x - theta_x)^2`` (spec Section 8 [CODE]);
+    ``theta_hat`` (..., k) may be a stack of estimates."""
+    th = _theta(theta)
+    idx = top_symbols(th, top_k)
+    d = np.asarray(theta_hat, dtype=np.float64)[..., idx] - th[idx]
+    return _out((d * d).sum(axis=-1), theta_hat)
+
+
+def topk_relative_error(theta_hat, theta, top_k: int) -> np.ndarray | float:
+    """Mean over the top-K symbols of ``|theta_hat_x - theta_x| / theta_x`` ([CODE])."""
+    th = _theta(theta)
+    idx = top_symbols(th, top_k)
+    idx = idx[th[idx] > 0]
+    d = np.abs(np.asarray(theta_hat, dtype=np.float64)[..., idx] - th[idx]) / th[idx]
+    return _out(d.mean(axis=-1), theta_hat)
+
+
+# ---------------------------------------------------------------------------------------------
+# part (c): LDP-calibrated vs PIE-calibrated budgets
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class UtilityRow:
+    """One (mechanism, calibration, estimator) cell of ``utility_comparison``.
+
+    mechanism ("rr"/"glh"), calibration ("ldp": the budget Prop. 4.1 certifies for the target;
+    "pie": the budget Thm 4.2/4.4 certifies), estimator ("emp"/"emp+thr"), epsilon, g (GLH only),
+    n, domain, top_k, target_error; loss / loss_se: mean and standard error over the repeats of the
+    top-K l2 loss; expected_loss: eq. 22/23 summed over the top-K (emp only, else nan);
+    relative_error: mean top-K relative error; repeats.
+    """
+
+    mechanism: str
+    calibration: str
+    estimator: str
+    epsilon: float
+    g: int | None
+    n: int
+    domain: int
+    top_k: int
+    target_error: float
+    loss: float
+    loss_se: float
+    expected_loss: float
+    relative_error: float
+    repeats: int
+
+
+def utility_comparison(codes, domain: int, target_error: float = 0.9, top_k: int = 10,
+                       repeats: int = 20, rng=0, mechanisms: Sequence[str] = ("rr", "glh"),
+                       g_max: int | None = None,
+                       ldp_form: str = "min") -> tuple[UtilityRow, ...]:
+    """Top-K l2 loss of emp and emp+thr at the LDP-calibrated and the PIE-calibrated budget.
+
+    ``codes`` (n,): every user's datum in 0..domain-1 (one per user, so the prior is uniform).
+    For each mechanism: the LDP budget is ``calibrate(target, n, domain, "ldp", form=ldp_form)``
+    (the same for RR and GLH; GLH then uses OLH's g = max(2, round(e^eps + 1))), the PIE budget
+    is ``calibrate(target, n, domain, mechanism, g_max=g_max)``. The codes are randomized
+    ``repeats`` times with the core ``GRR``/``GLH`` (seeded by ``rng``); spec Section 8
+    (the paper's Fig. 10-12 comparison).
+    """
+    from reidrisk.mechanisms import GLH, GRR
+    from reidrisk.mechanisms.base import as_generator
+    from reidrisk.mechanisms.glh import optimal_g
+
+    k = _count(domain, "domain size |X|")
+    x = np.asarray(codes)
+    if x.ndim != 1 or x.size < 2 or not np.issubdtype(x.dtype, np.integer):
+        raise BoundError(f"codes must be a 1-D integer array of at least 2 users, got {x.dtype} "
+                         f"{x.shape}")
+    if x.min() < 0 or x.max() >= k:
+        raise BoundError(f"codes must lie in 0..{k - 1}, got a value {int(x.min() if x.min() < 0 else x.max())}")
+    n = x.size
+    kk = _count(top_k, "top_k", low=1)
+    reps = _count(repeats, "repeats", low=1)
+    gen = as_generator(rng)
+    theta = np.bincount(x, minlength=k) / n
+    ldp = calibrate(target_error, n, k, "ldp", form=ldp_form)
+    rows: list[UtilityRow] = []
+    for mech in mechanisms:
+        m = _mechanism(mech)
+        if m == "ldp":
+            raise BoundError("utility_comparison mechanisms are 'rr' and/or 'glh'")
+        pie = calibrate(target_error, n, k, m, g_max=g_max)
+        for label, eps, g in (("ldp", ldp.epsilon, None), ("pie", pie.epsilon, pie.g)):
+            if not math.isfinite(eps):
+                continue
+            if m == "rr":
+                mech_obj = GRR(eps, k)
+            else:
+                g = optimal_g(eps) if g is None else g
+                mech_obj = GLH(eps, k, g)
+            est = {"emp": [], "emp+thr": []}
+            for _ in range(reps):
+                w, n_present = mech_obj.support_counts(mech_obj.perturb(x, gen))
+                for name, thr in (("emp", False), ("emp+thr", True)):
+                    est[name].append(estimate(w, n_present, eps, k, m, g, thresholded=thr))
+            idx = top_symbols(theta, kk)
+            if m == "rr":
+                exp_emp = float(np.sum(l2_loss_rr(eps, n, k, theta[idx])))
+            else:
+                exp_emp = float(np.sum(l2_loss_glh(eps, n, g, theta[idx])))
+            for name, stack in est.items():
+                s = np.asarray(stack)
+                losses = np.atleast_1d(topk_l2(s, theta, kk))
+                rel = np.atleast_1d(topk_relative_error(s, theta, kk))
+                rows.append(UtilityRow(
+                    mechanism=m, calibration=label, estimator=name, epsilon=float(eps),
+                    g=None if m == "rr" else int(g), n=n, domain=k, top_k=kk,
+                    target_error=float(target_error), loss=float(losses.mean()),
+                    loss_se=float(losses.std(ddof=1) / math.sqrt(reps)) if reps > 1 else math.nan,
+                    expected_loss=exp_emp if name == "emp" else math.nan,
+                    relative_error=float(rel.mean()), repeats=reps,
+                ))
+    return tuple(rows)
