@@ -1,0 +1,61 @@
+"""Integer keys for QI tuples: equal keys if and only if equal QI vectors (one hash index)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+
+def column_codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
+    """Codes 0..c-1 of a column's values (missing values form a value of their own)."""
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object) if _mixed(values) else values,
+                                  use_na_sentinel=False)
+    return codes.astype(np.int64, copy=False), len(uniques)
+
+
+def _mixed(values) -> bool:
+    return isinstance(values, pd.Series) and values.dtype == object
+
+
+def combine(columns: Sequence[np.ndarray], sizes: Sequence[int], n: int) -> np.ndarray:
+    """One int64 key per row from per-column codes (mixed radix, re-factorized when it would
+    overflow), so that keys are equal exactly when every column's code is."""
+    key = np.zeros(n, dtype=np.int64)
+    span = 1
+    for codes, size in zip(columns, sizes):
+        size = max(int(size), 1)
+        if span * size >= 2**62:
+            key, uniq = pd.factorize(key)
+            key = key.astype(np.int64)
+            span = max(len(uniq), 1)
+        key = key * size + codes
+        span *= size
+    return key
+
+
+def qi_keys(*frames: pd.DataFrame, qi: Sequence[str]) -> list[np.ndarray]:
+    """Keys of the QI vectors of several frames on one shared code book (a value spelled the same
+    in two frames gets the same code)."""
+    lengths = [len(f) for f in frames]
+    total = sum(lengths)
+    cols, sizes = [], []
+    for c in qi:
+        joined = pd.concat([f[c].reset_index(drop=True) for f in frames], ignore_index=True)
+        codes, size = column_codes(joined)
+        cols.append(codes)
+        sizes.append(size)
+    key = combine(cols, sizes, total)
+    if qi:
+        key = pd.factorize(key)[0].astype(np.int64)
+    out, start = [], 0
+    for length in lengths:
+        out.append(key[start:start + length])
+        start += length
+    return out
+
+
+def group_ids(frame: pd.DataFrame, qi: Sequence[str]) -> np.ndarray:
+    """Equivalence-class id 0..g-1 of each row over the QI columns."""
+    return qi_keys(frame, qi=qi)[0]

@@ -1,0 +1,405 @@
+"""Linkage attacks of paper 001 (Sections 2.3 and 3) and a global one-to-one assignment attack.
+
+Each attack sees the original table X and the release Y (never the true mapping) and returns a
+``Linking``: for each row of Y the row position in X it claims, -1 when it gives up. Read as in
+spec/linkage.md:
+
+- E1 identify-rand: candidates = rows of X with the same QI vector; one of them uniformly at random.
+- E2 identify-sa: candidates as E1; the one nearest on one SA column (``sa_column``).
+- E3 identify-sort: rows of X and of Y ranked by the sum of their SA values; equal ranks matched
+  (the r-th smallest row of Y -> the r-th smallest row of X; a Y row ranked beyond |X| gives up).
+- E4 identify-sa21: QI ignored; the row of X nearest on one SA column.
+- EUC1 (Section 3.2, Algorithm 1): candidates as E1; the smallest Euclidean distance over the SA
+  columns; no candidate -> give up (-1). The paper's "assign the same index" is *not* done: it
+  would read the true mapping whenever rows are not shuffled.
+- EUC2 (Algorithm 2): as EUC1, but a row without a QI match is compared with every row of X.
+- assign (ours): one global one-to-one assignment of Y rows to X rows minimizing the sum of a mixed
+  distance over all columns (see ``assign``).
+
+Ties are broken uniformly at random with the given generator (``rng``). ``scale=True``
+standardizes each SA column by its standard deviation in X before distances (default off, as in
+the paper, except for ``assign``). QI vectors are matched exactly: X is indexed once by an integer
+key per QI vector (``_keys.qi_keys``). Nearest neighbours inside a QI block are found for all small
+blocks at once (candidate pairs expanded and sorted in chunks) and with a KD-tree
+(``scipy.spatial.cKDTree``) per large block and for the whole of X; no Python loop runs per row.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.spatial import cKDTree
+
+from reidrisk.linkage._keys import column_codes, qi_keys
+from reidrisk.linkage.release import LinkageError, Release, check_columns, numeric_matrix
+from reidrisk.mechanisms.base import as_generator
+
+#: a QI block with at most this many X rows is searched by expanding candidate pairs
+SMALL_BLOCK = 48
+#: candidate pairs handled per chunk (memory: pairs x |s| float64)
+PAIR_CHUNK = 2_000_000
+
+
+@dataclass(frozen=True, eq=False)
+class Linking:
+    """An attack's answer: ``guess`` int64 (len(release),), the row position in X claimed for each
+    row of Y (-1: gave up); ``attack`` its name; ``seconds`` its wall time; ``distance`` (float,
+    NaN where not defined or given up) the distance to the claimed row in the attack's own metric."""
+
+    guess: np.ndarray
+    attack: str
+    seconds: float
+    distance: np.ndarray | None = None
+
+    @property
+    def n(self) -> int:
+        return int(self.guess.shape[0])
+
+    @property
+    def gave_up(self) -> int:
+        return int((self.guess < 0).sum())
+
+
+# ---- input checks -----------------------------------------------------------------------------
+
+def _frames(original, release) -> tuple[pd.DataFrame, pd.DataFrame]:
+    y = release.data if isinstance(release, Release) else release
+    x = original.data if isinstance(original, Release) else original
+    for what, f in (("original", x), ("release", y)):
+        if not isinstance(f, pd.DataFrame):
+            raise LinkageError(f"the {what} must be a pandas DataFrame, got {type(f).__name__}")
+    if len(y) > len(x):
+        raise LinkageError(f"the release has {len(y)} rows, more than the original's {len(x)}; "
+                           "each released row must descend from a distinct original row — check "
+                           "that the files are not swapped")
+    if len(x) == 0:
+        raise LinkageError("the original table has no rows")
+    return x.reset_index(drop=True), y.reset_index(drop=True)
+
+
+def _columns(x, y, qi, sa) -> tuple[list[str], list[str]]:
+    qi = check_columns(x, qi or [], "QI", "the original")
+    sa = check_columns(x, sa or [], "SA", "the original")
+    check_columns(y, qi, "QI", "the release")
+    check_columns(y, sa, "SA", "the release")
+    overlap = set(qi) & set(sa)
+    if overlap:
+        raise LinkageError(f"column(s) {sorted(overlap)} listed both as QI and SA; list each once")
+    return qi, sa
+
+
+def _sa(x, y, sa, scale: bool) -> tuple[np.ndarray, np.ndarray]:
+    if not sa:
+        raise LinkageError("this attack needs at least one SA column (sa=[...])")
+    xs = numeric_matrix(x, sa, "the original")
+    ys = numeric_matrix(y, sa, "the release")
+    if scale:
+        sd = xs.std(axis=0, ddof=1) if len(xs) > 1 else np.ones(xs.shape[1])
+        sd = np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
+        xs, ys = xs / sd, ys / sd
+    return xs, ys
+
+
+def _one_column(sa: list[str], sa_column: str | None) -> list[str]:
+    if sa_column is None:
+        if not sa:
+            raise LinkageError("this attack needs an SA column (sa=[...] or sa_column=...)")
+        return [sa[0]]
+    return [sa_column]
+
+
+# ---- nearest neighbours with random ties ---------------------------------------------------------
+
+def _nearest_tree(rows: np.ndarray, xs: np.ndarray, queries: np.ndarray, gen: np.random.Generator
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """For each query the nearest of X's ``rows`` (Euclidean on ``xs``) with random ties: duplicate
+    points are merged (a random duplicate is returned) and two equidistant distinct points are
+    chosen between at random (three or more equidistant distinct points: among the two the
+    KD-tree returns)."""
+    pts = xs[rows]
+    uniq, inv = np.unique(pts, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    tree = cKDTree(uniq)
+    if len(uniq) > 1:
+        d, j = tree.query(queries, k=2)
+        tie = d[:, 1] == d[:, 0]
+        flip = tie & (gen.random(len(queries)) < 0.5)
+        pick = np.where(flip, j[:, 1], j[:, 0])
+        dist = d[:, 0]
+    else:
+        dist, pick = tree.query(queries, k=1)
+        pick = np.zeros(len(queries), dtype=np.int64)
+    order = np.argsort(inv, kind="stable")
+    ucount = np.bincount(inv, minlength=len(uniq))
+    ustart = np.concatenate(([0], np.cumsum(ucount)[:-1]))
+    member = order[ustart[pick] + (gen.random(len(queries)) * ucount[pick]).astype(np.int64)]
+    return rows[member], np.asarray(dist, dtype=np.float64)
+
+
+def _block_nearest(kx, xs, ky, ys, gen, fallback: bool) -> tuple[np.ndarray, np.ndarray]:
+    """EUC1/EUC2 core: for each Y row the X row with the same key nearest on ``xs``/``ys`` (random
+    ties); rows without a key match get -1, or with ``fallback`` the nearest X row overall."""
+    m = len(ky)
+    guess = np.full(m, -1, dtype=np.int64)
+    dist = np.full(m, np.nan)
+    ox = np.argsort(kx, kind="stable")
+    ukeys, starts, counts = np.unique(kx[ox], return_index=True, return_counts=True)
+    pos = np.searchsorted(ukeys, ky)
+    pos_c = np.minimum(pos, len(ukeys) - 1)
+    found = ukeys[pos_c] == ky
+    cnt = np.where(found, counts[pos_c], 0)
+    small = np.flatnonzero(found & (cnt <= SMALL_BLOCK))
+    big = np.flatnonzero(found & (cnt > SMALL_BLOCK))
+    # small blocks: expand (y, candidate) pairs chunk by chunk, sort by (y, distance, random)
+    if len(small):
+        csum = np.cumsum(cnt[small])
+        bounds = np.searchsorted(csum, np.arange(PAIR_CHUNK, csum[-1] + PAIR_CHUNK, PAIR_CHUNK),
+                                 side="right")
+        lo = 0
+        for hi in np.unique(np.concatenate((bounds, [len(small)]))):
+            hi = max(int(hi), lo + 1)
+            if lo >= len(small):
+                break
+            rows = small[lo:hi]
+            c = cnt[rows]
+            seg = np.repeat(np.arange(len(rows)), c)
+            first = np.concatenate(([0], np.cumsum(c)[:-1]))
+            offset = np.arange(seg.size) - first[seg]
+            xi = ox[starts[pos_c[rows]][seg] + offset]
+            diff = xs[xi] - ys[rows][seg]
+            d2 = np.einsum("ij,ij->i", diff, diff)
+            order = np.lexsort((gen.random(seg.size), d2, seg))
+            best = order[first]
+            guess[rows] = xi[best]
+            dist[rows] = np.sqrt(d2[best])
+            lo = hi
+    # large blocks: a KD-tree each (few: each holds more than SMALL_BLOCK rows of X)
+    if len(big):
+        bk = pos_c[big]
+        ob = np.argsort(bk, kind="stable")
+        blocks, bstart = np.unique(bk[ob], return_index=True)
+        bend = np.append(bstart[1:], len(ob))
+        for b, s, e in zip(blocks, bstart, bend):
+            rows_y = big[ob[s:e]]
+            rows_x = ox[starts[b]:starts[b] + counts[b]]
+            guess[rows_y], dist[rows_y] = _nearest_tree(rows_x, xs, ys[rows_y], gen)
+    if fallback:
+        rest = np.flatnonzero(~found)
+        if len(rest):
+            guess[rest], dist[rest] = _nearest_tree(np.arange(len(xs)), xs, ys[rest], gen)
+    return guess, dist
+
+
+# ---- the attacks --------------------------------------------------------------------------------
+
+def identify_rand(original, release, *, qi, sa=(), rng=None, scale: bool = False) -> Linking:
+    """E1 identify-rand (paper 001, Section 2.3): a uniformly random row of X among those with the
+    row's QI vector; -1 when there is none."""
+    t0 = time.perf_counter()
+    x, y = _frames(original, release)
+    qi, _ = _columns(x, y, qi, sa)
+    gen = as_generator(rng)
+    kx, ky = qi_keys(x, y, qi=qi)
+    ox = np.argsort(kx, kind="stable")
+    ukeys, starts, counts = np.unique(kx[ox], return_index=True, return_counts=True)
+    pos = np.minimum(np.searchsorted(ukeys, ky), len(ukeys) - 1)
+    found = ukeys[pos] == ky
+    pick = starts[pos] + (gen.random(len(ky)) * counts[pos]).astype(np.int64)
+    guess = np.where(found, ox[np.minimum(pick, len(ox) - 1)], -1).astype(np.int64)
+    return Linking(guess, "E1", time.perf_counter() - t0)
+
+
+def _euc(name, original, release, qi, cols, rng, scale, fallback) -> Linking:
+    t0 = time.perf_counter()
+    x, y = _frames(original, release)
+    qi, cols = _columns(x, y, qi, cols)
+    gen = as_generator(rng)
+    xs, ys = _sa(x, y, cols, scale)
+    kx, ky = qi_keys(x, y, qi=qi)
+    guess, dist = _block_nearest(kx, xs, ky, ys, gen, fallback)
+    return Linking(guess, name, time.perf_counter() - t0, dist)
+
+
+def identify_sa(original, release, *, qi, sa, rng=None, scale: bool = False,
+                sa_column: str | None = None) -> Linking:
+    """E2 identify-sa (paper 001, Section 2.3): among the rows of X with the row's QI vector, the one
+    nearest on ``sa_column`` (default: the first of ``sa``); -1 when no row shares the QI vector."""
+    return _euc("E2", original, release, qi, _one_column(list(sa or []), sa_column), rng, scale,
+                False)
+
+
+def identify_sort(original, release, *, qi=(), sa, rng=None, scale: bool = False) -> Linking:
+    """E3 identify-sort (paper 001, Section 2.3): sort X and Y by the sum of their SA values (ties in
+    random order) and match the r-th row of Y to the r-th row of X. QI are not used."""
+    t0 = time.perf_counter()
+    x, y = _frames(original, release)
+    _, sa = _columns(x, y, [], sa)
+    gen = as_generator(rng)
+    xs, ys = _sa(x, y, sa, scale)
+    rx = np.lexsort((gen.random(len(xs)), xs.sum(axis=1)))
+    ry = np.lexsort((gen.random(len(ys)), ys.sum(axis=1)))
+    guess = np.empty(len(ys), dtype=np.int64)
+    guess[ry] = rx[: len(ys)]
+    return Linking(guess, "E3", time.perf_counter() - t0)
+
+
+def identify_sa21(original, release, *, qi=(), sa, rng=None, scale: bool = False,
+                  sa_column: str | None = None) -> Linking:
+    """E4 identify-sa21 (paper 001, Section 2.3): QI ignored; the row of X nearest on ``sa_column``
+    (default: the first of ``sa``), ties at random."""
+    t0 = time.perf_counter()
+    x, y = _frames(original, release)
+    cols = _one_column(list(sa or []), sa_column)
+    _, cols = _columns(x, y, [], cols)
+    gen = as_generator(rng)
+    xs, ys = _sa(x, y, cols, scale)
+    guess, dist = _nearest_tree(np.arange(len(xs)), xs, ys, gen)
+    return Linking(guess, "E4", time.perf_counter() - t0, dist)
+
+
+def euc1(original, release, *, qi, sa, rng=None, scale: bool = False) -> Linking:
+    """EUC1 (paper 001, Section 3.2, Algorithm 1 as read in spec/linkage.md): among the rows of X
+    with the row's QI vector (over ``qi``), the one at the smallest Euclidean distance over ``sa``;
+    no such row -> -1 (gave up)."""
+    return _euc("EUC1", original, release, qi, sa, rng, scale, False)
+
+
+def euc2(original, release, *, qi, sa, rng=None, scale: bool = False) -> Linking:
+    """EUC2 (paper 001, Section 3.2, Algorithm 2): as EUC1, but a row whose QI vector no row of X
+    has is matched to the row of X at the smallest Euclidean distance over ``sa`` overall."""
+    return _euc("EUC2", original, release, qi, sa, rng, scale, True)
+
+
+def assign(original, release, *, qi, sa, rng=None, scale: bool = True, qi_weight: float = 1.0,
+           neighbors: int = 10, dense_limit: int = 4_000_000) -> Linking:
+    """Global one-to-one assignment on a mixed distance over all columns (ours, not in paper 001).
+
+    Cost of linking Y row i to X row j: ``qi_weight`` x (number of QI columns on which they differ)
+    + the Euclidean distance of their SA vectors divided by sqrt(|s|) (with ``scale=True``, the
+    default here, SA columns standardized by their standard deviation in X, so the SA term is a
+    root-mean-square difference in standard deviations). The attack finds the one-to-one
+    assignment of every Y row to a distinct X row with the least total cost:
+
+    - when |Y| x |X| <= ``dense_limit``: exactly, ``scipy.optimize.linear_sum_assignment`` on the
+      full cost matrix;
+    - otherwise on a sparse candidate graph: for each Y row its ``neighbors`` nearest X rows inside
+      its exact-QI block (a KD-tree over the SA vector with the QI key appended at a spacing larger
+      than any SA distance) and its ``neighbors`` nearest X rows by SA alone (the leftovers whose QI
+      vector matches no row of X, or whose block ran out), solved by
+      ``scipy.sparse.csgraph.min_weight_full_bipartite_matching``. Each Y row also has a private
+      "unassigned" edge costing more than any candidate, so a full matching always exists; a row
+      left on it takes its cheapest candidate (one-to-one is then not guaranteed for that row).
+
+    X's rows are permuted at random first, so ties are broken at random.
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    t0 = time.perf_counter()
+    x, y = _frames(original, release)
+    qi, sa = _columns(x, y, qi, sa)
+    gen = as_generator(rng)
+    w = float(qi_weight)
+    n, m = len(x), len(y)
+    perm = gen.permutation(n)
+    x = x.iloc[perm].reset_index(drop=True)
+    if sa:
+        xs, ys = _sa(x, y, sa, scale)
+        xs, ys = xs / np.sqrt(len(sa)), ys / np.sqrt(len(sa))
+    else:
+        xs, ys = np.zeros((n, 1)), np.zeros((m, 1))
+    cx = np.empty((n, len(qi)), dtype=np.int64)
+    cy = np.empty((m, len(qi)), dtype=np.int64)
+    for j, c in enumerate(qi):
+        codes, _ = column_codes(pd.concat([x[c], y[c]], ignore_index=True))
+        cx[:, j], cy[:, j] = codes[:n], codes[n:]
+    if n * m <= dense_limit:
+        from scipy.spatial.distance import cdist
+
+        cost = cdist(ys, xs)
+        for j in range(len(qi)):
+            cost += w * (cy[:, j][:, None] != cx[:, j][None, :])
+        rows, cols = linear_sum_assignment(cost)
+        guess = np.full(m, -1, dtype=np.int64)
+        guess[rows] = cols
+        dist = np.full(m, np.nan)
+        dist[rows] = cost[rows, cols]
+    else:
+        guess, dist = _sparse_assign(cx, cy, xs, ys, w, min(neighbors, n), qi)
+    guess = np.where(guess >= 0, perm[np.maximum(guess, 0)], -1).astype(np.int64)
+    return Linking(guess, "assign", time.perf_counter() - t0, dist)
+
+
+def _sparse_assign(cx, cy, xs, ys, w, k, qi) -> tuple[np.ndarray, np.ndarray]:
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import min_weight_full_bipartite_matching
+
+    n, m = len(xs), len(ys)
+    edges_y, edges_x = [], []
+    span = np.ptp(np.vstack((xs, ys)), axis=0)
+    spacing = 10.0 * (float(np.sqrt((span ** 2).sum())) + 1.0)
+    if qi:
+        kx, ky = qi_keys(pd.DataFrame(cx), pd.DataFrame(cy), qi=list(range(cx.shape[1])))
+        tree = cKDTree(np.column_stack((xs, kx * spacing)))
+        _, j = tree.query(np.column_stack((ys, ky * spacing)), k=k)
+        j = j.reshape(m, -1)
+        edges_y.append(np.repeat(np.arange(m), j.shape[1]))
+        edges_x.append(j.ravel())
+    _, j = cKDTree(xs).query(ys, k=k)
+    j = j.reshape(m, -1)
+    edges_y.append(np.repeat(np.arange(m), j.shape[1]))
+    edges_x.append(j.ravel())
+    ey = np.concatenate(edges_y)
+    ex = np.concatenate(edges_x)
+    pair = np.unique(ey * np.int64(n) + ex)
+    ey, ex = pair // n, pair % n
+    diff = xs[ex] - ys[ey]
+    cost = np.sqrt(np.einsum("ij,ij->i", diff, diff)) + w * (cx[ex] != cy[ey]).sum(axis=1)
+    big = float(cost.max()) * 2 + 1.0
+    # + 1 on every edge: explicit zero weights would be dropped by the sparse matrix; a constant on
+    # every edge of a full matching does not change which matching is cheapest
+    rows = np.concatenate((ey, np.arange(m)))
+    cols = np.concatenate((ex, n + np.arange(m)))
+    vals = np.concatenate((cost + 1.0, np.full(m, big + 1.0)))
+    graph = csr_matrix((vals, (rows, cols)), shape=(m, n + m))
+    r, c = min_weight_full_bipartite_matching(graph)
+    guess = np.full(m, n, dtype=np.int64)
+    guess[r] = c
+    # cheapest candidate of each row, for rows left on their "unassigned" edge
+    order = np.lexsort((cost, ey))
+    first = np.searchsorted(ey[order], np.arange(m))
+    cheapest_x, cheapest_c = ex[order][first], cost[order][first]
+    lone = guess >= n
+    guess[lone] = cheapest_x[lone]
+    dist = np.empty(m)
+    dist[lone] = cheapest_c[lone]
+    ok = ~lone
+    d = xs[guess[ok]] - ys[ok]
+    dist[ok] = np.sqrt(np.einsum("ij,ij->i", d, d)) + w * (cx[guess[ok]] != cy[ok]).sum(axis=1)
+    return guess, dist
+
+
+ATTACKS: dict[str, Callable[..., Linking]] = {
+    "E1": identify_rand,
+    "E2": identify_sa,
+    "E3": identify_sort,
+    "E4": identify_sa21,
+    "EUC1": euc1,
+    "EUC2": euc2,
+    "assign": assign,
+}
+
+
+def attack(name: str, original, release, *, qi: Sequence[str], sa: Sequence[str], rng=None,
+           **options) -> Linking:
+    """Run the attack ``name`` (a key of ``ATTACKS``) on ``release`` against ``original``."""
+    if name not in ATTACKS:
+        raise LinkageError(f"attack {name!r} is unknown; use one of {list(ATTACKS)}")
+    return ATTACKS[name](original, release, qi=qi, sa=sa, rng=rng, **options)
+
+
+__all__ = ["ATTACKS", "Linking", "assign", "attack", "euc1", "euc2", "identify_rand",
+           "identify_sa", "identify_sa21", "identify_sort"]

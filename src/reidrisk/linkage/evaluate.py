@@ -1,0 +1,125 @@
+"""One scorecard for a release: utility, security and every attack's re-identification rate."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from reidrisk.linkage.attacks import ATTACKS, attack
+from reidrisk.linkage.release import LinkageError, Release
+from reidrisk.linkage.scores import Rate, Security, Utility, reid_rate, security_scores, utility_scores
+from reidrisk.mechanisms.base import as_generator
+
+
+@dataclass(frozen=True)
+class Scorecard:
+    """Scores of one release: ``utility`` (U1-U6), ``security`` (S1-S2), ``rates`` (one ``Rate`` per
+    attack; empty when the true mapping is unknown), ``n_original``/``n_release``, ``scale`` (SA
+    standardized for the distance attacks) and ``notes`` (what could not be computed and why)."""
+
+    utility: Utility
+    security: Security
+    rates: tuple[Rate, ...]
+    n_original: int
+    n_release: int
+    scale: bool = False
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {
+            "n_original": self.n_original,
+            "n_release": self.n_release,
+            "scale_sa": self.scale,
+            "utility": {k: _json(v) for k, v in self.utility.to_dict().items()},
+            "security": self.security.to_dict(),
+            "rates": [{k: _json(v) for k, v in asdict(r).items()} for r in self.rates],
+            "notes": list(self.notes),
+        }
+
+    def to_text(self) -> str:
+        u, s = self.utility, self.security
+        lines = [f"Release of {self.n_release} rows from an original of {self.n_original} rows",
+                 "",
+                 "Utility (lower is better; definitions in reidrisk.linkage.scores)",
+                 f"  U1 meanMAE   {u.U1_meanMAE:12.4g}   mean |difference of SA column means|",
+                 f"  U2 crossMean {u.U2_crossMean:12.4g}   mean |difference of SA means by QI value|",
+                 f"  U3 crossCnt  {u.U3_crossCnt:12.4g}   mean |difference of counts by QI value|",
+                 f"  U4 corMAE    {u.U4_corMAE:12.4g}   mean |difference of SA correlations|",
+                 f"  U5 IL        {u.U5_IL:12.4g}   mean |record error| / column range",
+                 f"  U6 nrow      {u.U6_nrow:12d}   rows deleted",
+                 "",
+                 "Security",
+                 f"  S1 smallest QI class {s.S1_min_class}",
+                 f"  S2 mean QI class     {s.S2_mean_class:.4g}",
+                 ""]
+        if self.rates:
+            lines.append("Re-identification (share of released rows linked to their true row, "
+                         "95% Clopper-Pearson interval)")
+            lines.append(f"  {'attack':8s} {'rate':>7s} {'interval':>17s} {'linked':>9s} "
+                         f"{'gave up':>8s} {'random':>9s} {'seconds':>8s}")
+            for r in self.rates:
+                lines.append(f"  {r.attack:8s} {r.rate:7.3f} [{r.low:6.3f}, {r.high:6.3f}] "
+                             f"{r.linked:9d} {r.gave_up:8d} {r.random_guess:9.2g} {r.seconds:8.2f}")
+            lines.append(f"  SA distances on {'standardized' if self.scale else 'raw'} values "
+                         "(assign always standardizes)")
+        for note in self.notes:
+            lines.append(f"Note: {note}")
+        return "\n".join(lines)
+
+
+def _json(v):
+    if isinstance(v, float) and not np.isfinite(v):
+        return None
+    return v
+
+
+def evaluate(original: pd.DataFrame, release: pd.DataFrame | Release, *, qi: Sequence[str],
+             sa: Sequence[str], truth: np.ndarray | None = None, attacks: Sequence[str] | None = None,
+             rng=None, scale: bool = False) -> Scorecard:
+    """Score ``release`` against ``original``: U1-U6, S1-S2 and, when the true mapping is known
+    (``truth``, or the ``Release``'s own), the rate of every attack in ``attacks`` (default: all of
+    ``ATTACKS``). Without a true mapping no rate can be computed; the scorecard says so."""
+    if isinstance(release, Release):
+        truth = release.truth if truth is None else truth
+        y = release.data
+    else:
+        y = release
+    qi, sa = list(qi), list(sa)
+    names = list(ATTACKS) if attacks is None else list(attacks)
+    unknown = [a for a in names if a not in ATTACKS]
+    if unknown:
+        raise LinkageError(f"unknown attack(s) {unknown}; use some of {list(ATTACKS)}")
+    if len(y) > len(original):
+        raise LinkageError(f"the release has {len(y)} rows, more than the original's "
+                           f"{len(original)}; each released row must descend from a distinct "
+                           "original row — check that the files are not swapped")
+    if truth is not None:
+        truth = np.asarray(truth)
+        if truth.shape != (len(y),):
+            raise LinkageError(f"the true mapping has {truth.shape[0] if truth.ndim else 0} rows but "
+                               f"the release has {len(y)}; give one original row per released row")
+        if len(truth) and (truth.min() < 0 or truth.max() >= len(original)):
+            raise LinkageError(f"the true mapping holds row positions outside 0..{len(original) - 1}"
+                               "; give 0-based row positions of the original")
+        truth = truth.astype(np.int64)
+    utility = utility_scores(original, y, qi=qi, sa=sa, truth=truth)
+    security = security_scores(y, qi=qi)
+    notes = []
+    rates = []
+    if truth is None:
+        notes.append("no true mapping given: re-identification rates and U5 need it (pass the "
+                     "mapping of released rows to original rows, or state that the rows are in the "
+                     "original's order)")
+    else:
+        gen = as_generator(rng)
+        for name in names:
+            opts = {} if name == "assign" else {"scale": scale}
+            linking = attack(name, original, y, qi=qi, sa=sa, rng=gen, **opts)
+            rates.append(reid_rate(linking, truth, n_original=len(original)))
+    return Scorecard(utility, security, tuple(rates), len(original), len(y), scale, tuple(notes))
+
+
+__all__ = ["Scorecard", "evaluate"]

@@ -1,0 +1,111 @@
+"""An anonymized release and the hidden true mapping to the original table (paper 001, Section 2.3).
+
+Every anonymization of ``reidrisk.linkage.anonymize`` takes the original table X (a DataFrame) or a
+previous ``Release`` and returns a ``Release``: the anonymized table Y and, for each row of Y, the
+row position in X it descends from. The mapping is what the evaluator knows and the attacks never
+see; composing anonymizations composes the mappings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+
+class LinkageError(ValueError):
+    """Bad input to the linkage tools (a missing column, a non-numeric SA column, a release longer
+    than the original, an unknown pipeline step, ...). The message names the column or parameter
+    and the fix."""
+
+
+@dataclass(frozen=True, eq=False)
+class Release:
+    """The anonymized table and its hidden link to the original.
+
+    data: the anonymized table Y (index 0..len-1, the columns of X).
+    truth: int64 (len(data),): for each row of Y the row position in X it descends from.
+    steps: names of the anonymizations applied, in order.
+    details: one dict per step with its parameters and what it changed (e.g. the recoding of each
+        generalized QI column and the number of suppressed rows for ``k_anonymize``).
+    """
+
+    data: pd.DataFrame
+    truth: np.ndarray
+    steps: tuple[str, ...] = ()
+    details: tuple[dict, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        truth = np.asarray(self.truth, dtype=np.int64)
+        if truth.shape != (len(self.data),):
+            raise LinkageError(
+                f"the true mapping has {truth.shape[0] if truth.ndim else 0} entries but the release "
+                f"has {len(self.data)} rows; give one original row position per released row")
+        truth.setflags(write=False)
+        object.__setattr__(self, "truth", truth)
+        object.__setattr__(self, "steps", tuple(self.steps))
+        object.__setattr__(self, "details", tuple(self.details))
+
+    @property
+    def n(self) -> int:
+        return len(self.data)
+
+
+def as_release(table: pd.DataFrame | Release) -> Release:
+    """``table`` as a ``Release`` (a DataFrame is the identity release of itself)."""
+    if isinstance(table, Release):
+        return table
+    if not isinstance(table, pd.DataFrame):
+        raise LinkageError(f"expected a pandas DataFrame or a Release, got {type(table).__name__}")
+    return Release(table.reset_index(drop=True), np.arange(len(table), dtype=np.int64))
+
+
+def derive(previous: Release, data: pd.DataFrame, rows: np.ndarray | None, step: str,
+           detail: dict[str, Any]) -> Release:
+    """A new release from ``previous``: ``rows[i]`` is the row of ``previous.data`` that row i of
+    ``data`` comes from (None: the same rows in the same order); the truth composes."""
+    truth = previous.truth if rows is None else previous.truth[np.asarray(rows, dtype=np.int64)]
+    return Release(data.reset_index(drop=True), truth, previous.steps + (step,),
+                   previous.details + ({"step": step, **detail},))
+
+
+def check_columns(frame: pd.DataFrame, columns: Sequence[str], role: str, where: str = "the table"
+                  ) -> list[str]:
+    """The ``columns`` as a list; ``LinkageError`` naming any absent one and the available ones."""
+    if isinstance(columns, str):
+        columns = [columns]
+    columns = list(columns)
+    absent = [c for c in columns if c not in frame.columns]
+    if absent:
+        raise LinkageError(f"{where} lacks the {role} column(s) {absent}; its columns are "
+                           f"{list(frame.columns)}")
+    if len(set(columns)) != len(columns):
+        raise LinkageError(f"the {role} columns {columns} name a column twice; list each once")
+    return columns
+
+
+def numeric_matrix(frame: pd.DataFrame, columns: Sequence[str], where: str = "the table"
+                   ) -> np.ndarray:
+    """The SA ``columns`` as a float64 matrix (n, s); a column that is not numeric (text that does
+    not parse as a number, or a missing value) is a ``LinkageError`` naming it and a bad value."""
+    out = np.empty((len(frame), len(columns)), dtype=np.float64)
+    for j, c in enumerate(columns):
+        col = frame[c]
+        if pd.api.types.is_bool_dtype(col) or not pd.api.types.is_numeric_dtype(col):
+            parsed = pd.to_numeric(col, errors="coerce")
+        else:
+            parsed = col
+        values = np.asarray(parsed, dtype=np.float64)
+        bad = ~np.isfinite(values)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise LinkageError(
+                f"{where}: sensitive (SA) column {c!r} must be numeric, but row {i + 1} holds "
+                f"{col.iloc[i]!r}; give SA columns as numbers or list {c!r} as a QI column")
+        out[:, j] = values
+    return out
+
+
+__all__ = ["LinkageError", "Release", "as_release", "check_columns", "derive", "numeric_matrix"]
