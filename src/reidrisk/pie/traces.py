@@ -188,8 +188,9 @@ def _truth(background: Sequences, release: Sequences) -> np.ndarray:
     found = background.users[order][pos] == release.users
     if not found.all():
         bad = release.users[np.flatnonzero(~found)[0]]
-        raise MatchError(f"release user {bad.item()!r} has no background sequence ({int((~found).sum())} "
-                         "such users); every released user must be among the background users")
+        raise MatchError(f"release user {bad.item()!r} has no background sequence "
+                         f"({int((~found).sum())} such users); every released user must be among "
+                         "the background users")
     return order[pos]
 
 
