@@ -221,3 +221,19 @@ def test_cli_pse_bad_input_is_one_line(tmp_path):
         assert res.exit_code == 2, res.output
         assert pattern in res.output
         assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1
+
+
+def test_cli_pse_is_a_reidrisk_pie_command(tmp_path):
+    from click.testing import CliRunner
+
+    from reidrisk.cli import cli
+
+    g, i = tmp_path / "g.csv", tmp_path / "i.csv"
+    g.write_text("score\n1\n2\n3\n4\n5\n")
+    i.write_text("score\n0\n1.5\n0.5\n2.5\n")
+    res = CliRunner().invoke(cli, ["pie", "pse", "--genuine", str(g), "--impostor", str(i),
+                                   "--bootstrap", "0", "--json"])
+    assert res.exit_code == 0, res.output
+    assert '"pse_bits"' in res.output
+    res = CliRunner().invoke(cli, ["pie", "traces", "--help"])
+    assert res.exit_code == 0 and "--background" in res.output

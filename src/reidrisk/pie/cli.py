@@ -180,3 +180,11 @@ def calibrate_cmd(target_error, users, domain, mechanism, g, g_max, releases, as
 
 
 calibrate_cmd.name = "calibrate"
+
+
+# `pie pse` and `pie traces` (PSE from scores, Markov-chain matching of traces) live in their own
+# module and are registered here.
+from reidrisk.pie.empirical_cli import COMMANDS as _EMPIRICAL_COMMANDS  # noqa: E402
+
+for _command in _EMPIRICAL_COMMANDS:
+    group.add_command(_command)
