@@ -137,6 +137,11 @@ def evaluate_cmd(original, release, qi, sa, truth, aligned, attacks, scale, as_j
         click.echo(json.dumps(card.to_dict(), indent=2))
     else:
         click.echo(card.to_text())
+        if mapping is None:
+            click.echo("Without the true mapping only the scores above can be computed: give "
+                       "--truth MAP.csv (as written by `reidrisk linkage anonymize --truth-output`), "
+                       "or --aligned if row i of the release comes from row i of the original, to "
+                       "see how many rows each attack re-identifies.")
 
 
 @group.command("anonymize")

@@ -1,0 +1,138 @@
+"""`reidrisk linkage evaluate` and `anonymize` through click's CliRunner: scorecards, the round trip
+anonymize -> evaluate, and one-line errors (exit code 2, no traceback, nothing written) for bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from reidrisk.cli import cli
+from reidrisk.data.microdata import QI_COLUMNS, SA_COLUMNS, make_microdata
+
+QI = ",".join(QI_COLUMNS[:5])
+SA = ",".join(SA_COLUMNS[:4])
+
+PIPELINE = f"""
+qi = {list(QI_COLUMNS[:5])!r}
+sa = {list(SA_COLUMNS[:4])!r}
+
+[[steps]]
+step = "k_anonymize"
+k = 3
+
+[[steps]]
+step = "noise"
+scale = 0.05
+
+[[steps]]
+step = "shuffle"
+""".replace("'", '"')
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("linkage")
+    data = make_microdata(300, rng=3).data
+    data.to_csv(tmp / "x.csv", index=False)
+    data.iloc[:200].to_csv(tmp / "y_aligned.csv", index=False)
+    (tmp / "pipe.toml").write_text(PIPELINE)
+    return tmp
+
+
+def run(*args):
+    return CliRunner().invoke(cli, ["linkage", *map(str, args)])
+
+
+def assert_clean_error(result, *fragments):
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.strip().splitlines() if line.strip()]
+    assert lines[-1].startswith("Error:"), result.output
+    assert "Traceback" not in result.output
+    for fragment in fragments:
+        assert fragment in result.output, (fragment, result.output)
+
+
+def test_anonymize_then_evaluate_round_trip(files):
+    out, truth = files / "rel.csv", files / "truth.csv"
+    res = run("anonymize", "--config", files / "pipe.toml", "--input", files / "x.csv",
+              "--output", out, "--truth-output", truth, "--seed", 1)
+    assert res.exit_code == 0, res.output
+    rel = pd.read_csv(out)
+    mapping = pd.read_csv(truth)["original_row"].to_numpy()
+    assert len(rel) == len(mapping) <= 300
+    x = pd.read_csv(files / "x.csv")
+    np.testing.assert_array_equal(rel["rooms"], x["rooms"].to_numpy()[mapping])  # untouched column
+    res = run("evaluate", "--original", files / "x.csv", "--release", out, "--qi", QI, "--sa", SA,
+              "--truth", truth, "--json")
+    assert res.exit_code == 0, res.output
+    card = json.loads(res.output)
+    assert [r["attack"] for r in card["rates"]] == ["E1", "E2", "E3", "E4", "EUC1", "EUC2", "assign"]
+    assert card["security"]["S1_min_class"] >= 3
+    assert all(0 <= r["low"] <= r["rate"] <= r["high"] <= 1 for r in card["rates"])
+
+
+def test_evaluate_aligned_and_without_truth(files):
+    res = run("evaluate", "--original", files / "x.csv", "--release", files / "y_aligned.csv",
+              "--qi", QI, "--sa", SA, "--aligned", "--attack", "EUC1")
+    assert res.exit_code == 0, res.output
+    assert "EUC1" in res.output and "1.000" in res.output
+    res = run("evaluate", "--original", files / "x.csv", "--release", files / "y_aligned.csv",
+              "--qi", QI, "--sa", SA)
+    assert res.exit_code == 0, res.output
+    assert "U1 meanMAE" in res.output and "--truth" in res.output and "--aligned" in res.output
+
+
+def test_missing_column(files):
+    assert_clean_error(run("evaluate", "--original", files / "x.csv", "--release",
+                           files / "y_aligned.csv", "--qi", QI + ",zip", "--sa", SA),
+                       "x.csv", "zip")
+
+
+def test_non_numeric_sa(files):
+    bad = pd.read_csv(files / "y_aligned.csv")
+    bad["food"] = bad["food"].astype(str)
+    bad.loc[3, "food"] = "n/a"
+    bad.to_csv(files / "bad_sa.csv", index=False)
+    assert_clean_error(run("evaluate", "--original", files / "x.csv", "--release",
+                           files / "bad_sa.csv", "--qi", QI, "--sa", SA, "--aligned"),
+                       "bad_sa.csv", "'food'", "numeric", "n/a")
+
+
+def test_release_longer_than_original(files):
+    assert_clean_error(run("evaluate", "--original", files / "y_aligned.csv", "--release",
+                           files / "x.csv", "--qi", QI, "--sa", SA),
+                       "x.csv", "more than", "swapped")
+
+
+def test_truth_of_wrong_length(files):
+    pd.DataFrame({"original_row": np.arange(5)}).to_csv(files / "short.csv", index=False)
+    assert_clean_error(run("evaluate", "--original", files / "x.csv", "--release",
+                           files / "y_aligned.csv", "--qi", QI, "--sa", SA, "--truth",
+                           files / "short.csv"), "short.csv", "5 rows", "200")
+
+
+def test_unknown_pipeline_step_writes_nothing(files):
+    (files / "bad.toml").write_text('qi = ["rooms"]\n[[steps]]\nstep = "blur"\n')
+    out = files / "never.csv"
+    assert_clean_error(run("anonymize", "--config", files / "bad.toml", "--input", files / "x.csv",
+                           "--output", out), "bad.toml", "'blur'", "k_anonymize")
+    assert not out.exists()
+
+
+def test_pipeline_column_missing_writes_nothing(files):
+    (files / "zip.toml").write_text('qi = ["zip"]\n[[steps]]\nstep = "k_anonymize"\nk = 2\n')
+    out = files / "never2.csv"
+    assert_clean_error(run("anonymize", "--config", files / "zip.toml", "--input", files / "x.csv",
+                           "--output", out), "x.csv", "zip")
+    assert not out.exists() and not list(files.glob(".never2*"))
+
+
+def test_unknown_pipeline_parameter(files):
+    (files / "param.toml").write_text('[[steps]]\nstep = "noise"\nsa = ["food"]\nscale = 1\n'
+                                      'sigma = 2\n')
+    assert_clean_error(run("anonymize", "--config", files / "param.toml", "--input",
+                           files / "x.csv", "--output", files / "o.csv"), "sigma", "accepts")
