@@ -23,8 +23,10 @@ Bayes error (the adversary's identification error, spec Section 6):
 The inverse (spec Section 7, "choosing lambda for a target Bayes error"):
 
 * ``calibrate(target_error, n, domain, mechanism="rr"|"glh"|"ldp", g=None, g_max=None,
-  releases=1, max_prior=None) -> Calibration`` -- the largest epsilon (for GLH with g=None, also the
-  best integer g) whose bound guarantees the target Bayes error.
+  releases=1, max_prior=None, use_ldp_bound=True) -> Calibration`` -- the largest epsilon (for
+  GLH with g=None, also the best integer g) whose bound guarantees the target Bayes error;
+* ``certified_alpha(epsilon, n, domain, mechanism, g=None, releases=1)`` -- the smaller of the
+  mechanism's theorem and Prop. 4.1 (both valid for RR and GLH).
 
 Exact quantities for small explicit joint distributions (for checking every bound):
 
@@ -380,8 +382,10 @@ class Calibration:
     mechanism ("rr", "glh" or "ldp"), target_error, n, domain, releases; epsilon: the largest
     per-release budget whose bound guarantees the target (``inf`` when every budget does);
     g: the hash range (GLH only, else None); mi_loss: lambda at that budget (RR/GLH; None for
-    "ldp"); alpha: the PIE bound there (bits); error_bound: the Bayes-error lower bound there
-    (equal to the target up to rounding unless epsilon is inf); alpha_budget: the largest alpha
+    "ldp"); alpha: the PIE bound there (bits; the smaller of the mechanism's theorem and
+    Prop. 4.1 when both are used); error_bound: the Bayes-error lower bound there (the target up
+    to rounding, never below it, unless epsilon is inf); certified_by: which bound certifies it
+    ("ldp" = Prop. 4.1, "rr" = Thm 4.2/4.3, "glh" = Thm 4.4/4.5); alpha_budget: the largest alpha
     the target allows; max_prior: the prior used (None = uniform over n).
     """
 
@@ -395,6 +399,7 @@ class Calibration:
     mi_loss: float | None
     alpha: float
     error_bound: float
+    certified_by: str
     alpha_budget: float
     max_prior: float | None = None
 
@@ -404,24 +409,39 @@ class Calibration:
         return asdict(self)
 
 
+def certified_alpha(epsilon, n: int, domain: int, mechanism: str = "rr", g=None,
+                    releases: int = 1, form: str = "min") -> np.ndarray | float:
+    """The smallest valid PIE bound of ``mechanism``: ``min(alpha(mechanism), alpha("ldp"))``.
+
+    RR and GLH are epsilon-LDP, so Prop. 4.1 bounds them too; it is the smaller bound when the
+    domain or the hash range is small and epsilon is small (e.g. GLH with g = 2 at eps < 1).
+    spec/pie.md Section 7. For ``"ldp"`` this is ``alpha_ldp`` itself.
+    """
+    a = np.asarray(alpha(epsilon, n, domain, mechanism, g=g, releases=releases, form=form))
+    ldp = np.asarray(alpha(epsilon, n, domain, "ldp", releases=releases, form=form))
+    return _out(np.minimum(a, ldp), epsilon, g)
+
+
 def calibrate(target_error: float, n: int, domain: int, mechanism: str = "rr", *, g=None,
               g_max: int | None = None, releases: int = 1, max_prior=None,
-              form: str = "min") -> Calibration:
+              form: str = "min", use_ldp_bound: bool = True) -> Calibration:
     """The largest epsilon whose PIE bound guarantees a Bayes error >= ``target_error``.
 
     Inverts Cor. 3.9 (eq. 11/12) composed with Prop. 4.1 (``"ldp"``), Thm 4.2/4.3 (``"rr"``) or
     Thm 4.4/4.5 (``"glh"``); spec/pie.md Sections 6-7 ("choosing lambda for a target Bayes error",
-    [DER]). The bound is increasing in epsilon, so the answer is the root of
-    ``bayes_error_bound(alpha(eps)) = target`` found by ``scipy.optimize.brentq`` (to a relative
-    1e-13).
+    [DER]). Each bound is increasing in epsilon, so each budget is the root of
+    ``bayes_error_bound(alpha(eps)) = target``, found by ``scipy.optimize.brentq`` on log epsilon
+    (to a relative 1e-13, then moved to the safe side of the root). RR and GLH are also
+    epsilon-LDP, so with ``use_ldp_bound`` (default) Prop. 4.1 may certify them too: the answer
+    is the larger of the two budgets (``certified_by`` says which bound gave it).
 
     GLH: with ``g`` given, the largest epsilon for that g. With ``g=None`` the integer g in
     ``2..g_max`` (default ``g_max = domain``) is chosen that minimises the expected l2 loss over
-    the whole domain at its calibrated epsilon (``sum_x`` of eq. 23, which does not depend on the
-    distribution: ``|X| A + B``). At a fixed lambda the loss falls with g (Thm 4.8), so the best g
-    is ``g_max``; the largest epsilon itself grows without limit in g (eq.
-    ``eps = ln(1 + lambda g / (1 - lambda))``), which is why g is capped: beyond ``|X|`` the
-    hash no longer compresses the report and GLH is RR with more communication.
+    the whole domain at its largest budget (``sum_x`` of eq. 23, which does not depend on the
+    distribution: ``|X| A + B``; ``reidrisk.pie.utility.domain_l2_loss_glh``). Under Thm 4.4
+    alone the budget is ``eps = ln(1 + lambda g / (1 - lambda))`` at the same lambda for every g
+    and the loss falls with g (Thm 4.8), so the search is capped: beyond ``|X|`` the hash no
+    longer compresses the report and GLH is RR with more communication.
 
     Raises ``BoundError`` when the target cannot be certified at any epsilon (``n`` too small).
     """
@@ -442,18 +462,17 @@ def calibrate(target_error: float, n: int, domain: int, mechanism: str = "rr", *
             f"target needs n >= 2^(1/(1 - target)) = {need:.6g}); lower --target-error"
         )
 
-    def bound_at(eps: float, gg) -> float:
-        a = alpha(eps, n, k, m, g=gg, releases=t, form=form)
-        return float(bayes_error_bound(a, n, mp))
+    def solve(mech: str, gg) -> float:
+        def f(le: float) -> float:  # on the log-epsilon scale
+            a = alpha(math.exp(le), n, k, mech, g=gg, releases=t, form=form)
+            return float(bayes_error_bound(a, n, mp)) - target
 
-    def solve(gg) -> float:
-        f = lambda le: bound_at(math.exp(le), gg) - target  # noqa: E731  (log-epsilon scale)
-        lo, hi = math.log(1e-12), math.log(1.0)
+        lo, hi = math.log(1e-12), 0.0
         if f(lo) < 0:  # cannot happen for budget >= 0, kept as a guard
             raise BoundError(f"no epsilon > 1e-12 meets the target {target:g}")
         while f(hi) >= 0:
             if hi > math.log(1e4):
-                return math.inf  # the bound holds at every budget (e.g. alpha's cap is small)
+                return math.inf  # the bound holds at every budget
             hi += math.log(2.0)
         root = brentq(f, lo, hi, xtol=1e-14, rtol=1e-13, maxiter=500)
         step = 1e-13 * max(1.0, abs(root))
@@ -464,38 +483,40 @@ def calibrate(target_error: float, n: int, domain: int, mechanism: str = "rr", *
             step *= 2.0
         return math.exp(root)
 
+    eps_ldp = solve("ldp", None) if (use_ldp_bound or m == "ldp") else 0.0
+    gg = None
     if m == "glh":
         if g is None:
             from reidrisk.pie.utility import domain_l2_loss_glh
 
             gmax = k if g_max is None else _count(g_max, "g_max")
             grid = _g_grid(gmax)
-            lam = budget / (t * _cap(n, k))  # the calibrated lambda is the same for every g
-            if lam >= 1:
-                best = int(grid[-1])
-            else:
-                eps_g = np.log1p(lam * grid / (1.0 - lam))
-                loss = domain_l2_loss_glh(eps_g, n, k, grid)
-                best = int(grid[int(np.argmin(loss))])
-            gg = best
+            lam = budget / (t * _cap(n, k))  # Thm 4.4 allows the same lambda at every g
+            with np.errstate(divide="ignore"):
+                eps_g = np.log1p(lam * grid / (1.0 - lam)) if lam < 1 else np.full_like(grid, 700.)
+            eps_g = np.minimum(np.maximum(eps_g, eps_ldp), 700.0)
+            loss = np.asarray(domain_l2_loss_glh(eps_g, n, k, grid))
+            gg = int(grid[int(np.argmin(loss))])
         else:
             gg = _count(g, "hash range g")
-        eps = solve(gg)
+    eps_mech = eps_ldp if m == "ldp" else solve(m, gg)
+    if eps_mech >= eps_ldp:
+        eps, by = eps_mech, m
     else:
-        gg = None
-        eps = solve(None)
+        eps, by = eps_ldp, "ldp"
 
-    e_eval = eps if math.isfinite(eps) else 1e300
-    a = float(alpha(min(e_eval, 700.0), n, k, m, g=gg, releases=t, form=form))
-    lam = None
+    e_eval = min(eps, 700.0)
+    a = float(certified_alpha(e_eval, n, k, m, g=gg, releases=t, form=form)) if use_ldp_bound \
+        else float(alpha(e_eval, n, k, m, g=gg, releases=t, form=form))
+    lam_out = None
     if m == "rr":
-        lam = float(lambda_rr(min(e_eval, 700.0), k))
+        lam_out = float(lambda_rr(e_eval, k))
     elif m == "glh":
-        lam = float(lambda_glh(min(e_eval, 700.0), gg))
+        lam_out = float(lambda_glh(e_eval, gg))
     return Calibration(
         mechanism=m, target_error=target, n=n, domain=k, releases=t, epsilon=float(eps), g=gg,
-        mi_loss=lam, alpha=a, error_bound=float(bayes_error_bound(a, n, mp)),
-        alpha_budget=budget, max_prior=mp,
+        mi_loss=lam_out, alpha=a, error_bound=float(bayes_error_bound(a, n, mp)),
+        certified_by=by, alpha_budget=budget, max_prior=mp,
     )
 
 
