@@ -103,7 +103,10 @@ def _epsilon(epsilon, name: str = "epsilon") -> np.ndarray:
 
 def _count(value, name: str, low: int = 2, fix: str = "") -> int:
     try:
-        ok = not isinstance(value, bool) and float(value) == int(value)
+        if isinstance(value, (int, np.integer)):
+            ok = not isinstance(value, bool)
+        else:
+            ok = float(value) == int(value)
     except (TypeError, ValueError, OverflowError):
         ok = False
     if not ok or int(value) < low:
@@ -436,7 +439,7 @@ def calibrate(target_error: float, n: int, domain: int, mechanism: str = "rr", *
     is the larger of the two budgets (``certified_by`` says which bound gave it).
 
     GLH: with ``g`` given, the largest epsilon for that g. With ``g=None`` the integer g in
-    ``2..g_max`` (default ``g_max = domain``) is chosen that minimises the expected l2 loss over
+    ``2..g_max`` (default ``g_max = min(domain, 2^31 - 1)``, the core GLH's limit) is chosen that minimises the expected l2 loss over
     the whole domain at its largest budget (``sum_x`` of eq. 23, which does not depend on the
     distribution: ``|X| A + B``; ``reidrisk.pie.utility.domain_l2_loss_glh``). Under Thm 4.4
     alone the budget is ``eps = ln(1 + lambda g / (1 - lambda))`` at the same lambda for every g
@@ -489,7 +492,7 @@ def calibrate(target_error: float, n: int, domain: int, mechanism: str = "rr", *
         if g is None:
             from reidrisk.pie.utility import domain_l2_loss_glh
 
-            gmax = k if g_max is None else _count(g_max, "g_max")
+            gmax = min(k, _G_LIMIT) if g_max is None else _count(g_max, "g_max")
             grid = _g_grid(gmax)
             lam = budget / (t * _cap(n, k))  # Thm 4.4 allows the same lambda at every g
             with np.errstate(divide="ignore"):
@@ -520,12 +523,16 @@ def calibrate(target_error: float, n: int, domain: int, mechanism: str = "rr", *
     )
 
 
+_G_LIMIT: int = 2_147_483_647
+"""The largest hash range the core GLH supports (``reidrisk.mechanisms.glh.DEFAULT_PRIME``)."""
+
+
 def _g_grid(g_max: int) -> np.ndarray:
     """Every integer 2..g_max when there are at most 2^20 of them, else a geometric grid of
     integers plus g_max."""
     if g_max - 1 <= 1 << 20:
         return np.arange(2, g_max + 1, dtype=np.float64)
-    grid = np.unique(np.round(np.geomspace(2, g_max, 4096)))
+    grid = np.unique(np.round(np.geomspace(2.0, float(g_max), 4096)))
     return np.union1d(grid, [float(g_max)])
 
 
