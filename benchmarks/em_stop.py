@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import Results, md_table  # noqa: E402
 
-from reidrisk.estimation.frequency import _poisson_gain, em_counts, invert, norm_sub  # noqa: E402
+from reidrisk.estimation.em import poisson_gain as _poisson_gain  # noqa: E402
+from reidrisk.estimation.frequency import em_counts, invert, norm_sub  # noqa: E402
 from reidrisk.mechanisms import make_mechanism  # noqa: E402
 
 CONVERGED = dict(stop=1e-7, max_iter=200_000)
@@ -45,9 +46,9 @@ def _one(mech, truth, n, rng, tols):
     out = {}
     for tol in tols:
         fit = em_counts(w, n_present, M, stop=("noise", tol))
-        out[f"noise {tol:g}"] = (fit.values / fit.values.sum(), fit.iterations)
+        out[f"noise {tol:g}"] = (fit.estimate / fit.estimate.sum(), fit.iterations)
     fit = em_counts(w, n_present, M, **CONVERGED)
-    out["converged"] = (fit.values / fit.values.sum(), fit.iterations)
+    out["converged"] = (fit.estimate / fit.estimate.sum(), fit.iterations)
     z = norm_sub(invert(w, n_present, mech.p_support, mech.q_support), n_present)
     out["norm-sub"] = (z / z.sum(), 0)
     out["uniform"] = (np.full(truth.size, 1.0 / truth.size), 0)

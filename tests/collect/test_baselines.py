@@ -180,10 +180,9 @@ def test_s2mb_kronecker_em_recovers_the_table_from_expected_counts():
     T = rng.dirichlet(np.ones(12)).reshape(2, 3, 2)
     mechs = [Subset(3.0, 2), Subset(3.0, 3), Subset(3.0, 2)]
     W = 1000.0 * _tensor.apply(T, [m.support_matrix() for m in mechs])
-    est, _, conv = _tensor.em(W, 1000.0, [m.support_matrix() for m in mechs], stop=1e-11,
-                              max_iter=20_000)
-    assert conv
-    np.testing.assert_allclose(est, T, atol=1e-6)
+    fit = _tensor.em(W, 1000.0, [m.support_matrix() for m in mechs], stop=1e-11, max_iter=20_000)
+    assert fit.converged
+    np.testing.assert_allclose(fit.estimate, T, atol=1e-6)
     assert S2MbCompleteCase().estimator == "em"
 
 

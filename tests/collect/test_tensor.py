@@ -41,18 +41,18 @@ def test_inversion_and_em_recover_a_table_from_its_expected_counts():
     W = _expected_counts(T, mechs, 1000.0)
     mats = [m.support_matrix() for m in mechs]
     np.testing.assert_allclose(_tensor.invert(W, 1000.0, mats), T, atol=1e-10)
-    est, it, conv = _tensor.em(W, 1000.0, mats, stop=1e-11, max_iter=20_000)
-    assert conv
-    np.testing.assert_allclose(est, T, atol=1e-6)
+    fit = _tensor.em(W, 1000.0, mats, stop=1e-11, max_iter=20_000)
+    assert fit.converged
+    np.testing.assert_allclose(fit.estimate, T, atol=1e-6)
 
 
 def test_discrepancy_stop_returns_the_start_when_it_explains_the_data():
     mechs = [GRR(0.1, 3), GRR(0.1, 3)]
     T = np.full((3, 3), 1 / 9)
     W = _expected_counts(T, mechs, 500.0)
-    est, it, conv = _tensor.em(W, 500.0, [m.support_matrix() for m in mechs], stop="discrepancy")
-    assert it == 0 and conv
-    np.testing.assert_allclose(est, T)
+    fit = _tensor.em(W, 500.0, [m.support_matrix() for m in mechs], stop="discrepancy")
+    assert fit.iterations == 0 and fit.converged
+    np.testing.assert_allclose(fit.estimate, T)
 
 
 def test_exact_em_grouped_equals_per_report():
@@ -60,10 +60,10 @@ def test_exact_em_grouped_equals_per_report():
     mechs = [Subset(0.8, 5), GRR(0.8, 3)]
     x = rng.integers(0, 3, size=(400, 2))
     lps = [m.log_prob(m.perturb(x[:, j], rng)) for j, m in enumerate(mechs)]
-    a, ia, _ = _tensor.exact_em(lps, stop=None, max_iter=50, group=True)
-    b, ib, _ = _tensor.exact_em(lps, stop=None, max_iter=50, group=False)
-    np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-13)
-    assert ia == ib == 50
+    a = _tensor.exact_em(lps, stop=None, max_iter=50, group=True)
+    b = _tensor.exact_em(lps, stop=None, max_iter=50, group=False)
+    np.testing.assert_allclose(a.estimate, b.estimate, rtol=1e-10, atol=1e-13)
+    assert a.iterations == b.iterations == 50
 
 
 def test_exact_em_on_grr_equals_count_em():
@@ -72,9 +72,10 @@ def test_exact_em_on_grr_equals_count_em():
     m1, m2 = GRR(1.0, 3), GRR(0.5, 4)
     x = rng.integers(0, 3, size=(300, 2))
     r1, r2 = m1.perturb(x[:, 0], rng), m2.perturb(x[:, 1], rng)
-    T1, _, _ = _tensor.exact_em([m1.log_prob(r1), m2.log_prob(r2)], stop=None, max_iter=30)
+    T1 = _tensor.exact_em([m1.log_prob(r1), m2.log_prob(r2)], stop=None, max_iter=30).estimate
     W = _tensor.support_tensor([m1.support(r1), m2.support(r2)])
-    T2, _, _ = _tensor.em(W, 300.0, [m1.support_matrix(), m2.support_matrix()], stop=None, max_iter=30)
+    T2 = _tensor.em(W, 300.0, [m1.support_matrix(), m2.support_matrix()], stop=None,
+                    max_iter=30).estimate
     np.testing.assert_allclose(T1, T2, atol=1e-12)
 
 

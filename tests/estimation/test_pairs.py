@@ -97,12 +97,13 @@ def test_pair_inversion_is_exact_on_expected_counts():
 def test_pair_em_recovers_the_joint_from_exact_expected_counts():
     _, _, Z, W, prm = _pair_setup()
     n = Z.sum()
-    Zhat, its, conv = em_tables(W, n, *prm, stop=1e-10, max_iter=200_000)
-    assert conv and its > 1
+    fit = em_tables(W, n, *prm, stop=1e-10, max_iter=200_000)
+    assert fit.converged and fit.iterations > 1
+    Zhat = fit.estimate
     np.testing.assert_allclose(Zhat / Zhat.sum(), Z / n, atol=1e-6)
     # started from the product of the margins, as estimate_pairs does
     init = np.outer(Z.sum(1), Z.sum(0))
-    Zhat2, _, _ = em_tables(W, n, *prm, stop=1e-10, max_iter=200_000, init=init)
+    Zhat2 = em_tables(W, n, *prm, stop=1e-10, max_iter=200_000, init=init).estimate
     np.testing.assert_allclose(Zhat2 / Zhat2.sum(), Z / n, atol=1e-6)
 
 
@@ -114,7 +115,7 @@ def test_structured_and_dense_pair_channels_agree():
     np.testing.assert_allclose(s.forward(Z3), d.forward(Z3), rtol=1e-12)
     np.testing.assert_allclose(s.adjoint(W[None]), d.adjoint(W[None]), rtol=1e-12)
     np.testing.assert_allclose(s.inverse(W[None]), d.inverse(W[None]), rtol=1e-9)
-    np.testing.assert_allclose(np.broadcast_to(s.c12, (1, 4, 3)), d.c12, rtol=1e-12)
+    np.testing.assert_allclose(np.broadcast_to(s.colsum, (1, 4, 3)), d.colsum, rtol=1e-12)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,23 +8,14 @@ for F = prod f_j cells, never forming the Kronecker matrix. On top of that:
 * ``support_tensor``  -- the c-way support counts W of the reports complete on c attributes;
 * ``invert``          -- W x_j M_j^{-1} (the unbiased inversion, paper 004 eq. 6 on every axis);
 * ``em``              -- the count-based EM of eq. 8-11 (corrected as in spec/collection.md) on the
-  product channel, with the stopping rules below;
+  product channel;
 * ``exact_em``        -- the report-level maximum-likelihood EM on c axes: each report's likelihood
   is the product of its per-attribute likelihoods ``L_j[i, x_j]`` (``Mechanism.log_prob``).
 
-Stopping rules (``stop``)
--------------------------
-``"noise"``: the rule of ``reidrisk.estimation.frequency``: stop as soon as one step gains a
-deviance ``2 (L_t - L_{t-1})`` below ``NOISE_TOL`` per free parameter (the step moved the fit by a
-statistically invisible amount); where the likelihood is flat this stops early, between the start
-and the fixed point.
-``"discrepancy"``: Morozov's discrepancy principle, an *early* stop: from the (uninformative) start,
-stop at the first iterate whose expected support counts explain the observed ones to within the
-sampling noise, ``X^2 = sum (W - n mu)^2 / (n mu (1 - mu)) <= number of cells``, where ``mu`` is the
-probability that a report supports a cell. Every term has expectation exactly 1 at the truth (each
-cell count is a sum of n independent Bernoulli(mu) indicators), so iterating further can only fit
-noise. When the start already explains the data (no detectable signal), the start is returned.
-A float: stop when no probability moves by more than that in one step. ``None``: ``max_iter`` steps.
+Both EMs run on the package's one engine (``reidrisk.estimation.em``: its iteration, SQUAREM
+acceleration and stopping rules ``"noise"``, ``("noise", threshold)``, ``"discrepancy"``, a float
+tolerance or ``None``); this module only builds the product channel and the grouped report
+likelihood of c attributes, and returns the engine's ``EMResult`` with the table as probabilities.
 """
 
 from __future__ import annotations
@@ -34,22 +25,15 @@ from typing import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from reidrisk.estimation.frequency import DEFAULT_MAX_ITER, NOISE_TOL
-
-STOPS = ("noise", "discrepancy")
+from reidrisk.estimation import em as engine
+from reidrisk.estimation.em import DEFAULT_MAX_ITER, EMResult
 _CHUNK_ELEMS = 1 << 22
 
 
 def check_stop(stop):
-    """Validate a stopping rule (module doc); returns it unchanged."""
-    if stop is None or stop in STOPS:
-        return stop
-    if isinstance(stop, str):
-        raise ValueError(f"stop must be one of {STOPS}, a positive float tolerance or None, got {stop!r}")
-    tol = float(stop)
-    if not np.isfinite(tol) or tol <= 0:
-        raise ValueError(f"stop tolerance must be finite and > 0, got {stop!r}")
-    return tol
+    """Validate a stopping rule (``reidrisk.estimation.em.parse_stop``); returns it unchanged."""
+    engine.parse_stop(stop)
+    return stop
 
 
 def apply(T: np.ndarray, mats: Sequence[np.ndarray], transpose: bool = False) -> np.ndarray:
@@ -130,74 +114,52 @@ def project_simplex(T: np.ndarray) -> np.ndarray:
     return np.maximum(t - tau, 0.0).reshape(np.shape(T))
 
 
-def _xlogy(x, y):
-    out = np.zeros(np.broadcast_shapes(np.shape(x), np.shape(y)))
-    np.multiply(x, np.log(np.where(x > 0, y, 1.0)), out=out, where=np.asarray(x) > 0)
-    return out
+class _ProductChannel:
+    """The product channel ``M_1 (x) ... (x) M_c`` on one table, as a batch of one (the channel
+    protocol of ``reidrisk.estimation.em.PoissonCounts``)."""
+
+    def __init__(self, mats):
+        self.mats = mats
+        shape = [M.shape[1] for M in mats]
+        col = np.ones(shape)
+        for ax, M in enumerate(mats):
+            col = col * M.sum(axis=0).reshape([-1 if a == ax else 1 for a in range(len(shape))])
+        self.colsum = col[None]
+
+    def forward(self, T):
+        return apply(T[0], self.mats)[None]
+
+    def adjoint(self, D):
+        return apply(D[0], self.mats, transpose=True)[None]
+
+    def take(self, keep):
+        return self
 
 
-def _noise_done(gain: float, prev_gain: float, dof: int) -> bool:
-    """One step's deviance gain ``2 dL`` below ``NOISE_TOL`` per free parameter (module doc)."""
-    return 2.0 * gain < NOISE_TOL * dof
-
-
-def discrepancy(W: np.ndarray, n: float, mu: np.ndarray) -> float:
-    """Pearson discrepancy ``sum (W - n mu)^2 / (n mu (1 - mu))`` of support counts (module doc)."""
-    mu = np.clip(mu, 1e-300, 1 - 1e-15)
-    return float(np.sum((W - n * mu) ** 2 / (n * mu * (1 - mu))))
+def _as_probabilities(fit: EMResult) -> EMResult:
+    r = fit[0]
+    return EMResult(r.estimate / r.estimate.sum(), r.iterations, r.converged)
 
 
 def em(W: np.ndarray, n: float, mats: Sequence[np.ndarray], *, stop="noise",
-       max_iter: int = DEFAULT_MAX_ITER, init: np.ndarray | None = None) -> tuple[np.ndarray, int, bool]:
+       max_iter: int = DEFAULT_MAX_ITER, init: np.ndarray | None = None) -> EMResult:
     """Count-based EM on the product channel (paper 004 eq. 8-11 on c axes, corrected).
 
     ``W`` (f_1..f_c): support counts of the ``n`` reports complete on these attributes; ``mats``: the
-    per-attribute support matrices ``M_j[v, x] = P(v supported | x)``. Iterates
+    per-attribute support matrices ``M_j[v, x] = P(v supported | x)``. The engine iterates
     ``T <- T * (D x_j M_j^T) / prod_j colsum(M_j)`` with ``D = W / (n T x_j M_j)`` (Poisson/
     Richardson-Lucy EM; for c = 1 this is ``estimation.frequency.em_counts``, for c = 2
     ``estimation.pairs.em_tables``). ``init``: starting probabilities (default uniform).
-    Returns ``(T probabilities, iterations, converged)``.
+    Returns an ``EMResult`` whose ``estimate`` is the table of probabilities.
     """
-    stop = check_stop(stop)
     W = np.asarray(W, dtype=np.float64)
-    shape = W.shape
     n = float(n)
-    if n <= 0:
+    if not n > 0:
         raise ValueError("EM needs n > 0 reports")
     mats = [np.asarray(M, dtype=np.float64) for M in mats]
-    col = np.ones(shape)
-    for ax, M in enumerate(mats):
-        s = M.sum(axis=0)
-        col = col * s.reshape([-1 if a == ax else 1 for a in range(len(shape))])
-    T = np.full(shape, 1.0 / np.prod(shape)) if init is None else np.asarray(init, float).copy()
-    T = np.maximum(T / T.sum(), 1e-12 / T.size)
-    T /= T.sum()
-    mu = apply(T, mats)
-    dof = max(int(np.prod(shape)) - 1, 1)
-    cells = float(np.prod(shape))
-    if stop == "discrepancy" and discrepancy(W, n, mu) <= cells:
-        return T, 0, True
-    prev_gain = np.nan
-    for it in range(1, int(max_iter) + 1):
-        ratio = np.zeros(shape)
-        np.divide(W, n * mu, out=ratio, where=mu > 0)
-        T_new = T * apply(ratio, mats, transpose=True) / col
-        T_new /= T_new.sum()
-        mu_new = apply(T_new, mats)
-        if stop == "noise":
-            gain = float(np.sum(_xlogy(W, mu_new) - _xlogy(W, mu)) - n * (mu_new.sum() - mu.sum()))
-            done = _noise_done(gain, prev_gain, dof)
-            prev_gain = gain
-        elif stop == "discrepancy":
-            done = discrepancy(W, n, mu_new) <= cells
-        elif stop is None:
-            done = False
-        else:
-            done = bool(np.max(np.abs(T_new - T)) < stop)
-        T, mu = T_new, mu_new
-        if done:
-            return T, it, True
-    return T, int(max_iter), stop is None
+    T0 = engine.positive_start(init, n, (1,) + W.shape)
+    problem = engine.PoissonCounts(W[None], _ProductChannel(mats), max(W.size - 1, 1))
+    return _as_probabilities(engine.run(problem, T0, stop=stop, max_iter=max_iter, n_reports=[n]))
 
 
 def group_rows(L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -216,14 +178,14 @@ def likelihoods(log_prob: np.ndarray) -> np.ndarray:
 
 
 def exact_em(log_probs: Sequence[np.ndarray], *, stop="noise", max_iter: int = DEFAULT_MAX_ITER,
-             init: np.ndarray | None = None, group: bool = True) -> tuple[np.ndarray, int, bool]:
+             init: np.ndarray | None = None, group: bool = True) -> EMResult:
     """Report-level maximum-likelihood EM of a c-way table (spec/collection.md, "exact ML EM").
 
     ``log_probs``: c arrays (n, f_j) of ``log P(y_ij | x_j)`` for the n reports complete on the c
     attributes (``Mechanism.log_prob``). With ``group`` (discrete reports) the distinct rows of each
     attribute are found once and ``exact_em_grouped`` runs on their counts; without it (continuous
     reports, where every row is distinct) each report is its own group, and a step costs
-    O(n prod_j f_j). Returns ``(T probabilities, iterations, converged)``.
+    O(n prod_j f_j). Returns an ``EMResult`` (``estimate``: the table of probabilities).
     """
     if not group:
         Ls = [likelihoods(lp) for lp in log_probs]
@@ -238,7 +200,7 @@ def exact_em(log_probs: Sequence[np.ndarray], *, stop="noise", max_iter: int = D
 
 def exact_em_grouped(Ls: Sequence[np.ndarray], C: np.ndarray | None, *, stop="noise",
                      max_iter: int = DEFAULT_MAX_ITER, init: np.ndarray | None = None
-                     ) -> tuple[np.ndarray, int, bool]:
+                     ) -> EMResult:
     """The exact EM on grouped reports.
 
     ``Ls``: c likelihood matrices (U_j, f_j), one row per distinct report of attribute j (e.g. the
@@ -249,11 +211,8 @@ def exact_em_grouped(Ls: Sequence[np.ndarray], C: np.ndarray | None, *, stop="no
     ``T <- T * (sum_u C[u] / s[u] prod_j L_j[u_j, .]) / N``. A step costs O(prod_j U_j * max f)
     (matrix products or ``einsum`` contractions), independent of the number of reports.
     ``stop``: ``"noise"`` (on the exact log-likelihood ``sum_u C[u] log s[u]``), a float
-    tolerance, or ``None``.
+    tolerance, or ``None`` (``"discrepancy"`` is for support counts). Returns an ``EMResult``.
     """
-    stop = check_stop(stop)
-    if stop == "discrepancy":
-        raise ValueError("the exact EM supports stop='noise', a float tolerance or None")
     Ls = [np.asarray(L, dtype=np.float64) for L in Ls]
     c = len(Ls)
     shape = tuple(L.shape[1] for L in Ls)
@@ -295,31 +254,8 @@ def exact_em_grouped(Ls: Sequence[np.ndarray], C: np.ndarray | None, *, stop="no
 
         def num(R):
             return np.einsum(num_expr, R, *Ls, optimize=num_path)
-    N = float(C.sum())
-    if N <= 0:
+    if not float(C.sum()) > 0:
         raise ValueError("the exact EM needs at least one report")
-    T = np.full(shape, 1.0 / np.prod(shape)) if init is None else np.asarray(init, float).copy()
-    T = np.maximum(T / T.sum(), 1e-12 / T.size)
-    T /= T.sum()
-    dof = max(int(np.prod(shape)) - 1, 1)
-    s = den(T)
-    ok = C > 0
-    prev_gain = np.nan
-    for it in range(1, int(max_iter) + 1):
-        r = np.zeros_like(s)
-        np.divide(C, s, out=r, where=ok & (s > 0))
-        T_new = T * num(r) / N
-        T_new /= T_new.sum()
-        s_new = den(T_new)
-        if stop == "noise":
-            gain = float(np.sum(C[ok] * np.log(s_new[ok] / s[ok])))
-            done = _noise_done(gain, prev_gain, dof)
-            prev_gain = gain
-        elif stop is None:
-            done = False
-        else:
-            done = bool(np.max(np.abs(T_new - T)) < stop)
-        T, s = T_new, s_new
-        if done:
-            return T, it, True
-    return T, int(max_iter), stop is None
+    T0 = engine.positive_start(init, 1.0, (1,) + shape)
+    problem = engine.ReportMixture(den, num, C, max(int(np.prod(shape)) - 1, 1))
+    return _as_probabilities(engine.run(problem, T0, stop=stop, max_iter=max_iter))

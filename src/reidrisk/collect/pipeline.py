@@ -33,7 +33,7 @@ random 3-way tables, 3 repetitions, paper's split (k = 15) / attribute sampling 
 * ``stop="noise"`` (default; ``reidrisk.estimation.frequency``: stop when one step's deviance gain
   is statistically invisible, an early stop where the likelihood is flat). ``"discrepancy"`` (stop
   as soon as the fit explains the support counts to within their sampling noise: Morozov's
-  principle, ``reidrisk.collect._tensor``) stopped too early: 0.105 / 0.0393. ``estimator=
+  principle, ``reidrisk.estimation.em``) stopped too early: 0.105 / 0.0393. ``estimator=
   "norm_sub"``: 0.107 / 0.0337. A float tolerance and ``None`` are also accepted.
 * ``shrink=None`` (default): see below. ``"eb"`` gave 0.087 / 0.0331 and ``"js"`` 0.087 / 0.0336
   here, but ``"eb"`` was 10-15% worse at k = 3 and 4 in an earlier run (0.0417 against 0.0367,
@@ -113,6 +113,7 @@ from scipy.stats import chi2, false_discovery_control
 from reidrisk.collect import _tensor
 from reidrisk.collect.protocol import Protocol, variance_factor
 from reidrisk.collect.reports_io import CollectedReports
+from reidrisk.estimation.em import DEFAULT_MAX_ITER, EstimationError, parse_stop
 from reidrisk.mechanisms.base import as_generator
 from reidrisk.mechanisms.record import RecordReports
 from reidrisk.schema import Schema, SchemaError
@@ -360,14 +361,14 @@ class CollectPipeline:
     def __init__(self, estimator: str = "em", *, stop="noise", shrink: str | None = None,
                  marginal_shrink: bool = True,
                  exact_em: bool | str = False, fallback: bool = True, alpha: float = DEFAULT_ALPHA,
-                 copula_method: str = "table", max_iter: int = _tensor.DEFAULT_MAX_ITER) -> None:
+                 copula_method: str = "table", max_iter: int = DEFAULT_MAX_ITER) -> None:
         if estimator not in ESTIMATORS:
             raise CollectError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
         if shrink not in SHRINK:
             raise CollectError(f"shrink must be one of {SHRINK}, got {shrink!r}")
         try:
-            _tensor.check_stop(stop)
-        except (TypeError, ValueError) as exc:
+            parse_stop(stop)
+        except EstimationError as exc:
             raise CollectError(str(exc)) from None
         if exact_em not in EXACT_EM:
             raise CollectError(f"exact_em must be one of {EXACT_EM}, got {exact_em!r}")
@@ -398,7 +399,7 @@ class CollectPipeline:
     # ---- steps -------------------------------------------------------------------------------
     def estimate_marginals(self, reports, counts=None) -> tuple[list[np.ndarray], list[int]]:
         """Step 2 of the module doc: every attribute's distribution and its EM iterations."""
-        from reidrisk.estimation import em_counts, estimate_marginal, invert, norm_sub, pair_counts
+        from reidrisk.estimation import estimate_marginal, marginals_from_counts, pair_counts
 
         rr, _ = unpack(reports)
         schema, mechs = rr.schema, rr.mechanisms
@@ -412,24 +413,24 @@ class CollectPipeline:
                     f"attribute {a.name!r} has no present reports, so nothing can be estimated for "
                     "it; drop it from the schema or collect reports that include it"
                 )
-        stop = self.stop
+        if self.estimator == "raw":
+            ests = None
+        elif self.estimator == "em" and self.exact_em:
+            ests = [estimate_marginal(m, rr.reports[j], "exact_em", name=a.name, stop=self.stop,
+                                      max_iter=self.max_iter)
+                    for j, (a, m) in enumerate(zip(schema, mechs))]
+        else:
+            ests = marginals_from_counts(mechs, [counts.counts(j) for j in range(len(mechs))],
+                                         [npair[j, j] for j in range(len(mechs))],
+                                         self.estimator, names=schema.names, stop=self.stop,
+                                         max_iter=self.max_iter)
         margs, m_iter = [], []
-        for j, (a, m) in enumerate(zip(schema, mechs)):
-            w = counts.counts(j).astype(np.float64)
-            nj = int(npair[j, j])
-            if self.estimator == "raw":
+        for j in range(len(mechs)):
+            if ests is None:
+                w = counts.counts(j).astype(np.float64)
                 p, it = w / w.sum(), 0
-            elif self.estimator == "norm_sub":
-                p, it = norm_sub(invert(w, nj, m.p_support, m.q_support), nj) / nj, 0
-            elif self.exact_em:
-                est = estimate_marginal(m, rr.reports[j], "exact_em", name=a.name, stop=stop,
-                                        max_iter=self.max_iter)
-                p, it = est.probs, est.iterations
-            elif stop == "discrepancy":
-                p, it, _ = _tensor.em(w, nj, [m.support_matrix()], stop=stop, max_iter=self.max_iter)
             else:
-                fit = em_counts(w, nj, m.support_matrix(), stop=stop, max_iter=self.max_iter)
-                p, it = fit.values / fit.values.sum(), fit.iterations
+                p, it = ests[j].probs, ests[j].iterations
             p = np.clip(np.asarray(p, dtype=np.float64), 0.0, None)
             margs.append(p / p.sum())
             m_iter.append(int(it))
@@ -456,14 +457,6 @@ class CollectPipeline:
                 tables[(j, k)], p_iter[(j, k)] = W / W.sum(), 0
         elif self.estimator == "em" and self.exact_em is True:
             tables, p_iter = self._exact_pairs(rr, margs, together)
-        elif self.estimator == "em" and stop == "discrepancy":
-            for j, k in together:
-                W = counts.block(j, k).astype(np.float64)
-                T, it, _ = _tensor.em(W, float(npair[j, k]),
-                                      [mechs[j].support_matrix(), mechs[k].support_matrix()],
-                                      stop=stop, max_iter=self.max_iter,
-                                      init=np.outer(margs[j], margs[k]))
-                tables[(j, k)], p_iter[(j, k)] = T, it
         elif together:
             fe = [FrequencyEstimate(p, p * npair[j, j], int(npair[j, j]), self.estimator)
                   for j, p in enumerate(margs)]
@@ -491,10 +484,10 @@ class CollectPipeline:
             shape = (Uj.shape[0], Uk.shape[0])
             C = np.bincount(flat, minlength=shape[0] * shape[1]).reshape(shape)
             rows_j, rows_k = np.flatnonzero(C.sum(axis=1)), np.flatnonzero(C.sum(axis=0))
-            T, it, _ = _tensor.exact_em_grouped([Uj[rows_j], Uk[rows_k]], C[np.ix_(rows_j, rows_k)],
-                                                stop=self.stop, max_iter=self.max_iter,
-                                                init=np.outer(margs[j], margs[k]))
-            tables[(j, k)], iters[(j, k)] = T, it
+            fit = _tensor.exact_em_grouped([Uj[rows_j], Uk[rows_k]], C[np.ix_(rows_j, rows_k)],
+                                           stop=self.stop, max_iter=self.max_iter,
+                                           init=np.outer(margs[j], margs[k]))
+            tables[(j, k)], iters[(j, k)] = fit.estimate, fit.iterations
         return tables, iters
 
     def fit(self, reports) -> CollectModel:

@@ -1,19 +1,20 @@
 """Server-side estimation from LDP reports (paper 004 Section 4.2; spec/collection.md).
 
+* ``em``: the one EM engine (iteration, SQUAREM acceleration, stopping rules) every EM runs on.
 * ``frequency``: single-attribute distributions -- inversion, norm-sub, count EM, exact report EM.
 * ``pairs``: every pair's counts as one Gram matrix, pair EM / inversion through the pair channel.
 * ``information``: entropy, mutual information (eq. 14), KL and Jensen-Shannon divergences.
 """
 
+from reidrisk.estimation.em import EMResult, EstimationError
 from reidrisk.estimation.frequency import (
-    EMResult,
-    EstimationError,
     FrequencyEstimate,
     em_counts,
     em_reports,
     estimate_marginal,
     estimate_marginals,
     invert,
+    marginals_from_counts,
     norm_sub,
     variance,
 )
@@ -36,5 +37,5 @@ __all__ = [
     "EMResult", "EstimationError", "FrequencyEstimate", "PairCounts", "PairEstimates",
     "em_counts", "em_reports", "em_tables", "entropy", "estimate_marginal", "estimate_marginals",
     "estimate_pairs", "invert", "invert_tables", "js_divergence", "kl_divergence",
-    "mutual_information", "norm_sub", "pair_counts", "variance",
+    "marginals_from_counts", "mutual_information", "norm_sub", "pair_counts", "variance",
 ]

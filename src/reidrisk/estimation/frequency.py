@@ -12,44 +12,24 @@ Every mechanism in ``reidrisk.mechanisms`` is a pure frequency oracle: the suppo
 * ``estimate_marginal`` / ``estimate_marginals`` -- the above applied to one / every attribute;
 * ``variance``   -- the exact per-cell variance of the inversion estimate (spec/pie.md, eq. 22).
 
-Stopping rule of the EMs (``stop="noise"``, the default)
---------------------------------------------------------
-Both EMs increase a log-likelihood L at every step (the Poisson likelihood of the counts for the
-count EMs, the exact likelihood of the reports for ``em_reports``). Twice a log-likelihood
-difference (a deviance) is on the chi-square scale of the sampling noise: a deviance of 1 is a move
-of about one standard error along one direction. The EM stops as soon as one step gains a deviance
-``2 (L_t - L_{t-1})`` below ``NOISE_TOL = 1e-4`` per free parameter (``k - 1`` for a distribution
-over k values; ``f f' - 1`` for a pair table): that step moved the fit by about 0.01 standard
-errors, a statistically invisible amount. Where the data are informative (large epsilon or n) EM
-converges fast and the rule stops within a small fraction of a standard error of the
-maximum-likelihood fixed point. Where the likelihood is flat (small epsilon: EM's rate of
-convergence is close to 1) single steps are tiny and the rule stops early, between the start
-(uniform by default; for pairs the product of the marginals) and the fixed point: the regularising
-early stop that spec/collection.md asks to expose.
+Every EM here runs on the package's one engine, ``reidrisk.estimation.em`` (iteration, SQUAREM
+acceleration, stopping rules); this module only sets up the channels and the starts.
 
-Measured (``benchmarks/em_stop.py``, docs/results/em_stop.md: GRR, subset, OUE; k in {2, 6, 20};
-epsilon in {0.1, 0.5, 1, 3}; n = 10,000; 30 truths drawn from Dirichlet(0.5) per cell): the MSE of
-EM with this default divided by the better of norm-sub and the fully converged EM is 0.28-1.34,
-above 1.1 in 3 of the 36 cells (subset k = 2 and 6, OUE k = 2, all at epsilon = 0.1) and far below
-1 where the noise dominates (k = 20, epsilon = 0.1: 0.28-0.58). A looser 1e-3 reaches 2.9-3.7
-(subset and OUE, k = 20, epsilon = 0.5; OUE k = 2, epsilon = 0.1); a stricter 1e-5 stays within
-0.56-1.06 but gives up most of the gain where the noise dominates (GRR k = 20, epsilon = 0.1: 0.61
-against 0.28), at about twice the steps.
-
-Large domains. At k = 1024 (GRR) one EM step moves the estimate by about p - q of the way to
-the fixed point, so the first step already gains less than the threshold and the rule stops after
-it, returning the uniform start nudged once (same benchmark, n = 10^5 and 10^6, epsilon = 1 and 2,
-3 truths each). That is the better answer for spread-out distributions (Dirichlet(0.5): MSE 0.0019
-against 0.011-0.042 for the converged EM and 0.014-0.052 for norm-sub) and for a heavy head at
-n = 10^5, epsilon = 1 (Zipf, exponent 1.1: 0.047 against 0.064), but the worse one for that heavy
-head with more signal (0.047 against 0.014-0.018 at epsilon = 2, n = 10^5 and at epsilon = 1,
-n = 10^6). The deviance of the fixed point over the uniform start differs little between the cases
-(163-197 spread out, 248-278 heavy head, on 1023 free parameters). For a large domain known to be
-concentrated, pass ``stop=1e-7`` with a larger ``max_iter``, or use norm-sub.
+The default EM (``stop="noise"``)
+---------------------------------
+The EM starts from the uniform distribution and is SQUAREM-accelerated until the deviance still to
+be gained before the maximum-likelihood fixed point is statistically invisible (``em`` module doc:
+at most about 1e-4 per free parameter, measured at most 4.3e-4). So the default *is* the
+maximum-likelihood estimate within 0.02 standard errors per direction. The rule it replaces
+compared one EM step's gain with that threshold; where the likelihood is flat that stopped at the
+start: at k = 1024 (GRR, epsilon = 1) it returned the uniform start nudged once, and at k <= 20,
+epsilon = 1 it was biased toward uniform by 4.7 (GRR) and 9.8 (OUE) standard errors of the mean
+over 1,000 repetitions (``tests/estimation/test_frequency.py``). Measured against norm-sub and the
+fully converged EM in docs/results/em_stop.md (``benchmarks/em_stop.py``).
 
 ``stop=("noise", threshold)`` applies the same rule with another threshold than ``NOISE_TOL``;
-``stop=<float>`` instead stops when no probability changes by more than that amount in one step;
-``stop=None`` runs exactly ``max_iter`` steps.
+``stop=<float>`` instead stops when no probability changes by more than that amount in one plain
+EM step (an early stop along the EM path); ``stop=None`` runs exactly ``max_iter`` plain steps.
 """
 
 from __future__ import annotations
@@ -59,50 +39,36 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from reidrisk.estimation.em import (
+    DEFAULT_MAX_ITER,
+    NOISE_TOL,
+    EMResult,
+    EstimationError,
+    PoissonCounts,
+    ReportMixture,
+    _frozen,
+    check_max_iter,
+    parse_stop,
+    positive_start,
+)
+from reidrisk.estimation import em as engine
+
 if TYPE_CHECKING:  # pragma: no cover
     from reidrisk.mechanisms.base import Mechanism
     from reidrisk.mechanisms.record import RecordReports
 
-NOISE_TOL = 1e-4
-"""Deviance gain of one EM step, per free parameter, below which ``stop="noise"`` stops."""
-
-DEFAULT_MAX_ITER = 10_000
-"""Iteration cap of the EMs."""
-
 METHODS = ("em", "inversion", "norm_sub", "exact_em")
 
-
-class EstimationError(ValueError):
-    """Bad input to an estimator. The message names the attribute/parameter and the fix."""
+__all__ = [
+    "DEFAULT_MAX_ITER", "EMResult", "EstimationError", "FrequencyEstimate", "METHODS", "NOISE_TOL",
+    "em_counts", "em_reports", "estimate_marginal", "estimate_marginals", "invert",
+    "marginals_from_counts", "norm_sub", "variance",
+]
 
 
 # ---------------------------------------------------------------------------------------------
 # results
 # ---------------------------------------------------------------------------------------------
-def _frozen(a: np.ndarray) -> np.ndarray:
-    a = np.array(a, dtype=np.float64, copy=True)
-    a.setflags(write=False)
-    return a
-
-
-@dataclass(frozen=True)
-class EMResult:
-    """Output of ``em_counts`` / ``em_reports``.
-
-    ``values``: the estimate, shape (k,): counts for ``em_counts``, probabilities for
-    ``em_reports``.
-    ``iterations``: EM steps taken. ``converged``: the stopping rule was met before ``max_iter``
-    (always ``True`` for ``stop=None``).
-    """
-
-    values: np.ndarray
-    iterations: int
-    converged: bool
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "values", _frozen(self.values))
-
-
 @dataclass(frozen=True)
 class FrequencyEstimate:
     """Estimated distribution of one attribute.
@@ -125,7 +91,6 @@ class FrequencyEstimate:
     def __post_init__(self) -> None:
         object.__setattr__(self, "probs", _frozen(self.probs))
         object.__setattr__(self, "counts", _frozen(self.counts))
-
 
 # ---------------------------------------------------------------------------------------------
 # closed forms
@@ -209,72 +174,6 @@ def variance(theta, n, p, q) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------
-# stopping rule (shared with pairs.py)
-# ---------------------------------------------------------------------------------------------
-def _parse_stop(stop) -> tuple[str, float]:
-    """('noise', tol) | ('tol', tol) | ('none', 0)."""
-    if stop is None:
-        return "none", 0.0
-    if isinstance(stop, tuple) and len(stop) == 2 and stop[0] == "noise":
-        tol = _positive_tolerance(stop[1], stop)
-        return "noise", tol
-    if isinstance(stop, str):
-        if stop != "noise":
-            raise EstimationError(
-                f"stop must be 'noise', ('noise', threshold), a positive float tolerance or None, "
-                f"got {stop!r}"
-            )
-        return "noise", NOISE_TOL
-    return "tol", _positive_tolerance(stop, stop)
-
-
-def _positive_tolerance(value, stop) -> float:
-    try:
-        tol = float(value)
-    except (TypeError, ValueError):
-        raise EstimationError(
-            f"stop must be 'noise', ('noise', threshold), a positive float tolerance or None, "
-            f"got {stop!r}"
-        ) from None
-    if not np.isfinite(tol) or tol <= 0:
-        raise EstimationError(f"stop tolerance must be finite and > 0, got {stop!r}")
-    return tol
-
-
-def _check_max_iter(max_iter) -> int:
-    if isinstance(max_iter, bool) or int(max_iter) != max_iter or int(max_iter) < 1:
-        raise EstimationError(f"max_iter must be an integer >= 1, got {max_iter!r}")
-    return int(max_iter)
-
-
-def _noise_converged(gain, tol, dof) -> np.ndarray:
-    """One step's deviance gain ``2 dL`` below ``tol * dof`` (see module doc).
-
-    A non-positive gain means the likelihood no longer increases: converged.
-    """
-    return 2.0 * np.asarray(gain, dtype=np.float64) < tol * dof
-
-
-def _safe_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """num / den (same shapes), 0 where den == 0: a cell nobody can reach contributes nothing."""
-    out = np.zeros_like(den)
-    np.divide(num, den, out=out, where=den > 0)
-    return out
-
-
-def _poisson_gain(w: np.ndarray, mu_old: np.ndarray, mu_new: np.ndarray, axis=None):
-    """L(mu_new) - L(mu_old) for the Poisson log-likelihood sum(w log mu - mu), computed without
-    cancellation: sum w log1p((mu_new - mu_old)/mu_old) - sum(mu_new - mu_old)."""
-    d = mu_new - mu_old
-    rel = _safe_ratio(d, mu_old)
-    # a cell with w = 0 adds nothing to the log term, whatever happens to its mean; where w > 0 a
-    # mean collapsing to 0 is an infinite loss, bounded here at the smallest relative step above -1
-    log_term = np.zeros_like(rel)
-    np.log1p(np.maximum(rel, np.nextafter(-1.0, 0.0)), out=log_term, where=w > 0)
-    return np.sum(w * log_term, axis=axis) - np.sum(d, axis=axis)
-
-
-# ---------------------------------------------------------------------------------------------
 # count-based EM
 # ---------------------------------------------------------------------------------------------
 def em_counts(w, n, M, stop="noise", max_iter: int = DEFAULT_MAX_ITER, init=None) -> EMResult:
@@ -301,12 +200,11 @@ def em_counts(w, n, M, stop="noise", max_iter: int = DEFAULT_MAX_ITER, init=None
     inversion; EM differs where the inversion leaves the simplex.
 
     ``w``: support counts (k,); ``n``: number of present reports (scale of the default uniform start
-    and of ``init``); ``M``: (k, k) channel, ``M[v, x] = P(v supported | x)``. ``stop``: ``"noise"``
-    (module doc; ``("noise", threshold)`` for another threshold), a float tolerance on the
-    largest change of ``z / sum z``, or ``None`` (run
-    ``max_iter`` steps). ``init``: positive start (k,), any scale (rescaled to sum n); zeros stay
+    and of ``init``); ``M``: (k, k) channel, ``M[v, x] = P(v supported | x)``. ``stop``,
+    ``max_iter``: the rules of the one engine (``reidrisk.estimation.em``; default ``"noise"``,
+    SQUAREM-accelerated). ``init``: positive start (k,), any scale (rescaled to sum n); zeros stay
     zero under multiplicative updates, so they are lifted to 1e-12 of the mean. Float64 throughout.
-    Returns ``EMResult(values=z (k,), iterations, converged)``.
+    Returns ``EMResult(estimate=z (k,), iterations, converged)``.
     """
     w = np.asarray(w, dtype=np.float64)
     M = np.asarray(M, dtype=np.float64)
@@ -322,42 +220,14 @@ def em_counts(w, n, M, stop="noise", max_iter: int = DEFAULT_MAX_ITER, init=None
     n = float(n)
     if not n > 0:
         raise EstimationError(f"em_counts needs n > 0 present reports, got {n}")
-    mode, tol = _parse_stop(stop)
-    max_iter = _check_max_iter(max_iter)
-    k = w.size
-    colsum = M.sum(axis=0)
-    if np.any(colsum <= 0):
+    if np.any(M.sum(axis=0) <= 0):
         raise EstimationError("every column of the channel M must have a positive sum")
-    z = _start(init, n, (k,))
-    mu = M @ z
-    for it in range(1, max_iter + 1):
-        z_new = z * (M.T @ _safe_ratio(w, mu)) / colsum
-        mu_new = M @ z_new
-        if mode == "noise":
-            gain = _poisson_gain(w, mu, mu_new)
-            done = bool(_noise_converged(gain, tol, max(k - 1, 1)))
-        elif mode == "tol":
-            s_new, s_old = z_new.sum(), z.sum()
-            done = bool(np.max(np.abs(z_new / s_new - z / s_old)) < tol) if s_new > 0 else True
-        else:
-            done = False
-        z, mu = z_new, mu_new
-        if done:
-            return EMResult(z, it, True)
-    return EMResult(z, max_iter, mode == "none")
-
-
-def _start(init, n, shape) -> np.ndarray:
-    if init is None:
-        return np.full(shape, n / np.prod(shape), dtype=np.float64)
-    z0 = np.array(init, dtype=np.float64)
-    if z0.shape != shape or np.any(z0 < 0) or not np.all(np.isfinite(z0)) or z0.sum() <= 0:
-        raise EstimationError(
-            f"init must be {shape} finite non-negative numbers with a positive sum, got {init!r}"
-        )
-    z0 = z0 / z0.sum()
-    z0 = np.maximum(z0, 1e-12 / z0.size)
-    return z0 / z0.sum() * n
+    k = w.size
+    init1 = None if init is None else np.asarray(init, dtype=np.float64).reshape(1, -1, 1) \
+        if np.size(init) == k else init
+    fit = _em_tables(w[None, :, None], n, _Channels.dense(M[None], np.ones((1, 1, 1))),
+                     stop=stop, max_iter=max_iter, init=init1)
+    return EMResult(fit.estimate[0, :, 0], int(fit.iterations[0]), bool(fit.converged[0]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -368,7 +238,8 @@ def em_reports(log_prob, stop="noise", max_iter: int = DEFAULT_MAX_ITER, init=No
 
     ``log_prob`` (n, k): ``log P(y_i | X = x)`` for each report i (``Mechanism.log_prob``). The
     likelihood is ``prod_i sum_x theta_x P(y_i | x)``; EM iterates
-    ``theta <- mean_i posterior_i`` with ``posterior_i(x) ∝ theta_x P(y_i | x)``.
+    ``theta <- mean_i posterior_i`` with ``posterior_i(x) ∝ theta_x P(y_i | x)``
+    (``reidrisk.estimation.em.ReportMixture``).
 
     Reports with identical rows (GRR: at most k distinct rows; subset: at most C(k, h)) are grouped
     once with ``np.unique`` and weighted by their multiplicity, so a step costs O(U k) for U
@@ -376,44 +247,28 @@ def em_reports(log_prob, stop="noise", max_iter: int = DEFAULT_MAX_ITER, init=No
     not change the maximiser and are dropped. Each row is shifted by its maximum before
     exponentiation (the posterior is invariant to a per-row factor). ``stop``/``max_iter``/``init``
     as in ``em_counts`` (``init``: probabilities). For GRR the step is identical to ``em_counts`` on
-    the GRR channel. Returns ``EMResult(values=theta (k,), iterations, converged)``.
+    the GRR channel. Returns ``EMResult(estimate=theta (k,), iterations, converged)``.
     """
     lp = np.asarray(log_prob, dtype=np.float64)
     if lp.ndim != 2 or lp.shape[1] < 1:
         raise EstimationError(f"log_prob must be an (n, k) array, got shape {lp.shape}")
     if np.any(np.isnan(lp)) or np.any(lp == np.inf):
         raise EstimationError("log_prob must not contain NaN or +inf")
-    mode, tol = _parse_stop(stop)
-    max_iter = _check_max_iter(max_iter)
+    parse_stop(stop)
+    check_max_iter(max_iter)
     k = lp.shape[1]
-    theta = _start(init, 1.0, (k,))
+    theta = positive_start(init, 1.0, (1, k))
     rowmax = lp.max(axis=1, keepdims=True)
     if np.any(~np.isfinite(rowmax)):
         raise EstimationError("a report has probability 0 under every input value; check reports")
     informative = np.ptp(lp, axis=1) > 0
     lp = lp[informative] - rowmax[informative]
     if lp.shape[0] == 0:
-        return EMResult(theta, 0, True)
+        return EMResult(theta[0], 0, True)
     uniq, counts = np.unique(lp, axis=0, return_counts=True)
     L = np.exp(uniq)  # (U, k), max entry of each row = 1
-    c = counts.astype(np.float64)
-    N = c.sum()
-    s = L @ theta
-    for it in range(1, max_iter + 1):
-        theta_new = theta * (L.T @ (c / s)) / N
-        theta_new /= theta_new.sum()
-        s_new = L @ theta_new
-        if mode == "noise":
-            gain = float(np.sum(c * np.log1p((s_new - s) / s)))
-            done = bool(_noise_converged(gain, tol, max(k - 1, 1)))
-        elif mode == "tol":
-            done = bool(np.max(np.abs(theta_new - theta)) < tol)
-        else:
-            done = False
-        theta, s = theta_new, s_new
-        if done:
-            return EMResult(theta, it, True)
-    return EMResult(theta, max_iter, mode == "none")
+    problem = ReportMixture(lambda t: L @ t, lambda r: L.T @ r, counts, max(k - 1, 1))
+    return engine.run(problem, theta, stop=stop, max_iter=max_iter)[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -467,17 +322,18 @@ class _Channels:
 
     Structured (``M_i = a_i I + q_i 1 1^T``, every pure oracle here): parameters as (P, 1, 1)
     columns and O(f1 f2) products. Dense (any channel): matrices (P, f1, f1), (P, f2, f2) and
-    batched matrix products. ``c12``: product of the column sums, broadcastable to (P, f1, f2).
+    batched matrix products. ``colsum``: product of the column sums, broadcastable to (P, f1, f2)
+    (the channel protocol of ``reidrisk.estimation.em.PoissonCounts``).
     """
 
     def __init__(self, *, params=None, mats=None):
         self.params, self.mats = params, mats
         if params is not None:
             a1, q1, a2, q2, f1, f2 = params
-            self.c12 = (a1 + f1 * q1) * (a2 + f2 * q2)
+            self.colsum = (a1 + f1 * q1) * (a2 + f2 * q2)
         else:
             M1, M2 = mats
-            self.c12 = M1.sum(axis=1)[:, :, None] * M2.sum(axis=1)[:, None, :]
+            self.colsum = M1.sum(axis=1)[:, :, None] * M2.sum(axis=1)[:, None, :]
 
     @classmethod
     def structured(cls, a1, q1, a2, q2, f1: int, f2: int, P: int) -> "_Channels":
@@ -518,72 +374,43 @@ class _Channels:
         M1, M2 = self.mats
         return _Channels(mats=(M1[keep], M2[keep]))
 
-
-def _em_batched(W3, n, ch: _Channels, stop="noise", max_iter: int = DEFAULT_MAX_ITER, init=None):
-    """Count EM (``em_counts``) on P tables at once through the channels ``ch``.
+def _em_tables(W3, n, ch: _Channels, stop="noise", max_iter: int = DEFAULT_MAX_ITER,
+               init=None) -> EMResult:
+    """Count EM (``em_counts``) on P tables at once through the channels ``ch``, by the one
+    engine (``reidrisk.estimation.em.run`` on ``PoissonCounts``).
 
     ``W3`` (P, f1, f2) counts, ``n`` (P,) scales of the start, ``init`` (P, f1, f2) or None
     (uniform). Each table stops on its own rule (``f1 f2 - 1`` free parameters) and then leaves
-    the batch.
-    Returns ``(Z (P, f1, f2), iterations (P,), converged (P,))``.
+    the batch. Returns a batch ``EMResult`` (estimate (P, f1, f2), iterations and converged (P,)).
     """
     W3 = np.asarray(W3, dtype=np.float64)
     if W3.ndim != 3 or np.any(W3 < 0) or not np.all(np.isfinite(W3)):
         raise EstimationError("counts W must be a finite non-negative (P, f1, f2) array")
     P, f1, f2 = W3.shape
-    mode, tol = _parse_stop(stop)
-    max_iter = _check_max_iter(max_iter)
     n = np.broadcast_to(np.asarray(n, dtype=np.float64), (P,)).copy()
     if np.any(n <= 0) or not np.all(np.isfinite(n)):
         raise EstimationError("every table needs n > 0 reports")
-    if init is None:
-        Z = np.broadcast_to((n / (f1 * f2))[:, None, None], W3.shape).copy()
-    else:
-        Z = np.array(init, dtype=np.float64)
-        if Z.shape != W3.shape or np.any(Z < 0) or not np.all(np.isfinite(Z)) \
-                or np.any(Z.sum(axis=(1, 2)) <= 0):
-            raise EstimationError(
-                f"init must be a finite non-negative array of shape {W3.shape} with a positive "
-                "sum per table"
-            )
-        Z = Z / Z.sum(axis=(1, 2), keepdims=True)
-        Z = np.maximum(Z, 1e-12 / (f1 * f2))
-        Z = Z / Z.sum(axis=(1, 2), keepdims=True) * n[:, None, None]
-    iters = np.zeros(P, dtype=np.int64)
-    conv = np.zeros(P, dtype=bool)
-    active = np.arange(P)
-    Wa, Za, cha = W3, Z, ch
-    mu = cha.forward(Za)
-    dof = max(f1 * f2 - 1, 1)
-    for it in range(1, max_iter + 1):
-        Z_new = Za * cha.adjoint(_safe_ratio(Wa, mu)) / cha.c12
-        mu_new = cha.forward(Z_new)
-        if mode == "noise":
-            done = _noise_converged(_poisson_gain(Wa, mu, mu_new, axis=(1, 2)), tol, dof)
-        elif mode == "tol":
-            s_new = Z_new.sum(axis=(1, 2), keepdims=True)
-            s_old = Za.sum(axis=(1, 2), keepdims=True)
-            done = np.max(np.abs(Z_new / s_new - Za / s_old), axis=(1, 2)) < tol
-        else:
-            done = np.zeros(active.size, dtype=bool)
-        Za, mu = Z_new, mu_new
-        if done.any() or it == max_iter:
-            fin = done if it < max_iter else np.ones(active.size, dtype=bool)
-            idx = active[fin]
-            Z[idx] = Za[fin]
-            iters[idx] = it
-            conv[idx] = done[fin] | (mode == "none")
-            keep = ~fin
-            if not keep.any():
-                break
-            active = active[keep]
-            Wa, Za, mu, cha = Wa[keep], Za[keep], mu[keep], cha.take(keep)
-    return Z, iters, conv
+    Z = positive_start(init, n, W3.shape)
+    problem = PoissonCounts(W3, ch, max(f1 * f2 - 1, 1))
+    return engine.run(problem, Z, stop=stop, max_iter=max_iter, n_reports=n)
 
 
 # ---------------------------------------------------------------------------------------------
 # per-attribute front ends
 # ---------------------------------------------------------------------------------------------
+def marginals_from_counts(mechs: Sequence["Mechanism"], ws, ns, method: str = "em", *,
+                          names: Sequence[str | None] | None = None, stop="noise",
+                          max_iter: int = DEFAULT_MAX_ITER) -> list[FrequencyEstimate]:
+    """Several attributes' estimates from their support counts ``ws[j]`` (k_j,) and ``ns[j]``
+    present reports (``estimate_marginals`` without counting; methods ``"em"``, ``"inversion"``,
+    ``"norm_sub"``). EM attributes with equal domain size are iterated as one batch."""
+    _check_method(method, METHODS[:3])
+    names = [None] * len(mechs) if names is None else list(names)
+    return _marginals_from_counts([np.asarray(w, dtype=np.float64).ravel() for w in ws],
+                                  [int(n) for n in ns], list(mechs), names, method, stop=stop,
+                                  max_iter=max_iter)
+
+
 def _from_counts(w, n_present, mech, method, name=None, *, stop="noise",
                  max_iter=DEFAULT_MAX_ITER, init=None) -> FrequencyEstimate:
     """One attribute's estimate from its support counts ``w`` (k,) and ``n_present`` reports."""
@@ -597,11 +424,8 @@ def _from_counts(w, n_present, mech, method, name=None, *, stop="noise",
             z = norm_sub(z, n_present)
         return FrequencyEstimate(z / n_present, z, n_present, method, name=name)
     if method == "em":
-        fit = em_counts(w, n_present, mech.support_matrix(), stop=stop, max_iter=max_iter,
-                        init=init)
-        probs = fit.values / fit.values.sum()
-        return FrequencyEstimate(probs, probs * n_present, n_present, method, fit.iterations,
-                                 fit.converged, name)
+        return _marginals_from_counts([w], [n_present], [mech], [name], method, stop=stop,
+                                      max_iter=max_iter, inits=[init])[0]
     raise EstimationError(f"unknown method {method!r}; choose one of {list(METHODS)}")
 
 
@@ -644,18 +468,19 @@ def estimate_marginal(mech: "Mechanism", reports, method: str = "em", *, name: s
     if method == "exact_em":
         rep = np.asarray(reports)[~missing]
         fit = em_reports(mech.log_prob(rep), stop=stop, max_iter=max_iter, init=init)
-        return FrequencyEstimate(fit.values, fit.values * n_present, n_present, method,
+        return FrequencyEstimate(fit.estimate, fit.estimate * n_present, n_present, method,
                                  fit.iterations, fit.converged, name)
     w = np.asarray(mech.support_counts(reports)[0], dtype=np.float64).ravel()
     return _from_counts(w, n_present, mech, method, name, stop=stop, max_iter=max_iter, init=init)
 
 
 def _marginals_from_counts(ws, ns, mechs, names, method, *, stop="noise",
-                           max_iter: int = DEFAULT_MAX_ITER, channels=None
+                           max_iter: int = DEFAULT_MAX_ITER, channels=None, inits=None
                            ) -> list[FrequencyEstimate]:
     """Estimates of several attributes from their support counts ``ws[j]`` and ``ns[j]`` present
     reports. For ``"em"`` attributes with equal domain size are iterated together as one batch
-    (``_em_batched`` with ``M_2 = [1]``: the same EM as ``em_counts``, one attribute per table)."""
+    (``_em_tables`` with ``M_2 = [1]``: the same EM as ``em_counts``, one attribute per table),
+    each from ``inits[j]`` (None: ``_default_start``)."""
     for j, nj in enumerate(ns):
         if nj == 0:
             raise _no_reports(names[j])
@@ -663,6 +488,7 @@ def _marginals_from_counts(ws, ns, mechs, names, method, *, stop="noise",
         return [_from_counts(np.asarray(w, dtype=np.float64), int(nj), m, method, nm)
                 for w, nj, m, nm in zip(ws, ns, mechs, names)]
     chans = channels if channels is not None else [_mech_channel(m) for m in mechs]
+    inits = [None] * len(mechs) if inits is None else list(inits)
     out: list = [None] * len(mechs)
     groups: dict[tuple[int, bool], list[int]] = {}
     for j, (m, c) in enumerate(zip(mechs, chans)):
@@ -675,12 +501,32 @@ def _marginals_from_counts(ws, ns, mechs, names, method, *, stop="noise",
                                       f, 1, len(J))
         else:
             ch = _Channels.dense(np.stack([chans[j].M for j in J]), np.ones((len(J), 1, 1)))
-        Z, its, conv = _em_batched(W, nJ, ch, stop=stop, max_iter=max_iter)
+        start = np.stack([_start_of(inits[j], ws[j], ns[j], mechs[j], chans[j]) for j in J])
+        fit = _em_tables(W, nJ, ch, stop=stop, max_iter=max_iter, init=start[:, :, None])
         for i, j in enumerate(J):
-            probs = Z[i, :, 0] / Z[i, :, 0].sum()
-            out[j] = FrequencyEstimate(probs, probs * ns[j], int(ns[j]), "em", int(its[i]),
-                                       bool(conv[i]), names[j])
+            z = fit.estimate[i, :, 0]
+            probs = z / z.sum()
+            out[j] = FrequencyEstimate(probs, probs * ns[j], int(ns[j]), "em",
+                                       int(fit.iterations[i]), bool(fit.converged[i]), names[j])
     return out
+
+
+def _start_of(init, w, n, mech, chan) -> np.ndarray:
+    """The EM start of one attribute: ``init`` when given (checked), else ``_default_start``."""
+    k = mech.k
+    if init is None:
+        return _default_start(np.asarray(w, dtype=np.float64), float(n), mech, chan)
+    z = np.array(init, dtype=np.float64)
+    if z.shape != (k,) or np.any(z < 0) or not np.all(np.isfinite(z)) or z.sum() <= 0:
+        raise EstimationError(
+            f"init must be {(k,)} finite non-negative numbers with a positive sum, got {init!r}"
+        )
+    return z
+
+
+def _default_start(w, n, mech, chan) -> np.ndarray:
+    """Default EM start: uniform."""
+    return np.full(mech.k, 1.0 / mech.k)
 
 
 def estimate_marginals(record_reports: "RecordReports", method: str = "em", *, stop="noise",

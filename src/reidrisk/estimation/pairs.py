@@ -32,13 +32,14 @@ from typing import TYPE_CHECKING, Iterable
 import numpy as np
 import scipy.sparse as sp
 
+from reidrisk.estimation.em import EMResult
 from reidrisk.estimation.frequency import (
     DEFAULT_MAX_ITER,
     EstimationError,
     FrequencyEstimate,
     _Channels,
     _check_method,
-    _em_batched,
+    _em_tables,
     _marginals_from_counts,
     _mech_channel,
     norm_sub,
@@ -197,23 +198,25 @@ def invert_tables(W, a1, q1, a2, q2) -> np.ndarray:
     return Z[0] if squeeze else Z
 
 
-def em_tables(W, n, a1, q1, a2, q2, stop="noise", max_iter: int = DEFAULT_MAX_ITER, init=None):
+def em_tables(W, n, a1, q1, a2, q2, stop="noise", max_iter: int = DEFAULT_MAX_ITER,
+              init=None) -> EMResult:
     """EM for pair tables through the Kronecker pair channel (paper 004 eq. 8-13, corrected).
 
     ``W`` (P, f1, f2) or (f1, f2): pair support counts; ``n`` (P,) or scalar: reports having both
     attributes (scale of the start); ``a_i = p_i - q_i``, ``q_i``: channel parameters (scalars or
     (P,)). Iterates ``D = W / (M_1 Z M_2^T)``, ``Z <- Z * (M_1^T D M_2) / outer(c_1, c_2)`` on all
-    tables at once, with ``c_i = a_i + f_i q_i`` the column sums and every product in O(f1 f2);
-    each table stops on its own rule (``stop`` as in ``em_counts``, with ``f1 f2 - 1`` free
-    parameters). ``init`` (like W): positive start, any scale (rescaled to n); default uniform.
-    Returns ``(Z, iterations, converged)``: Z like W, the others (P,) (scalars for a 2-D W).
+    tables at once, with ``c_i = a_i + f_i q_i`` the column sums and every product in O(f1 f2),
+    by the one engine (``reidrisk.estimation.em``); each table stops on its own rule (``stop`` as
+    in ``em_counts``, with ``f1 f2 - 1`` free parameters). ``init`` (like W): positive start, any
+    scale (rescaled to n); default uniform. Returns an ``EMResult``: ``estimate`` like W,
+    ``iterations``/``converged`` (P,) (scalars for a 2-D W).
     """
     W3, squeeze = _as_stack(W)
     P, f1, f2 = W3.shape
     ch = _Channels.structured(a1, q1, a2, q2, f1, f2, P)
     init3 = None if init is None else np.asarray(init, dtype=np.float64).reshape(W3.shape)
-    Z, its, conv = _em_batched(W3, n, ch, stop=stop, max_iter=max_iter, init=init3)
-    return (Z[0], int(its[0]), bool(conv[0])) if squeeze else (Z, its, conv)
+    fit = _em_tables(W3, n, ch, stop=stop, max_iter=max_iter, init=init3)
+    return fit[0] if squeeze else fit
 
 
 # ---------------------------------------------------------------------------------------------
@@ -353,7 +356,8 @@ def estimate_pairs(record_reports: "RecordReports", method: str = "em",
             init = np.stack([np.outer(np.clip(marginals[j].probs, 0, None),
                                       np.clip(marginals[jp].probs, 0, None)) for j, jp in prs])
             init[init.sum(axis=(1, 2)) <= 0] = 1.0
-            Z, its, conv = _em_batched(W, npair, ch, stop=stop, max_iter=max_iter, init=init)
+            fit = _em_tables(W, npair, ch, stop=stop, max_iter=max_iter, init=init)
+            Z, its, conv = fit.estimate, fit.iterations, fit.converged
             T = Z / Z.sum(axis=(1, 2), keepdims=True)
         else:
             Z = ch.inverse(W)

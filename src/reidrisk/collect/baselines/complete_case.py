@@ -84,13 +84,12 @@ class CompleteCase(Method):
             reps = [np.asarray(self.reports_.reports[j])[rows] for j in cols]
             lps = [m.log_prob(r) for m, r in zip(mechs, reps)]
             discrete = all(np.issubdtype(np.asarray(r).dtype, np.integer) for r in reps)
-            T, _, _ = _tensor.exact_em(lps, stop=self.stop, group=discrete, max_iter=self.max_iter)
-            return T
+            return _tensor.exact_em(lps, stop=self.stop, group=discrete,
+                                    max_iter=self.max_iter).estimate
         W = _tensor.support_tensor([self._support(j) for j in cols], rows)
         mats = [m.support_matrix() for m in mechs]
         if self.estimator == "em":
-            T, _, _ = _tensor.em(W, n_cc, mats, stop=self.stop, max_iter=self.max_iter)
-            return T
+            return _tensor.em(W, n_cc, mats, stop=self.stop, max_iter=self.max_iter).estimate
         return _tensor.project_simplex(_tensor.invert(W, n_cc, mats))
 
     def __repr__(self) -> str:

@@ -1,0 +1,458 @@
+"""The one EM engine of the package: iteration, acceleration and stopping rules.
+
+Every EM in reidrisk is a multiplicative maximum-likelihood iteration ``theta <- F(theta)`` on a
+batch of P independent problems (arrays with a leading axis of length P) of one of two kinds:
+
+* ``PoissonCounts``: support counts ``w ~ Poisson(A theta)`` through a linear channel ``A`` (paper
+  004 eq. 8-11, corrected as in spec/collection.md: Shepp-Vardi / Richardson-Lucy),
+  ``F(theta) = theta * A^T (w / A theta) / colsum(A)``; used for single attributes (frequency.py),
+  pair tables (pairs.py) and c-way tables (collect/_tensor.py);
+* ``ReportMixture``: the exact likelihood of grouped reports ``sum_u C_u log s_u`` with
+  ``s = L theta`` (``theta`` a probability table), ``F(theta) = theta * L^T (C / s) / N``; used by
+  the report-level EMs (``frequency.em_reports``, ``collect._tensor.exact_em``).
+
+``run(problem, start, stop=..., max_iter=...)`` iterates them and returns an ``EMResult``.
+
+Stopping rules (``stop``)
+-------------------------
+``"noise"`` (default) / ``("noise", threshold)``: stop when the deviance ``2 (L* - L_t)`` still to
+be gained before the fixed point is statistically invisible: below ``threshold`` (default
+``NOISE_TOL = 1e-4``) per free parameter, i.e. the fit is within about 0.01 standard errors of the
+maximum-likelihood estimate along each direction. The remaining deviance is extrapolated from the
+last two gains: an iteration converging linearly at rate ``rho`` gains ``g, rho g, rho^2 g, ...``,
+so ``g_t rho / (1 - rho)`` remain after a gain ``g_t``, with ``rho = g_t / g_{t-1}`` (while
+``rho >= 1`` the iteration is not yet in its linear regime and continues). A gain of zero (or a
+loss at rounding level) means the fixed point is reached. Under SQUAREM (below) the two gains are
+those of the two plain EM steps inside a cycle (the cycle ends at least as high as they do), and
+the rule must hold in two consecutive cycles: SQUAREM's progress zig-zags, and one cycle's
+extrapolation alone left up to 23x the aimed deviance on the table, two in a row at most 4.3x
+(10 settings, GRR/OUE/subset, k = 6..1024, against fits converged to 1e-13; that is at most
+4.3e-4 per free parameter, 0.02 standard errors per direction). An earlier rule compared one
+step's gain alone with the threshold; where the likelihood is flat (large domains, small epsilon:
+EM's rate is close to 1) single steps are tiny and that rule stopped at the start (at k = 1024
+after one step, returning the uniform start: docs/results/em_stop.md).
+
+A float: stop when no probability (the estimate divided by its sum) moves by more than that in one
+EM step -- an early stop along the plain EM path (uniqueness uses it as a regulariser).
+``"discrepancy"`` (``PoissonCounts`` only; Morozov's discrepancy principle): stop at the first
+iterate, the start included, whose expected support counts explain the observed ones within their
+sampling noise, ``X^2 = sum (w - mu)^2 / (mu (1 - mu / n)) <= number of cells``.
+``None``: exactly ``max_iter`` EM steps.
+
+Acceleration
+------------
+Under the ``"noise"`` rule (the only one that aims at the fixed point) the iteration is
+SQUAREM-accelerated (Varadhan & Roland 2008, Scand. J. Statist. 35, scheme S3): from ``theta_0``
+two EM steps give ``r = theta_1 - theta_0`` and ``v = theta_2 - 2 theta_1 + theta_0``; the
+extrapolation ``theta' = theta_0 + 2 a r + a^2 v`` with ``a = ||r|| / ||v||`` (at least 1, at
+most a step bound that grows fourfold while it binds; ``a = 1`` gives ``theta_2``) is pulled back
+toward ``theta_2`` until every entry is positive, and one EM step from it ends the cycle. Monotone
+safeguard: when that cycle ends below the likelihood of ``theta_2``, the cycle returns ``theta_2``
+(two plain EM steps, which never decrease the likelihood) and the step bound shrinks. A cycle
+costs three EM steps; ``iterations`` counts EM steps. The other rules run plain EM steps, since
+they are defined along the EM path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+NOISE_TOL = 1e-4
+"""Remaining deviance to the fixed point, per free parameter, below which ``"noise"`` stops."""
+
+DEFAULT_MAX_ITER = 10_000
+"""Cap on the EM steps of one fit."""
+
+STOP_RULES = ("noise", "discrepancy")
+
+_STEP_MAX_GROWTH = 4.0  # SQUAREM: factor by which the step bound grows while it binds
+_BACKTRACKS = 12  # SQUAREM: halvings of (a - 1) before falling back to theta_2
+
+
+class EstimationError(ValueError):
+    """Bad input to an estimator. The message names the attribute/parameter and the fix."""
+
+
+# ---------------------------------------------------------------------------------------------
+# results and stopping rules
+# ---------------------------------------------------------------------------------------------
+def _frozen(a) -> np.ndarray:
+    a = np.array(a, dtype=np.float64, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True)
+class EMResult:
+    """Output of one EM fit.
+
+    ``estimate``: the fitted parameters (counts for count EMs, probabilities for report EMs), the
+    shape of the start. ``iterations``: EM steps taken (a SQUAREM cycle is three).
+    ``converged``: the stopping rule was met before ``max_iter`` (always ``True`` for
+    ``stop=None``). For a batch (``run``), ``estimate`` has a leading axis of length P and
+    ``iterations``/``converged`` are (P,) arrays; the single-problem front ends return scalars.
+    """
+
+    estimate: np.ndarray
+    iterations: int | np.ndarray
+    converged: bool | np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "estimate", _frozen(self.estimate))
+        for name, dtype, scalar in (("iterations", np.int64, int), ("converged", bool, bool)):
+            v = getattr(self, name)
+            if np.ndim(v):
+                arr = np.array(v, dtype=dtype, copy=True)
+                arr.setflags(write=False)
+                object.__setattr__(self, name, arr)
+            else:
+                object.__setattr__(self, name, scalar(v))
+
+    __iter__ = None  # named fields, not a tuple: ``fit.estimate``, never ``T, it, ok = fit``
+
+    def __getitem__(self, i: int) -> "EMResult":
+        """Problem ``i`` of a batch result, as a single-problem result."""
+        if not np.ndim(self.iterations):
+            raise TypeError("a single-problem EMResult has named fields (estimate, iterations, "
+                            "converged) and no items")
+        return EMResult(self.estimate[i], int(self.iterations[i]), bool(self.converged[i]))
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """A parsed stopping rule: ``kind`` in {"noise", "tol", "discrepancy", "none"} and its
+    ``threshold`` (noise: remaining deviance per free parameter; tol: largest probability move)."""
+
+    kind: str
+    threshold: float = 0.0
+
+
+_STOP_HELP = ("stop must be 'noise', ('noise', threshold), 'discrepancy', a positive float "
+              "tolerance or None")
+
+
+def parse_stop(stop) -> StopRule:
+    """The one parser of ``stop`` (module doc); raises ``EstimationError`` naming the value."""
+    if isinstance(stop, StopRule):
+        return stop
+    if stop is None:
+        return StopRule("none")
+    if isinstance(stop, str):
+        if stop == "noise":
+            return StopRule("noise", NOISE_TOL)
+        if stop == "discrepancy":
+            return StopRule("discrepancy")
+        raise EstimationError(f"{_STOP_HELP}, got {stop!r}")
+    if isinstance(stop, (tuple, list)):
+        if len(stop) == 2 and stop[0] == "noise":
+            return StopRule("noise", _positive(stop[1], stop))
+        raise EstimationError(f"{_STOP_HELP}, got {stop!r}")
+    return StopRule("tol", _positive(stop, stop))
+
+
+def _positive(value, stop) -> float:
+    if isinstance(value, (bool, str)):
+        raise EstimationError(f"{_STOP_HELP}, got {stop!r}")
+    try:
+        tol = float(value)
+    except (TypeError, ValueError):
+        raise EstimationError(f"{_STOP_HELP}, got {stop!r}") from None
+    if not np.isfinite(tol) or tol <= 0:
+        raise EstimationError(f"stop tolerance must be finite and > 0, got {stop!r}")
+    return tol
+
+
+def check_max_iter(max_iter) -> int:
+    """``max_iter`` as an int >= 1, or ``EstimationError``."""
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer, float)) \
+            or int(max_iter) != max_iter or int(max_iter) < 1:
+        raise EstimationError(f"max_iter must be an integer >= 1, got {max_iter!r}")
+    return int(max_iter)
+
+
+def noise_stop(gain, prev_gain, threshold: float, dof) -> np.ndarray:
+    """The ``"noise"`` rule (module doc) on deviance gains ``gain = 2 (L_t - L_{t-1})`` of the
+    latest iteration and ``prev_gain`` of the one before (NaN when there is none), per problem.
+
+    True where the extrapolated remaining deviance ``gain rho / (1 - rho)``, ``rho = gain /
+    prev_gain``, is below ``threshold * dof``, or where the gain is not positive (fixed point).
+    """
+    gain = np.asarray(gain, dtype=np.float64)
+    prev = np.asarray(prev_gain, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = gain / prev
+        remaining = np.where((rho >= 0) & (rho < 1), gain * rho / (1 - rho), np.inf)
+    return (gain <= 0) | (remaining < threshold * np.asarray(dof, dtype=np.float64))
+
+
+# ---------------------------------------------------------------------------------------------
+# problems
+# ---------------------------------------------------------------------------------------------
+def _axes(a: np.ndarray) -> tuple[int, ...]:
+    return tuple(range(1, a.ndim))
+
+
+def safe_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num / den (broadcast), 0 where den <= 0: a cell nobody can reach contributes nothing."""
+    den = np.asarray(den, dtype=np.float64)
+    out = np.zeros(np.broadcast_shapes(np.shape(num), den.shape))
+    np.divide(num, den, out=out, where=den > 0)
+    return out
+
+
+_ABOVE_MINUS_ONE = np.nextafter(-1.0, 0.0)
+
+
+def poisson_gain(w, mu_old, mu_new, axis=None):
+    """``L(mu_new) - L(mu_old)`` for the Poisson log-likelihood ``sum(w log mu - mu)``, without
+    cancellation: ``sum w log1p((mu_new - mu_old) / mu_old) - sum(mu_new - mu_old)``."""
+    d = mu_new - mu_old
+    # a cell with w = 0 adds nothing to the log term (its factor is finite: w * 0); where w > 0 a
+    # mean collapsing to 0 is an infinite loss, bounded here at the smallest relative step above -1
+    log_term = np.log1p(np.maximum(safe_ratio(d, mu_old), _ABOVE_MINUS_ONE))
+    return np.sum(w * log_term, axis=axis) - np.sum(d, axis=axis)
+
+
+class PoissonCounts:
+    """P count problems ``w ~ Poisson(A theta)`` (module doc).
+
+    ``w`` (P, ...): counts; ``channel``: an object with ``forward(theta)`` (``A theta``, shape of
+    ``w``), ``adjoint(d)`` (``A^T d``, shape of ``theta``), ``colsum`` (``A^T 1``, broadcastable
+    to ``theta``) and ``take(keep)`` (the channel of a sub-batch). ``dof`` (P,): free parameters.
+    """
+
+    def __init__(self, w, channel, dof):
+        self.w = np.asarray(w, dtype=np.float64)
+        self.channel = channel
+        self.dof = np.broadcast_to(np.asarray(dof, dtype=np.float64), (self.w.shape[0],)).copy()
+
+    def forward(self, theta):
+        return self.channel.forward(theta)
+
+    def update(self, theta, mu):
+        return theta * self.channel.adjoint(safe_ratio(self.w, mu)) / self.channel.colsum
+
+    def gain(self, mu_old, mu_new):
+        return poisson_gain(self.w, mu_old, mu_new, axis=_axes(self.w))
+
+    def discrepancy(self, mu, n_reports):
+        """Pearson ``X^2`` of the counts against ``mu`` (P,) with ``n_reports`` (P,) reports: each
+        count is a sum of n Bernoulli(mu / n) indicators, so every term has expectation 1."""
+        shape = (-1,) + (1,) * (self.w.ndim - 1)
+        nr = np.asarray(n_reports, dtype=np.float64).reshape(shape)
+        pr = np.clip(mu / nr, 1e-300, 1 - 1e-15)
+        return np.sum((self.w - nr * pr) ** 2 / (nr * pr * (1 - pr)), axis=_axes(self.w))
+
+    def take(self, keep):
+        sub = PoissonCounts.__new__(PoissonCounts)
+        sub.w, sub.channel, sub.dof = self.w[keep], self.channel.take(keep), self.dof[keep]
+        return sub
+
+
+class ReportMixture:
+    """One exact report-likelihood problem (module doc) as a batch of one.
+
+    ``den(theta)``: ``s = L theta`` for a probability table ``theta`` (shape of ``C``); ``num(r)``:
+    ``L^T r`` (shape of ``theta``); ``C``: counts of each group (> 0 where they count); ``dof``.
+    """
+
+    def __init__(self, den: Callable, num: Callable, C, dof):
+        self.den, self.num = den, num
+        self.C = np.asarray(C, dtype=np.float64)
+        self.N = float(self.C.sum())
+        if not self.N > 0:
+            raise EstimationError("the report EM needs at least one report")
+        self.ok = self.C > 0
+        self.dof = np.array([float(dof)])
+
+    def forward(self, theta):
+        return self.den(theta[0])[None]
+
+    def update(self, theta, mu):
+        r = np.zeros_like(mu[0])
+        np.divide(self.C, mu[0], out=r, where=self.ok & (mu[0] > 0))
+        t = theta[0] * self.num(r) / self.N
+        return (t / t.sum())[None]
+
+    def gain(self, mu_old, mu_new):
+        a, b = mu_old[0][self.ok], mu_new[0][self.ok]
+        rel = safe_ratio(b - a, a)
+        return np.array([float(np.sum(self.C[self.ok] * np.log1p(np.maximum(
+            rel, np.nextafter(-1.0, 0.0)))))])
+
+    def take(self, keep):
+        return self
+
+
+# ---------------------------------------------------------------------------------------------
+# the engine
+# ---------------------------------------------------------------------------------------------
+def _normalized(theta):
+    s = theta.sum(axis=_axes(theta), keepdims=True)
+    return theta / np.where(s > 0, s, 1.0)
+
+
+class _Batch:
+    """The active part of a batch: problem, iterates and their means, bookkeeping per problem."""
+
+    def __init__(self, problem, theta):
+        self.problem = problem
+        self.theta = theta
+        self.mu = problem.forward(theta)
+        self.idx = np.arange(theta.shape[0])
+
+    def keep(self, keep, *arrays):
+        self.problem = self.problem.take(keep)
+        self.theta, self.mu, self.idx = self.theta[keep], self.mu[keep], self.idx[keep]
+        return [a[keep] for a in arrays]
+
+
+def run(problem, start, *, stop="noise", max_iter: int = DEFAULT_MAX_ITER,
+        accelerate: bool | None = None, n_reports=None) -> EMResult:
+    """Iterate the EM of ``problem`` from ``start`` (P, ...) until each problem meets ``stop``
+    (module doc) or ``max_iter`` EM steps; each problem leaves the batch when it stops.
+
+    ``accelerate``: SQUAREM (default: under the ``"noise"`` rule only). ``n_reports`` (P,): report
+    counts for the ``"discrepancy"`` rule. Returns a batch ``EMResult``.
+    """
+    rule = parse_stop(stop)
+    max_iter = check_max_iter(max_iter)
+    if accelerate is None:
+        accelerate = rule.kind == "noise"
+    if rule.kind == "discrepancy" and not isinstance(problem, PoissonCounts):
+        raise EstimationError("stop='discrepancy' works on support counts, not on whole reports")
+    theta = np.array(start, dtype=np.float64)
+    P = theta.shape[0]
+    out = theta.copy()
+    iters = np.zeros(P, dtype=np.int64)
+    conv = np.zeros(P, dtype=bool)
+    b = _Batch(problem, theta)
+    if rule.kind == "discrepancy":
+        nrep = np.broadcast_to(np.asarray(n_reports, dtype=np.float64), (P,)).copy()
+        cells = float(np.prod(theta.shape[1:]))
+        done = problem.discrepancy(b.mu, nrep) <= cells
+        conv[done] = True
+        [nrep] = b.keep(~done, nrep)
+    prev = np.full(b.idx.size, np.nan)
+    step_max = np.ones(b.idx.size)
+    it = np.zeros(b.idx.size, dtype=np.int64)
+    while b.idx.size:
+        if accelerate:
+            theta_new, mu_new, used, step_max, (g1, g2) = _squarem_cycle(b, step_max)
+        else:
+            theta_new = b.problem.update(b.theta, b.mu)
+            mu_new = b.problem.forward(theta_new)
+            used = 1
+        it = it + used
+        if rule.kind == "noise":
+            if accelerate:  # the cycle ends at least as high as its two plain steps
+                now = noise_stop(g2, g1, rule.threshold, b.problem.dof)
+                done = now & (prev > 0)  # two cycles in a row (prev: 1 where the last one met it)
+                prev = np.where(now, 1.0, 0.0)
+            else:
+                gain = 2.0 * b.problem.gain(b.mu, mu_new)
+                done = noise_stop(gain, prev, rule.threshold, b.problem.dof)
+                prev = gain
+        elif rule.kind == "tol":
+            move = np.abs(_normalized(theta_new) - _normalized(b.theta))
+            done = move.max(axis=_axes(move)) < rule.threshold
+        elif rule.kind == "discrepancy":
+            done = b.problem.discrepancy(mu_new, nrep) <= cells
+        else:
+            done = np.zeros(b.idx.size, dtype=bool)
+        b.theta, b.mu = theta_new, mu_new
+        capped = it >= max_iter
+        fin = done | capped
+        if fin.any():
+            out[b.idx[fin]] = b.theta[fin]
+            iters[b.idx[fin]] = it[fin]
+            conv[b.idx[fin]] = done[fin] | (rule.kind == "none")
+            keep = ~fin
+            arrays = [prev, step_max, it] + ([nrep] if rule.kind == "discrepancy" else [])
+            kept = b.keep(keep, *arrays)
+            prev, step_max, it = kept[:3]
+            if rule.kind == "discrepancy":
+                nrep = kept[3]
+    return EMResult(out, iters, conv)
+
+
+def _squarem_cycle(b: _Batch, step_max):
+    """One SQUAREM cycle (module doc) on every active problem. Returns the new iterates, their
+    means, the EM steps used (3), the updated step bounds and the deviance gains of the cycle's
+    two plain EM steps (for the ``"noise"`` rule)."""
+    pr = b.problem
+    t0, mu0 = b.theta, b.mu
+    t1 = pr.update(t0, mu0)
+    mu1 = pr.forward(t1)
+    t2 = pr.update(t1, mu1)
+    mu2 = pr.forward(t2)
+    plain = (2.0 * pr.gain(mu0, mu1), 2.0 * pr.gain(mu1, mu2))
+    ax = _axes(t0)
+    r = t1 - t0
+    v = t2 - 2.0 * t1 + t0
+    sr, sv = np.sum(r * r, axis=ax), np.sum(v * v, axis=ax)
+    a = np.ones_like(sr)
+    ok = (sv > 0) & np.isfinite(sr) & np.isfinite(sv)
+    np.divide(sr, sv, out=a, where=ok)
+    a = np.clip(np.sqrt(np.nan_to_num(a, nan=1.0, posinf=1.0)), 1.0, step_max)
+    shape = (-1,) + (1,) * (t0.ndim - 1)
+
+    def extrapolate(a):
+        ac = a.reshape(shape)
+        return t0 + 2.0 * ac * r + ac * ac * v
+
+    tx = extrapolate(a)
+    for _ in range(_BACKTRACKS):  # pull back toward theta_2 (a = 1) until every entry is positive
+        bad = np.any(tx <= 0, axis=ax) & (a > 1)
+        if not bad.any():
+            break
+        a = np.where(bad, 0.5 * (a + 1.0), a)
+        tx = extrapolate(a)
+    bad = np.any(tx <= 0, axis=ax)
+    a = np.where(bad, 1.0, a)
+    tx = np.where(bad.reshape(shape), t2, tx)
+    t3 = pr.update(tx, pr.forward(tx))
+    mu3 = pr.forward(t3)
+    worse = pr.gain(mu2, mu3) < 0  # monotone safeguard: never below two plain EM steps
+    if worse.any():
+        theta = np.where(worse.reshape(shape), t2, t3)
+        mu = np.where(worse.reshape((-1,) + (1,) * (mu3.ndim - 1)), mu2, mu3)
+    else:
+        theta, mu = t3, mu3
+    step_max = np.where(worse, np.maximum(1.0, step_max / _STEP_MAX_GROWTH),
+                        np.where(a >= step_max, step_max * _STEP_MAX_GROWTH, step_max))
+    return theta, mu, 3, step_max, plain
+
+
+# ---------------------------------------------------------------------------------------------
+# starts
+# ---------------------------------------------------------------------------------------------
+def positive_start(init, scale, shape) -> np.ndarray:
+    """A start of the multiplicative EM: ``init`` (any positive scale; default uniform) rescaled
+    to sum ``scale`` per problem, its zeros lifted to 1e-12 of the mean (a zero would stay zero).
+
+    ``shape`` = (P, ...); ``scale``: scalar or (P,). Raises ``EstimationError`` for a bad init.
+    """
+    P = shape[0]
+    cells = int(np.prod(shape[1:]))
+    scale = np.broadcast_to(np.asarray(scale, dtype=np.float64), (P,)).reshape(
+        (-1,) + (1,) * (len(shape) - 1))
+    if init is None:
+        return np.broadcast_to(scale / cells, shape).copy()
+    z = np.array(init, dtype=np.float64)
+    if z.shape != tuple(shape) and z.shape == tuple(shape[1:]) and P == 1:
+        z = z[None]
+    if z.shape != tuple(shape) or np.any(z < 0) or not np.all(np.isfinite(z)) \
+            or np.any(z.sum(axis=tuple(range(1, z.ndim))) <= 0):
+        raise EstimationError(
+            f"init must be finite non-negative numbers of shape {tuple(shape[1:])} with a "
+            f"positive sum, got {init!r}" if P == 1 else
+            f"init must be a finite non-negative array of shape {tuple(shape)} with a positive "
+            "sum per problem"
+        )
+    z = _normalized(z)
+    z = np.maximum(z, 1e-12 / cells)
+    return _normalized(z) * scale
