@@ -453,6 +453,14 @@ def run_demo(
                 schema, complete, rate=UNIQUENESS_RATE, n_records=min(1000, complete.shape[0]),
                 rng=entropy))
             result = dataclasses.replace(result, extra_sections=(*result.extra_sections, section))
+        # paper 002: how much epsilon can n records afford against re-identification? The whole
+        # record is the personal datum, so |X| is the number of possible records of the schema
+        if n_records >= 2:
+            from reidrisk.pie.report import pie_section
+
+            log("Computing the PIE re-identification bounds")
+            pie = pie_section(n_records, max(2, math.prod(int(s) for s in schema.sizes)))
+            result = dataclasses.replace(result, extra_sections=(*result.extra_sections, pie))
         log(f"Writing the report to {out}")
         result = dataclasses.replace(result, seconds=time.perf_counter() - t0)
         index = write_report(result.sections(), out, title=REPORT_TITLE,
