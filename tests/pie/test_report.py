@@ -43,3 +43,14 @@ def test_bad_input():
         pie_section(1, 10)
     with pytest.raises(b.BoundError, match=r"epsilons.*-1"):
         plot_bounds(100, 10, [-1.0])
+
+
+@pytest.mark.slow
+def test_demo_report_has_the_section(tmp_path):
+    from reidrisk.demo import run_demo
+
+    r = run_demo(out=tmp_path / "demo", n=300, epsilons=(1.0,), mechanisms=["grr"],
+                 progress=False)
+    page = r.report.read_text()
+    assert "Re-identification risk bounds (PIE)" in page and "n = 300" in page
+    assert (tmp_path / "demo" / "pie_bounds.png").exists()
