@@ -507,9 +507,11 @@ def main() -> None:
     checks: list[tuple[str, bool, str]] = []
 
     # (a) Figure-4 reference table
+    print("(a) Figure-4 table ...", flush=True)
     md.append(figure4_section(res, bounds, checks))
 
     # (b) PWS Cup 2019 Osaka traces
+    print("(b) Osaka traces: scoring time and PSE vs events ...", flush=True)
     background, personal = load_pwscup2019_osaka("IDP")
     if quick:
         keep = np.arange(300)
@@ -562,6 +564,7 @@ def main() -> None:
     ])
 
     # PeopleFlow Tokyo train/test
+    print("(b) PeopleFlow Tokyo ...", flush=True)
     train, test = load_peopleflow_tokyo()
     if quick:
         train, test = train.take(np.arange(300)), test.take(np.arange(300))
@@ -624,15 +627,18 @@ def main() -> None:
     md.append(md_table(["curve", "EER"], [[label, f"{d.eer:.3f}"] for label, d in curves]))
 
     # Fig. 9: one obfuscated location
+    print("(b) Fig. 9: identification error vs the Fano bounds ...", flush=True)
     epsilons = (0.1, 1, 5, 10, 20) if quick else EPSILONS
     frows = fano_sweep(res, background, personal, epsilons, 1 if quick else 5, boot, rng, bounds)
     md.append(fano_section(frows, n, k, checks))
     plot_fano(out / "pie_fano.png", frows, n)
 
     # (c) utility
+    print("(c) utility ...", flush=True)
     md.append(utility_section(res, personal, bounds, rng, quick, checks))
 
     # (d) MovieLens rating histories
+    print("(d) MovieLens histories ...", flush=True)
     hist = load_movielens_histories()
     hrows = history_sweep(res, hist, (1, 2, 3, 5, None), (1, 2, 3, 5), boot, rng)
     md.append("\n## (d) MovieLens subset as rating histories (RH analogue)\n")
@@ -652,6 +658,8 @@ def main() -> None:
                        "with every added released event", rises(ys),
                        " -> ".join(f"{y:.2f}" for y in ys)))
 
+    for c, ok, v in checks:
+        print(f"{'ok  ' if ok else 'FAIL'} {c}: {v}")
     md.append("\n## Correctness targets\n")
     md.append(md_table(["target", "met", "values"],
                        [[c, "yes" if ok else "**no**", v] for c, ok, v in checks]))

@@ -34,7 +34,8 @@ def test_read_traces_orders_by_time_and_maps_regions(tmp_path):
 
 def test_unknown_region_user_and_empty_files_are_named(tmp_path):
     f = write(tmp_path / "bad_region.csv", "user_id,time_id,reg_id\n1,1,3\n1,2,1025\n")
-    with pytest.raises(TraceError, match=r"bad_region.csv.*row 3.*unknown region reg_id=1025.*1..1024"):
+    with pytest.raises(TraceError,
+                       match=r"bad_region.csv.*row 3.*unknown region reg_id=1025.*1..1024"):
         read_traces(f, regions=1024)
     g = write(tmp_path / "bad_user.csv", "user_id,time_id,reg_id\n1,1,3\n9,1,4\n")
     with pytest.raises(TraceError, match=r"bad_user.csv.*row 3.*unknown user user_id=9"):

@@ -133,8 +133,8 @@ def _integers(frame: pd.DataFrame, column: str, path: Path) -> np.ndarray:
     if bad.any():
         row = int(np.flatnonzero(bad.to_numpy())[0])
         raise TraceError(
-            f"{str(path)!r}, row {row + 2}: {column} {frame[column].iloc[row]!r} is not an integer; "
-            f"every {column} must be a whole number"
+            f"{str(path)!r}, row {row + 2}: {column} {frame[column].iloc[row]!r} is not an "
+            f"integer; every {column} must be a whole number"
         )
     return values.to_numpy(dtype=np.int64)
 
@@ -172,15 +172,16 @@ def read_traces(path: str | Path, regions, users=None) -> Sequences:
         ulist = np.unique(uid)
     else:
         ulist = np.asarray(users, dtype=np.int64)
-    row_of = np.searchsorted(np.sort(ulist), uid)
     sorted_users = np.sort(ulist)
+    row_of = np.searchsorted(sorted_users, uid)
     outside = (row_of >= ulist.size) | (sorted_users[np.minimum(row_of, ulist.size - 1)] != uid)
     if outside.any():
         row = int(np.flatnonzero(outside)[0])
         raise TraceError(
             f"{str(path)!r}, row {row + 2}: unknown user user_id={uid[row]} "
             f"({int(outside.sum())} such rows); it is not among the {ulist.size} users of the "
-            "background knowledge, so the match cannot be scored. Remove it or add its background trace"
+            "background knowledge, so the match cannot be scored. Remove it or add its "
+            "background trace"
         )
     # rows in the order of ``ulist``: map sorted position -> position in ulist
     pos_in_list = np.empty(ulist.size, dtype=np.int64)
@@ -218,7 +219,8 @@ def load_pwscup2019_osaka(dataset: str = "IDP", root: str | Path | None = None
     try:
         tag = OSAKA_SETS[dataset.upper()]
     except KeyError:
-        raise ValueError(f"unknown Osaka set {dataset!r}; choose one of {sorted(OSAKA_SETS)}") from None
+        raise ValueError(f"unknown Osaka set {dataset!r}; choose one of "
+                         f"{sorted(OSAKA_SETS)}") from None
     files = [f"Osaka/reftraces_{tag}.csv", f"Osaka/orgtraces_{tag}.csv", "Osaka/info_region.csv"]
     folder = check_files(Path(root), files, PWSCUP2019) if root else require(PWSCUP2019, files)
     regions = read_region_ids(folder / files[2])

@@ -46,7 +46,8 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 def _fmt_interval(est) -> str:
     if est.bootstrap == 0 or not math.isfinite(est.low):
         return ""
-    return f" ({est.level:.0%} interval {est.low:.3f} to {est.high:.3f}, {est.bootstrap} half-samples)"
+    return (f" ({est.level:.0%} interval {est.low:.3f} to {est.high:.3f}, "
+            f"{est.bootstrap} half-samples)")
 
 
 @click.command("pse")
@@ -108,8 +109,8 @@ def _regions(text: str | None, background: Path, release: Path):
         return k
     path = Path(text)
     if not path.is_file():
-        raise ValueError(f"--regions {text!r} is neither a number of regions nor an existing region "
-                         "table (a CSV with a reg_id column)")
+        raise ValueError(f"--regions {text!r} is neither a number of regions nor an existing "
+                         "region table (a CSV with a reg_id column)")
     return read_region_ids(path)
 
 
@@ -155,8 +156,8 @@ def traces_command(background, release, regions, kind, delta, events, train_even
         if missing.any():
             raise ValueError(
                 f"{str(release)!r}: unknown user user_id={rel.users[missing][0]} "
-                f"({int(missing.sum())} such users); it has no trace in {str(background)!r}, so its "
-                "match cannot be scored. Remove it or add its background trace")
+                f"({int(missing.sum())} such users); it has no trace in {str(background)!r}, so "
+                "its match cannot be scored. Remove it or add its background trace")
         t0 = time.perf_counter()
         res = match(bg.head(train_events), rel.head(events), kind=kind, delta=delta,
                     bootstrap=bootstrap, rng=seed, impostors=impostors)
