@@ -173,17 +173,114 @@ def test_default_budgets_are_documented():
     assert "whole-record" in text or "whole record" in text
 
 
+README = GUIDE.parents[1] / "README.md"
+
+SKIPPED_COMMANDS = {
+    "make demo": "runs the default demo, which tests/test_cli.py runs through the same command line",
+    "make test": "runs this test suite",
+    "python3 -m venv .venv": "creates the environment these tests already run in",
+    ".venv/bin/pip install -e '.[test]'": "installs the package these tests already import",
+}
+"""Shell commands of the guide and README that the example test does not run, and why."""
+
+
+def _fenced(text: str, lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", text, flags=re.S)
+
+
+def _shell_commands(block: str) -> list[str]:
+    """The commands of a ``bash`` block: continuation lines joined, comments and blanks dropped."""
+    import shlex
+
+    out = []
+    for line in block.replace("\\\n", " ").splitlines():
+        words = shlex.split(line, comments=True)
+        if words:
+            out.append(shlex.join(words))
+    return out
+
+
+@pytest.fixture
+def guide_files(tmp_path, monkeypatch):
+    """The files the guide's commands name, in a fresh folder that is the working directory."""
+    from reidrisk.data.synthetic import make_population
+
+    monkeypatch.chdir(tmp_path)
+    pop = make_population(5000, [3, 4, 2, 3], dependence=0.5, rng=1)
+    pop.schema.save("schema.json")
+    people = pop.schema.decode(pop.codes)
+    people.to_csv("people.csv", index=False)
+    people.sample(frac=0.2, random_state=1).to_csv("sample.csv", index=False)
+    rng = np.random.default_rng(2)
+    survey = pd.DataFrame({"smoker": rng.choice(["no", "yes", ""], 400),
+                           "region": rng.choice(["north", "south", "east", "west", "?"], 400),
+                           "age": rng.integers(18, 90, 400).astype(str)})
+    survey.to_csv("survey.csv", index=False)
+    Schema.infer(survey).save("survey.schema.json")  # the guide uses it before it infers it
+    # pie: genuine scores above impostor scores; traces of 30 users over regions 1..1024
+    pd.DataFrame({"score": rng.normal(2.0, 1.0, 300)}).to_csv("genuine.csv", index=False)
+    pd.DataFrame({"score": rng.normal(0.0, 1.0, 300)}).to_csv("impostor.csv", index=False)
+    for name, seed in (("ref.csv", 3), ("org.csv", 4)):
+        r = np.random.default_rng(seed)
+        users = np.repeat(np.arange(1, 31), 6)
+        home = np.random.default_rng(5).integers(1, 1025, (31, 3))
+        pd.DataFrame({"user_id": users, "time_id": np.tile(np.arange(1, 7), 30),
+                      "reg_id": home[users, r.integers(0, 3, users.size)]}).to_csv(name, index=False)
+    return tmp_path
+
+
+@pytest.mark.slow
+def test_every_shell_example_of_the_guide_and_readme_runs(guide_files, fast_collect_section):
+    from click.testing import CliRunner
+
+    from reidrisk.cli import cli
+
+    commands = [c for doc in (README, GUIDE) for b in _fenced(doc.read_text(), "bash")
+                for c in _shell_commands(b)]
+    assert any(c.startswith("reidrisk collect simulate") for c in commands)
+    ran = []
+    for command in commands:
+        if command in SKIPPED_COMMANDS:
+            continue
+        words = shlex_split(command)
+        assert words[0] == "reidrisk", (
+            f"the example {command!r} is neither run by this test nor listed in SKIPPED_COMMANDS "
+            "with a reason")
+        result = CliRunner().invoke(cli, words[1:])
+        assert result.exit_code == 0, f"{command}\n{result.output}"
+        ran.append(command)
+    assert len(ran) >= 10
+    assert (guide_files / "scores.csv").is_file() and (guide_files / "synth.csv").is_file()
+    unused = [c for c in SKIPPED_COMMANDS if c not in commands]
+    assert not unused, f"SKIPPED_COMMANDS lists commands no document has: {unused}"
+
+
+def shlex_split(command: str) -> list[str]:
+    import shlex
+
+    return shlex.split(command)
+
+
+def test_guide_json_example_is_a_valid_schema():
+    import json
+
+    (block,) = _fenced(GUIDE.read_text(), "json")
+    schema = Schema.from_dict(json.loads(block))
+    assert schema.names == ["sex", "age"]
+
+
 @pytest.mark.slow
 def test_guide_python_examples_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    blocks = re.findall(r"```python\n(.*?)```", GUIDE.read_text(), flags=re.S)
+    blocks = _fenced(GUIDE.read_text(), "python")
     assert blocks, "the guide has no Python example"
     namespace: dict = {}
-    for block in blocks:
+    for block in blocks:  # every Python block runs, in order, in one namespace
         exec(compile(block, str(GUIDE), "exec"), namespace)
     # the values the guide shows in its comments
     assert namespace["codes"].tolist() == [[0, 2], [1, -1], [-1, 3], [0, 0]]
     assert (tmp_path / "small-report" / "index.html").is_file()
+
 
 
 def test_uniform_guess_is_drawn_on_both_error_plots(frame, monkeypatch):
