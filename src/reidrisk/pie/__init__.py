@@ -39,6 +39,6 @@ from reidrisk.pie.bounds import (
 __all__ = [
     "BoundError", "Calibration", "Figure4Row", "alpha", "alpha_composed", "alpha_glh",
     "alpha_ldp", "alpha_rr", "bayes_error", "bayes_error_bound", "bayes_error_bound_hv",
-    "calibrate", "certified_alpha", "data_information", "figure4_table", "information_budget", "lambda_glh",
-    "lambda_rr", "output_joint", "product_channel", "user_information",
+    "calibrate", "certified_alpha", "data_information", "figure4_table", "information_budget",
+    "lambda_glh", "lambda_rr", "output_joint", "product_channel", "user_information",
 ]

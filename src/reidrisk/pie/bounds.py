@@ -89,7 +89,8 @@ def _epsilon(epsilon, name: str = "epsilon") -> np.ndarray:
     try:
         e = np.asarray(epsilon, dtype=np.float64)
     except (TypeError, ValueError):
-        raise BoundError(f"{name} must be a number or an array of numbers, got {epsilon!r}") from None
+        raise BoundError(
+            f"{name} must be a number or an array of numbers, got {epsilon!r}") from None
     if e.size == 0:
         raise BoundError(f"{name} is empty; pass at least one privacy budget such as 1.0")
     bad = ~np.isfinite(e) | (e <= 0)
@@ -127,7 +128,8 @@ def _counts(value, name: str, low: int = 2) -> np.ndarray:
     return a
 
 
-def _probability(value, name: str, *, open_low: bool = False, open_high: bool = False) -> np.ndarray:
+def _probability(value, name: str, *, open_low: bool = False,
+                 open_high: bool = False) -> np.ndarray:
     try:
         a = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
@@ -439,9 +441,10 @@ def calibrate(target_error: float, n: int, domain: int, mechanism: str = "rr", *
     is the larger of the two budgets (``certified_by`` says which bound gave it).
 
     GLH: with ``g`` given, the largest epsilon for that g. With ``g=None`` the integer g in
-    ``2..g_max`` (default ``g_max = min(domain, 2^31 - 1)``, the core GLH's limit) is chosen that minimises the expected l2 loss over
-    the whole domain at its largest budget (``sum_x`` of eq. 23, which does not depend on the
-    distribution: ``|X| A + B``; ``reidrisk.pie.utility.domain_l2_loss_glh``). Under Thm 4.4
+    ``2..g_max`` (default ``g_max = min(domain, 2^31 - 1)``, the core GLH's limit) is chosen
+    that minimises the expected l2 loss over the whole domain at its largest budget (``sum_x``
+    of eq. 23, which does not depend on the distribution: ``|X| A + B``;
+    ``reidrisk.pie.utility.domain_l2_loss_glh``). Under Thm 4.4
     alone the budget is ``eps = ln(1 + lambda g / (1 - lambda))`` at the same lambda for every g
     and the loss falls with g (Thm 4.8), so the search is capped: beyond ``|X|`` the hash no
     longer compresses the report and GLH is RR with more communication.
@@ -542,10 +545,12 @@ def _g_grid(g_max: int) -> np.ndarray:
 def _joint(p_ux, name: str = "p_ux") -> np.ndarray:
     p = np.asarray(p_ux, dtype=np.float64)
     if p.ndim != 2 or 0 in p.shape:
-        raise BoundError(f"{name} must be a non-empty (n, |X|) joint distribution, got shape {p.shape}")
+        raise BoundError(
+            f"{name} must be a non-empty (n, |X|) joint distribution, got shape {p.shape}")
     bad = ~np.isfinite(p) | (p < 0) | (p > 1)
     if bad.any():
-        raise BoundError(f"{name} entries must be probabilities in [0, 1], got {_shown(p[bad][:1])}")
+        raise BoundError(
+            f"{name} entries must be probabilities in [0, 1], got {_shown(p[bad][:1])}")
     s = p.sum()
     if abs(s - 1.0) > 1e-9:
         raise BoundError(f"{name} must sum to 1 (a joint distribution), got sum {s:.12g}")
@@ -567,7 +572,8 @@ def output_joint(p_ux, channel) -> np.ndarray:
         )
     bad = ~np.isfinite(q) | (q < 0) | (q > 1)
     if bad.any():
-        raise BoundError(f"channel entries must be probabilities in [0, 1], got {_shown(q[bad][:1])}")
+        raise BoundError(
+            f"channel entries must be probabilities in [0, 1], got {_shown(q[bad][:1])}")
     cols = q.sum(axis=0)
     if np.any(np.abs(cols - 1.0) > 1e-9):
         raise BoundError(

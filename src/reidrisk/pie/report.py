@@ -95,7 +95,8 @@ def plot_bounds(n: int, domain: int, epsilons=None, cals: list | None = None) ->
         ax2.axhline(t, color="black", lw=0.6, ls=":")
     for t, m, c in cals or []:
         if c is not None and math.isfinite(c.epsilon) and eps[0] <= c.epsilon <= eps[-1]:
-            ax2.plot([c.epsilon], [t], ms=5 if m == "glh" else 4, mfc="none" if m == "glh" else None,
+            ax2.plot([c.epsilon], [t], ms=5 if m == "glh" else 4,
+                     mfc="none" if m == "glh" else None,
                      marker={"ldp": "o", "rr": "o", "glh": "s"}[m],
                      color={"ldp": "#7f7f7f", "rr": "#d62728", "glh": "#1f77b4"}[m])
     return figure_png(fig)

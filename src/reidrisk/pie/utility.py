@@ -177,8 +177,8 @@ def noise_sd(epsilon, n: int, domain: int, mechanism: str = "rr", g=None) -> np.
 def threshold(epsilon, n: int, domain: int, mechanism: str = "rr", g=None,
               level: float = DEFAULT_LEVEL) -> np.ndarray | float:
     """The emp+thr threshold ``tau = z sigma`` (spec Section 8 [CODE])."""
-    return _out(bonferroni_z(domain, level) * np.asarray(noise_sd(epsilon, n, domain, mechanism, g)),
-                epsilon, g)
+    sd = np.asarray(noise_sd(epsilon, n, domain, mechanism, g))
+    return _out(bonferroni_z(domain, level) * sd, epsilon, g)
 
 
 def estimate(support_counts, n: int, epsilon: float, domain: int, mechanism: str = "rr", g=None,
@@ -292,7 +292,8 @@ def utility_comparison(codes, domain: int, target_error: float = 0.9, top_k: int
         raise BoundError(f"codes must be a 1-D integer array of at least 2 users, got {x.dtype} "
                          f"{x.shape}")
     if x.min() < 0 or x.max() >= k:
-        raise BoundError(f"codes must lie in 0..{k - 1}, got a value {int(x.min() if x.min() < 0 else x.max())}")
+        bad = int(x.min() if x.min() < 0 else x.max())
+        raise BoundError(f"codes must lie in 0..{k - 1}, got a value {bad}")
     n = x.size
     kk = _count(top_k, "top_k", low=1)
     reps = _count(repeats, "repeats", low=1)
