@@ -154,6 +154,15 @@ def test_bayes_bounds_never_violated_uniform_and_skewed_priors():
         assert hv <= beta + 1e-9
         # eq. 9 with alpha (Cor. 3.9, eq. 11)
         assert b.bayes_error_bound(b.alpha_rr(eps, n, k), n, max_prior=max_prior) <= fano + 1e-12
+        # the same chain for GLH over one random table (Thm 4.4 with eq. 11)
+        g = int(rng.integers(2, 5))
+        q_glh = GLH.with_random_tables(eps, k, m=1, g=g, rng=rng).channel()
+        beta_glh = b.bayes_error(b.output_joint(joint, q_glh))
+        i_glh = b.user_information(joint, q_glh)
+        hv_glh = b.bayes_error_bound_hv(i_glh, n, max_prior=max_prior)
+        assert b.bayes_error_bound(b.alpha_glh(eps, n, k, g), n, max_prior=max_prior) \
+            <= b.bayes_error_bound(i_glh, n, max_prior=max_prior) + 1e-12
+        assert hv_glh <= beta_glh + 1e-9
         if np.allclose(joint.sum(axis=1), 1.0 / n):
             assert b.bayes_error_bound(i_uy, n) == pytest.approx(fano)  # eq. 10 = eq. 9 uniform
             slack.append(beta - fano)
