@@ -45,9 +45,12 @@ def test_household_composition_is_consistent(micro):
     assert set(counts.index) == set(range(1, 11)) and (counts - N / 10).abs().max() <= 1
 
 
-def test_amounts_positive_whole_yen_and_right_skewed(micro):
+def test_amounts_nonnegative_whole_yen_and_right_skewed(micro):
     sa = micro.data[list(micro.sa)].to_numpy()
-    assert (sa > 0).all() and np.array_equal(sa, np.rint(sa))
+    assert (sa >= 0).all() and np.array_equal(sa, np.rint(sa))
+    zero_cols = {c for c in micro.sa if (micro.data[c] == 0).any()}
+    assert zero_cols == {"education", "housing"}
+    assert (sa[:, [micro.sa.index(c) for c in micro.sa if c not in zero_cols]] > 0).all()
     # lognormal amounts: sample skewness > 0 in every column; the standard error of the skewness
     # is about sqrt(6 / N) = 0.017, so 0.5 is far above what a symmetric column could show
     assert (stats.skew(sa, axis=0) > 0.5).all()
@@ -58,9 +61,10 @@ def test_spending_follows_income_and_the_amounts_are_correlated(micro):
     total = d[list(micro.sa)].sum(axis=1)
     # Spearman's rho under independence has standard error 1/sqrt(N - 1) = 0.007: 0.3 is > 40 SE
     assert stats.spearmanr(micro.income, total).statistic > 0.3
-    rho = d[list(micro.sa)].corr(method="spearman").to_numpy()
-    off = rho[~np.eye(12, dtype=bool)]
-    assert (off > 0.05).all()  # the shared total makes every pair positive
+    always = [c for c in micro.sa if c not in ("education", "housing")]  # no structural zeros
+    rho = d[always].corr(method="spearman").to_numpy()
+    off = rho[~np.eye(len(always), dtype=bool)]
+    assert (off > 0.05).all()  # the shared total makes every such pair positive (SE 0.007)
     assert (off < 0.95).all()  # ... but the per-amount noise keeps them apart
 
 
@@ -77,8 +81,16 @@ def test_engel_law_food_share_falls_with_income(micro):
 def test_education_needs_children_and_rent_needs_renters(micro):
     d = micro.data
     kids = d["n_children"] > 0
-    assert d.loc[kids, "education"].median() > 5 * d.loc[~kids, "education"].median()
+    assert (d.loc[~kids, "education"] == 0).all()
+    # with children: a month without education spending with probability 0.3; the share's
+    # binomial SE over the ~6,700 such households is about 0.006, so +-0.03 is five SE
+    assert abs((d.loc[kids, "education"] == 0).mean() - 0.3) < 0.03
+    # paper 001, Section 4.4: 76 of 100 households have 0 in attribute 21 (the 8th SA column)
+    assert micro.sa[7] == "education"
+    assert 0.70 < (d["education"] == 0).mean() < 0.82
     owned = d["tenure"] == 0
+    assert (d.loc[~owned, "housing"] > 0).all()
+    assert abs((d.loc[owned, "housing"] == 0).mean() - 0.6) < 0.03
     assert d.loc[~owned, "housing"].median() > 3 * d.loc[owned, "housing"].median()
 
 
