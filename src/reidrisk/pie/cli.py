@@ -140,7 +140,8 @@ def bound(epsilons, users, domain, mechanism, g, releases, as_json) -> None:
 @click.option("-g", "--g", "g", type=click.IntRange(min=2), default=None,
               help="GLH: a fixed hash range [default: the best g in 2..--g-max].")
 @click.option("--g-max", type=click.IntRange(min=2), default=None,
-              help="GLH: the largest hash range searched [default: the domain size].")
+              help="GLH: the largest hash range searched [default: the domain size, at most "
+                   "2^31 - 1].")
 @click.option("-t", "--releases", type=click.IntRange(min=1), default=1, show_default=True,
               help="Number of releases per user, each with the budget printed.")
 @click.option("--ldp-bound/--no-ldp-bound", default=True, show_default=True,
