@@ -220,3 +220,26 @@ def test_output_path_is_checked_before_the_computation(files, tmp_path, monkeypa
     result = run("-N", N, "--db", files / "db.csv", "--records", files / "records.csv", "--id", "person",
                  "-o", tmp_path / "scores.xlsx")
     assert_clean_error(result, "scores.xlsx", "unsupported file type")
+
+
+def test_many_records_are_scored_in_chunks_with_progress_and_the_same_result(files, monkeypatch):
+    from reidrisk.report import progress
+    from reidrisk.uniqueness import cli as uniq_cli
+
+    args = ("-N", N, "--db", f"{files / 'db.csv'}:0.2", "--db", f"{files / 'db_krr.csv'}:0.1:grr:15",
+            "--records", files / "records.csv", "--schema", files / "schema.json", "--id", "person",
+            "-T", 1, "-T", 3)
+    whole = run(*args)
+    assert whole.exit_code == 0, whole.output
+    monkeypatch.setattr(uniq_cli, "SCORE_CHUNK", 10)
+    monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)
+    chunked = run(*args)
+    assert chunked.exit_code == 0, chunked.output
+    # a record's score does not depend on the records scored with it (up to rounding: numpy's
+    # pairwise sums group the terms differently in arrays of other lengths)
+    import io
+
+    pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(chunked.stdout)),
+                                  pd.read_csv(io.StringIO(whole.stdout)), rtol=1e-12)
+    assert "score: 1/3 chunks (33%) [10 of 25 records]" in chunked.stderr
+    assert "score: 3/3 chunks done in" in chunked.stderr

@@ -190,10 +190,9 @@ def score(population, dbs, records, schema_path, thresholds, method, rule, id_co
     try:
         rec = _encode(schema, query, records)
         model = UniquenessModel(method, rule=rule, rng=seed).fit(databases, population, schema=schema)
-        result = model.score(rec, T=list(thresholds), keep_pmf=False)
+        frame, at_risk, result = _score_in_chunks(model, rec, list(thresholds))
     except (UniquenessError, ScoringError, PosteriorError, FloorError, CopulaError) as exc:
         raise _UserError(" ".join(str(exc).split())) from exc
-    frame = result.to_frame()
     if ids is not None:
         frame.insert(0, id_column, ids)
     else:
@@ -202,16 +201,41 @@ def score(population, dbs, records, schema_path, thresholds, method, rule, id_co
         frame.to_csv(sys.stdout, index=False)
     else:
         write_table(frame, out)
-    flagged = ", ".join(f"{int(result.at_risk[:, j].sum())} at most {t:g}"
+    flagged = ", ".join(f"{int(at_risk[:, j].sum())} at most {t:g}"
                         for j, t in enumerate(result.thresholds))
     click.echo(
-        f"Scored {result.n_records} records against {len(databases)} database(s), N = {population:,}, "
+        f"Scored {len(frame)} records against {len(databases)} database(s), N = {population:,}, "
         f"method {method} (rule {result.rule}): flagged {flagged}. "
         f"({time.perf_counter() - t0:.1f} s)" + (f" Wrote {out}." if out is not None else ""),
         err=True,
     )
     if model.prior_ is not None and model.prior_.source == "simulation":
         click.echo(SIMULATED_PRIOR_CAVEAT, err=True)
+
+
+SCORE_CHUNK = 2_000
+"""Records scored per call when there are more (each call has a fixed cost of a few seconds, and
+each record then about 10 ms with a randomized database): progress is shown between chunks. A
+record's score does not depend on the records scored with it, so chunks change nothing."""
+
+
+def _score_in_chunks(model, rec: np.ndarray, thresholds: list[float]):
+    """(frame, at_risk, last result) of ``model.score`` over ``rec``, in chunks of ``SCORE_CHUNK``
+    with progress lines (``reidrisk.report.progress``) when there is more than one."""
+    import pandas as pd
+
+    from reidrisk.report.progress import Progress
+
+    n = rec.shape[0]
+    starts = range(0, n, SCORE_CHUNK)
+    frames, flags = [], []
+    with Progress(len(starts), "score", unit="chunks", enabled=len(starts) > 1) as bar:
+        for s in starts:
+            result = model.score(rec[s:s + SCORE_CHUNK], T=thresholds, keep_pmf=False)
+            frames.append(result.to_frame())
+            flags.append(result.at_risk)
+            bar.update(note=f"{min(s + SCORE_CHUNK, n):,} of {n:,} records")
+    return pd.concat(frames, ignore_index=True), np.vstack(flags), result
 
 
 RATE_TOLERANCE_SD = 4.0
