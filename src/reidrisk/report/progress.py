@@ -8,7 +8,7 @@ terminal; otherwise it prints a plain line such as
 
 at most every ``interval`` seconds, and a closing line once the job has run longer than that. Every
 command that can take more than a few seconds reports through it (``reidrisk demo``,
-``reidrisk collect table`` and ``synth``).
+``reidrisk collect table`` and ``synth``, ``reidrisk uniqueness score``).
 """
 
 from __future__ import annotations
