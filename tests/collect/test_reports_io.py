@@ -138,3 +138,16 @@ def test_tampered_mechanism_parameters_are_refused(tmp_path, codes):
     sidecar_path(path).write_text(json.dumps(meta))
     with pytest.raises(Exception, match="size.*budget"):
         read_reports(path)
+
+
+
+@pytest.mark.parametrize("content, fragment", [
+    (b"color,size,flag,grade\n1,2,0,3\n1,2,0,3,4\n", "not a well-formed CSV"),
+    (b"color,size\n\xff\xfe\x00\x01\xc3\x28\n", "not UTF-8 text"),
+])
+def test_ragged_or_binary_reports_csv_names_the_file(tmp_path, codes, content, fragment):
+    path = write_reports(tmp_path / "r.csv", Protocol(3.0, k=3).randomize(SCHEMA, codes, rng=1),
+                         Protocol(3.0, k=3))
+    path.write_bytes(content)  # the sidecar stays: the file claims to hold reports
+    with pytest.raises(ReportsFileError, match=rf"'.*r\.csv' is {fragment}"):
+        read_reports(path)

@@ -172,3 +172,18 @@ def test_tables_scroll_instead_of_overflowing(tmp_path):
     assert table.startswith('<div class="table-wrap"><table>') and table.endswith("</table></div>")
     page = write_report([Section("Wide", table)], tmp_path / "r").read_text()
     assert ".table-wrap { max-width: 100%; overflow-x: auto;" in page
+
+
+def test_a_write_error_names_the_report_folder_not_the_temporary_one(tmp_path, monkeypatch):
+    import errno
+    from pathlib import Path
+
+    def full_disk(self, data, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(self))
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    out = tmp_path / "report"
+    with pytest.raises(OSError) as info:
+        write_report([Section("A", "<p>x</p>")], out)
+    assert info.value.filename == str(out) and ".tmp-" not in str(info.value)
+    assert list(tmp_path.iterdir()) == []

@@ -192,14 +192,14 @@ def file_mode() -> int:
 
 def atomic_write(path: Path, write) -> None:
     """Call ``write(tmp)`` on a temporary file beside ``path``, then move it over ``path``."""
-    from reidrisk.data.io import _user_path_in_errors, check_output_path
+    from reidrisk.data.io import check_output_path, user_path_in_errors
 
     path = check_output_path(path)
-    with _user_path_in_errors(path):
+    with user_path_in_errors(path):
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         os.close(fd)
     try:
-        with _user_path_in_errors(path):
+        with user_path_in_errors(path):
             write(Path(tmp))
             os.chmod(tmp, file_mode())
             os.replace(tmp, path)
@@ -526,6 +526,14 @@ def _read_described(path: Path) -> CollectedReports:
             frame = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, na_values=[""])
         except pd.errors.EmptyDataError:
             raise ReportsFileError(f"reports file {str(path)!r} is empty") from None
+        except UnicodeDecodeError:
+            raise ReportsFileError(f"reports file {str(path)!r} is not UTF-8 text (a binary "
+                                   "file?); reports files are CSV or Parquet") from None
+        except pd.errors.ParserError as exc:
+            raise ReportsFileError(
+                f"reports file {str(path)!r} is not a well-formed CSV table "
+                f"({' '.join(str(exc).split()).removeprefix('Error tokenizing data. C error: ')}); "
+                "was it edited by hand?") from None
     absent = [c for c in schema.names if c not in frame.columns]
     extra = [c for c in frame.columns if c not in schema.names]
     if absent or extra:

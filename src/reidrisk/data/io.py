@@ -133,12 +133,12 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
     if not isinstance(frame, pd.DataFrame):
         raise TableError(f"write_table needs a pandas DataFrame, got {type(frame).__name__}")
     check_output_path(path)
-    with _user_path_in_errors(path):
+    with user_path_in_errors(path):
         fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         os.close(fd)
     tmp = Path(tmp_name)
     try:
-        with _user_path_in_errors(path):
+        with user_path_in_errors(path):
             if fmt == "parquet":
                 frame.to_parquet(tmp, index=False)
             else:
@@ -186,7 +186,7 @@ def check_output_path(path: str | Path, kind: str = "file") -> Path:
     return path
 
 
-class _user_path_in_errors:
+class user_path_in_errors:
     """Re-raise an ``OSError`` about a temporary file as the same error about the user's ``path``
     (a message about ``.out.csv.x1y2.tmp`` would name a file the user never asked for)."""
 
@@ -228,5 +228,5 @@ def write_encoded(codes: np.ndarray, schema: Schema, path: str | Path) -> Path:
 
 __all__ = [
     "EncodedData", "TableError", "check_output_path", "read_encoded", "read_table", "table_format",
-    "write_encoded", "write_table",
+    "user_path_in_errors", "write_encoded", "write_table",
 ]

@@ -167,18 +167,22 @@ def write_report(
 
     # a plain mkdir (not mkdtemp, which makes the folder private) so the report gets the same
     # permissions as any folder the user creates
+    from reidrisk.data.io import user_path_in_errors  # errors name `out`, not the temporary folder
+
     tmp = parent / f".{out.name}.tmp-{uuid.uuid4().hex[:12]}"
-    tmp.mkdir()
+    with user_path_in_errors(out):
+        tmp.mkdir()
     old: Path | None = None
     try:
-        for s in sections:
-            for fig in s.figures:
-                (tmp / fig.filename).write_bytes(fig.png)
-        (tmp / "index.html").write_text(page, encoding="utf-8")
-        if out.exists():
-            old = parent / f".{out.name}.old-{uuid.uuid4().hex[:12]}"
-            out.rename(old)
-        tmp.rename(out)
+        with user_path_in_errors(out):
+            for s in sections:
+                for fig in s.figures:
+                    (tmp / fig.filename).write_bytes(fig.png)
+            (tmp / "index.html").write_text(page, encoding="utf-8")
+            if out.exists():
+                old = parent / f".{out.name}.old-{uuid.uuid4().hex[:12]}"
+                out.rename(old)
+            tmp.rename(out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         if old is not None and old.exists() and not out.exists():
