@@ -96,3 +96,24 @@ def test_check_stop_rejects_unknown_rules():
         _tensor.check_stop("sometimes")
     with pytest.raises(ValueError, match="> 0"):
         _tensor.check_stop(-1.0)
+
+
+def test_model_io_and_pipeline_import_in_one_direction():
+    """The model file module never imports the pipeline (not even inside a function), and the
+    pipeline imports it once, at module level: no import circle between them."""
+    import ast
+    from pathlib import Path
+
+    import reidrisk.collect.model_io as model_io
+    import reidrisk.collect.pipeline as pipeline
+
+    def imported(module, nested: bool) -> set[str]:
+        tree = ast.parse(Path(module.__file__).read_text())
+        nodes = ast.walk(tree) if nested else tree.body
+        return {n.module for n in nodes if isinstance(n, ast.ImportFrom) and n.module}
+
+    assert not any(m.startswith("reidrisk.collect.pipeline") for m in imported(model_io, True))
+    inner = imported(pipeline, True) - imported(pipeline, False)
+    assert "reidrisk.collect.model_io" in imported(pipeline, False)
+    assert "reidrisk.collect.model_io" not in inner
+    assert pipeline.CollectModel is model_io.CollectModel

@@ -1,4 +1,6 @@
-"""The model file: a fitted ``CollectModel`` as versioned JSON (no pickle), and the copula glue.
+"""The fitted collection model (``CollectModel``, ``FitReport``), its file -- versioned JSON, no
+pickle -- and the copula glue. ``reidrisk.collect.pipeline`` builds models and imports this module;
+this module imports nothing of the pipeline (no import circle).
 
 Format ``reidrisk-collect-model``, version 1: one JSON object with
 
@@ -18,15 +20,17 @@ formats and versions with a message that says which it found.
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Sequence
 
 import numpy as np
 
-from reidrisk.schema import Schema
-
-if TYPE_CHECKING:  # pragma: no cover
-    from reidrisk.collect.pipeline import CollectModel
+from reidrisk.collect.protocol import Protocol
+from reidrisk.collect.reports_io import atomic_write
+from reidrisk.mechanisms.base import as_generator
+from reidrisk.schema import Schema, SchemaError
 
 MODEL_FORMAT = "reidrisk-collect-model"
 MODEL_VERSION = 1
@@ -34,6 +38,10 @@ MODEL_VERSION = 1
 
 class ModelFileError(ValueError):
     """A model file that cannot be read. The message names the file and what is wrong."""
+
+
+class CollectError(ValueError):
+    """Bad input to the collection pipeline. The message names the parameter/attribute and the fix."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -102,6 +110,173 @@ def copula_from_dict(d: dict):
 
 
 # ---------------------------------------------------------------------------------------------
+# fit report
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FitReport:
+    """How a model was fitted, and what the data supported.
+
+    ``settings``: the pipeline's parameters. ``n``: records. ``n_present`` (g,): reports per
+    attribute. ``marginal_iterations`` (g,), ``pair_iterations`` {(j, j'): steps}.
+    ``marginal_signal`` (g,): uniformity test statistic / critical value (> 1: the marginal differs
+    detectably from uniform); ``pair_signal`` {(j, j'): same for dependence}. ``pair_shrink``
+    {(j, j'): James-Stein factor} (``shrink="js"`` only). ``fallback``: "none", "independence" or
+    "uniform". ``notes``: human-readable remarks. ``seconds``: wall time of the fit.
+    ``marginal_shrink`` (g,): the factor each marginal's departure from uniform was kept at
+    (1 = not shrunk; ``marginal_shrink=True`` only; empty in models saved before it existed).
+    """
+
+    settings: dict
+    n: int
+    n_present: tuple[int, ...]
+    marginal_iterations: tuple[int, ...]
+    pair_iterations: dict
+    marginal_signal: tuple[float, ...]
+    pair_signal: dict
+    pair_shrink: dict
+    fallback: str
+    notes: tuple[str, ...]
+    seconds: float
+    marginal_shrink: tuple[float, ...] = ()
+
+    def to_dict(self) -> dict:
+        pairs = sorted(self.pair_iterations)
+        return {
+            "settings": dict(self.settings), "n": self.n, "n_present": list(self.n_present),
+            "marginal_iterations": list(self.marginal_iterations),
+            "pairs": [[int(j), int(k)] for j, k in pairs],
+            "pair_iterations": [int(self.pair_iterations[p]) for p in pairs],
+            "marginal_signal": [_num(x) for x in self.marginal_signal],
+            "pair_signal": [_num(self.pair_signal.get(p, float("nan"))) for p in pairs],
+            "pair_shrink": [_num(self.pair_shrink.get(p, 1.0)) for p in pairs],
+            "fallback": self.fallback, "notes": list(self.notes), "seconds": self.seconds,
+            "marginal_shrink": [_num(x) for x in self.marginal_shrink],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "FitReport":
+        pairs = [tuple(p) for p in d["pairs"]]
+        return cls(dict(d["settings"]), int(d["n"]), tuple(d["n_present"]),
+                   tuple(d["marginal_iterations"]), dict(zip(pairs, d["pair_iterations"])),
+                   tuple(_from_num(x) for x in d["marginal_signal"]),
+                   dict(zip(pairs, (_from_num(x) for x in d["pair_signal"]))),
+                   dict(zip(pairs, (_from_num(x) for x in d["pair_shrink"]))),
+                   d["fallback"], tuple(d["notes"]), float(d["seconds"]),
+                   tuple(_from_num(x) for x in d.get("marginal_shrink", ())))
+
+
+def _num(x):
+    x = float(x)
+    return x if math.isfinite(x) else str(x)
+
+
+def _from_num(x):
+    return float(x)
+
+
+# ---------------------------------------------------------------------------------------------
+# the model
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class CollectModel:
+    """A fitted generative model of the population (paper 004 Algorithm 2).
+
+    ``schema``; ``protocol`` (how the reports were collected; None if unknown); ``mechanisms``:
+    parameters of each attribute's mechanism; ``marginals``: g probability vectors;
+    ``pair_tables`` {(j, j') with j < j': (f_j, f_j') probability table}; ``pair_n`` {(j, j'):
+    reports having both}; ``pair_n_eff`` {(j, j'): information in raw records, module doc};
+    ``copula``: the fitted ``reidrisk.copula.GaussianCopula``; ``report``: ``FitReport``.
+    Save with ``save`` / ``to_dict`` (versioned JSON, below).
+    """
+
+    schema: Schema
+    protocol: Protocol | None
+    mechanisms: tuple[dict, ...]
+    marginals: tuple[np.ndarray, ...]
+    pair_tables: dict
+    pair_n: dict
+    pair_n_eff: dict
+    copula: object
+    report: FitReport
+
+    @property
+    def g(self) -> int:
+        return len(self.schema)
+
+    @property
+    def fallback(self) -> str:
+        return self.report.fallback
+
+    @property
+    def correlation(self) -> np.ndarray:
+        """The copula's correlation matrix Sigma (g, g)."""
+        return copula_correlation(self.copula)
+
+    def columns(self, cols: Sequence[int | str]) -> list[int]:
+        """Attribute indices from names or indices (no repeats)."""
+        if isinstance(cols, (str, int, np.integer)):
+            cols = [cols]
+        out = []
+        for c in cols:
+            if isinstance(c, str):
+                out.append(self.schema.index(c))
+            else:
+                if isinstance(c, bool) or int(c) != c or not 0 <= int(c) < self.g:
+                    raise SchemaError(f"column index {c!r} is outside 0..{self.g - 1}")
+                out.append(int(c))
+        if not out:
+            raise SchemaError("name at least one attribute for the table")
+        if len(set(out)) != len(out):
+            raise SchemaError(f"columns {list(cols)} repeat an attribute")
+        return out
+
+    def synthesize(self, n: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
+        """``n`` complete synthetic records as codes (n, g) int32 (Algorithm 2 lines 24-32)."""
+        if isinstance(n, bool) or int(n) != n or int(n) < 1:
+            raise CollectError(f"n must be a positive integer number of records, got {n!r}")
+        return np.asarray(copula_sample(self.copula, int(n), as_generator(rng)), dtype=np.int32)
+
+    def synthesize_frame(self, n: int, rng: np.random.Generator | int | None = None):
+        """``n`` synthetic records as a DataFrame of category labels."""
+        return self.schema.decode(self.synthesize(n, rng))
+
+    def table(self, cols: Sequence[int | str], exact: bool = True, n: int | None = None,
+              rng: np.random.Generator | int | None = None) -> np.ndarray:
+        """The c-way contingency table of ``cols`` (names or indices) as probabilities.
+
+        ``exact=True``: cell probabilities of the copula (multivariate normal rectangles), shape
+        ``(f_cols[0], ..., f_cols[c-1])``, summing to 1. ``exact=False``: the paper's Algorithm 2
+        line 33: the normalized counts of ``n`` synthetic records (default: the number of records
+        the model was fitted on).
+        """
+        idx = self.columns(cols)
+        if exact:
+            t = np.asarray(copula_table(self.copula, idx), dtype=np.float64)
+            t = np.clip(t, 0.0, None)
+            return t / t.sum()
+        from reidrisk.data.tables import contingency
+
+        m = self.report.n if n is None else int(n)
+        codes = self.synthesize(m, rng)
+        return contingency(codes, self.schema.sizes, idx)
+
+    # ---- files -------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return model_to_dict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "CollectModel":
+        return model_from_dict(d)
+
+    def save(self, path: str | Path) -> Path:
+        return save_model(self, path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "CollectModel":
+        return load_model(path)
+
+
+# ---------------------------------------------------------------------------------------------
 # model <-> dict
 # ---------------------------------------------------------------------------------------------
 def model_to_dict(model: "CollectModel") -> dict:
@@ -140,9 +315,6 @@ def _plain(obj):
 
 
 def model_from_dict(d: dict, source: str = "model") -> "CollectModel":
-    from reidrisk.collect.pipeline import CollectModel, FitReport
-    from reidrisk.collect.protocol import Protocol
-
     if not isinstance(d, dict) or d.get("format") != MODEL_FORMAT:
         found = d.get("format") if isinstance(d, dict) else type(d).__name__
         raise ModelFileError(
@@ -181,8 +353,6 @@ def model_from_dict(d: dict, source: str = "model") -> "CollectModel":
 def save_model(model: "CollectModel", path: str | Path) -> Path:
     """Write the model as JSON to ``path`` atomically; returns the path."""
     path = Path(path)
-    from reidrisk.collect.reports_io import atomic_write
-
     text = json.dumps(model_to_dict(model), allow_nan=False, separators=(",", ":"))
     atomic_write(path, lambda tmp: tmp.write_text(text))
     return path
@@ -200,4 +370,5 @@ def load_model(path: str | Path) -> "CollectModel":
     return model_from_dict(d, source=f"model file {str(path)!r}")
 
 
-__all__ = ["MODEL_FORMAT", "MODEL_VERSION", "ModelFileError", "load_model", "save_model"]
+__all__ = ["MODEL_FORMAT", "MODEL_VERSION", "CollectError", "CollectModel", "FitReport",
+           "ModelFileError", "load_model", "save_model"]

@@ -103,20 +103,24 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import chi2, false_discovery_control
 
 from reidrisk.collect import _tensor
+from reidrisk.collect.model_io import (
+    CollectError,
+    CollectModel,
+    FitReport,
+    exact_simplex,
+    fit_copula,
+)
 from reidrisk.collect.protocol import Protocol, variance_factor
 from reidrisk.collect.reports_io import CollectedReports
 from reidrisk.estimation.em import DEFAULT_MAX_ITER, EstimationError, parse_stop
-from reidrisk.mechanisms.base import as_generator
 from reidrisk.mechanisms.record import RecordReports
-from reidrisk.schema import Schema, SchemaError
+from reidrisk.schema import Schema
 
 ESTIMATORS = ("em", "norm_sub", "raw")
 EXACT_EM = (False, True, "marginals")
@@ -127,193 +131,8 @@ MARGINAL_FDR = 0.1
 """False-discovery rate of the marginal selection (module doc, "Marginal shrinkage")."""
 
 
-class CollectError(ValueError):
-    """Bad input to the collection pipeline. The message names the parameter/attribute and the fix."""
-
-
 class CollectWarning(UserWarning):
     """The fitted model fell back to independence or to the uniform distribution."""
-
-
-# ---------------------------------------------------------------------------------------------
-# fit report
-# ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class FitReport:
-    """How a model was fitted, and what the data supported.
-
-    ``settings``: the pipeline's parameters. ``n``: records. ``n_present`` (g,): reports per
-    attribute. ``marginal_iterations`` (g,), ``pair_iterations`` {(j, j'): steps}.
-    ``marginal_signal`` (g,): uniformity test statistic / critical value (> 1: the marginal differs
-    detectably from uniform); ``pair_signal`` {(j, j'): same for dependence}. ``pair_shrink``
-    {(j, j'): James-Stein factor} (``shrink="js"`` only). ``fallback``: "none", "independence" or
-    "uniform". ``notes``: human-readable remarks. ``seconds``: wall time of the fit.
-    ``marginal_shrink`` (g,): the factor each marginal's departure from uniform was kept at
-    (1 = not shrunk; ``marginal_shrink=True`` only; empty in models saved before it existed).
-    """
-
-    settings: dict
-    n: int
-    n_present: tuple[int, ...]
-    marginal_iterations: tuple[int, ...]
-    pair_iterations: dict
-    marginal_signal: tuple[float, ...]
-    pair_signal: dict
-    pair_shrink: dict
-    fallback: str
-    notes: tuple[str, ...]
-    seconds: float
-    marginal_shrink: tuple[float, ...] = ()
-
-    def to_dict(self) -> dict:
-        pairs = sorted(self.pair_iterations)
-        return {
-            "settings": dict(self.settings), "n": self.n, "n_present": list(self.n_present),
-            "marginal_iterations": list(self.marginal_iterations),
-            "pairs": [[int(j), int(k)] for j, k in pairs],
-            "pair_iterations": [int(self.pair_iterations[p]) for p in pairs],
-            "marginal_signal": [_num(x) for x in self.marginal_signal],
-            "pair_signal": [_num(self.pair_signal.get(p, float("nan"))) for p in pairs],
-            "pair_shrink": [_num(self.pair_shrink.get(p, 1.0)) for p in pairs],
-            "fallback": self.fallback, "notes": list(self.notes), "seconds": self.seconds,
-            "marginal_shrink": [_num(x) for x in self.marginal_shrink],
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "FitReport":
-        pairs = [tuple(p) for p in d["pairs"]]
-        return cls(dict(d["settings"]), int(d["n"]), tuple(d["n_present"]),
-                   tuple(d["marginal_iterations"]), dict(zip(pairs, d["pair_iterations"])),
-                   tuple(_from_num(x) for x in d["marginal_signal"]),
-                   dict(zip(pairs, (_from_num(x) for x in d["pair_signal"]))),
-                   dict(zip(pairs, (_from_num(x) for x in d["pair_shrink"]))),
-                   d["fallback"], tuple(d["notes"]), float(d["seconds"]),
-                   tuple(_from_num(x) for x in d.get("marginal_shrink", ())))
-
-
-def _num(x):
-    x = float(x)
-    return x if math.isfinite(x) else str(x)
-
-
-def _from_num(x):
-    return float(x)
-
-
-# ---------------------------------------------------------------------------------------------
-# the model
-# ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True, eq=False)
-class CollectModel:
-    """A fitted generative model of the population (paper 004 Algorithm 2).
-
-    ``schema``; ``protocol`` (how the reports were collected; None if unknown); ``mechanisms``:
-    parameters of each attribute's mechanism; ``marginals``: g probability vectors;
-    ``pair_tables`` {(j, j') with j < j': (f_j, f_j') probability table}; ``pair_n`` {(j, j'):
-    reports having both}; ``pair_n_eff`` {(j, j'): information in raw records, module doc};
-    ``copula``: the fitted ``reidrisk.copula.GaussianCopula``; ``report``: ``FitReport``.
-    Save with ``save`` / ``to_dict`` (versioned JSON, see ``reidrisk.collect.model_io``).
-    """
-
-    schema: Schema
-    protocol: Protocol | None
-    mechanisms: tuple[dict, ...]
-    marginals: tuple[np.ndarray, ...]
-    pair_tables: dict
-    pair_n: dict
-    pair_n_eff: dict
-    copula: object
-    report: FitReport
-
-    @property
-    def g(self) -> int:
-        return len(self.schema)
-
-    @property
-    def fallback(self) -> str:
-        return self.report.fallback
-
-    @property
-    def correlation(self) -> np.ndarray:
-        """The copula's correlation matrix Sigma (g, g)."""
-        from reidrisk.collect.model_io import copula_correlation
-
-        return copula_correlation(self.copula)
-
-    def columns(self, cols: Sequence[int | str]) -> list[int]:
-        """Attribute indices from names or indices (no repeats)."""
-        if isinstance(cols, (str, int, np.integer)):
-            cols = [cols]
-        out = []
-        for c in cols:
-            if isinstance(c, str):
-                out.append(self.schema.index(c))
-            else:
-                if isinstance(c, bool) or int(c) != c or not 0 <= int(c) < self.g:
-                    raise SchemaError(f"column index {c!r} is outside 0..{self.g - 1}")
-                out.append(int(c))
-        if not out:
-            raise SchemaError("name at least one attribute for the table")
-        if len(set(out)) != len(out):
-            raise SchemaError(f"columns {list(cols)} repeat an attribute")
-        return out
-
-    def synthesize(self, n: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
-        """``n`` complete synthetic records as codes (n, g) int32 (Algorithm 2 lines 24-32)."""
-        from reidrisk.collect.model_io import copula_sample
-
-        if isinstance(n, bool) or int(n) != n or int(n) < 1:
-            raise CollectError(f"n must be a positive integer number of records, got {n!r}")
-        return np.asarray(copula_sample(self.copula, int(n), as_generator(rng)), dtype=np.int32)
-
-    def synthesize_frame(self, n: int, rng: np.random.Generator | int | None = None):
-        """``n`` synthetic records as a DataFrame of category labels."""
-        return self.schema.decode(self.synthesize(n, rng))
-
-    def table(self, cols: Sequence[int | str], exact: bool = True, n: int | None = None,
-              rng: np.random.Generator | int | None = None) -> np.ndarray:
-        """The c-way contingency table of ``cols`` (names or indices) as probabilities.
-
-        ``exact=True``: cell probabilities of the copula (multivariate normal rectangles), shape
-        ``(f_cols[0], ..., f_cols[c-1])``, summing to 1. ``exact=False``: the paper's Algorithm 2
-        line 33: the normalized counts of ``n`` synthetic records (default: the number of records
-        the model was fitted on).
-        """
-        from reidrisk.collect.model_io import copula_table
-
-        idx = self.columns(cols)
-        if exact:
-            t = np.asarray(copula_table(self.copula, idx), dtype=np.float64)
-            t = np.clip(t, 0.0, None)
-            return t / t.sum()
-        from reidrisk.data.tables import contingency
-
-        m = self.report.n if n is None else int(n)
-        codes = self.synthesize(m, rng)
-        return contingency(codes, self.schema.sizes, idx)
-
-    # ---- files -------------------------------------------------------------------------------
-    def to_dict(self) -> dict:
-        from reidrisk.collect.model_io import model_to_dict
-
-        return model_to_dict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "CollectModel":
-        from reidrisk.collect.model_io import model_from_dict
-
-        return model_from_dict(d)
-
-    def save(self, path: str | Path) -> Path:
-        from reidrisk.collect.model_io import save_model
-
-        return save_model(self, path)
-
-    @classmethod
-    def load(cls, path: str | Path) -> "CollectModel":
-        from reidrisk.collect.model_io import load_model
-
-        return load_model(path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -600,8 +419,6 @@ class CollectPipeline:
                     f"family-wise level {self.alpha:g}); the model is the product of the estimated "
                     "marginals"
                 )
-        from reidrisk.collect.model_io import exact_simplex, fit_copula
-
         margs = [exact_simplex(p) for p in margs]
         if fallback == "none":
             copula = fit_copula(margs, tables, n_eff, shrink="eb" if self.shrink == "eb" else None,

@@ -400,15 +400,17 @@ def _em_tables(W3, n, ch: _Channels, stop="noise", max_iter: int = DEFAULT_MAX_I
 # ---------------------------------------------------------------------------------------------
 def marginals_from_counts(mechs: Sequence["Mechanism"], ws, ns, method: str = "em", *,
                           names: Sequence[str | None] | None = None, stop="noise",
-                          max_iter: int = DEFAULT_MAX_ITER) -> list[FrequencyEstimate]:
+                          max_iter: int = DEFAULT_MAX_ITER, inits=None
+                          ) -> list[FrequencyEstimate]:
     """Several attributes' estimates from their support counts ``ws[j]`` (k_j,) and ``ns[j]``
     present reports (``estimate_marginals`` without counting; methods ``"em"``, ``"inversion"``,
-    ``"norm_sub"``). EM attributes with equal domain size are iterated as one batch."""
+    ``"norm_sub"``). EM attributes with equal domain size are iterated as one batch, each from
+    ``inits[j]`` (positive, any scale; None: uniform)."""
     _check_method(method, METHODS[:3])
     names = [None] * len(mechs) if names is None else list(names)
     return _marginals_from_counts([np.asarray(w, dtype=np.float64).ravel() for w in ws],
                                   [int(n) for n in ns], list(mechs), names, method, stop=stop,
-                                  max_iter=max_iter)
+                                  max_iter=max_iter, inits=inits)
 
 
 def _from_counts(w, n_present, mech, method, name=None, *, stop="noise",
