@@ -155,6 +155,9 @@ def test_bad_input_is_named():
         score_matrix(fit_markov(a), a, kind="markov")
     with pytest.raises(MatchError, match="delta=0"):
         fit_markov(a, delta=0)
+    huge = Sequences.from_lists([[0, 1]], 4_000_000_000, labels=np.zeros(1))
+    with pytest.raises(MatchError, match="too large to key transitions"):
+        fit_markov(huge)
 
 
 # ---- command line: reidrisk pie traces -------------------------------------------------------

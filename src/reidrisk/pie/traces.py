@@ -50,6 +50,9 @@ DELTA = 1e-8
 
 MODELS = ("trans", "visit")
 
+_MAX_PAIR_DOMAIN = 3_037_000_499
+"""Largest domain whose transition keys x * k + x' fit in int64 (floor(sqrt(2^63 - 1)))."""
+
 
 class MatchError(ValueError):
     """The two sides of a match do not fit (different domains, a release user without background,
@@ -110,6 +113,9 @@ def _check_delta(delta: float) -> float:
 
 def _transition_keys(seqs: Sequences) -> tuple[np.ndarray, np.ndarray]:
     """(owner row, key = x * k + x') of every consecutive pair within a user's sequence."""
+    if seqs.k > _MAX_PAIR_DOMAIN:
+        raise MatchError(f"a domain of {seqs.k} symbols is too large to key transitions in 64 bits "
+                         f"(at most {_MAX_PAIR_DOMAIN}); for GLH use a hash range g below that")
     owner = seqs.owner()
     same = owner[1:] == owner[:-1]
     keys = seqs.codes[:-1][same] * np.int64(seqs.k) + seqs.codes[1:][same]
