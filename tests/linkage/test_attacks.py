@@ -114,16 +114,21 @@ def test_assign_is_one_to_one_and_beats_nearest_on_shuffled_noisy_release():
     assert (g.guess == perm).sum() >= (euc.guess == perm).sum()
 
 
-def test_assign_sparse_path_matches_dense_on_a_clean_release():
+@pytest.mark.parametrize("limit", [10_000, 200_000])
+def test_assign_block_path_matches_dense_on_a_clean_release(limit):
+    # limit 10,000: each block of ~300 x 300 is cut into 3 chunks; 200,000: blocks solved whole
     rng = np.random.default_rng(4)
     n = 1500
     X = pd.DataFrame({"q": rng.integers(0, 5, n), "a": rng.normal(size=n), "b": rng.normal(size=n)})
     perm = rng.permutation(n)
     Y = X.iloc[perm].reset_index(drop=True)
     Y[["a", "b"]] += rng.normal(scale=0.01, size=(n, 2))
-    sparse = attack("assign", X, Y, qi=["q"], sa=["a", "b"], rng=0, dense_limit=0)
+    sparse = attack("assign", X, Y, qi=["q"], sa=["a", "b"], rng=0, dense_limit=limit)
     dense = attack("assign", X, Y, qi=["q"], sa=["a", "b"], rng=0)
-    assert (sparse.guess == perm).mean() > 0.99 and (dense.guess == perm).mean() > 0.99
+    # noise 0.01 sd against neighbours ~ 0.05 apart in a block of 300: nearly every row is linked;
+    # chunking loses the rows whose SA-sum order the noise swaps across a chunk border
+    assert (dense.guess == perm).mean() > 0.99
+    assert (sparse.guess == perm).mean() > (0.99 if limit else 0.9)
     assert len(set(sparse.guess.tolist())) == n
 
 

@@ -116,28 +116,33 @@ def _one_column(sa: list[str], sa_column: str | None) -> list[str]:
 
 def _nearest_tree(rows: np.ndarray, xs: np.ndarray, queries: np.ndarray, gen: np.random.Generator
                   ) -> tuple[np.ndarray, np.ndarray]:
-    """For each query the nearest of X's ``rows`` (Euclidean on ``xs``) with random ties: duplicate
-    points are merged (a random duplicate is returned) and two equidistant distinct points are
-    chosen between at random (three or more equidistant distinct points: among the two the
-    KD-tree returns)."""
+    """For each query the nearest of X's ``rows`` (Euclidean on ``xs``) with random ties.
+
+    Duplicate points are merged first (a random duplicate is returned). A KD-tree gives each query
+    its nearest distinct point; a ball of that radius (relative tolerance 1e-9) counts the distinct
+    points tied with it, and only the rare tied queries draw one of them at random.
+    """
     pts = xs[rows]
     uniq, inv = np.unique(pts, axis=0, return_inverse=True)
     inv = inv.reshape(-1)
     tree = cKDTree(uniq)
+    dist, pick = tree.query(queries, k=1)
+    pick = np.asarray(pick, dtype=np.int64).reshape(-1)
+    dist = np.asarray(dist, dtype=np.float64).reshape(-1)
     if len(uniq) > 1:
-        d, j = tree.query(queries, k=2)
-        tie = d[:, 1] == d[:, 0]
-        flip = tie & (gen.random(len(queries)) < 0.5)
-        pick = np.where(flip, j[:, 1], j[:, 0])
-        dist = d[:, 0]
-    else:
-        dist, pick = tree.query(queries, k=1)
-        pick = np.zeros(len(queries), dtype=np.int64)
+        far = np.flatnonzero(dist > 0)          # a distance-0 match is a unique point: no tie
+        if len(far):
+            radius = dist[far] * (1 + 1e-9)
+            count = tree.query_ball_point(queries[far], radius, return_length=True)
+            tied = far[count > 1]
+            if len(tied):                       # rare: one small Python step per tied query
+                balls = tree.query_ball_point(queries[tied], dist[tied] * (1 + 1e-9))
+                pick[tied] = [b[int(gen.integers(len(b)))] for b in map(sorted, balls)]
     order = np.argsort(inv, kind="stable")
     ucount = np.bincount(inv, minlength=len(uniq))
     ustart = np.concatenate(([0], np.cumsum(ucount)[:-1]))
     member = order[ustart[pick] + (gen.random(len(queries)) * ucount[pick]).astype(np.int64)]
-    return rows[member], np.asarray(dist, dtype=np.float64)
+    return rows[member], dist
 
 
 def _block_nearest(kx, xs, ky, ys, gen, fallback: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -275,24 +280,27 @@ def euc2(original, release, *, qi, sa, rng=None, scale: bool = False) -> Linking
 
 
 def assign(original, release, *, qi, sa, rng=None, scale: bool = True, qi_weight: float = 1.0,
-           neighbors: int = 10, dense_limit: int = 4_000_000) -> Linking:
+           dense_limit: int = 4_000_000, max_rounds: int = 50) -> Linking:
     """Global one-to-one assignment on a mixed distance over all columns (ours, not in paper 001).
 
     Cost of linking Y row i to X row j: ``qi_weight`` x (number of QI columns on which they differ)
     + the Euclidean distance of their SA vectors divided by sqrt(|s|) (with ``scale=True``, the
     default here, SA columns standardized by their standard deviation in X, so the SA term is a
-    root-mean-square difference in standard deviations). The attack finds the one-to-one
-    assignment of every Y row to a distinct X row with the least total cost:
+    root-mean-square difference in standard deviations). Each Y row gets a distinct X row.
 
-    - when |Y| x |X| <= ``dense_limit``: exactly, ``scipy.optimize.linear_sum_assignment`` on the
-      full cost matrix;
-    - otherwise on a sparse candidate graph: for each Y row its ``neighbors`` nearest X rows inside
-      its exact-QI block (a KD-tree over the SA vector with the QI key appended at a spacing larger
-      than any SA distance) and its ``neighbors`` nearest X rows by SA alone (the leftovers whose QI
-      vector matches no row of X, or whose block ran out), solved by
-      ``scipy.sparse.csgraph.min_weight_full_bipartite_matching``. Each Y row also has a private
-      "unassigned" edge costing more than any candidate, so a full matching always exists; a row
-      left on it takes its cheapest candidate (one-to-one is then not guaranteed for that row).
+    - |Y| x |X| <= ``dense_limit``: the exact minimum-cost assignment,
+      ``scipy.optimize.linear_sum_assignment`` on the full cost matrix.
+    - Larger tables (decomposed so that 10^5 rows take seconds):
+      1. exact-QI blocks: the Y and X rows sharing a QI vector are assigned to each other by
+         ``linear_sum_assignment`` on their SA distances (the QI cost is 0 inside a block); blocks
+         with one row on either side are solved for all blocks at once by nearest-neighbour search,
+         larger ones one block at a time (a block over ``dense_limit`` cells is cut into chunks of
+         rows of similar SA sums, each solved exactly);
+      2. leftovers (Y rows whose QI vector no X row has, or for which their block ran out of X
+         rows) are matched to the unused X rows in rounds: each proposes to its nearest unused X
+         row by SA (KD-tree), each X row accepts the proposal of least mixed cost, the others
+         propose again among the rows still unused (at most ``max_rounds`` rounds; a row still
+         unmatched after them takes its nearest X row by SA, then one-to-one does not hold for it).
 
     X's rows are permuted at random first, so ties are broken at random.
     """
@@ -325,61 +333,86 @@ def assign(original, release, *, qi, sa, rng=None, scale: bool = True, qi_weight
         rows, cols = linear_sum_assignment(cost)
         guess = np.full(m, -1, dtype=np.int64)
         guess[rows] = cols
-        dist = np.full(m, np.nan)
-        dist[rows] = cost[rows, cols]
     else:
-        guess, dist = _sparse_assign(cx, cy, xs, ys, w, min(neighbors, n), qi)
-    guess = np.where(guess >= 0, perm[np.maximum(guess, 0)], -1).astype(np.int64)
+        kx, ky = qi_keys(x, y, qi=qi)
+        guess = _assign_blocks(kx, ky, xs, ys, gen, dense_limit)
+        guess = _assign_leftovers(guess, cx, cy, xs, ys, w, gen, max_rounds)
+    ok = guess >= 0
+    dist = np.full(m, np.nan)
+    d = xs[guess[ok]] - ys[ok]
+    dist[ok] = np.sqrt(np.einsum("ij,ij->i", d, d)) + w * (cx[guess[ok]] != cy[ok]).sum(axis=1)
+    guess = np.where(ok, perm[np.maximum(guess, 0)], -1).astype(np.int64)
     return Linking(guess, "assign", time.perf_counter() - t0, dist)
 
 
-def _sparse_assign(cx, cy, xs, ys, w, k, qi) -> tuple[np.ndarray, np.ndarray]:
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import min_weight_full_bipartite_matching
+def _assign_blocks(kx, ky, xs, ys, gen, dense_limit) -> np.ndarray:
+    """Step 1 of ``assign``: one-to-one inside every exact-QI block; -1 for rows left over."""
+    from scipy.optimize import linear_sum_assignment
+    from scipy.spatial.distance import cdist
 
-    n, m = len(xs), len(ys)
-    edges_y, edges_x = [], []
-    span = np.ptp(np.vstack((xs, ys)), axis=0)
-    spacing = 10.0 * (float(np.sqrt((span ** 2).sum())) + 1.0)
-    if qi:
-        kx, ky = qi_keys(pd.DataFrame(cx), pd.DataFrame(cy), qi=list(range(cx.shape[1])))
-        tree = cKDTree(np.column_stack((xs, kx * spacing)))
-        _, j = tree.query(np.column_stack((ys, ky * spacing)), k=k)
-        j = j.reshape(m, -1)
-        edges_y.append(np.repeat(np.arange(m), j.shape[1]))
-        edges_x.append(j.ravel())
-    _, j = cKDTree(xs).query(ys, k=k)
-    j = j.reshape(m, -1)
-    edges_y.append(np.repeat(np.arange(m), j.shape[1]))
-    edges_x.append(j.ravel())
-    ey = np.concatenate(edges_y)
-    ex = np.concatenate(edges_x)
-    pair = np.unique(ey * np.int64(n) + ex)
-    ey, ex = pair // n, pair % n
-    diff = xs[ex] - ys[ey]
-    cost = np.sqrt(np.einsum("ij,ij->i", diff, diff)) + w * (cx[ex] != cy[ey]).sum(axis=1)
-    big = float(cost.max()) * 2 + 1.0
-    # + 1 on every edge: explicit zero weights would be dropped by the sparse matrix; a constant on
-    # every edge of a full matching does not change which matching is cheapest
-    rows = np.concatenate((ey, np.arange(m)))
-    cols = np.concatenate((ex, n + np.arange(m)))
-    vals = np.concatenate((cost + 1.0, np.full(m, big + 1.0)))
-    graph = csr_matrix((vals, (rows, cols)), shape=(m, n + m))
-    r, c = min_weight_full_bipartite_matching(graph)
-    guess = np.full(m, n, dtype=np.int64)
-    guess[r] = c
-    # cheapest candidate of each row, for rows left on their "unassigned" edge
-    order = np.lexsort((cost, ey))
-    first = np.searchsorted(ey[order], np.arange(m))
-    cheapest_x, cheapest_c = ex[order][first], cost[order][first]
-    lone = guess >= n
-    guess[lone] = cheapest_x[lone]
-    dist = np.empty(m)
-    dist[lone] = cheapest_c[lone]
-    ok = ~lone
-    d = xs[guess[ok]] - ys[ok]
-    dist[ok] = np.sqrt(np.einsum("ij,ij->i", d, d)) + w * (cx[guess[ok]] != cy[ok]).sum(axis=1)
-    return guess, dist
+    m = len(ky)
+    guess = np.full(m, -1, dtype=np.int64)
+    ox = np.argsort(kx, kind="stable")
+    ukx, sx, nx = np.unique(kx[ox], return_index=True, return_counts=True)
+    oy = np.argsort(ky, kind="stable")
+    uky, sy, ny = np.unique(ky[oy], return_index=True, return_counts=True)
+    _, ia, ib = np.intersect1d(ukx, uky, assume_unique=True, return_indices=True)
+    bx, by = nx[ia], ny[ib]
+    # one Y row in its block: its nearest X row of the block (all such blocks at once)
+    one_y = by == 1
+    if one_y.any():
+        rows = oy[sy[ib[one_y]]]
+        guess[rows] = _block_nearest(kx, xs, ky[rows], ys[rows], gen, False)[0]
+    # one X row, several Y rows: the X row goes to its nearest Y row of the block
+    one_x = (bx == 1) & (by > 1)
+    if one_x.any():
+        xrows = ox[sx[ia[one_x]]]
+        members = np.flatnonzero(np.isin(ky, uky[ib[one_x]]))
+        yrows = _block_nearest(ky[members], ys[members], kx[xrows], xs[xrows], gen, False)[0]
+        guess[members[yrows]] = xrows
+    # several on both sides: exact assignment per block (few blocks: each holds >= 4 rows)
+    for a, b in zip(ia[(bx > 1) & (by > 1)], ib[(bx > 1) & (by > 1)]):
+        rx = ox[sx[a]:sx[a] + nx[a]]
+        ry = oy[sy[b]:sy[b] + ny[b]]
+        for cx_, cy_ in _chunks(rx, ry, xs, ys, dense_limit):
+            r, c = linear_sum_assignment(cdist(ys[cy_], xs[cx_]))
+            guess[cy_[r]] = cx_[c]
+    return guess
+
+
+def _chunks(rx, ry, xs, ys, limit):
+    """A block as (X rows, Y rows) pairs of at most ``limit`` cells, rows of similar SA sums
+    together (the whole block when it fits)."""
+    if len(rx) * len(ry) <= limit:
+        return [(rx, ry)]
+    parts = min(int(np.ceil(np.sqrt(len(rx) * len(ry) / max(limit, 1)))), len(rx), len(ry))
+    rx = rx[np.argsort(xs[rx].sum(axis=1), kind="stable")]
+    ry = ry[np.argsort(ys[ry].sum(axis=1), kind="stable")]
+    return list(zip(np.array_split(rx, parts), np.array_split(ry, parts)))
+
+
+def _assign_leftovers(guess, cx, cy, xs, ys, w, gen, max_rounds) -> np.ndarray:
+    """Step 2 of ``assign``: rounds of nearest-unused proposals, the cheapest proposer winning."""
+    n = len(xs)
+    used = np.zeros(n, dtype=bool)
+    used[guess[guess >= 0]] = True
+    for _ in range(max_rounds):
+        left = np.flatnonzero(guess < 0)
+        free = np.flatnonzero(~used)
+        if not len(left) or not len(free):
+            break
+        prop, d = _nearest_tree(free, xs, ys[left], gen)
+        cost = d + w * (cx[prop] != cy[left]).sum(axis=1)
+        order = np.lexsort((gen.random(len(left)), cost, prop))
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = prop[order][1:] != prop[order][:-1]
+        win = order[first]
+        guess[left[win]] = prop[win]
+        used[prop[win]] = True
+    left = np.flatnonzero(guess < 0)
+    if len(left):
+        guess[left] = _nearest_tree(np.arange(n), xs, ys[left], gen)[0]
+    return guess
 
 
 ATTACKS: dict[str, Callable[..., Linking]] = {
