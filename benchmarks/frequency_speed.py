@@ -5,12 +5,17 @@ multi-freq-ldpy, in one run; and pairwise counting against a bare Gram matrix B^
 Part 1 (speed). For GRR, OUE and OLH, k in {2, 16, 128, 1024} and n in {1e5, 1e6}, on the same
 Zipf-like data: the time to randomize all n records and to estimate the frequency vector, for
 reidrisk (``make_mechanism(...).perturb`` + ``estimate_marginal(..., method="inversion")``, the
-like-for-like counterpart of the peers' unbiased estimators; ``norm_sub`` and ``em`` are timed
-separately) and for each peer through its public per-record API, called as a user would (a list
-comprehension over the records, then the server's aggregate/estimate call). A peer cell that would
-take longer than ``--budget`` seconds is measured on fewer records and extrapolated linearly to n;
-such cells are marked. Targets at n = 1e6: randomize + estimate >= 10x faster than the faster peer,
-estimation alone never slower.
+like-for-like counterpart of the peers' unbiased estimators; ``norm_sub`` and the default
+``estimate_marginal(mech, reports)`` -- whatever method and stopping rule it uses, with its
+iteration count -- are timed separately) and for each peer through its public per-record API,
+called as a user would (a list comprehension over the records, then the server's
+aggregate/estimate call). Every call, ours and the peers', is timed the same way: ``--warmup``
+untimed calls, then up to ``--repeats`` timed calls (stopping once they add up to
+``--repeat-budget`` seconds), best kept, wall time (``time.perf_counter``) and CPU time
+(``time.process_time``) both recorded. A peer cell whose call would take longer than ``--budget``
+seconds is measured on fewer records, never fewer than ``--min-records`` (20,000), and scaled
+linearly to n (the peers' loops are per record); such cells are marked. Targets at n = 1e6:
+randomize + estimate >= 10x faster than the faster peer, estimation alone never slower.
 
 Part 2 (accuracy). The mean squared error of the estimated frequency vector against the true
 frequencies, over R repetitions with fixed seeds, on the same data for all libraries, with the
@@ -19,9 +24,10 @@ independent Bernoulli(p) / Bernoulli(q) indicators, so
 Var(f_v_hat) = (f_v p(1-p) + (1-f_v) q(1-q)) / (n (p-q)^2)).
 
 Part 3 (pairs). g = 10 attributes of k = 16 with 10% values missing completely at random, GRR
-reports: ``pair_counts`` and ``estimate_pairs`` against a dense float32 B^T B (BLAS with 1 and 2
-threads) and a SciPy sparse B^T B on the same stacked support matrix B (paper 004 Section 4.2.2:
-all pair counts are blocks of one Gram matrix).
+reports: ``pair_counts`` and ``estimate_pairs`` against a dense float32 B^T B (BLAS limited to 1
+thread; ``--pair-threads 1 2`` adds 2 threads, meaningful only on an otherwise idle machine) and
+a SciPy sparse B^T B on the same stacked support matrix B (paper 004 Section 4.2.2: all pair
+counts are blocks of one Gram matrix).
 
 Run from the repository root: ``.venv/bin/python benchmarks/frequency_speed.py`` (``make bench``).
 Writes docs/results/frequency_speed.{json,md}.
@@ -51,7 +57,8 @@ PEER_PACKAGES = ["pure-ldp", "multi-freq-ldpy", "numba", "xxhash", "scikit-learn
 MECHS = ("grr", "oue", "olh")
 LABEL = {"grr": "GRR", "oue": "OUE", "olh": "OLH"}
 PEERS = ("pure-ldp", "multi-freq-ldpy")
-#: record counts a peer measurement may be cut down to (largest that fits the time budget)
+#: record counts a peer measurement may be cut down to (largest that fits the time budget); the
+#: smallest used is ``--min-records`` (20,000 by default)
 NICE_N = (1_000_000, 500_000, 200_000, 100_000, 50_000, 20_000, 10_000, 5_000, 2_000, 1_000)
 ZIPF_S = 1.1
 TARGET_TOTAL = 10.0  # reidrisk randomize+estimate at least this many times faster than the faster peer
@@ -169,42 +176,70 @@ def make_peer(lib: str, mech: str, k: int, eps: float) -> Peer:
 
 @dataclass
 class PeerCost:
-    """Seconds a peer took to randomize / estimate ``n`` records (wall and CPU time)."""
+    """A peer's randomize and estimate timings on ``n`` records (``Timing``: best wall and CPU
+    seconds of the same warm-up and repeats as reidrisk's)."""
 
     n: int
-    rand_s: float
-    est_s: float
-    rand_cpu: float
-    est_cpu: float
+    rand: Timing
+    est: Timing
+
+    @property
+    def rand_s(self) -> float:
+        return self.rand.best
+
+    @property
+    def est_s(self) -> float:
+        return self.est.best
+
+    @property
+    def rand_cpu(self) -> float:
+        return self.rand.cpu_best
+
+    @property
+    def est_cpu(self) -> float:
+        return self.est.cpu_best
 
     @property
     def per_record(self) -> float:
         return (self.rand_s + self.est_s) / self.n
 
 
-def measure_peer(peer: Peer, codes: np.ndarray, n: int, repeats: int, budget: float) -> PeerCost:
-    """Best-of-``repeats`` (randomize, estimate) seconds on the first n records; stops repeating
-    once the budget is spent."""
+def measure_peer(peer: Peer, codes: np.ndarray, n: int, args) -> PeerCost:
+    """The peer's randomize and estimate on the first n records, each timed exactly as reidrisk's
+    calls are (``time_call`` with ``--warmup``, ``--repeats`` and ``--repeat-budget``); the
+    randomization is seeded before every call."""
     xs = peer.inputs(codes[:n])
-    best = [math.inf] * 4
-    spent = 0.0
-    for i in range(max(1, repeats)):
-        seed_peers(7 + i)
-        gc.collect()
-        tr, cr, reports = time_once(lambda: peer.randomize(xs))
-        te, ce, _ = time_once(lambda: peer.estimate(reports, n))
-        del reports
-        best = [min(a, b) for a, b in zip(best, (tr, te, cr, ce))]
-        spent += tr + te
-        if spent * (i + 2) / (i + 1) > budget:
-            break
-    return PeerCost(n, *best)
+
+    def randomize():
+        seed_peers(7)
+        return peer.randomize(xs)
+
+    gc.collect()
+    rand = time_call(randomize, repeats=args.repeats, warmup=args.warmup,
+                     budget_s=args.repeat_budget)
+    reports = randomize()
+    est = time_call(lambda: peer.estimate(reports, n), repeats=args.repeats, warmup=args.warmup,
+                    budget_s=args.repeat_budget)
+    del reports
+    return PeerCost(n, rand, est)
 
 
-def pick_n(n_target: int, per_record: float, budget: float, floor: int = 1_000) -> int:
-    """The largest n in NICE_N (<= n_target) whose estimated cost fits the budget."""
+def pilot_cost(peer: Peer, codes: np.ndarray, n: int) -> float:
+    """Seconds per record of one randomize + estimate on n records (to size the measurement;
+    not reported)."""
+    xs = peer.inputs(codes[:n])
+    seed_peers(3)
+    took, _, reports = time_once(lambda: peer.randomize(xs))
+    took2, _, _ = time_once(lambda: peer.estimate(reports, n))
+    return (took + took2) / n
+
+
+def pick_n(n_target: int, per_record: float, budget: float, floor: int = 20_000) -> int:
+    """The largest n in NICE_N (<= n_target, >= floor) whose estimated cost fits the budget;
+    ``min(n_target, floor)`` when none does (the measurement then takes longer than the budget:
+    extrapolating from fewer records would be worse)."""
     for n in NICE_N:
-        if n <= n_target and per_record * n <= budget:
+        if floor <= n <= n_target and per_record * n <= budget:
             return n
     return min(n_target, floor)
 
@@ -217,8 +252,12 @@ def rr_mechanism(mech: str, k: int, eps: float):
 
 
 def rr_estimate(mech_obj, reports, method: str):
+    """``estimate_marginal`` with ``method``; ``"default"`` calls it without one (the default
+    estimator and stopping rule, whatever they are)."""
     from reidrisk.estimation.frequency import estimate_marginal
 
+    if method == "default":
+        return estimate_marginal(mech_obj, reports)
     return estimate_marginal(mech_obj, reports, method=method)
 
 
@@ -230,6 +269,9 @@ class SpeedCell:
     n: int
     rr_rand: Timing
     rr_est: dict[str, Timing]
+    default_method: str = ""      # what estimate_marginal(mech, reports) ran
+    default_iterations: int = 0   # its iterations (0 for a closed form)
+    default_converged: bool = True
     peer: dict[str, PeerCost] = field(default_factory=dict)  # measured cost (maybe on fewer records)
 
     def peer_total(self, lib: str) -> float:
@@ -281,56 +323,64 @@ class SpeedCell:
 
 def run_speed(args, res: Results, data: dict[int, np.ndarray]) -> list[SpeedCell]:
     cells: list[SpeedCell] = []
-    methods = ["inversion", "norm_sub", "em"]
+    methods = ["inversion", "norm_sub", "default"]
     for mech in args.mechanisms:
         for k in args.ks:
             codes = data[k]
             m = rr_mechanism(mech, k, args.epsilon)
-            # --- peers: warm up (numba compiles on first call), pilot, then measure per n
+            # --- peers: compile/import on a few records (numba), a pilot to size the
+            # measurement, then each distinct measured n timed like reidrisk's calls
             peer_costs: dict[str, dict[int, PeerCost]] = {}
-            pilots: dict[str, PeerCost] = {}
+            pilots: dict[str, float] = {}
             for lib in PEERS:
                 peer = make_peer(lib, mech, k, args.epsilon)
                 peer.estimate(peer.randomize(peer.inputs(codes[:20])), 20)
-                pilots[lib] = measure_peer(peer, codes, min(args.pilot, max(args.ns)), 1, math.inf)
+                pilots[lib] = pilot_cost(peer, codes, min(args.pilot, max(args.ns)))
                 peer_costs[lib] = {}
                 for n in args.ns:
-                    n_meas = pick_n(n, pilots[lib].per_record, args.budget)
+                    n_meas = pick_n(n, pilots[lib], args.budget, args.min_records)
                     if n_meas not in peer_costs[lib]:
-                        peer_costs[lib][n_meas] = (
-                            pilots[lib] if n_meas == pilots[lib].n
-                            else measure_peer(peer, codes, n_meas, args.peer_repeats, args.budget)
-                        )
+                        peer_costs[lib][n_meas] = measure_peer(peer, codes, n_meas, args)
             for n in args.ns:
                 x = codes[:n]
-                rand_t = time_call(lambda: m.perturb(x, 11), repeats=args.repeats, warmup=1,
-                                   budget_s=args.rr_budget)
+                rand_t = time_call(lambda: m.perturb(x, 11), repeats=args.repeats,
+                                   warmup=args.warmup, budget_s=args.repeat_budget)
                 reports = m.perturb(x, 12)
                 est_t = {
                     meth: time_call(lambda meth=meth: rr_estimate(m, reports, meth),
-                                    repeats=args.repeats, warmup=1, budget_s=args.rr_budget)
+                                    repeats=args.repeats, warmup=args.warmup,
+                                    budget_s=args.repeat_budget)
                     for meth in methods
                 }
+                fit = rr_estimate(m, reports, "default")
                 del reports
-                cell = SpeedCell(mech, k, n, rand_t, est_t)
+                cell = SpeedCell(mech, k, n, rand_t, est_t, default_method=str(fit.method),
+                                 default_iterations=int(fit.iterations),
+                                 default_converged=bool(fit.converged))
                 for lib in PEERS:
-                    n_meas = pick_n(n, pilots[lib].per_record, args.budget)
+                    n_meas = pick_n(n, pilots[lib], args.budget, args.min_records)
                     cell.peer[lib] = peer_costs[lib][n_meas]
                 cells.append(cell)
-                params = {"mechanism": mech, "k": k, "n": n, "epsilon": args.epsilon}
+                params = {"mechanism": mech, "k": k, "n": n, "epsilon": args.epsilon,
+                          "warmup": args.warmup}
                 res.add_timing({**params, "library": "reidrisk"}, "randomize_s", rand_t)
                 for meth, t in est_t.items():
-                    res.add_timing({**params, "library": "reidrisk", "method": meth}, "estimate_s", t)
+                    extra = ({"default_method": cell.default_method,
+                              "iterations": cell.default_iterations,
+                              "converged": cell.default_converged} if meth == "default" else {})
+                    res.add_timing({**params, "library": "reidrisk", "method": meth, **extra},
+                                   "estimate_s", t)
+                res.add({**params, "library": "reidrisk", "method": "default"},
+                        "default_estimator_iterations", cell.default_iterations, "steps")
                 res.add({**params, "library": "reidrisk", "method": "inversion",
                          "cpu_s": cell.rr_total_cpu}, "total_s", cell.rr_total, "s")
                 for lib in PEERS:
                     c = cell.peer[lib]
-                    pp = {**params, "library": lib, "measured_n": c.n,
-                          "extrapolated": c.n < n}
-                    res.add({**pp, "cpu_s": c.rand_cpu * n / c.n}, "randomize_s",
-                            c.rand_s * n / c.n, "s")
-                    res.add({**pp, "cpu_s": c.est_cpu * n / c.n}, "estimate_s",
-                            c.est_s * n / c.n, "s")
+                    pp = {**params, "library": lib, "measured_n": c.n, "extrapolated": c.n < n}
+                    res.add({**pp, "cpu_s": c.rand_cpu * n / c.n, "repeats": c.rand.repeats},
+                            "randomize_s", c.rand_s * n / c.n, "s")
+                    res.add({**pp, "cpu_s": c.est_cpu * n / c.n, "repeats": c.est.repeats},
+                            "estimate_s", c.est_s * n / c.n, "s")
                     res.add({**pp, "cpu_s": cell.peer_total_cpu(lib)}, "total_s",
                             cell.peer_total(lib), "s")
                 fp, fe = cell.faster_peer(), cell.faster_peer_est()
@@ -344,7 +394,9 @@ def run_speed(args, res: Results, data: dict[int, np.ndarray]) -> list[SpeedCell
                 print(
                     f"{LABEL[mech]:4s} k={k:5d} n={n:8d}  reidrisk {fmt_s(cell.rr_total):>9s} "
                     f"(rand {fmt_s(rand_t.best)}, inv {fmt_s(est_t['inversion'].best)}, "
-                    f"norm_sub {fmt_s(est_t['norm_sub'].best)}, em {fmt_s(est_t['em'].best)})  "
+                    f"norm_sub {fmt_s(est_t['norm_sub'].best)}, default "
+                    f"{fmt_s(est_t['default'].best)} [{cell.default_method}, "
+                    f"{cell.default_iterations} steps])  "
                     + "  ".join(
                         f"{lib} {fmt_s(cell.peer_total(lib))}{'*' if cell.extrapolated(lib) else ''}"
                         for lib in PEERS
@@ -365,7 +417,8 @@ class MseRow:
     reps: int
     theory: float  # closed-form MSE of the unbiased estimator (mean over v of its variance)
     mse: dict[str, tuple[float, float]]  # label -> (mean MSE over reps, standard error)
-    em_iterations: float  # mean number of EM steps (default stopping rule)
+    em_iterations: float  # mean number of iterations of the default estimator
+    default_method: str = ""  # what estimate_marginal(mech, reports) ran
 
 
 def theory_mse(mech_obj, f: np.ndarray, n: int) -> float:
@@ -403,15 +456,17 @@ def run_mse(args, res: Results, data: dict[int, np.ndarray], cells: list[SpeedCe
                 m = rr_mechanism(mech, k, args.epsilon)
                 errs: dict[str, list[float]] = {}
                 em_iters: list[int] = []
+                default_method = ""
                 for r in range(reps):
                     seed = 10_000 + 97 * r
                     rep = m.perturb(x, seed)
-                    for meth in ("inversion", "norm_sub", "em"):
+                    for meth in ("inversion", "norm_sub", "default"):
                         fit = rr_estimate(m, rep, meth)
                         est = np.asarray(fit.probs, dtype=float)
                         errs.setdefault(f"reidrisk {meth}", []).append(float(np.mean((est - f) ** 2)))
-                        if meth == "em":
+                        if meth == "default":
                             em_iters.append(int(fit.iterations))
+                            default_method = str(fit.method)
                     for lib in PEERS:
                         peer = make_peer(lib, mech, k, args.epsilon)
                         xs = peer.inputs(x)
@@ -421,11 +476,13 @@ def run_mse(args, res: Results, data: dict[int, np.ndarray], cells: list[SpeedCe
                 th = theory_mse(m, f, n)
                 mse = {lab: (float(np.mean(v)), float(np.std(v, ddof=1) / math.sqrt(len(v))))
                        for lab, v in errs.items()}
-                rows.append(MseRow(mech, k, n, reps, th, mse, float(np.mean(em_iters))))
+                rows.append(MseRow(mech, k, n, reps, th, mse, float(np.mean(em_iters)),
+                                   default_method))
                 params = {"mechanism": mech, "k": k, "n": n, "epsilon": args.epsilon, "reps": reps,
                           "true_distribution": f"zipf s={ZIPF_S}"}
                 res.add({**params, "library": "theory", "method": "inversion"}, "mse", th, "1")
-                res.add({**params, "library": "reidrisk", "method": "em"}, "em_iterations_mean",
+                res.add({**params, "library": "reidrisk", "method": "default",
+                         "default_method": default_method}, "default_iterations_mean",
                         float(np.mean(em_iters)), "steps")
                 for lab, (mu, se) in mse.items():
                     lib, _, meth = lab.partition(" ")
@@ -480,19 +537,21 @@ def run_pairs(args, res: Results) -> list[PairRow]:
         support_s, _, B = time_once(
             lambda: sp.hstack(rr.supports(), format="csr", dtype=np.float32))
         Bd = B.toarray()
-        sparse = time_call(lambda: B.T @ B, repeats=args.repeats, warmup=1, budget_s=args.rr_budget)
+        sparse = time_call(lambda: B.T @ B, repeats=args.repeats, warmup=args.warmup,
+                           budget_s=args.repeat_budget)
         params = {"n": n, "g": g, "k": k, "mechanism": "grr", "missing_rate": args.pair_missing}
         res.add(params, "build_support_matrix_s", support_s, "s")
         res.add_timing(params, "sparse_gram_s", sparse)
         for threads in args.pair_threads:
             with threadpool_limits(limits=threads, user_api="blas"):
-                dense = time_call(lambda: Bd.T @ Bd, repeats=args.repeats, warmup=1,
-                                  budget_s=args.rr_budget)
-                counts = time_call(lambda: pair_counts(rr), repeats=args.repeats, warmup=1,
-                                   budget_s=args.rr_budget)
+                dense = time_call(lambda: Bd.T @ Bd, repeats=args.repeats, warmup=args.warmup,
+                                  budget_s=args.repeat_budget)
+                counts = time_call(lambda: pair_counts(rr), repeats=args.repeats, warmup=args.warmup,
+                                   budget_s=args.repeat_budget)
                 pc = pair_counts(rr)
                 est = {meth: time_call(lambda meth=meth: estimate_pairs(rr, method=meth, counts=pc),
-                                       repeats=args.repeats, warmup=1, budget_s=args.rr_budget)
+                                       repeats=args.repeats, warmup=args.warmup,
+                                       budget_s=args.repeat_budget)
                        for meth in PAIR_EST_METHODS}
             row = PairRow(n, g, k, threads, support_s, dense, sparse, counts, est)
             rows.append(row)
@@ -514,8 +573,10 @@ def run_pairs(args, res: Results) -> list[PairRow]:
 
 # ---- report ------------------------------------------------------------------------------------
 def _peer_cell(c: SpeedCell, lib: str, what: str) -> str:
-    v = c.peer_total(lib) if what == "total" else c.peer_est(lib)
-    return fmt_s(v) + ("*" if c.extrapolated(lib) else "")
+    star = "*" if c.extrapolated(lib) else ""
+    if what == "total":
+        return f"{fmt_s(c.peer_total(lib))}{star} / {fmt_s(c.peer_total_cpu(lib))}{star}"
+    return fmt_s(c.peer_est(lib)) + star
 
 
 def render(args, cells: list[SpeedCell], mse_rows: list[MseRow], pair_rows: list[PairRow]) -> str:
@@ -530,12 +591,19 @@ def render(args, cells: list[SpeedCell], mse_rows: list[MseRow], pair_rows: list
         "True)`/`LHClient(use_olh=True)` with the matching servers' `aggregate_all` + "
         "`estimate_all`; multi-freq-ldpy `GRR_Client`/`UE_Client(optimal=True)`/`LH_Client(optimal="
         "True)` with the matching `*_Aggregator_MI`). multi-freq-ldpy's numba clients are compiled "
-        "before timing. Times are the best of up to "
-        f"{args.repeats} runs for reidrisk and of up to {args.peer_repeats} for the peers.",
+        "on a few records first.",
         "",
-        f"`*` = the peer would run for more than {args.budget:g} s here, so it was timed on fewer "
-        "records (the `measured on` columns) and scaled linearly to n. Both peers' randomize and "
-        "aggregate loops are per record, so their cost is linear in n.",
+        f"Every call, reidrisk's and the peers', is timed the same way: {args.warmup} untimed "
+        f"warm-up call(s) on the same input, then up to {args.repeats} timed calls (fewer once the "
+        f"timed calls add up to {args.repeat_budget:g} s), the best kept; randomization and "
+        "estimation are timed separately and added. Wall time (`time.perf_counter`) and CPU time "
+        "(`time.process_time`) of the same calls are both reported.",
+        "",
+        f"`*` = one call of the peer on all n records would take more than {args.budget:g} s, so "
+        "it was timed on fewer records (the `measured on` columns; never fewer than "
+        f"{args.min_records:,}, or n if smaller) and scaled linearly to n. Both peers' randomize "
+        "and aggregate loops are per record, so their cost is linear in n; every unmarked cell "
+        "is measured on all n records.",
         "",
     ]
     big = max(args.ns)
@@ -562,7 +630,7 @@ def render(args, cells: list[SpeedCell], mse_rows: list[MseRow], pair_rows: list
         if mse_rows:
             bad = [r for r in mse_rows
                    if not (no_worse(r.mse["reidrisk inversion"], r.mse["pure-ldp"])
-                           and no_worse(min(r.mse["reidrisk norm_sub"], r.mse["reidrisk em"]),
+                           and no_worse(min(r.mse["reidrisk norm_sub"], r.mse["reidrisk default"]),
                                         r.mse["multi-freq-ldpy"]))]
             out.append(
                 "- estimation error no worse (MSE over repetitions, accuracy table below): "
@@ -584,47 +652,59 @@ def render(args, cells: list[SpeedCell], mse_rows: list[MseRow], pair_rows: list
         for c in (c for c in cells if c.n == n):
             rows.append([
                 LABEL[c.mech], c.k,
-                fmt_s(c.rr_rand.best), fmt_s(c.rr_est["inversion"].best), fmt_s(c.rr_total),
+                fmt_s(c.rr_rand.best), fmt_s(c.rr_est["inversion"].best),
+                f"{fmt_s(c.rr_total)} / {fmt_s(c.rr_total_cpu)}",
                 _peer_cell(c, "pure-ldp", "total"), _peer_cell(c, "multi-freq-ldpy", "total"),
                 f"**{fmt_x(c.speedup())}**", fmt_x(c.speedup_cpu()),
                 _peer_cell(c, "pure-ldp", "est"), _peer_cell(c, "multi-freq-ldpy", "est"),
                 f"**{fmt_x(c.est_speedup())}**", fmt_x(c.est_speedup_cpu()),
                 f"{c.peer['pure-ldp'].n:,} / {c.peer['multi-freq-ldpy'].n:,}",
+                f"{min(c.rr_rand.repeats, c.rr_est['inversion'].repeats)} / "
+                + " / ".join(str(min(c.peer[lib].rand.repeats, c.peer[lib].est.repeats))
+                             for lib in PEERS),
             ])
         out += [
             f"## Speed at n = {n:,}",
             "",
             md_table(
-                ["mechanism", "k", "reidrisk randomize", "reidrisk estimate", "reidrisk total",
-                 "pure-ldp total", "multi-freq-ldpy total", "total speedup vs faster peer",
+                ["mechanism", "k", "reidrisk randomize", "reidrisk estimate",
+                 "reidrisk total (wall / CPU)", "pure-ldp total (wall / CPU)",
+                 "multi-freq-ldpy total (wall / CPU)", "total speedup vs faster peer",
                  "(CPU time)", "pure-ldp estimate", "multi-freq-ldpy estimate",
                  "estimate speedup vs faster peer", "(CPU time)",
-                 "peers measured on (pure-ldp / multi-freq-ldpy)"],
-                rows, "lrrrrrrrrrrrrr"),
+                 "peers measured on (pure-ldp / multi-freq-ldpy)",
+                 "timed calls (reidrisk / pure-ldp / multi-freq-ldpy, fewest)"],
+                rows, "lrrrrrrrrrrrrrr"),
             "",
         ]
     # ---- reidrisk estimators
     rows = [[LABEL[c.mech], c.k, f"{c.n:,}", fmt_s(c.rr_est["inversion"].best),
-             fmt_s(c.rr_est["norm_sub"].best), fmt_s(c.rr_est["em"].best),
+             fmt_s(c.rr_est["norm_sub"].best),
+             f"{fmt_s(c.rr_est['default'].best)} / {fmt_s(c.rr_est['default'].cpu_best)}",
+             f"{c.default_method}, {c.default_iterations}"
+             + ("" if c.default_converged else " (not converged)"),
              fmt_s(min(c.peer_est(lib) for lib in PEERS))] for c in cells]
     out += [
         "## reidrisk estimators (estimation alone)",
         "",
         "`inversion` is the unbiased closed form (paper 004 eq. 4-5), `norm_sub` projects it onto "
-        "the simplex, `em` is the count-based EM of spec/collection.md (default stopping rule).",
+        "the simplex, `default` is `estimate_marginal(mech, reports)` with no options: the "
+        "library's default estimator and stopping rule, named in the next column with the "
+        "number of iterations it ran on these reports (the timed work).",
         "",
-        md_table(["mechanism", "k", "n", "inversion", "norm_sub", "em", "faster peer estimate"],
-                 rows, "lrrrrrr"),
+        md_table(["mechanism", "k", "n", "inversion", "norm_sub", "default (wall / CPU)",
+                  "default: method, iterations", "faster peer estimate"],
+                 rows, "lrrrrrrr"),
         "",
     ]
     # ---- accuracy
     if mse_rows:
-        labels = ["reidrisk inversion", "pure-ldp", "reidrisk norm_sub", "reidrisk em",
+        labels = ["reidrisk inversion", "pure-ldp", "reidrisk norm_sub", "reidrisk default",
                   "multi-freq-ldpy"]
         rows = []
         for r in mse_rows:
             inv, pl, mf = r.mse["reidrisk inversion"], r.mse["pure-ldp"], r.mse["multi-freq-ldpy"]
-            ns_, em = r.mse["reidrisk norm_sub"], r.mse["reidrisk em"]
+            ns_, em = r.mse["reidrisk norm_sub"], r.mse["reidrisk default"]
             best_pp = min(ns_, em)
             rows.append(
                 [LABEL[r.mech], r.k, f"{r.n:,}", r.reps, f"{r.theory:.3g}"]
@@ -640,21 +720,21 @@ def render(args, cells: list[SpeedCell], mse_rows: list[MseRow], pair_rows: list
             "records for all libraries. `theory` is the closed-form variance of the unbiased "
             "estimator averaged over v (see the script's docstring). Two like-for-like pairs: "
             "reidrisk `inversion` against pure-ldp (both unbiased, no post-processing), and the best "
-            "of reidrisk `norm_sub`/`em` against multi-freq-ldpy (whose MI clips negatives to 0 and "
+            "of reidrisk `norm_sub`/`default` against multi-freq-ldpy (whose MI clips negatives to 0 and "
             "renormalises). A ratio below 1 means reidrisk is more accurate. n is the same for all "
             "libraries in a row. Rows are planned at "
             + " and ".join(f"n = {n_:,} with R = {r_}" for n_, r_ in args.mse_plan)
             + f" per mechanism and k; n is cut where a peer would need more than "
             f"{args.mse_budget:g} s for the R repetitions (and a row is dropped when its cut n is "
-            "no larger than the previous row's). `EM steps` is the mean number of iterations of "
-            "reidrisk's EM under its default stopping rule (1 = it stopped at its uniform start). "
+            "no larger than the previous row's). `default steps` is the mean number of iterations "
+            "of reidrisk's default estimator (`estimate_marginal(mech, reports)`). "
             "`no worse?` is yes when, in both pairs, reidrisk's MSE exceeds the peer's by at most "
             "two standard errors of the difference (the repetitions are independent, so the "
             "difference is noisy at small k).",
             "",
             md_table(["mechanism", "k", "n", "R", "theory (unbiased)", *labels,
-                      "EM steps (mean)", "inversion / pure-ldp",
-                      "best of norm_sub, em / multi-freq-ldpy", "no worse?"],
+                      "default steps (mean)", "inversion / pure-ldp",
+                      "best of norm_sub, default / multi-freq-ldpy", "no worse?"],
                      rows, "lrrrrrrrrrrrrc"),
             "",
         ]
@@ -663,8 +743,10 @@ def render(args, cells: list[SpeedCell], mse_rows: list[MseRow], pair_rows: list
         rows = []
         for p in pair_rows:
             rows.append([
-                f"{p.n:,}", p.threads, fmt_s(p.dense.best), fmt_s(p.sparse.best),
-                fmt_s(p.counts.best), f"**{fmt_x(p.counts.best / p.dense.best)}**",
+                f"{p.n:,}", p.threads, f"{fmt_s(p.dense.best)} / {fmt_s(p.dense.cpu_best)}",
+                fmt_s(p.sparse.best),
+                f"{fmt_s(p.counts.best)} / {fmt_s(p.counts.cpu_best)}",
+                f"**{fmt_x(p.counts.best / p.dense.best)}**",
                 *[fmt_s(p.est[m_].best) for m_ in PAIR_EST_METHODS],
                 f"**{fmt_x(p.total('em') / p.dense.best)}**",
             ])
@@ -683,14 +765,22 @@ def render(args, cells: list[SpeedCell], mse_rows: list[MseRow], pair_rows: list
             f"epsilon = {args.epsilon:g} per attribute. B = the stacked 0/1 support matrix "
             f"(n x {p0.g * p0.k}); all pair counts are blocks of B^T B (paper 004 Section 4.2.2). "
             "The floor is a bare dense float32 B^T B: one BLAS call on B already in memory, timed "
-            "with the BLAS limited to 1 and to 2 threads (threadpoolctl); SciPy's sparse product is "
-            "single-threaded. `pair_counts` starts from the reports, so it also builds B "
+            "with the BLAS limited to "
+            + " and to ".join(f"{t} thread{'s' if t > 1 else ''}" for t in args.pair_threads)
+            + " (threadpoolctl); SciPy's sparse product is single-threaded. "
+            + ("" if args.pair_threads != [1] else
+               "Rows with 2 BLAS threads are left out: on a 2-core machine that has any other work, "
+               "OpenBLAS's second thread waits for a core and the measured times (up to 52x the "
+               "1-thread time in an earlier run under load 4-5) are contention, not the code; "
+               "`--pair-threads 1 2` on an idle machine measures them. ")
+            + "Wall / CPU time of the same calls. `pair_counts` starts from the reports, so it also builds B "
             f"(building B alone took {', '.join(fmt_s(p.support_s) for p in pair_rows if p.threads == args.pair_threads[0])}). "
             "`estimate_pairs` is timed from those counts (`counts=`), for all "
             f"{p0.g * (p0.g - 1) // 2} pairs; the last column is pair_counts + estimate_pairs "
             "(EM) over the floor with the same thread count.",
             "",
-            md_table(["n", "BLAS threads", "dense B^T B (floor)", "sparse B^T B", "pair_counts",
+            md_table(["n", "BLAS threads", "dense B^T B (floor, wall / CPU)", "sparse B^T B",
+                      "pair_counts (wall / CPU)",
                       "pair_counts / floor", "estimate inversion", "estimate norm_sub",
                       "estimate em", "counts + em / floor"],
                      rows, "rrrrrrrrrr"),
@@ -724,15 +814,23 @@ def parse_args(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--mechanisms", nargs="+", default=list(MECHS), choices=MECHS)
-    ap.add_argument("--ks", nargs="+", type=int, default=[2, 16, 128, 1024])
+    ap.add_argument("--ks", nargs="+", type=int, default=None,
+                    help="domain sizes (2 16 128 1024; with --quick 2 16 128)")
     ap.add_argument("--ns", nargs="+", type=int, default=[100_000, 1_000_000])
-    ap.add_argument("--repeats", type=int, default=5, help="timed runs for reidrisk (best is kept)")
-    ap.add_argument("--peer-repeats", type=int, default=3, help="timed runs for a peer (best kept)")
-    ap.add_argument("--budget", type=float, default=3.0,
-                    help="seconds one peer measurement may take before it is cut and extrapolated")
-    ap.add_argument("--rr-budget", type=float, default=10.0,
-                    help="seconds after which reidrisk timings stop repeating")
-    ap.add_argument("--pilot", type=int, default=1_000, help="records in the peers' pilot run")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="timed calls per measurement, reidrisk and peers alike (best kept; 3)")
+    ap.add_argument("--warmup", type=int, default=1,
+                    help="untimed calls before the timed ones, reidrisk and peers alike (1)")
+    ap.add_argument("--repeat-budget", "--rr-budget", dest="repeat_budget", type=float,
+                    default=10.0, help="stop repeating a measurement once its timed calls add up "
+                    "to this many seconds, reidrisk and peers alike (10)")
+    ap.add_argument("--budget", type=float, default=5.0,
+                    help="seconds one peer call on all n records may take; above it the peer is "
+                    "timed on fewer records (>= --min-records) and scaled to n (5)")
+    ap.add_argument("--min-records", type=int, default=20_000,
+                    help="fewest records a peer is timed on before scaling to n (20,000)")
+    ap.add_argument("--pilot", type=int, default=2_000,
+                    help="records in the peers' sizing run (not reported)")
     ap.add_argument("--mse-n", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--mse-reps", type=int, nargs="+", default=[20, 5])
     ap.add_argument("--mse-budget", type=float, default=4.0,
@@ -741,8 +839,9 @@ def parse_args(argv=None):
     ap.add_argument("--pair-g", type=int, default=10)
     ap.add_argument("--pair-k", type=int, default=16)
     ap.add_argument("--pair-missing", type=float, default=0.1)
-    ap.add_argument("--pair-threads", nargs="+", type=int, default=[1, 2],
-                    help="BLAS thread counts to time the pairwise part with")
+    ap.add_argument("--pair-threads", nargs="+", type=int, default=[1],
+                    help="BLAS thread counts to time the pairwise part with (1; add 2 only on an "
+                    "otherwise idle machine: under load the second thread measures contention)")
     ap.add_argument("--skip-mse", action="store_true")
     ap.add_argument("--skip-pairs", action="store_true")
     ap.add_argument("--quick", action="store_true",
@@ -752,11 +851,13 @@ def parse_args(argv=None):
     if len(args.mse_n) != len(args.mse_reps):
         ap.error("--mse-n and --mse-reps need the same number of values")
     if args.quick:
-        args.ks, args.ns, args.repeats, args.peer_repeats = [2, 16], [2_000, 10_000], 2, 1
+        args.ks = args.ks or [2, 16, 128]
+        args.ns, args.repeats = [2_000, 30_000], 2
         args.budget, args.mse_n, args.mse_reps, args.mse_budget = 0.5, [5_000], [3], 2.0
         args.pair_ns, args.pilot = [20_000], 500
         if args.out_dir is None:
             args.out_dir = tempfile.mkdtemp(prefix="frequency_speed_")
+    args.ks = args.ks or [2, 16, 128, 1024]
     args.mse_plan = list(zip(args.mse_n, args.mse_reps))
     args.ns = sorted(args.ns)
     return args
