@@ -546,7 +546,8 @@ def run_pairs(args, res: Results) -> list[PairRow]:
             with threadpool_limits(limits=threads, user_api="blas"):
                 dense = time_call(lambda: Bd.T @ Bd, repeats=args.repeats, warmup=args.warmup,
                                   budget_s=args.repeat_budget)
-                counts = time_call(lambda: pair_counts(rr), repeats=args.repeats, warmup=args.warmup,
+                counts = time_call(lambda: pair_counts(rr), repeats=args.repeats,
+                                   warmup=args.warmup,
                                    budget_s=args.repeat_budget)
                 pc = pair_counts(rr)
                 est = {meth: time_call(lambda meth=meth: estimate_pairs(rr, method=meth, counts=pc),
@@ -720,7 +721,8 @@ def render(args, cells: list[SpeedCell], mse_rows: list[MseRow], pair_rows: list
             "records for all libraries. `theory` is the closed-form variance of the unbiased "
             "estimator averaged over v (see the script's docstring). Two like-for-like pairs: "
             "reidrisk `inversion` against pure-ldp (both unbiased, no post-processing), and the best "
-            "of reidrisk `norm_sub`/`default` against multi-freq-ldpy (whose MI clips negatives to 0 and "
+            "of reidrisk `norm_sub`/`default` against multi-freq-ldpy (whose MI clips negatives "
+            "to 0 and "
             "renormalises). A ratio below 1 means reidrisk is more accurate. n is the same for all "
             "libraries in a row. Rows are planned at "
             + " and ".join(f"n = {n_:,} with R = {r_}" for n_, r_ in args.mse_plan)
@@ -769,11 +771,13 @@ def render(args, cells: list[SpeedCell], mse_rows: list[MseRow], pair_rows: list
             + " and to ".join(f"{t} thread{'s' if t > 1 else ''}" for t in args.pair_threads)
             + " (threadpoolctl); SciPy's sparse product is single-threaded. "
             + ("" if args.pair_threads != [1] else
-               "Rows with 2 BLAS threads are left out: on a 2-core machine that has any other work, "
+               "Rows with 2 BLAS threads are left out: on a 2-core machine that has any other "
+               "work, "
                "OpenBLAS's second thread waits for a core and the measured times (up to 52x the "
                "1-thread time in an earlier run under load 4-5) are contention, not the code; "
                "`--pair-threads 1 2` on an idle machine measures them. ")
-            + "Wall / CPU time of the same calls. `pair_counts` starts from the reports, so it also builds B "
+            + "Wall / CPU time of the same calls. `pair_counts` starts from the reports, so it "
+            "also builds B "
             f"(building B alone took {', '.join(fmt_s(p.support_s) for p in pair_rows if p.threads == args.pair_threads[0])}). "
             "`estimate_pairs` is timed from those counts (`counts=`), for all "
             f"{p0.g * (p0.g - 1) // 2} pairs; the last column is pair_counts + estimate_pairs "

@@ -70,7 +70,8 @@ def test_paper_split_is_k_equal_g():
     (dict(epsilon=1.0, k=0), ProtocolError,
      r"k \(attributes reported per person\) must be an integer >= 1, got 0"),
     (dict(epsilon=1.0, k=2.5), ProtocolError, r"must be an integer >= 1, got 2\.5"),
-    (dict(epsilon=1.0, among="x"), ProtocolError, r"among must be one of \('present', 'all'\), got 'x'"),
+    (dict(epsilon=1.0, among="x"), ProtocolError,
+     r"among must be one of \('present', 'all'\), got 'x'"),
 ])
 def test_protocol_rejects_bad_parameters(bad, error, match):
     with pytest.raises(error, match=match) as info:
@@ -128,8 +129,8 @@ def test_variance_factor_matches_simulated_pair_error():
     assert abs(errs.mean() - expected) < 4 * errs.std(ddof=1) / math.sqrt(R)
 
 
-@pytest.mark.parametrize("m", [GRR(1.0, 4), GRR(3.0, 7), Subset(1.0, 6), Subset(2.5, 5), OUE(0.8, 4),
-                               ORappor(1.5, 5)], ids=repr)
+@pytest.mark.parametrize("m", [GRR(1.0, 4), GRR(3.0, 7), Subset(1.0, 6), Subset(2.5, 5),
+                               OUE(0.8, 4), ORappor(1.5, 5)], ids=repr)
 def test_variance_factor_by_enumerating_every_report(m):
     # S is n times the summed cell variance of the inversion of a point mass: for one person with
     # true value x it is E ||theta_hat - e_x||^2 = sum_y P(y | x) ||invert(support(y)) - e_x||^2,

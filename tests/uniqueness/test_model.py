@@ -124,7 +124,8 @@ def test_mixed_and_multiple_databases(population, sample):
     assert sc.counts.shape == (150, 2)
     # each column counts its own database: exact matches, and equal codes among the reports
     np.testing.assert_array_equal(sc.counts[:, 0], match_counts(rec, db))
-    np.testing.assert_array_equal(sc.counts[:, 1], match_counts(rec, np.column_stack(reports.reports)))
+    np.testing.assert_array_equal(sc.counts[:, 1],
+                                  match_counts(rec, np.column_stack(reports.reports)))
     # the raw database counts every member of the cell; the randomized one keeps a member's
     # complete report equal only with probability prod_j p_j
     kappa, _ = model._channel(rec)
