@@ -344,8 +344,8 @@ def run_demo(
     seed_seq = np.random.SeedSequence(seed)
     entropy = int(seed_seq.entropy)
 
-    schema, codes, source, rate, before = _prepare(data, schema, n, missing_rate, tuple(sizes), dependence,
-                                           entropy, log)
+    schema, codes, source, rate, before = _prepare(data, schema, n, missing_rate, tuple(sizes),
+                                                   dependence, entropy, log)
     _check_present(schema, codes)
     g = len(schema)
     n_records = codes.shape[0]
