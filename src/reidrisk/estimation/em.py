@@ -198,7 +198,9 @@ def _axes(a: np.ndarray) -> tuple[int, ...]:
 def safe_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     """num / den (broadcast), 0 where den <= 0: a cell nobody can reach contributes nothing."""
     den = np.asarray(den, dtype=np.float64)
-    out = np.zeros(np.broadcast_shapes(np.shape(num), den.shape))
+    shape = den.shape if np.shape(num) == den.shape else np.broadcast_shapes(np.shape(num),
+                                                                             den.shape)
+    out = np.zeros(shape)
     np.divide(num, den, out=out, where=den > 0)
     return out
 
@@ -405,15 +407,16 @@ def _squarem_cycle(b: _Batch, step_max):
         return t0 + 2.0 * ac * r + ac * ac * v
 
     tx = extrapolate(a)
+    bad = np.any(tx <= 0, axis=ax)
     for _ in range(_BACKTRACKS):  # pull back toward theta_2 (a = 1) until every entry is positive
-        bad = np.any(tx <= 0, axis=ax) & (a > 1)
         if not bad.any():
             break
         a = np.where(bad, 0.5 * (a + 1.0), a)
         tx = extrapolate(a)
-    bad = np.any(tx <= 0, axis=ax)
-    a = np.where(bad, 1.0, a)
-    tx = np.where(bad.reshape(shape), t2, tx)
+        bad = np.any(tx <= 0, axis=ax)
+    if bad.any():
+        a = np.where(bad, 1.0, a)
+        tx = np.where(bad.reshape(shape), t2, tx)
     t3 = pr.update(tx, pr.forward(tx))
     mu3 = pr.forward(t3)
     worse = pr.gain(mu2, mu3) < 0  # monotone safeguard: never below two plain EM steps

@@ -278,15 +278,6 @@ def _col(x) -> np.ndarray:
     return np.asarray(x, dtype=np.float64).reshape(-1, 1, 1)
 
 
-def _apply(Z, a1, q1, a2, q2) -> np.ndarray:
-    """M_1 Z M_2^T for a stack Z (P, f1, f2) and structured M_i = a_i I + q_i 1 1^T, in
-    O(f1 f2) per table. The M_i are symmetric, so this is also M_1^T Z M_2."""
-    cs = Z.sum(axis=1, keepdims=True)  # (P, 1, f2): column sums
-    rs = Z.sum(axis=2, keepdims=True)  # (P, f1, 1): row sums
-    S = cs.sum(axis=2, keepdims=True)  # (P, 1, 1)
-    return a1 * a2 * Z + q1 * a2 * cs + a1 * q2 * rs + q1 * q2 * S
-
-
 @dataclass(frozen=True)
 class _MechChannel:
     """A mechanism's support channel: ``M`` (k, k); ``structured`` when M = a I + q 1 1^T."""
@@ -331,6 +322,7 @@ class _Channels:
         if params is not None:
             a1, q1, a2, q2, f1, f2 = params
             self.colsum = (a1 + f1 * q1) * (a2 + f2 * q2)
+            self._coef = (a1 * a2, q1 * a2, a1 * q2, q1 * q2)
         else:
             M1, M2 = mats
             self.colsum = M1.sum(axis=1)[:, :, None] * M2.sum(axis=1)[:, None, :]
@@ -345,15 +337,27 @@ class _Channels:
     def dense(cls, M1, M2) -> "_Channels":
         return cls(mats=(np.asarray(M1, dtype=np.float64), np.asarray(M2, dtype=np.float64)))
 
+    def _structured(self, Z):
+        """M_1 Z M_2^T for structured M_i = a_i I + q_i 1 1^T, in O(f1 f2) per table (the M_i
+        are symmetric, so this is also M_1^T Z M_2): ``a1 a2 Z + q1 a2 colsums + a1 q2 rowsums
+        + q1 q2 total``, with the coefficient products computed once."""
+        c0, c1, c2, c3 = self._coef
+        cs = Z.sum(axis=1, keepdims=True)
+        out = c0 * Z
+        out += c1 * cs
+        out += c2 * Z.sum(axis=2, keepdims=True)
+        out += c3 * cs.sum(axis=2, keepdims=True)
+        return out
+
     def forward(self, Z):
         if self.params is not None:
-            return _apply(Z, *self.params[:4])
+            return self._structured(Z)
         M1, M2 = self.mats
         return M1 @ Z @ np.swapaxes(M2, 1, 2)
 
     def adjoint(self, D):
         if self.params is not None:
-            return _apply(D, *self.params[:4])
+            return self._structured(D)
         M1, M2 = self.mats
         return np.swapaxes(M1, 1, 2) @ D @ M2
 
