@@ -206,7 +206,8 @@ def part1(res: Results, args) -> tuple[str, list[str]]:
     bar.close()
     for (w, c, threads), t in totals.items():  # the protocol's own gain, per thread setting
         if c == "reidrisk" and (w, "reidrisk_kg", threads) in totals:
-            res.add({"workload": w, "blas_threads": threads, "epsilon": EPS, "m": M},
+            res.add({"workload": w, "blas_threads": threads, "epsilon": EPS, "m": M,
+                     "kernel": kernels(res.machine["blas"])},
                     "protocol_gain", totals[(w, "reidrisk_kg", threads)] / t, "x")
     thread_rows = []
     for w in args.workloads:
