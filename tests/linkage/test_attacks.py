@@ -124,7 +124,7 @@ def test_assign_block_path_matches_dense_on_a_clean_release(limit):
     Y = X.iloc[perm].reset_index(drop=True)
     Y[["a", "b"]] += rng.normal(scale=0.01, size=(n, 2))
     sparse = attack("assign", X, Y, qi=["q"], sa=["a", "b"], rng=0, dense_limit=limit)
-    dense = attack("assign", X, Y, qi=["q"], sa=["a", "b"], rng=0)
+    dense = attack("assign", X, Y, qi=["q"], sa=["a", "b"], rng=0, dense_limit=4_000_000)
     # noise 0.01 sd against neighbours ~ 0.05 apart in a block of 300: nearly every row is linked;
     # chunking loses the rows whose SA-sum order the noise swaps across a chunk border
     assert (dense.guess == perm).mean() > 0.99

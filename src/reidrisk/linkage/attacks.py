@@ -280,7 +280,7 @@ def euc2(original, release, *, qi, sa, rng=None, scale: bool = False) -> Linking
 
 
 def assign(original, release, *, qi, sa, rng=None, scale: bool = True, qi_weight: float = 1.0,
-           dense_limit: int = 4_000_000, max_rounds: int = 50) -> Linking:
+           dense_limit: int = 1_000_000, max_rounds: int = 50) -> Linking:
     """Global one-to-one assignment on a mixed distance over all columns (ours, not in paper 001).
 
     Cost of linking Y row i to X row j: ``qi_weight`` x (number of QI columns on which they differ)
