@@ -453,6 +453,13 @@ def run_demo(
                 schema, complete, rate=UNIQUENESS_RATE, n_records=min(1000, complete.shape[0]),
                 rng=entropy))
             result = dataclasses.replace(result, extra_sections=(*result.extra_sections, section))
+        # paper 001: how many rows of an anonymized release link back to their owners? (its own
+        # table: a UCI Adult sample when installed, else a synthetic survey; a few seconds)
+        from reidrisk.linkage.report import linkage_section, run_linkage_demo
+
+        log("Attacking anonymized releases of a table (linkage)")
+        linkage = linkage_section(run_linkage_demo(rng=_rng(entropy, "linkage")))
+        result = dataclasses.replace(result, extra_sections=(*result.extra_sections, linkage))
         # paper 002: how much epsilon can n records afford against re-identification? The whole
         # record is the personal datum, so |X| is the number of possible records of the schema
         if n_records >= 2:
