@@ -136,3 +136,20 @@ def test_unknown_pipeline_parameter(files):
                                       'sigma = 2\n')
     assert_clean_error(run("anonymize", "--config", files / "param.toml", "--input",
                            files / "x.csv", "--output", files / "o.csv"), "sigma", "accepts")
+
+
+def test_non_numeric_sa_in_anonymize_input_writes_nothing(files):
+    bad = pd.read_csv(files / "x.csv")
+    bad["food"] = bad["food"].astype(str)
+    bad.loc[7, "food"] = "twelve"
+    bad.to_csv(files / "bad_x.csv", index=False)
+    out = files / "never3.csv"
+    assert_clean_error(run("anonymize", "--config", files / "pipe.toml", "--input",
+                           files / "bad_x.csv", "--output", out), "bad_x.csv", "'food'", "twelve")
+    assert not out.exists()
+
+
+def test_qi_listed_as_sa(files):
+    assert_clean_error(run("evaluate", "--original", files / "x.csv", "--release",
+                           files / "y_aligned.csv", "--qi", QI, "--sa", "household_size"),
+                       "household_size", "--qi")
