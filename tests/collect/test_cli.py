@@ -168,6 +168,11 @@ def test_exact_table_beyond_the_hard_limit_is_refused(workdir, monkeypatch):
     r = CliRunner().invoke(cli, ["collect", "table", str(workdir / "model.json"), "-", "-c",
                                  "A1,A2,A3", "--exact"])
     assert r.exit_code == 2 and "24 cells" in r.output and "--sampled" in r.output
+    # and the default's note does not suggest --exact there
+    monkeypatch.setattr(collect_cli, "EXACT_TABLE_MAX_CELLS", 5)
+    r = CliRunner().invoke(cli, ["collect", "table", str(workdir / "model.json"), "-", "-c",
+                                 "A1,A2,A3"])
+    assert r.exit_code == 0 and "counted from" in r.stderr and "--exact" not in r.stderr
 
 
 def test_raw_data_is_refused_by_fit(workdir):

@@ -299,7 +299,8 @@ def table(model, output, columns, exact, n, seed) -> None:
                 f"Note: the {shape} table has {cells:,} cells; exact probabilities would take about "
                 f"{_duration(seconds)} (more than {EXACT_TABLE_MAX_CELLS:,} cells), so it is counted "
                 f"from {m:,} synthetic records instead (--sampled; cells below 1/{m:,} read as 0). "
-                "Pass --exact to compute it anyway, or -n for more records.", err=True)
+                + ("Pass --exact to compute it anyway, or -n for more records."
+                   if cells <= EXACT_HARD_LIMIT else "Pass -n for more records."), err=True)
     if exact and len(dims) >= 3 and cells > EXACT_HARD_LIMIT:
         raise CollectUserError(
             f"the {shape} table has {cells:,} cells, more than the {EXACT_HARD_LIMIT:,} that can be "
