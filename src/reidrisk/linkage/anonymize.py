@@ -42,8 +42,8 @@ NOISE_KINDS = ("additive", "multiplicative")
 
 class _Column:
     """Recoding state of one QI column: its distinct values, their current group, and how to
-    coarsen it one level (numeric-like: merge adjacent ranges pairwise; nominal: merge the rarer
-    half of the categories into one)."""
+    coarsen it one level (numeric-like: merge each rare range with a neighbour; nominal: merge the
+    rarer half of the categories into one)."""
 
     def __init__(self, name: str, values: pd.Series):
         self.name = name
@@ -72,9 +72,9 @@ class _Column:
     def coarser(self) -> np.ndarray:
         """The value -> group map one level coarser."""
         g = self.n_groups
-        if self.numeric:
-            return self.group // 2
         counts = np.bincount(self.row_groups(), minlength=g)
+        if self.numeric:
+            return _merge_rare_ranges(counts)[self.group]
         order = np.argsort(counts, kind="stable")
         rare = order[: max(2, (g + 1) // 2)]
         relabel = np.arange(g)
@@ -102,6 +102,29 @@ class _Column:
         return labels, merged
 
 
+def _merge_rare_ranges(counts: np.ndarray) -> np.ndarray:
+    """One level coarser for ordered groups (g,) with these row counts: every rare group (count
+    below the median) merges with its adjacent group of smaller count, so common ranges stay as
+    they are; when no count is below the median, neighbours merge pairwise. Returns old group ->
+    new group."""
+    g = len(counts)
+    if g <= 1:
+        return np.zeros(g, dtype=np.int64)
+    rare = counts < np.median(counts)
+    if not rare.any():                            # counts all alike: merge neighbours pairwise
+        return np.arange(g, dtype=np.int64) // 2
+    left = np.r_[np.inf, counts[:-1]]
+    right = np.r_[counts[1:], np.inf]
+    go_left = left <= right                       # the smaller neighbour (left on a tie)
+    cut = np.ones(g - 1, dtype=bool)              # cut[i]: boundary between groups i and i + 1
+    idx = np.flatnonzero(rare)
+    to_left = idx[go_left[idx]]
+    to_right = idx[~go_left[idx]]
+    cut[to_left - 1] = False
+    cut[to_right] = False
+    return np.concatenate(([0], np.cumsum(cut))).astype(np.int64)
+
+
 def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
@@ -122,8 +145,10 @@ def k_anonymize(table: pd.DataFrame | Release, qi: Sequence[str], k: int, *, sup
     Greedy global recoding (a Datafly-like search): while more rows sit in QI classes of size < k
     than may be suppressed, coarsen by one level the QI column whose coarsening leaves the fewest
     such rows (ties: the column with more groups). One level of a numeric-like column (numbers, or
-    text that parses as numbers) merges adjacent ranges pairwise (``20``, ``21`` -> ``20-21``); one
-    level of a nominal column merges its rarer half of categories into one (``a|b|c``). When at most
+    text that parses as numbers) merges each rare range (fewer rows than the column's median range)
+    with its adjacent range of fewer rows (``20``, ``21`` -> ``20-21``), common ranges staying as
+    they are (ranges of equal counts merge pairwise); one level of a nominal column merges its
+    rarer half of categories into one (``a|b|c``). When at most
     ``max(k - 1, floor(max_suppress * n))`` rows remain in small classes they are suppressed
     (deleted from the release; ``suppress=False`` keeps generalizing until none remain).
 
