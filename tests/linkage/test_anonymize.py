@@ -145,3 +145,17 @@ def test_pipeline_errors_are_clear():
         Pipeline.from_dict({"qi": ["a"]})
     assert set(ANONYMIZERS) == {"k_anonymize", "noise", "shuffle", "unify", "average_sa",
                                 "swap_sa", "delete"}
+
+
+def test_numeric_coarsening_merges_only_rare_ranges():
+    from reidrisk.linkage.anonymize import _merge_rare_ranges
+
+    # counts 5 1 7 2 2 9, k = 3: 1 joins its smaller neighbour 5; 2 and 2 join each other
+    assert _merge_rare_ranges(np.array([5, 1, 7, 2, 2, 9]), 3).tolist() == [0, 0, 1, 2, 2, 3]
+    # none below k = 2: those below the median (3.5) merge
+    assert _merge_rare_ranges(np.array([5, 1, 7, 2, 2, 9]), 1).tolist() == [0, 0, 1, 2, 2, 3]
+    assert _merge_rare_ranges(np.array([3, 3, 3, 3]), 2).tolist() == [0, 0, 1, 1]
+    frame = pd.DataFrame({"age": [30] * 20 + [31] * 20 + [45, 46, 47], "s": np.arange(43.0)})
+    rel = k_anonymize(frame, ["age"], 3, suppress=False)
+    assert rel.data["age"].tolist()[:40] == [30] * 20 + [31] * 20     # common values kept
+    assert set(rel.data["age"].tolist()[40:]) == {"45-47"}

@@ -152,3 +152,21 @@ def test_bad_input_is_named(X, B):
 
 def test_every_attack_is_registered():
     assert list(ATTACKS) == ["E1", "E2", "E3", "E4", "EUC1", "EUC2", "assign"]
+
+
+def test_assign_finds_the_cheapest_one_to_one_assignment():
+    from itertools import permutations
+
+    rng = np.random.default_rng(8)
+    X = pd.DataFrame({"q": rng.integers(0, 2, 6), "a": rng.normal(size=6), "b": rng.normal(size=6)})
+    Y = X.sample(5, random_state=1).reset_index(drop=True)
+    Y[["a", "b"]] += rng.normal(scale=0.8, size=(5, 2))
+    Y.loc[0, "q"] = 1 - Y.loc[0, "q"]
+    g = attack("assign", X, Y, qi=["q"], sa=["a", "b"], rng=0)
+    sd = X[["a", "b"]].std().to_numpy()
+    xs, ys = X[["a", "b"]].to_numpy() / sd / np.sqrt(2), Y[["a", "b"]].to_numpy() / sd / np.sqrt(2)
+    cost = np.linalg.norm(ys[:, None] - xs[None], axis=2) + (Y["q"].to_numpy()[:, None]
+                                                             != X["q"].to_numpy()[None])
+    best = min(sum(cost[i, p[i]] for i in range(5)) for p in permutations(range(6), 5))
+    assert sum(cost[i, g.guess[i]] for i in range(5)) == pytest.approx(best)
+    assert len(set(g.guess.tolist())) == 5

@@ -69,12 +69,12 @@ class _Column:
     def row_groups(self, group: np.ndarray | None = None) -> np.ndarray:
         return (self.group if group is None else group)[self.codes]
 
-    def coarser(self) -> np.ndarray:
+    def coarser(self, k: int) -> np.ndarray:
         """The value -> group map one level coarser."""
         g = self.n_groups
         counts = np.bincount(self.row_groups(), minlength=g)
         if self.numeric:
-            return _merge_rare_ranges(counts)[self.group]
+            return _merge_rare_ranges(counts, k)[self.group]
         order = np.argsort(counts, kind="stable")
         rare = order[: max(2, (g + 1) // 2)]
         relabel = np.arange(g)
@@ -102,15 +102,17 @@ class _Column:
         return labels, merged
 
 
-def _merge_rare_ranges(counts: np.ndarray) -> np.ndarray:
-    """One level coarser for ordered groups (g,) with these row counts: every rare group (count
-    below the median) merges with its adjacent group of smaller count, so common ranges stay as
-    they are; when no count is below the median, neighbours merge pairwise. Returns old group ->
-    new group."""
+def _merge_rare_ranges(counts: np.ndarray, k: int) -> np.ndarray:
+    """One level coarser for ordered groups (g,) with these row counts: every rare group (fewer
+    than k rows; when none has, fewer than the median) merges with its adjacent group of smaller
+    count, so common ranges stay as they are; when no group is rare, neighbours merge pairwise.
+    Returns old group -> new group."""
     g = len(counts)
     if g <= 1:
         return np.zeros(g, dtype=np.int64)
-    rare = counts < np.median(counts)
+    rare = counts < k
+    if not rare.any():
+        rare = counts < np.median(counts)
     if not rare.any():                            # counts all alike: merge neighbours pairwise
         return np.arange(g, dtype=np.int64) // 2
     left = np.r_[np.inf, counts[:-1]]
@@ -145,8 +147,8 @@ def k_anonymize(table: pd.DataFrame | Release, qi: Sequence[str], k: int, *, sup
     Greedy global recoding (a Datafly-like search): while more rows sit in QI classes of size < k
     than may be suppressed, coarsen by one level the QI column whose coarsening leaves the fewest
     such rows (ties: the column with more groups). One level of a numeric-like column (numbers, or
-    text that parses as numbers) merges each rare range (fewer rows than the column's median range)
-    with its adjacent range of fewer rows (``20``, ``21`` -> ``20-21``), common ranges staying as
+    text that parses as numbers) merges each rare range (fewer than k rows; when none is, fewer
+    than the column's median range) with its adjacent range of fewer rows (``20``, ``21`` -> ``20-21``), common ranges staying as
     they are (ranges of equal counts merge pairwise); one level of a nominal column merges its
     rarer half of categories into one (``a|b|c``). When at most
     ``max(k - 1, floor(max_suppress * n))`` rows remain in small classes they are suppressed
@@ -180,7 +182,7 @@ def k_anonymize(table: pd.DataFrame | Release, qi: Sequence[str], k: int, *, sup
         for j, col in enumerate(cols):                 # one trial per QI column and level
             if col.n_groups <= 1:
                 continue
-            trial_group = col.coarser()
+            trial_group = col.coarser(k)
             trial = groups.copy()
             trial[j] = trial_group[col.codes]
             tsizes = sizes.copy()
