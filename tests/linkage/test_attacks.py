@@ -170,3 +170,25 @@ def test_assign_finds_the_cheapest_one_to_one_assignment():
     best = min(sum(cost[i, p[i]] for i in range(5)) for p in permutations(range(6), 5))
     assert sum(cost[i, g.guess[i]] for i in range(5)) == pytest.approx(best)
     assert len(set(g.guess.tolist())) == 5
+
+
+def test_read_generalization_applies_the_published_labels():
+    from reidrisk.linkage.attacks import read_generalization
+
+    X = pd.DataFrame({"age": [30, 31, 45, 46], "city": ["a", "b", "c", "c"]})
+    Y = pd.DataFrame({"age": [30, "45-46"], "city": ["a|b", "c"]})
+    got = read_generalization(X, Y, ["age", "city"])
+    assert got["age"].tolist() == [30, 31, "45-46", "45-46"]
+    assert got["city"].tolist() == ["a|b", "a|b", "c", "c"]
+
+
+def test_assign_reads_generalization_labels_of_a_k_anonymous_noisy_release():
+    from reidrisk.data.microdata import make_microdata
+    from reidrisk.linkage import add_noise, k_anonymize, shuffle_rows
+
+    m = make_microdata(1500, rng=2)
+    qi, sa = list(m.qi[:7]), list(m.sa[:3])
+    rel = shuffle_rows(add_noise(k_anonymize(m.data, qi, 5), sa, 0.3, rng=1), rng=2)
+    on = reid_rate(attack("assign", m.data, rel, qi=qi, sa=sa, rng=0), rel)
+    off = reid_rate(attack("assign", m.data, rel, qi=qi, sa=sa, rng=0, read_labels=False), rel)
+    assert on.low > off.high            # the 95% intervals do not overlap (measured 0.49 vs 0.12)

@@ -26,6 +26,7 @@ blocks at once (candidate pairs expanded and sorted in chunks) and with a KD-tre
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -279,8 +280,54 @@ def euc2(original, release, *, qi, sa, rng=None, scale: bool = False) -> Linking
     return _euc("EUC2", original, release, qi, sa, rng, scale, True)
 
 
+_RANGE = re.compile(r"^\s*(-?\d+(?:\.\d*)?)\s*-\s*(-?\d+(?:\.\d*)?)\s*$")
+
+
+def read_generalization(original: pd.DataFrame, release: pd.DataFrame, qi: Sequence[str]
+                        ) -> pd.DataFrame:
+    """``original`` with the release's published generalization applied to its QI columns.
+
+    A QI value of the release that the original never holds is read as a generalization label:
+    ``lo-hi`` (numbers) covers the original's numeric values in [lo, hi], ``a|b|c`` the listed
+    values (the labels ``k_anonymize`` publishes, and the usual notation of other tools). Each
+    original value covered by exactly one label is replaced by it; the others are kept. An attacker
+    who reads the labels can then match QI vectors exactly again.
+    """
+    out = original.copy()
+    for c in qi:                                   # one pass per QI column, one step per label
+        text = original[c].astype(str)
+        known = set(pd.unique(text))
+        labels = [v for v in pd.unique(release[c].astype(str)) if v not in known]
+        if not labels:
+            continue
+        values = pd.unique(text)
+        numbers = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy()
+        mapping: dict[str, str] = {}
+        ambiguous: set[str] = set()
+        for label in labels:
+            m = _RANGE.match(label)
+            if m:
+                lo, hi = float(m.group(1)), float(m.group(2))
+                covered = values[(numbers >= lo) & (numbers <= hi)]
+            elif "|" in label:
+                covered = [v for v in label.split("|") if v in known]
+            else:
+                continue
+            for v in covered:
+                if v in mapping and mapping[v] != label:
+                    ambiguous.add(v)
+                mapping[v] = label
+        for v in ambiguous:
+            del mapping[v]
+        if mapping:
+            mapped = text.map(mapping)
+            out[c] = original[c].astype(object).where(mapped.isna(), mapped)
+    return out
+
+
 def assign(original, release, *, qi, sa, rng=None, scale: bool = True, qi_weight: float = 1.0,
-           dense_limit: int = 1_000_000, max_rounds: int = 50) -> Linking:
+           dense_limit: int = 1_000_000, max_rounds: int = 50, read_labels: bool = True
+           ) -> Linking:
     """Global one-to-one assignment on a mixed distance over all columns (ours, not in paper 001).
 
     Cost of linking Y row i to X row j: ``qi_weight`` x (number of QI columns on which they differ)
@@ -302,7 +349,9 @@ def assign(original, release, *, qi, sa, rng=None, scale: bool = True, qi_weight
          propose again among the rows still unused (at most ``max_rounds`` rounds; a row still
          unmatched after them takes its nearest X row by SA, then one-to-one does not hold for it).
 
-    X's rows are permuted at random first, so ties are broken at random.
+    With ``read_labels`` (default) the release's generalization labels are first applied to X's QI
+    columns (``read_generalization``), so a generalized QI value costs nothing against the original
+    values it covers. X's rows are permuted at random first, so ties are broken at random.
     """
     from scipy.optimize import linear_sum_assignment
 
@@ -310,6 +359,8 @@ def assign(original, release, *, qi, sa, rng=None, scale: bool = True, qi_weight
     x, y = _frames(original, release)
     qi, sa = _columns(x, y, qi, sa)
     gen = as_generator(rng)
+    if read_labels and qi:
+        x = read_generalization(x, y, qi)
     w = float(qi_weight)
     n, m = len(x), len(y)
     perm = gen.permutation(n)
@@ -435,4 +486,4 @@ def attack(name: str, original, release, *, qi: Sequence[str], sa: Sequence[str]
 
 
 __all__ = ["ATTACKS", "Linking", "assign", "attack", "euc1", "euc2", "identify_rand",
-           "identify_sa", "identify_sa21", "identify_sort"]
+           "identify_sa", "identify_sa21", "identify_sort", "read_generalization"]
