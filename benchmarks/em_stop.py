@@ -1,18 +1,36 @@
-"""The EM's default stopping rule (``stop="noise"``, reidrisk.estimation.frequency) against the
-fully converged EM and norm-sub: mean squared error of the estimated distribution.
+"""The EM's default (``stop="noise"``, reidrisk.estimation.em) against the fully converged EM and
+norm-sub: mean squared error of the estimated distribution, and the EM steps it takes.
 
-Two grids:
+Estimators on each randomized sample:
 
-* small domains, the setting of the module's measured claim: GRR, subset and OUE; k in {2, 6, 20};
-  epsilon in {0.1, 0.5, 1, 3}; n = 10,000; 30 truths drawn from Dirichlet(0.5). Also the rule's
-  threshold NOISE_TOL at 1e-3 and 1e-5 beside the default 1e-4.
-* a large domain: GRR, k = 1024, (n, epsilon) in {(1e5, 1), (1e5, 2), (1e6, 1)}, truths spread out
-  (Dirichlet(0.5)) and with a heavy head (Zipf, exponent 1.1, in a random order), 3 truths each.
+* ``default``: ``estimate_marginal``'s EM as shipped (uniform start, SQUAREM, the noise rule on the
+  extrapolated remaining deviance);
+* ``converged``: the same EM run to ``("noise", 1e-12)`` (up to 200,000 steps);
+* ``norm-sub``: the inversion projected onto the simplex;
+* ``uniform``: the uniform distribution (doing nothing);
+* ``previous``: the default before the one-engine change (plain EM from the uniform start, stopped
+  as soon as one step gained a deviance below 1e-4 per free parameter; up to 10,000 steps),
+  re-implemented here for comparison;
+* ``norm-sub start``: the default rule started from the norm-sub estimate (a considered
+  alternative to the uniform start).
 
-MSE = sum over values of (estimated - true probability)^2, averaged over truths. "Converged" runs the
-EM to ``stop=1e-7`` (largest change of a probability per step) with up to 200,000 steps.
+Grids:
 
-    .venv/bin/python benchmarks/em_stop.py [--quick]
+* small domains: GRR, subset and OUE; k in {2, 6, 20}; epsilon in {0.1, 0.5, 1, 3}; n = 10,000;
+  30 truths from Dirichlet(0.5) per cell; reports from each mechanism's sampler;
+* a large domain: GRR and OUE, k = 1024, (n, epsilon) in {(1e5, 1), (1e5, 2), (1e6, 1), (1e7, 1)};
+  truths spread out (Dirichlet(0.5)) and with a heavy head (Zipf, exponent 1.1, in a random
+  order), 3 each; support counts drawn from their exact distribution (GRR: the kept reports
+  binomial, the others multinomial over the remaining k - 1 values; OUE: independent binomials per
+  value), since 10^7 OUE reports of 1024 bits do not fit in memory;
+* a check on truth families that are in neither grid (the rule was not chosen on them):
+  near-uniform (Dirichlet(5)) and geometric (ratio 0.99) truths, GRR and OUE, k = 1024, n = 10^6,
+  epsilon = 1, and k = 20, n = 10^5, epsilon = 0.5 and 1; 3 truths each.
+
+MSE = sum over values of (estimated - true probability)^2, averaged over truths. The target: the
+default's MSE within 1.2x of the better of norm-sub and the converged EM in every cell.
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/em_stop.py [--quick]
 """
 
 from __future__ import annotations
@@ -20,6 +38,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -28,59 +47,113 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import Results, md_table  # noqa: E402
 
-from reidrisk.estimation.em import poisson_gain as _poisson_gain  # noqa: E402
-from reidrisk.estimation.frequency import em_counts, invert, norm_sub  # noqa: E402
+from reidrisk.estimation.em import NOISE_TOL, poisson_gain  # noqa: E402
+from reidrisk.estimation.frequency import invert, marginals_from_counts, norm_sub  # noqa: E402
 from reidrisk.mechanisms import make_mechanism  # noqa: E402
 
-CONVERGED = dict(stop=1e-7, max_iter=200_000)
-TOLS = (1e-3, 1e-4, 1e-5)
+CONVERGED = dict(stop=("noise", 1e-12), max_iter=200_000)
+TARGET = 1.2
+ESTIMATORS = ("default", "converged", "norm-sub", "uniform", "previous", "norm-sub start")
 
 
-def _one(mech, truth, n, rng, tols):
-    """On one randomized sample of ``truth``: {estimator: (squared error, EM steps)} and the
-    deviance of the converged fit over the uniform start."""
-    x = rng.choice(truth.size, size=n, p=truth)
-    w, n_present = mech.support_counts(mech.perturb(x, rng))
-    w = np.asarray(w, dtype=np.float64)
-    M = mech.support_matrix()
+def previous_default(w, n, mech, max_iter=10_000):
+    """The rule replaced by the one engine: plain EM steps from the uniform start until one step
+    gains a deviance below NOISE_TOL per free parameter (structured channel a I + q 1 1^T)."""
+    k = w.size
+    a, q = mech.p_support - mech.q_support, mech.q_support
+    col = a + k * q
+    z = np.full(k, n / k)
+    mu = a * z + q * z.sum()
+    for it in range(1, max_iter + 1):
+        r = np.divide(w, mu, out=np.zeros(k), where=mu > 0)
+        z_new = z * (a * r + q * r.sum()) / col
+        mu_new = a * z_new + q * z_new.sum()
+        done = 2 * poisson_gain(w, mu, mu_new) < NOISE_TOL * max(k - 1, 1)
+        z, mu = z_new, mu_new
+        if done:
+            break
+    return z / z.sum(), it
+
+
+def exact_counts(mech_name, mech, c, rng):
+    """Support counts of reports whose true values have counts ``c``, from their exact law."""
+    k = c.size
+    if mech_name == "oue":
+        return (rng.binomial(c, mech.p_support) + rng.binomial(c.sum() - c, mech.q_support)
+                ).astype(np.float64)
+    kept = rng.binomial(c, mech.p_support)
+    moved = rng.multinomial(c - kept, np.full(k - 1, 1.0 / (k - 1)))  # (k, k-1): row x
+    full = np.zeros((k, k))
+    full[~np.eye(k, dtype=bool)] = moved.ravel()
+    return (kept + full.sum(axis=0)).astype(np.float64)
+
+
+def estimates(mech, w, n):
+    """{estimator: (probabilities, EM steps)} on one sample's support counts (module doc)."""
     out = {}
-    for tol in tols:
-        fit = em_counts(w, n_present, M, stop=("noise", tol))
-        out[f"noise {tol:g}"] = (fit.estimate / fit.estimate.sum(), fit.iterations)
-    fit = em_counts(w, n_present, M, **CONVERGED)
-    out["converged"] = (fit.estimate / fit.estimate.sum(), fit.iterations)
-    z = norm_sub(invert(w, n_present, mech.p_support, mech.q_support), n_present)
+    for name, kw in (("default", {}), ("converged", CONVERGED)):
+        fe = marginals_from_counts([mech], [w], [n], **kw)[0]
+        out[name] = (fe.probs, fe.iterations)
+    z = norm_sub(invert(w, n, mech.p_support, mech.q_support), n)
     out["norm-sub"] = (z / z.sum(), 0)
-    out["uniform"] = (np.full(truth.size, 1.0 / truth.size), 0)
-    errs = {name: (float(np.sum((est - truth) ** 2)), its) for name, (est, its) in out.items()}
-    u = np.full(truth.size, n_present / truth.size)
-    deviance = float(2 * _poisson_gain(w, M @ u, M @ (out["converged"][0] * n_present)))
-    return errs, deviance
+    out["uniform"] = (np.full(w.size, 1.0 / w.size), 0)
+    out["previous"] = previous_default(w, n, mech)
+    fe = marginals_from_counts([mech], [w], [n], inits=[np.maximum(z, 0) + 1e-300])[0]
+    out["norm-sub start"] = (fe.probs, fe.iterations)
+    return out
 
 
-def _truth(kind, k, rng):
+def truth_of(kind, k, rng):
     if kind == "Dirichlet(0.5)":
         return rng.dirichlet(np.full(k, 0.5))
-    t = 1.0 / np.arange(1, k + 1) ** 1.1
+    if kind == "Dirichlet(5)":
+        return rng.dirichlet(np.full(k, 5.0))
+    if kind == "geometric(0.99)":
+        t = 0.99 ** np.arange(k)
+        return rng.permutation(t / t.sum())
+    t = 1.0 / np.arange(1, k + 1) ** 1.1  # Zipf(1.1)
     return rng.permutation(t / t.sum())
 
 
-def run_cell(res, grid, mech_name, k, eps, n, kind, truths, rng, tols):
+def run_cell(res, grid, mech_name, k, eps, n, kind, truths, rng, sampler):
     mech = make_mechanism(mech_name, eps, k)
-    runs = [_one(mech, _truth(kind, k, rng), n, rng, tols) for _ in range(truths)]
+    errs = {e: [] for e in ESTIMATORS}
+    steps = {e: [] for e in ESTIMATORS}
+    t0 = time.perf_counter()
+    for _ in range(truths):
+        truth = truth_of(kind, k, rng)
+        if sampler:
+            x = rng.choice(k, size=n, p=truth)
+            w, n_present = mech.support_counts(mech.perturb(x, rng))
+            w = np.asarray(w, dtype=np.float64)
+        else:
+            w, n_present = exact_counts(mech_name, mech, rng.multinomial(n, truth), rng), n
+        for e, (p, its) in estimates(mech, w, n_present).items():
+            errs[e].append(float(np.sum((p - truth) ** 2)))
+            steps[e].append(its)
     params = {"grid": grid, "mechanism": mech_name, "k": k, "epsilon": eps, "n": n, "truth": kind,
               "truths": truths}
-    summary = {}
-    for name in runs[0][0]:
-        mse = float(np.mean([errs[name][0] for errs, _ in runs]))
-        its = float(np.mean([errs[name][1] for errs, _ in runs]))
-        summary[name] = (mse, its)
-        res.add({**params, "estimator": name}, "mse", mse, "squared error")
+    s = {}
+    for e in ESTIMATORS:
+        mse, its = float(np.mean(errs[e])), float(np.mean(steps[e]))
+        s[e] = (mse, its)
+        res.add({**params, "estimator": e}, "mse", mse, "squared error")
         if its:
-            res.add({**params, "estimator": name}, "iterations", its, "steps")
-    deviance = float(np.mean([d for _, d in runs]))
-    res.add(params, "deviance_converged_vs_uniform", deviance, "deviance")
-    return summary, deviance
+            res.add({**params, "estimator": e}, "em_steps", its, "steps")
+    best = min(s["converged"][0], s["norm-sub"][0])
+    s["ratio"] = s["default"][0] / best
+    s["ratio_previous"] = s["previous"][0] / best
+    s["ratio_nsstart"] = s["norm-sub start"][0] / best
+    res.add(params, "default_mse_over_best_of_converged_and_norm_sub", s["ratio"], "ratio")
+    res.add(params, "previous_mse_over_best_of_converged_and_norm_sub", s["ratio_previous"],
+            "ratio")
+    print(f"{grid}: {mech_name} k={k} eps={eps:g} n={n:,} {kind}: ratio {s['ratio']:.2f} "
+          f"(previous {s['ratio_previous']:.2f}) [{time.perf_counter() - t0:.1f} s]", flush=True)
+    return s
+
+
+def r2(x):
+    return f"{x:.2f}"
 
 
 def main(argv=None) -> int:
@@ -89,83 +162,120 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     res = Results("em_stop", results_dir=Path(tempfile.mkdtemp()) if args.quick else None)
     rng = np.random.default_rng(20261123)
+    q = args.quick
 
-    small_truths = 3 if args.quick else 30
+    small_n, small_truths = (2_000, 3) if q else (10_000, 30)
     small = []
     for mech_name in ("grr", "subset", "oue"):
         for k in (2, 6, 20):
             for eps in (0.1, 0.5, 1.0, 3.0):
-                s, _ = run_cell(res, "small", mech_name, k, eps, 2_000 if args.quick else 10_000,
-                             "Dirichlet(0.5)", small_truths, rng, TOLS)
-                best = min(s["converged"][0], s["norm-sub"][0])
-                ratios = {t: s[f"noise {t:g}"][0] / best for t in TOLS}
-                for t, r in ratios.items():
-                    res.add({"grid": "small", "mechanism": mech_name, "k": k, "epsilon": eps,
-                             "noise_tol": t}, "mse_ratio_to_best_of_converged_and_norm_sub", r,
-                            "ratio")
-                small.append((mech_name, k, eps, s, ratios))
-        print(f"small domains: {mech_name} done", flush=True)
+                s = run_cell(res, "small", mech_name, k, eps, small_n, "Dirichlet(0.5)",
+                             small_truths, rng, sampler=True)
+                small.append((mech_name, k, eps, s))
 
-    large_settings = [(100_000, 1.0), (100_000, 2.0), (1_000_000, 1.0)]
-    if args.quick:
-        large_settings = [(20_000, 2.0)]
+    settings = [(10**5, 1.0), (10**5, 2.0), (10**6, 1.0), (10**7, 1.0)]
+    if q:
+        settings = [(20_000, 2.0)]
     large = []
-    for n, eps in large_settings:
-        for kind in ("Dirichlet(0.5)", "Zipf(1.1)"):
-            s, dev = run_cell(res, "large", "grr", 1024, eps, n, kind, 1 if args.quick else 3,
-                              rng, (1e-4,))
-            large.append((n, eps, kind, s, dev))
-            print(f"large domain: n={n} eps={eps} {kind} done", flush=True)
+    for mech_name in ("grr", "oue"):
+        for n, eps in settings:
+            for kind in ("Dirichlet(0.5)", "Zipf(1.1)"):
+                s = run_cell(res, "large", mech_name, 1024, eps, n, kind, 1 if q else 3, rng,
+                             sampler=False)
+                large.append((mech_name, n, eps, kind, s))
 
-    def r2(x):
-        return f"{x:.2f}"
+    check_cells = [(1024, 10**6, 1.0), (20, 10**5, 0.5), (20, 10**5, 1.0)]
+    if q:
+        check_cells = [(20, 20_000, 1.0)]
+    check = []
+    for mech_name in ("grr", "oue"):
+        for k, n, eps in check_cells:
+            for kind in ("Dirichlet(5)", "geometric(0.99)"):
+                s = run_cell(res, "check", mech_name, k, eps, n, kind, 1 if q else 3, rng,
+                             sampler=False)
+                check.append((mech_name, k, n, eps, kind, s))
 
-    rows = [[m, k, f"{e:g}", *(r2(r[t]) for t in TOLS), f"{s['noise 0.0001'][1]:.0f}",
-             f"{s['converged'][1]:.0f}"] for m, k, e, s, r in small]
-    all_r = {t: [r[t] for *_, r in small] for t in TOLS}
+    every = [s for *_, s in small] + [s for *_, s in large] + [s for *_, s in check]
+    worst = max(every, key=lambda s: s["ratio"])
+    where = next(lbl for lbl, s in
+                 [(f"small grid, {m} k = {k}, epsilon = {e:g}", s) for m, k, e, s in small]
+                 + [(f"k = 1024, {m}, n = {n:,}, epsilon = {e:g}, {kd}", s)
+                    for m, n, e, kd, s in large]
+                 + [(f"check, {m} k = {k}, n = {n:,}, epsilon = {e:g}, {kd}", s)
+                    for m, k, n, e, kd, s in check] if s is worst)
+    grid_ratios = [s["ratio"] for *_, s in small] + [s["ratio"] for *_, s in large]
+    check_ratios = [s["ratio"] for *_, s in check]
+    prev_ratios = [s["ratio_previous"] for *_, s in small] + [s["ratio_previous"]
+                                                              for *_, s in large]
+    res.add({"grid": "all"}, "worst_default_ratio", worst["ratio"], "ratio")
+
+    def row_small(m, k, e, s):
+        return [m, k, f"{e:g}", r2(s["ratio"]), r2(s["ratio_previous"]), r2(s["ratio_nsstart"]),
+                f"{s['default'][1]:.0f}", f"{s['converged'][1]:.0f}", f"{s['previous'][1]:.0f}"]
+
+    def mse(x):
+        return f"{x:.3g}"
+
+    def row_large(lead, s):
+        return [*lead, r2(s["ratio"]), mse(s["default"][0]), mse(s["converged"][0]),
+                mse(s["norm-sub"][0]), mse(s["uniform"][0]), mse(s["previous"][0]),
+                r2(s["ratio_nsstart"]), f"{s['default'][1]:.0f}", f"{s['converged'][1]:.0f}"]
+
+    large_head = ["default / best", "default", "converged", "norm-sub", "uniform", "previous",
+                  "norm-sub start / best", "steps (default)", "steps (converged)"]
     body = [
-        "# The EM's default stopping rule against the converged EM and norm-sub",
+        "# The EM's default against the converged EM and norm-sub",
         "",
         "Mean squared error of the estimated distribution (sum over values of the squared error of "
-        "each probability), averaged over truths. The default rule (`stop=\"noise\"`) stops when one "
-        "EM step gains a deviance below NOISE_TOL = 1e-4 per free parameter "
-        "(`reidrisk.estimation.frequency`). Converged = `stop=1e-7`, up to 200,000 steps.",
+        "each probability), averaged over truths. `default` is `estimate_marginal`'s EM as shipped "
+        "(uniform start, SQUAREM, stop when the extrapolated remaining deviance is below 1e-4 per "
+        "free parameter: `reidrisk.estimation.em`); `converged` runs the same EM to "
+        "`stop=(\"noise\", 1e-12)`; `previous` is the default before the one-engine change (plain EM "
+        "stopped when one step gained less than 1e-4 per free parameter); `norm-sub start` is the "
+        "default rule started from the norm-sub estimate. \"/ best\": MSE divided by the better of "
+        f"norm-sub and the converged EM (target: at most {TARGET} in every cell).",
         "",
-        f"## Small domains: n = {10_000 if not args.quick else 2_000:,}, {small_truths} truths "
-        "from Dirichlet(0.5) per cell",
+        f"**Worst cell of the default: {worst['ratio']:.2f} ({where}).** Grid cells: "
+        f"{min(grid_ratios):.2f}-{max(grid_ratios):.2f}, above {TARGET}: "
+        f"{sum(r > TARGET for r in grid_ratios)} of {len(grid_ratios)}. Check families (not used "
+        f"to choose the rule): {min(check_ratios):.2f}-{max(check_ratios):.2f}, above {TARGET}: "
+        f"{sum(r > TARGET for r in check_ratios)} of {len(check_ratios)}. The previous default: "
+        f"{min(prev_ratios):.2f}-{max(prev_ratios):.2f}, above {TARGET} in "
+        f"{sum(r > TARGET for r in prev_ratios)} of {len(prev_ratios)} grid cells.",
         "",
-        "MSE of the rule at each threshold divided by the better of the converged EM and norm-sub "
-        "(below 1: the rule is better than both), and the mean number of EM steps.",
+        f"## Small domains: n = {small_n:,}, {small_truths} truths from Dirichlet(0.5) per cell",
         "",
-        md_table(["mechanism", "k", "epsilon", "1e-3", "1e-4 (default)", "1e-5",
-                  "steps (default)", "steps (converged)"], rows),
+        md_table(["mechanism", "k", "epsilon", "default / best", "previous / best",
+                  "norm-sub start / best", "steps (default)", "steps (converged)",
+                  "steps (previous)"], [row_small(*c) for c in small]),
         "",
-        "Range of the ratio over the 36 cells: "
-        + "; ".join(f"{t:g}: {min(v):.2f}-{max(v):.2f} (cells above 1.1: "
-                    f"{sum(x > 1.1 for x in v)})" for t, v in all_r.items()) + ".",
+        "## A large domain: k = 1024",
         "",
-        "## A large domain: GRR, k = 1024",
+        "Truths spread out (Dirichlet(0.5)) or with a heavy head (Zipf, exponent 1.1, random order); "
+        "MSE of each estimator, mean EM steps.",
         "",
-        "Truths spread out (Dirichlet(0.5)) or with a heavy head (Zipf, exponent 1.1). MSE (mean EM "
-        "steps in brackets) and the deviance of the converged fit over the uniform start (1023 free "
-        "parameters).",
+        md_table(["mechanism", "n", "epsilon", "truth", *large_head],
+                 [row_large([m, f"{n:,}", f"{e:g}", kd], s) for m, n, e, kd, s in large]),
         "",
-        md_table(["n", "epsilon", "truth", "default rule", "converged", "norm-sub", "uniform",
-                  "deviance"],
-                 [[f"{n:,}", f"{e:g}", kind,
-                   f"{s['noise 0.0001'][0]:.4f} ({s['noise 0.0001'][1]:.0f})",
-                   f"{s['converged'][0]:.4f} ({s['converged'][1]:.0f})",
-                   f"{s['norm-sub'][0]:.4f}", f"{s['uniform'][0]:.4f}",
-                   f"{dev:.0f}"] for n, e, kind, s, dev in large]),
+        "## Check: truth families not in the grids",
         "",
-        "At k = 1024 one EM step moves the estimate by about p - q of the way to the fixed point, so "
-        "the first step gains less than the threshold and the rule returns the uniform start nudged "
-        "once. Where that beats the converged EM, and the deviance of each case (mean over its "
-        "truths):",
+        "Near-uniform (Dirichlet(5)) and geometric (ratio 0.99, random order) truths; the rule and "
+        "its threshold were fixed before these were run.",
         "",
-        *(f"- n = {n:,}, epsilon = {e:g}, {kind}: the rule's MSE is "
-          f"{s['noise 0.0001'][0] / s['converged'][0]:.2f}x the converged EM's; deviance {dev:.0f}"
-          for n, e, kind, s, dev in large),
+        md_table(["mechanism", "k", "n", "epsilon", "truth", *large_head],
+                 [row_large([m, k, f"{n:,}", f"{e:g}", kd], s) for m, k, n, e, kd, s in check]),
+        "",
+        "Where the signal is weak (large k, small epsilon and n, spread-out truths) the maximum-"
+        "likelihood estimate and norm-sub are both worse than the uniform guess (column `uniform`); "
+        "the default follows the maximum-likelihood estimate there, as the target asks, and the "
+        "collection pipeline's marginal shrinkage toward uniform (`reidrisk.collect.pipeline`) is "
+        "what guards a model against it. The previous default's early stop was better than both in "
+        "those cells only because it returned (nearly) the uniform start, and worse where the "
+        "data were informative.",
+        "",
+        "Other processes (other engineers' tests and benchmarks) were running on the same 2-core "
+        "machine during this run; the EM steps are exact, the run time below is not a speed "
+        "measurement.",
     ]
     res.write_json()
     res.write_markdown("\n".join(body))
