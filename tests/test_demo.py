@@ -231,27 +231,45 @@ def guide_files(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_every_shell_example_of_the_guide_and_readme_runs(guide_files, fast_collect_section):
+    """Every command of every ``bash`` block runs, in document order: ``reidrisk ...`` through the
+    command line, ``python -c ...`` in a subprocess; a block of another language whose first line
+    is ``# FILE`` (e.g. ``# pipeline.toml``) is written to FILE first, as a reader would."""
+    import subprocess
+    import sys
+
     from click.testing import CliRunner
 
     from reidrisk.cli import cli
 
-    commands = [c for doc in (README, GUIDE) for b in _fenced(doc.read_text(), "bash")
-                for c in _shell_commands(b)]
-    assert any(c.startswith("reidrisk collect simulate") for c in commands)
-    ran = []
-    for command in commands:
-        if command in SKIPPED_COMMANDS:
-            continue
-        words = shlex_split(command)
-        assert words[0] == "reidrisk", (
-            f"the example {command!r} is neither run by this test nor listed in SKIPPED_COMMANDS "
-            "with a reason")
-        result = CliRunner().invoke(cli, words[1:])
-        assert result.exit_code == 0, f"{command}\n{result.output}"
-        ran.append(command)
-    assert len(ran) >= 10
+    ran, seen = [], []
+    for doc in (README, GUIDE):
+        for lang, block in re.findall(r"```(\w*)\n(.*?)```", doc.read_text(), flags=re.S):
+            first = block.splitlines()[0] if block.strip() else ""
+            if lang not in ("bash", "python", "text", "json") and re.fullmatch(r"# [\w.-]+", first):
+                (guide_files / first[2:]).write_text(block)
+                continue
+            if lang != "bash":
+                continue
+            for command in _shell_commands(block):
+                seen.append(command)
+                if command in SKIPPED_COMMANDS:
+                    continue
+                words = shlex_split(command)
+                if words[0] in ("python", "python3") and words[1:2] == ["-c"]:
+                    proc = subprocess.run([sys.executable, "-c", words[2]], capture_output=True,
+                                          text=True, cwd=guide_files)
+                    assert proc.returncode == 0, f"{command}\n{proc.stderr}"
+                    ran.append(command)
+                    continue
+                assert words[0] == "reidrisk", (
+                    f"the example {command!r} is neither run by this test nor listed in "
+                    "SKIPPED_COMMANDS with a reason")
+                result = CliRunner().invoke(cli, words[1:])
+                assert result.exit_code == 0, f"{command}\n{result.output}"
+                ran.append(command)
+    assert any(c.startswith("reidrisk collect simulate") for c in ran) and len(ran) >= 10
     assert (guide_files / "scores.csv").is_file() and (guide_files / "synth.csv").is_file()
-    unused = [c for c in SKIPPED_COMMANDS if c not in commands]
+    unused = [c for c in SKIPPED_COMMANDS if c not in seen]
     assert not unused, f"SKIPPED_COMMANDS lists commands no document has: {unused}"
 
 
