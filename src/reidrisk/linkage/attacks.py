@@ -42,7 +42,7 @@ from reidrisk.mechanisms.base import as_generator
 #: a QI block with at most this many X rows is searched by expanding candidate pairs
 SMALL_BLOCK = 48
 #: candidate pairs handled per chunk (memory: pairs x |s| float64)
-PAIR_CHUNK = 2_000_000
+PAIR_CHUNK = 500_000
 
 
 @dataclass(frozen=True, eq=False)
