@@ -119,8 +119,8 @@ def evaluate_cmd(original, release, qi, sa, truth, aligned, attacks, scale, as_j
     if overlap:
         raise click.BadParameter(f"column(s) {overlap} given both as --qi and --sa; list each once",
                                  param_hint="--sa")
-    x = _with_numeric_sa(_read(original, qi + sa), sa, original)
-    y = _with_numeric_sa(_read(release, qi + sa), sa, release)
+    x = _qi_as_text(_with_numeric_sa(_read(original, qi + sa), sa, original), qi)
+    y = _qi_as_text(_with_numeric_sa(_read(release, qi + sa), sa, release), qi)
     if len(y) > len(x):
         raise LinkageError(f"{str(release)!r} has {len(y)} rows, more than the {len(x)} of "
                            f"{str(original)!r}; each released row must come from a distinct original "
@@ -142,6 +142,26 @@ def evaluate_cmd(original, release, qi, sa, truth, aligned, attacks, scale, as_j
                        "--truth MAP.csv (as written by `reidrisk linkage anonymize --truth-output`), "
                        "or --aligned if row i of the release comes from row i of the original, to "
                        "see how many rows each attack re-identifies.")
+
+
+def _publishable(frame: pd.DataFrame) -> pd.DataFrame:
+    """Generalized QI columns hold original values and labels side by side (``30`` and ``40-49``);
+    Parquet needs one type per column, so such columns are written as text (as CSV does anyway)."""
+    out = frame.copy()
+    for c in out.columns:
+        if out[c].dtype == object:
+            out[c] = out[c].map(lambda v: v if v is None or isinstance(v, str) else str(v))
+    return out
+
+
+def _qi_as_text(frame: pd.DataFrame, qi: list[str]) -> pd.DataFrame:
+    """QI values compared as text, so a Parquet original (``30``) and a release written as text
+    (``"30"``, ``"40-49"``) agree."""
+    out = frame.copy()
+    for c in qi:
+        if out[c].dtype != object or not out[c].map(lambda v: isinstance(v, str)).all():
+            out[c] = out[c].astype(str)
+    return out
 
 
 @group.command("anonymize")
@@ -184,7 +204,7 @@ def anonymize_cmd(config, input_, output, truth_output, seed) -> None:
     if sa_cols:
         frame = _with_numeric_sa(frame, sa_cols, input_)
     release = pipeline.apply(frame, rng=seed)
-    write_table(release.data, output)
+    write_table(_publishable(release.data), output)
     if truth_output is not None:
         write_table(pd.DataFrame({"original_row": release.truth}), truth_output)
     click.echo(f"Wrote {output}: {release.n} of {len(frame)} rows after "
