@@ -202,3 +202,12 @@ def test_start_scale_and_validation():
     with pytest.raises(EstimationError, match="max_iter"):
         engine.check_max_iter(0)
 
+
+
+def test_max_iter_is_never_passed():
+    """A SQUAREM cycle takes three steps; with fewer left, plain steps end the run exactly at the
+    cap, and a run stopped by the cap is not reported as converged."""
+    m, w, n = _counts("grr", 0.3, 50, 3_000, seed=4)  # flat likelihood: far from converged
+    for cap in (1, 2, 3, 4, 5, 10, 11):
+        fit = em_counts(w, n, m.support_matrix(), max_iter=cap)
+        assert fit.iterations == cap and not fit.converged

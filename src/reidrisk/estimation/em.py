@@ -49,8 +49,9 @@ most a step bound that grows fourfold while it binds; ``a = 1`` gives ``theta_2`
 toward ``theta_2`` until every entry is positive, and one EM step from it ends the cycle. Monotone
 safeguard: when that cycle ends below the likelihood of ``theta_2``, the cycle returns ``theta_2``
 (two plain EM steps, which never decrease the likelihood) and the step bound shrinks. A cycle
-costs three EM steps; ``iterations`` counts EM steps. The other rules run plain EM steps, since
-they are defined along the EM path.
+costs three EM steps; ``iterations`` counts EM steps (when fewer than three remain before
+``max_iter``, plain steps end the run). The other rules run plain EM steps, since they are defined
+along the EM path.
 """
 
 from __future__ import annotations
@@ -342,7 +343,9 @@ def run(problem, start, *, stop="noise", max_iter: int = DEFAULT_MAX_ITER,
     step_max = np.ones(b.idx.size)
     it = np.zeros(b.idx.size, dtype=np.int64)
     while b.idx.size:
-        if accelerate:
+        # every active problem has taken the same number of steps; a cycle never passes max_iter
+        cycle = accelerate and max_iter - int(it[0]) >= 3
+        if cycle:
             theta_new, mu_new, used, step_max, (g1, g2) = _squarem_cycle(b, step_max)
         else:
             theta_new = b.problem.update(b.theta, b.mu)
@@ -350,10 +353,12 @@ def run(problem, start, *, stop="noise", max_iter: int = DEFAULT_MAX_ITER,
             used = 1
         it = it + used
         if rule.kind == "noise":
-            if accelerate:  # the cycle ends at least as high as its two plain steps
+            if cycle:  # the cycle ends at least as high as its two plain steps
                 now = noise_stop(g2, g1, rule.threshold, b.problem.dof)
                 done = now & (prev > 0)  # two cycles in a row (prev: 1 where the last one met it)
                 prev = np.where(now, 1.0, 0.0)
+            elif accelerate:  # the last one or two steps before max_iter
+                done = np.zeros(b.idx.size, dtype=bool)
             else:
                 gain = 2.0 * b.problem.gain(b.mu, mu_new)
                 done = noise_stop(gain, prev, rule.threshold, b.problem.dof)
