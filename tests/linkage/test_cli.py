@@ -168,3 +168,9 @@ def test_parquet_original_with_integer_qi_round_trip(files):
     assert res.exit_code == 0, res.output
     # 5% noise on 4 SA columns of 300 rows: assign links most rows through the published labels
     assert json.loads(res.output)["rates"][0]["rate"] > 0.5
+
+
+def test_empty_release(files):
+    pd.read_csv(files / "x.csv").iloc[:0].to_csv(files / "empty.csv", index=False)
+    assert_clean_error(run("evaluate", "--original", files / "x.csv", "--release",
+                           files / "empty.csv", "--qi", QI, "--sa", SA), "empty.csv", "no rows")

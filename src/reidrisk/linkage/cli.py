@@ -121,6 +121,9 @@ def evaluate_cmd(original, release, qi, sa, truth, aligned, attacks, scale, as_j
                                  param_hint="--sa")
     x = _qi_as_text(_with_numeric_sa(_read(original, qi + sa), sa, original), qi)
     y = _qi_as_text(_with_numeric_sa(_read(release, qi + sa), sa, release), qi)
+    for path, frame in ((original, x), (release, y)):
+        if len(frame) == 0:
+            raise LinkageError(f"{str(path)!r} has a header but no rows; nothing to evaluate")
     if len(y) > len(x):
         raise LinkageError(f"{str(release)!r} has {len(y)} rows, more than the {len(x)} of "
                            f"{str(original)!r}; each released row must come from a distinct original "
