@@ -228,6 +228,17 @@ def register_capabilities(root: click.Group = cli) -> None:
 register_capabilities()
 
 
+def _register_serve(root: click.Group = cli) -> None:
+    """``reidrisk serve``: the collection service (``reidrisk.service.cli``), a top-level command
+    (its module imports only click; the web stack loads when the command runs)."""
+    from reidrisk.service.cli import serve
+
+    root.add_command(serve, "serve")
+
+
+_register_serve()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point (``reidrisk``)."""
     cli.main(args=argv, prog_name="reidrisk")

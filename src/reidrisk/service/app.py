@@ -1,0 +1,392 @@
+"""The collection service of paper 004 (Fig. 1) as a FastAPI application.
+
+``create_app(storage, admin_token=...)`` serves:
+
+* ``POST /surveys`` (admin): create a survey (schema, budget, mechanism, split); ``PATCH
+  /surveys/{id}`` changes it only while it has no reports; ``GET /surveys[/{id}]``.
+* ``GET /surveys/{id}/config`` (public): everything a client needs to randomize.
+* ``POST /surveys/{id}/codes`` / ``/tokens`` (admin): issue submission codes / researcher tokens
+  (shown once, stored hashed); ``DELETE .../{credential}`` revokes one.
+* ``POST /surveys/{id}/reports`` and ``/reports/batch`` (submission code): randomized reports only
+  (``reidrisk.service.wire``); a batch is all-or-nothing; the answer comes after the commit;
+  retried ids are acknowledged as duplicates and not stored twice.
+* researcher queries (researcher token or admin): ``/counts`` (the count tables), ``/marginals``,
+  ``/pairs/{a}/{b}``, ``/table?attributes=a,b,c``, ``/synthetic?n=``, ``/model`` -- answered by the
+  model of ``reidrisk collect fit`` (``reidrisk.service.models``), refitted lazily.
+* ``/docs`` and ``/openapi.json``.
+
+Every refusal is a 4xx JSON body ``{"detail": "...", "report": index-or-null}`` naming the problem.
+No endpoint accepts or returns a raw answer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from reidrisk import __version__
+from reidrisk.collect.model_io import CollectError
+from reidrisk.schema import SchemaError
+from reidrisk.service import schemas as S
+from reidrisk.service.auth import RateLimiter, bearer, is_admin
+from reidrisk.service.models import ModelCache, NoReports
+from reidrisk.service.storage import (
+    CODE,
+    RESEARCHER,
+    Credential,
+    NotFound,
+    Storage,
+    StorageError,
+    Survey,
+)
+from reidrisk.service.wire import MAX_BATCH, ReportError, SpecError, SurveySpec, parse_report_id
+
+MAX_BODY_BYTES = 4 << 20
+"""Largest request body accepted by the report endpoints (a full batch is far smaller)."""
+EXACT_TABLE_MAX_CELLS = 20_000
+"""Largest c >= 3 way table computed exactly by default (as ``reidrisk collect table``)."""
+MAX_SYNTHETIC = 100_000
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, detail: str, report: int | None = None,
+                 headers: dict | None = None) -> None:
+        super().__init__(detail)
+        self.status, self.detail, self.report, self.headers = status, detail, report, headers
+
+
+def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: float = 5.0,
+               code_burst: float | None = None) -> FastAPI:
+    """The service on ``storage``. ``admin_token``: the admin's bearer token (no admin endpoint
+    works without one). ``code_rate``/``code_burst``: requests per second per submission code
+    (token bucket; 0 = unlimited)."""
+    app = FastAPI(title="reidrisk collection service", version=__version__,
+                  description=__doc__.split("\n\n")[0])
+    app.state.storage = storage
+    app.state.models = ModelCache(storage)
+    limiter = RateLimiter(code_rate, code_burst)
+
+    @app.exception_handler(ApiError)
+    async def _api_error(_request, exc: ApiError):
+        return JSONResponse({"detail": exc.detail, "report": exc.report}, status_code=exc.status,
+                            headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_request, exc: RequestValidationError):
+        errs = exc.errors()
+        parts = []
+        for e in errs[:3]:
+            loc = ".".join(str(x) for x in e.get("loc", ()) if x != "body")
+            parts.append(f"{loc or 'body'}: {e.get('msg')}")
+        return JSONResponse({"detail": "; ".join(parts), "report": None}, status_code=422)
+
+    # ---- access ------------------------------------------------------------------------------
+    def token_of(request: Request) -> str | None:
+        return bearer(request.headers.get("authorization"))
+
+    def require_admin(request: Request) -> None:
+        if not is_admin(token_of(request), admin_token):
+            raise ApiError(401 if token_of(request) is None else 403,
+                           "this endpoint needs the admin token (Authorization: Bearer <token>)")
+
+    def survey_or_404(sid: str) -> Survey:
+        try:
+            return storage.survey(sid)
+        except NotFound:
+            raise ApiError(404, f"no survey {sid!r}") from None
+
+    def credential_for(request: Request, sid: str, kind: str) -> Credential | None:
+        token = token_of(request)
+        what = "a submission code" if kind == CODE else "a researcher token"
+        if token is None:
+            raise ApiError(401, f"this endpoint needs {what} (Authorization: Bearer <token>)")
+        if kind == RESEARCHER and is_admin(token, admin_token):
+            return None
+        cred = storage.credential(token)
+        if cred is None or cred.kind != kind or cred.survey_id != sid:
+            raise ApiError(403, f"not {what} of survey {sid!r}")
+        if cred.revoked:
+            raise ApiError(403, f"this {'submission code' if kind == CODE else 'token'} was "
+                                "revoked; ask the survey's administrator for a new one")
+        return cred
+
+    def reader(request: Request, sid: str) -> Survey:
+        survey = survey_or_404(sid)
+        credential_for(request, sid, RESEARCHER)
+        return survey
+
+    # ---- surveys -----------------------------------------------------------------------------
+    def survey_out(s: Survey) -> dict:
+        return {"id": s.id, "name": s.name, "revision": s.revision, "n_reports": s.n_reports,
+                "config": s.spec.to_dict()}
+
+    def build_spec(schema: dict, protocol: S.ProtocolIn) -> SurveySpec:
+        try:
+            return SurveySpec.build(schema, protocol.model_dump())
+        except SpecError as exc:
+            raise ApiError(422, str(exc)) from None
+
+    @app.get("/health")
+    def health() -> dict:
+        return {"status": "ok", "version": __version__, "schema_version": storage.version}
+
+    @app.post("/surveys", status_code=201, response_model=S.SurveyOut,
+              dependencies=[Depends(require_admin)])
+    def create_survey(body: S.SurveyIn) -> dict:
+        spec = build_spec(body.schema_, body.protocol)
+        return survey_out(storage.create_survey(body.name, spec))
+
+    @app.get("/surveys", response_model=list[S.SurveyOut], dependencies=[Depends(require_admin)])
+    def list_surveys() -> list:
+        return [survey_out(s) for s in storage.list_surveys()]
+
+    @app.get("/surveys/{sid}", response_model=S.SurveyOut)
+    def get_survey(request: Request, sid: str) -> dict:
+        return survey_out(reader(request, sid))
+
+    @app.patch("/surveys/{sid}", response_model=S.SurveyOut, dependencies=[Depends(require_admin)])
+    def patch_survey(sid: str, body: S.SurveyPatch) -> dict:
+        cur = survey_or_404(sid)
+        spec = None
+        if body.schema_ is not None or body.protocol is not None:
+            schema = body.schema_ if body.schema_ is not None else cur.spec.schema.to_dict()
+            proto = body.protocol or S.ProtocolIn(**{
+                k: v for k, v in cur.spec.protocol.to_dict().items()
+                if k not in ("format", "version")})
+            spec = build_spec(schema, proto)
+        try:
+            return survey_out(storage.update_survey(sid, body.name, spec))
+        except StorageError as exc:
+            raise ApiError(409, str(exc)) from None
+
+    @app.get("/surveys/{sid}/config")
+    def config(sid: str) -> dict:
+        """The client configuration: schema, protocol, each attribute's mechanism and cell codec,
+        and the largest batch."""
+        s = survey_or_404(sid)
+        return {"survey": s.id, "name": s.name, "revision": s.revision, "max_batch": MAX_BATCH,
+                **s.spec.to_dict()}
+
+    # ---- credentials -------------------------------------------------------------------------
+    def issue(sid: str, body: S.CredentialIn, kind: str) -> list[dict]:
+        survey_or_404(sid)
+        out = []
+        for _ in range(body.count):
+            cred, token = storage.issue(sid, kind, body.label)
+            out.append({"id": cred.id, "label": cred.label, "kind": kind, "revoked": False,
+                        "token": token})
+        return out
+
+    def listing(sid: str, kind: str) -> list[dict]:
+        survey_or_404(sid)
+        return [{"id": c.id, "label": c.label, "kind": c.kind, "revoked": c.revoked}
+                for c in storage.credentials(sid, kind)]
+
+    def revoke(sid: str, cid: str, kind: str) -> dict:
+        if not any(c.id == cid for c in storage.credentials(sid, kind)):
+            raise ApiError(404, f"survey {sid!r} has no {kind} credential {cid!r}")
+        c = storage.revoke(sid, cid)
+        return {"id": c.id, "label": c.label, "kind": c.kind, "revoked": c.revoked}
+
+    for path, kind in (("codes", CODE), ("tokens", RESEARCHER)):
+        app.add_api_route(f"/surveys/{{sid}}/{path}", _bind(issue, kind), methods=["POST"],
+                          status_code=201, response_model=list[S.CredentialOut],
+                          dependencies=[Depends(require_admin)],
+                          summary=f"Issue {'submission codes' if kind == CODE else 'researcher tokens'}")
+        app.add_api_route(f"/surveys/{{sid}}/{path}", _bind(listing, kind), methods=["GET"],
+                          response_model=list[S.CredentialOut],
+                          dependencies=[Depends(require_admin)],
+                          summary=f"List {'submission codes' if kind == CODE else 'researcher tokens'}")
+        app.add_api_route(f"/surveys/{{sid}}/{path}/{{cid}}", _bind(revoke, kind),
+                          methods=["DELETE"], response_model=S.CredentialOut,
+                          dependencies=[Depends(require_admin)],
+                          summary=f"Revoke a {'submission code' if kind == CODE else 'researcher token'}")
+
+    # ---- ingestion ---------------------------------------------------------------------------
+    async def read_json(request: Request):
+        body = await request.body()
+        if len(body) > MAX_BODY_BYTES:
+            raise ApiError(413, f"request body of {len(body)} bytes exceeds {MAX_BODY_BYTES}; "
+                                f"send at most {MAX_BATCH} reports per batch")
+        try:
+            return json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ApiError(400, f"the request body is not JSON: {exc}") from None
+
+    def ingest(request_token: Credential, survey: Survey, items: list) -> dict:
+        spec = survey.spec
+        ids, rows, seen = [], [], set()
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise ReportError(f"report {i} must be an object with 'id' and 'values'", i)
+            extra = sorted(set(item) - {"id", "values"})
+            if extra:
+                raise ReportError(f"report {i} has unexpected field(s) {extra}; a report holds "
+                                  "only 'id' and 'values'", i)
+            if "id" not in item or "values" not in item:
+                raise ReportError(f"report {i} needs 'id' (a client-generated UUID) and "
+                                  "'values'", i)
+            rid = parse_report_id(item["id"], i)
+            if rid in seen:
+                raise ReportError(f"report {i}: id {rid} appears twice in the batch", i)
+            seen.add(rid)
+            ids.append(rid)
+            rows.append(spec.cells_of(item["values"], i))
+        rr = spec.decode(rows)
+        cells = spec.canonical_cells(rr)
+        try:
+            res = storage.ingest(survey, ids, cells, rr, request_token.id)
+        except StorageError as exc:
+            raise ApiError(409, str(exc)) from None
+        return {"accepted": res.accepted, "duplicates": res.duplicates,
+                "n_reports": res.n_reports}
+
+    async def submit(request: Request, sid: str, batch: bool) -> dict:
+        survey = survey_or_404(sid)
+        cred = credential_for(request, sid, CODE)
+        ok, wait = limiter.allow(cred.id)
+        if not ok:
+            raise ApiError(429, f"too many requests for this submission code; retry in "
+                                f"{wait:.1f} s", headers={"Retry-After": str(math.ceil(wait))})
+        body = await read_json(request)
+        if batch:
+            if not isinstance(body, dict) or set(body) != {"reports"} or \
+                    not isinstance(body["reports"], list):
+                raise ApiError(422, "a batch body is {\"reports\": [report, ...]}")
+            items = body["reports"]
+            if not items:
+                raise ApiError(422, "the batch holds no reports")
+            if len(items) > MAX_BATCH:
+                raise ApiError(413, f"the batch holds {len(items)} reports; at most {MAX_BATCH}")
+        else:
+            items = [body]
+        try:
+            return await run_in_threadpool(ingest, cred, survey, items)
+        except ReportError as exc:
+            raise ApiError(422, str(exc), exc.index) from None
+
+    @app.post("/surveys/{sid}/reports", response_model=S.IngestOut, status_code=201,
+              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                  "schema": {"$ref": "#/components/schemas/ReportIn"}}}}},
+              responses={422: {"model": S.ErrorOut}, 429: {"model": S.ErrorOut}})
+    async def submit_one(request: Request, sid: str) -> dict:
+        """Store one randomized report (acknowledged after the commit; a retry with the same id
+        is a duplicate, not a second report)."""
+        return await submit(request, sid, batch=False)
+
+    @app.post("/surveys/{sid}/reports/batch", response_model=S.IngestOut, status_code=201,
+              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                  "schema": {"$ref": "#/components/schemas/BatchIn"}}}}},
+              responses={422: {"model": S.ErrorOut}, 429: {"model": S.ErrorOut}})
+    async def submit_batch(request: Request, sid: str) -> dict:
+        """Store a batch of reports in one transaction: all or nothing."""
+        return await submit(request, sid, batch=True)
+
+    # ---- researcher queries ------------------------------------------------------------------
+    def fitted(survey: Survey):
+        try:
+            return app.state.models.get(survey)
+        except NoReports as exc:
+            raise ApiError(409, str(exc)) from None
+
+    @app.get("/surveys/{sid}/counts")
+    def counts(request: Request, sid: str) -> dict:
+        """The count tables: the Gram matrix of report memberships (blocks = pair counts) and the
+        number of reports having each pair of attributes."""
+        survey = reader(request, sid)
+        pc = storage.counts(survey)
+        return {"n": pc.n, "names": survey.spec.schema.names, "offsets": pc.offsets.tolist(),
+                "gram": pc.gram.tolist(), "n_pair": pc.n_pair.tolist()}
+
+    @app.get("/surveys/{sid}/marginals")
+    def marginals(request: Request, sid: str) -> dict:
+        survey = reader(request, sid)
+        f = fitted(survey)
+        return {"n_reports": f.n_reports, "notes": list(f.model.report.notes), "attributes": [
+            {"name": a.name, "categories": list(a.categories), "probabilities": p.tolist()}
+            for a, p in zip(f.model.schema, f.model.marginals)]}
+
+    @app.get("/surveys/{sid}/pairs/{a}/{b}")
+    def pair(request: Request, sid: str, a: str, b: str) -> dict:
+        survey = reader(request, sid)
+        f = fitted(survey)
+        schema = f.model.schema
+        try:
+            j, k = schema.index(a), schema.index(b)
+        except SchemaError as exc:
+            raise ApiError(404, str(exc)) from None
+        if j == k:
+            raise ApiError(422, "a pair table needs two different attributes")
+        T = f.model.pair_tables.get((min(j, k), max(j, k)))
+        if T is None:
+            raise ApiError(409, f"no report holds both {a!r} and {b!r}; the model treats them as "
+                                "independent (see /table)")
+        T = np.asarray(T) if j < k else np.asarray(T).T
+        return {"n_reports": f.n_reports, "attributes": [a, b],
+                "categories": [list(schema[a].categories), list(schema[b].categories)],
+                "n_pair": int(f.model.pair_n[(min(j, k), max(j, k))]), "table": T.tolist()}
+
+    @app.get("/surveys/{sid}/table")
+    def table(request: Request, sid: str,
+              attributes: str = Query(description="comma-separated attribute names"),
+              exact: bool | None = None, n: int | None = Query(None, ge=1, le=10_000_000),
+              seed: int | None = None) -> dict:
+        """The contingency table of the model (``reidrisk collect table``): exact copula cell
+        probabilities, or counted from ``n`` synthetic records when ``exact=false`` (the default
+        above 20,000 cells for c >= 3)."""
+        survey = reader(request, sid)
+        f = fitted(survey)
+        cols = [c.strip() for c in attributes.split(",") if c.strip()]
+        schema = f.model.schema
+        try:
+            idx = f.model.columns(cols)
+        except SchemaError as exc:
+            raise ApiError(422, str(exc)) from None
+        cells = int(np.prod([schema[i].size for i in idx]))
+        if exact is None:
+            exact = len(idx) <= 2 or cells <= EXACT_TABLE_MAX_CELLS
+        try:
+            T = f.model.table(cols, exact=exact, n=n, rng=seed)
+        except (CollectError, SchemaError) as exc:
+            raise ApiError(422, str(exc)) from None
+        return {"n_reports": f.n_reports, "attributes": cols, "exact": exact,
+                "categories": [list(schema[i].categories) for i in idx], "table": T.tolist()}
+
+    @app.get("/surveys/{sid}/synthetic")
+    def synthetic(request: Request, sid: str, n: int = Query(100, ge=1, le=MAX_SYNTHETIC),
+                  seed: int | None = None) -> dict:
+        """``n`` synthetic records drawn from the model (category labels)."""
+        survey = reader(request, sid)
+        f = fitted(survey)
+        frame = f.model.synthesize_frame(n, seed)
+        return {"n_reports": f.n_reports, "columns": list(frame.columns),
+                "records": frame.astype(object).values.tolist()}
+
+    @app.get("/surveys/{sid}/model")
+    def model(request: Request, sid: str) -> dict:
+        """The fitted model in the versioned JSON of ``reidrisk collect fit``."""
+        survey = reader(request, sid)
+        return fitted(survey).model.to_dict()
+
+    return app
+
+
+def _bind(fn, kind: str):
+    """An endpoint with ``kind`` fixed (FastAPI reads the remaining parameters)."""
+    import inspect
+
+    sig = inspect.signature(fn)
+    params = [p for name, p in sig.parameters.items() if name != "kind"]
+
+    def endpoint(**kwargs):
+        return fn(kind=kind, **kwargs)
+
+    endpoint.__signature__ = sig.replace(parameters=params)
+    endpoint.__name__ = f"{fn.__name__}_{kind}"
+    return endpoint

@@ -1,0 +1,121 @@
+"""The database schema of the collection service and its versioned migrations.
+
+The schema is SQLAlchemy Core metadata, the same on SQLite and PostgreSQL. ``schema_version`` holds
+one row: the number of migrations applied. ``MIGRATIONS`` is an ordered list; migration ``i``
+(1-based) takes the schema from version ``i - 1`` to ``i``. ``migrate(engine)`` applies the
+missing ones, each in its own transaction with the version bump, so a crash between two leaves a
+consistent, resumable state. A database newer than this code is refused (never downgraded).
+
+Tables (version 1)
+------------------
+* ``surveys``: one row per survey: schema, protocol and each attribute's mechanism parameters
+  (JSON, the reports-file metadata of ``reidrisk.collect.reports_io``), ``revision`` (bumped by
+  every change; a survey is immutable once it has reports).
+* ``credentials``: submission codes and researcher tokens, stored only as SHA-256 hashes.
+* ``reports``: the append-only log. ``(survey_id, report_id)`` is unique: the client-generated id
+  makes a retry idempotent. ``cells`` is the report in the reports-file cell format (JSON list in
+  schema order, null = missing).
+* ``counts``: per survey, the Gram matrix of report memberships and the presence Gram matrix
+  (``reidrisk.estimation.pairs.PairCounts``), folded in by the transaction that stores the reports.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+schema_version = sa.Table(
+    "schema_version", metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("version", sa.Integer, nullable=False),
+)
+
+surveys = sa.Table(
+    "surveys", metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("spec", sa.Text, nullable=False),  # JSON: schema, protocol, attributes
+    sa.Column("revision", sa.Integer, nullable=False, default=1),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+credentials = sa.Table(
+    "credentials", metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("survey_id", sa.String(64), sa.ForeignKey("surveys.id"), nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),  # "code" or "researcher"
+    sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("label", sa.Text, nullable=False, default=""),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("revoked_at", sa.Float, nullable=True),
+)
+
+reports = sa.Table(
+    "reports", metadata,
+    sa.Column("seq", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True,
+              autoincrement=True),
+    sa.Column("survey_id", sa.String(64), sa.ForeignKey("surveys.id"), nullable=False),
+    sa.Column("report_id", sa.String(36), nullable=False),
+    sa.Column("credential_id", sa.String(64), nullable=True),
+    sa.Column("received_at", sa.Float, nullable=False),
+    sa.Column("cells", sa.Text, nullable=False),
+    sa.UniqueConstraint("survey_id", "report_id", name="uq_reports_survey_report"),
+)
+
+counts = sa.Table(
+    "counts", metadata,
+    sa.Column("survey_id", sa.String(64), sa.ForeignKey("surveys.id"), primary_key=True),
+    sa.Column("n", sa.BigInteger, nullable=False),
+    sa.Column("gram", sa.LargeBinary, nullable=False),    # (F, F) little-endian int64
+    sa.Column("n_pair", sa.LargeBinary, nullable=False),  # (g, g) little-endian int64
+)
+
+
+def _v1(conn: sa.Connection) -> None:
+    """Version 1: every table above."""
+    metadata.create_all(conn, tables=[surveys, credentials, reports, counts])
+
+
+MIGRATIONS: list[Callable[[sa.Connection], None]] = [_v1]
+"""Ordered migrations; append new ones, never edit an applied one."""
+
+LATEST = len(MIGRATIONS)
+
+
+class MigrationError(RuntimeError):
+    """The database was written by a newer version of reidrisk."""
+
+
+def current_version(conn: sa.Connection) -> int:
+    if not sa.inspect(conn).has_table("schema_version"):
+        return 0
+    row = conn.execute(sa.select(schema_version.c.version)).first()
+    return 0 if row is None else int(row[0])
+
+
+def migrate(engine: sa.Engine) -> int:
+    """Apply the missing migrations; return the schema version reached."""
+    with engine.begin() as conn:
+        metadata.create_all(conn, tables=[schema_version])
+        version = current_version(conn)
+    if version > LATEST:
+        raise MigrationError(
+            f"the database has schema version {version}, newer than this reidrisk knows "
+            f"({LATEST}); upgrade reidrisk"
+        )
+    while version < LATEST:
+        with engine.begin() as conn:
+            # re-read inside the transaction: another server process may have migrated meanwhile
+            version = current_version(conn)
+            if version >= LATEST:
+                break
+            MIGRATIONS[version](conn)
+            version += 1
+            if conn.execute(sa.select(sa.func.count()).select_from(schema_version)).scalar():
+                conn.execute(sa.update(schema_version).values(version=version))
+            else:
+                conn.execute(sa.insert(schema_version).values(id=1, version=version))
+    return version

@@ -1,0 +1,78 @@
+"""The fitted model of a survey, cached and refitted lazily when reports have arrived since.
+
+``ModelCache.get(survey)`` returns the ``CollectModel`` fitted by ``CollectPipeline()`` (the
+defaults of ``reidrisk collect fit``) on the survey's stored reports, decoded by the reports file's
+decoder (``reidrisk.service.wire``). The model is refitted only on a query and only when the
+survey's report count has changed since the last fit; ingestion never fits. Fits of one survey are
+serialized by a lock, so concurrent queries share one fit.
+
+The pipeline starts from ``RecordReports`` and computes its count tables itself
+(``reidrisk.estimation.pairs.pair_counts``), so a refit reads the stored reports; the count tables
+the service folds in at ingestion are equal to those (tested) and are served by ``/counts``.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from dataclasses import dataclass
+
+from reidrisk.collect.model_io import CollectModel
+from reidrisk.collect.pipeline import CollectPipeline, CollectWarning
+from reidrisk.collect.reports_io import CollectedReports
+from reidrisk.service.storage import Storage, Survey
+
+
+class NoReports(LookupError):
+    """The survey has no reports yet: nothing to fit."""
+
+
+@dataclass(frozen=True)
+class Fitted:
+    model: CollectModel
+    n_reports: int
+    revision: int
+
+
+def collected_reports(storage: Storage, survey: Survey) -> CollectedReports:
+    """The survey's stored reports, decoded and validated, in arrival order."""
+    _, cells = storage.report_cells(survey.id)
+    rr = survey.spec.decode(cells)
+    return CollectedReports(rr, survey.spec.protocol)
+
+
+def fit_model(collected: CollectedReports) -> CollectModel:
+    """``reidrisk collect fit``'s model (its defaults) on these reports."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollectWarning)  # the model's notes say it
+        return CollectPipeline().fit(collected)
+
+
+class ModelCache:
+    """Lazily refitted models, one per survey (module doc)."""
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        self._models: dict[str, Fitted] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+        self.fits = 0
+
+    def _lock(self, sid: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(sid, threading.Lock())
+
+    def get(self, survey: Survey) -> Fitted:
+        with self._lock(survey.id):
+            survey = self.storage.survey(survey.id)
+            cur = self._models.get(survey.id)
+            if cur is not None and cur.n_reports == survey.n_reports \
+                    and cur.revision == survey.revision:
+                return cur
+            if survey.n_reports == 0:
+                raise NoReports(f"survey {survey.id!r} has no reports yet; nothing to estimate")
+            collected = collected_reports(self.storage, survey)
+            fitted = Fitted(fit_model(collected), collected.n, survey.revision)
+            self._models[survey.id] = fitted
+            self.fits += 1
+            return fitted

@@ -1,0 +1,319 @@
+"""Durable storage of surveys, credentials, the reports log and the count tables.
+
+``Storage(url)`` opens SQLite (``sqlite:///path``; WAL journal, ``synchronous=FULL``, every write
+transaction ``BEGIN IMMEDIATE`` so concurrent writers queue instead of failing) or PostgreSQL
+(``postgresql://...``, driven by psycopg 3), and applies the migrations
+(``reidrisk.service.migrations``).
+
+Ingestion (``Storage.ingest``) is one transaction per request: the reports are inserted with
+``ON CONFLICT (survey_id, report_id) DO NOTHING ... RETURNING report_id``, so a retried report is
+not stored twice, and only the reports this transaction inserted are folded into the survey's count
+tables (the Gram matrix ``B^T B`` of report memberships and the presence Gram ``P^T P`` of
+``reidrisk.estimation.pairs.pair_counts``; both are sums over reports, so folding batch by batch
+gives exactly the counts of all reports). The counts row is locked (``SELECT ... FOR UPDATE`` on
+PostgreSQL; SQLite's write lock is taken by ``BEGIN IMMEDIATE``). The function returns after the
+commit, so an acknowledgement means the reports are durable; on any error nothing of the batch is
+stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import sqlalchemy as sa
+
+from reidrisk.estimation.pairs import PairCounts, pair_counts
+from reidrisk.mechanisms.record import RecordReports
+from reidrisk.service import migrations as m
+from reidrisk.service.wire import SurveySpec
+
+CODE = "code"
+RESEARCHER = "researcher"
+
+
+class StorageError(RuntimeError):
+    """A request the stored state does not allow (e.g. changing a survey that has reports)."""
+
+
+class NotFound(LookupError):
+    """No such survey or credential."""
+
+
+def hash_token(token: str) -> str:
+    """SHA-256 of a token: tokens are 256-bit random strings, so a fast hash suffices at rest."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def new_token(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_urlsafe(32)}"
+
+
+def database_url(url: str | None, data_dir: str | Path | None) -> str:
+    """The SQLAlchemy URL: ``url`` as given (``postgresql://`` gets the psycopg 3 driver) or SQLite
+    at ``<data_dir>/reidrisk.sqlite3`` (the directory is created)."""
+    if url:
+        if url.startswith("postgresql://") or url.startswith("postgres://"):
+            url = "postgresql+psycopg://" + url.split("://", 1)[1]
+        return url
+    d = Path(data_dir if data_dir is not None else "reidrisk-data")
+    d.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{(d / 'reidrisk.sqlite3').resolve()}"
+
+
+@dataclass(frozen=True)
+class Survey:
+    id: str
+    name: str
+    spec: SurveySpec
+    revision: int
+    n_reports: int
+
+
+@dataclass(frozen=True)
+class Credential:
+    id: str
+    survey_id: str
+    kind: str
+    label: str
+    revoked: bool
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """``accepted``: reports stored by this request; ``duplicates``: ids already stored (retries)."""
+
+    accepted: int
+    duplicates: int
+    n_reports: int
+
+
+def _to_blob(a: np.ndarray) -> bytes:
+    return np.ascontiguousarray(a, dtype="<i8").tobytes()
+
+
+def _from_blob(b: bytes, shape) -> np.ndarray:
+    return np.frombuffer(b, dtype="<i8").reshape(shape).astype(np.int64)
+
+
+class Storage:
+    """The service's database (module doc)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.is_sqlite = url.startswith("sqlite")
+        if self.is_sqlite:
+            self.engine = sa.create_engine(url, connect_args={"check_same_thread": False,
+                                                              "timeout": 60})
+            sa.event.listen(self.engine, "connect", _sqlite_connect)
+            sa.event.listen(self.engine, "begin", _sqlite_begin)
+        else:
+            self.engine = sa.create_engine(url, pool_size=20, max_overflow=20,
+                                           pool_pre_ping=True)
+        self.version = m.migrate(self.engine)
+        self._specs: dict[tuple[str, int], SurveySpec] = {}
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def _read(self) -> sa.Connection:
+        """A connection for reading: a deferred transaction on SQLite (no write lock)."""
+        return self.engine.connect().execution_options(reidrisk_read=True)
+
+    def _insert(self):
+        if self.is_sqlite:
+            from sqlalchemy.dialects.sqlite import insert
+        else:
+            from sqlalchemy.dialects.postgresql import insert
+        return insert
+
+    # ---- surveys -----------------------------------------------------------------------------
+    def create_survey(self, name: str, spec: SurveySpec) -> Survey:
+        sid = uuid.uuid4().hex
+        g, F = len(spec.schema), int(sum(spec.schema.sizes))
+        with self.engine.begin() as conn:
+            conn.execute(sa.insert(m.surveys).values(id=sid, name=name, spec=spec.to_json(),
+                                                     revision=1, created_at=time.time()))
+            conn.execute(sa.insert(m.counts).values(
+                survey_id=sid, n=0, gram=_to_blob(np.zeros((F, F))),
+                n_pair=_to_blob(np.zeros((g, g)))))
+        return Survey(sid, name, spec, 1, 0)
+
+    def _spec(self, sid: str, revision: int, text: str) -> SurveySpec:
+        key = (sid, revision)
+        spec = self._specs.get(key)
+        if spec is None:
+            spec = SurveySpec.from_json(text)
+            with self._lock:
+                self._specs[key] = spec
+        return spec
+
+    def survey(self, sid: str, conn: sa.Connection | None = None) -> Survey:
+        q = (sa.select(m.surveys.c.id, m.surveys.c.name, m.surveys.c.spec, m.surveys.c.revision,
+                       m.counts.c.n)
+             .join(m.counts, m.counts.c.survey_id == m.surveys.c.id)
+             .where(m.surveys.c.id == sid))
+        if conn is None:
+            with self._read() as c:
+                row = c.execute(q).first()
+        else:
+            row = conn.execute(q).first()
+        if row is None:
+            raise NotFound(f"no survey {sid!r}")
+        return Survey(row.id, row.name, self._spec(row.id, row.revision, row.spec), row.revision,
+                      int(row.n))
+
+    def list_surveys(self) -> list[Survey]:
+        with self._read() as c:
+            ids = [r[0] for r in c.execute(sa.select(m.surveys.c.id).order_by(
+                m.surveys.c.created_at))]
+        return [self.survey(i) for i in ids]
+
+    def update_survey(self, sid: str, name: str | None, spec: SurveySpec | None) -> Survey:
+        """Change a survey's name or definition; refused once it has reports (immutable)."""
+        with self.engine.begin() as conn:
+            cur = self.survey(sid, conn)
+            values: dict = {}
+            if spec is not None:
+                if cur.n_reports > 0:
+                    raise StorageError(
+                        f"survey {sid!r} already has {cur.n_reports} reports; its schema, budget, "
+                        "mechanism and split can no longer change. Create a new survey instead")
+                values["spec"] = spec.to_json()
+                g, F = len(spec.schema), int(sum(spec.schema.sizes))
+                conn.execute(sa.update(m.counts).where(m.counts.c.survey_id == sid).values(
+                    gram=_to_blob(np.zeros((F, F))), n_pair=_to_blob(np.zeros((g, g)))))
+            if name is not None:
+                values["name"] = name
+            if values:
+                conn.execute(sa.update(m.surveys).where(m.surveys.c.id == sid).values(
+                    revision=cur.revision + 1, **values))
+            return self.survey(sid, conn)
+
+    # ---- credentials -------------------------------------------------------------------------
+    def issue(self, sid: str, kind: str, label: str = "") -> tuple[Credential, str]:
+        """A new submission code or researcher token; the token is returned once, stored hashed."""
+        self.survey(sid)
+        token = new_token("sc" if kind == CODE else "rt")
+        cid = uuid.uuid4().hex[:16]
+        with self.engine.begin() as conn:
+            conn.execute(sa.insert(m.credentials).values(
+                id=cid, survey_id=sid, kind=kind, token_hash=hash_token(token), label=label,
+                created_at=time.time(), revoked_at=None))
+        return Credential(cid, sid, kind, label, False), token
+
+    def credential(self, token: str) -> Credential | None:
+        with self._read() as c:
+            row = c.execute(sa.select(m.credentials).where(
+                m.credentials.c.token_hash == hash_token(token))).first()
+        if row is None:
+            return None
+        return Credential(row.id, row.survey_id, row.kind, row.label, row.revoked_at is not None)
+
+    def credentials(self, sid: str, kind: str | None = None) -> list[Credential]:
+        q = sa.select(m.credentials).where(m.credentials.c.survey_id == sid)
+        if kind:
+            q = q.where(m.credentials.c.kind == kind)
+        with self._read() as c:
+            rows = c.execute(q.order_by(m.credentials.c.created_at)).all()
+        return [Credential(r.id, r.survey_id, r.kind, r.label, r.revoked_at is not None)
+                for r in rows]
+
+    def revoke(self, sid: str, cid: str) -> Credential:
+        with self.engine.begin() as conn:
+            res = conn.execute(sa.update(m.credentials).where(
+                (m.credentials.c.id == cid) & (m.credentials.c.survey_id == sid)
+            ).values(revoked_at=time.time()))
+            if res.rowcount == 0:
+                raise NotFound(f"survey {sid!r} has no credential {cid!r}")
+        return next(c for c in self.credentials(sid) if c.id == cid)
+
+    # ---- reports -----------------------------------------------------------------------------
+    def ingest(self, survey: Survey, ids: list[str], cells: list[list], rr: RecordReports,
+               credential_id: str | None) -> IngestResult:
+        """Store validated reports and fold the new ones into the count tables (module doc)."""
+        now = time.time()
+        rows = [{"survey_id": survey.id, "report_id": rid, "credential_id": credential_id,
+                 "received_at": now, "cells": json.dumps(c, separators=(",", ":"))}
+                for rid, c in zip(ids, cells)]
+        insert = self._insert()
+        stmt = (insert(m.reports).on_conflict_do_nothing(index_elements=["survey_id", "report_id"])
+                .returning(m.reports.c.report_id))
+        with self.engine.begin() as conn:
+            # the survey may have changed since it was read outside the transaction
+            rev = conn.execute(sa.select(m.surveys.c.revision).where(
+                m.surveys.c.id == survey.id)).scalar()
+            if rev != survey.revision:
+                raise StorageError(f"survey {survey.id!r} changed while the reports were sent; "
+                                   "fetch its configuration again")
+            inserted = {r[0] for r in conn.execute(stmt, rows)} if rows else set()
+            row = conn.execute(sa.select(m.counts).where(m.counts.c.survey_id == survey.id)
+                               .with_for_update()).first()
+            n_total = int(row.n)
+            if inserted:
+                new = np.fromiter((rid in inserted for rid in ids), dtype=bool, count=len(ids))
+                pc = pair_counts(rr.take(np.flatnonzero(new)) if not new.all() else rr)
+                F, g = pc.gram.shape[0], pc.n_pair.shape[0]
+                gram = _from_blob(row.gram, (F, F)) + pc.gram
+                npair = _from_blob(row.n_pair, (g, g)) + pc.n_pair
+                n_total += len(inserted)
+                conn.execute(sa.update(m.counts).where(m.counts.c.survey_id == survey.id).values(
+                    n=n_total, gram=_to_blob(gram), n_pair=_to_blob(npair)))
+        return IngestResult(len(inserted), len(ids) - len(inserted), n_total)
+
+    def counts(self, survey: Survey) -> PairCounts:
+        """The survey's count tables as ``PairCounts`` (what ``pair_counts`` gives on its reports)."""
+        sizes = [int(s) for s in survey.spec.schema.sizes]
+        F, g = sum(sizes), len(sizes)
+        with self._read() as c:
+            row = c.execute(sa.select(m.counts).where(m.counts.c.survey_id == survey.id)).first()
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        gram = _from_blob(row.gram, (F, F))
+        return PairCounts(gram, offsets, _from_blob(row.n_pair, (g, g)), int(row.n),
+                          dense=False)
+
+    def n_reports(self, sid: str) -> int:
+        with self._read() as c:
+            n = c.execute(sa.select(m.counts.c.n).where(m.counts.c.survey_id == sid)).scalar()
+        if n is None:
+            raise NotFound(f"no survey {sid!r}")
+        return int(n)
+
+    def report_cells(self, sid: str) -> tuple[list[str], list[list]]:
+        """(report ids, cell rows) of a survey's reports in arrival order."""
+        with self._read() as c:
+            rows = c.execute(sa.select(m.reports.c.report_id, m.reports.c.cells)
+                             .where(m.reports.c.survey_id == sid).order_by(m.reports.c.seq)).all()
+        return [r[0] for r in rows], [json.loads(r[1]) for r in rows]
+
+    def report_ids(self, sid: str) -> list[str]:
+        with self._read() as c:
+            return [r[0] for r in c.execute(
+                sa.select(m.reports.c.report_id).where(m.reports.c.survey_id == sid))]
+
+
+def _sqlite_connect(dbapi_conn, _record) -> None:
+    dbapi_conn.isolation_level = None  # the driver's own transaction handling is off: BEGIN below
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=FULL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=60000")
+    cur.close()
+
+
+def _sqlite_begin(conn) -> None:
+    # one writer at a time, queued by the busy timeout (a deferred BEGIN could fail to upgrade);
+    # readers take no lock (WAL)
+    if conn.get_execution_options().get("reidrisk_read"):
+        conn.exec_driver_sql("BEGIN")
+    else:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")

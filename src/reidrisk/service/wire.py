@@ -1,0 +1,214 @@
+"""What travels between clients and the server: the survey's configuration and randomized reports.
+
+A report on the wire is ``{"id": "<client-generated UUID>", "values": {"<attribute>": "<cell>"}}``.
+A cell is the attribute's *randomized* report in the cell format of the reports file
+(``reidrisk.collect.reports_io``: ``"3"`` for GRR, ``"3|7|9"`` for the subset mechanism's h codes,
+``"0|4"`` or ``"{}"`` for the bit indices of OUE/RAPPOR, a hash and value for local hashing); an
+absent attribute or ``null`` is missing (a skipped question, or one the protocol did not sample).
+Decoding and validation go through the reports file's own decoder and each mechanism's
+``validate_reports``, then the protocol's ``check_reports`` (budget, at most k attributes per
+person): the server accepts exactly what ``read_reports`` accepts in a file, and stores the
+canonical cells that ``write_reports`` would write.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from reidrisk.collect.protocol import Protocol, ProtocolError, variance_factor
+from reidrisk.collect.reports_io import (
+    CollectedReports,
+    ReportsFileError,
+    codec_of,
+    reports_frame,
+)
+from reidrisk.collect.reports_io import _decode_column, _jsonable, _rebuild_mechanism  # noqa: PLC2701
+from reidrisk.mechanisms.base import Mechanism, MechanismError
+from reidrisk.mechanisms.record import RecordReports
+from reidrisk.schema import Schema, SchemaError
+
+SPEC_FORMAT = "reidrisk-survey"
+SPEC_VERSION = 1
+MAX_BATCH = 1000
+"""Most reports in one batch request (a larger upload is split by the client)."""
+
+_CODES = re.compile(r"^(\{\}|[0-9]{1,9}(\|[0-9]{1,9})*)$")
+_ORIGIN = Path("report")  # the decoder names its source; on the wire that is the report itself
+
+
+class ReportError(ValueError):
+    """A report that is not a well-formed randomized report for the survey (HTTP 422)."""
+
+    def __init__(self, message: str, index: int | None = None) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+class SpecError(ValueError):
+    """A survey definition that cannot be used (HTTP 422)."""
+
+
+@dataclass(frozen=True)
+class SurveySpec:
+    """Everything a client needs to randomize and the server needs to validate and fit.
+
+    ``schema``; ``protocol`` (whole-record budget, attributes per person, mechanism: the budget
+    split); ``mechanisms``: one per attribute at ``epsilon / k``; ``codecs``: each attribute's cell
+    codec.
+    """
+
+    schema: Schema
+    protocol: Protocol
+    mechanisms: tuple[Mechanism, ...]
+    codecs: tuple[str, ...]
+
+    @classmethod
+    def build(cls, schema: dict, protocol: dict) -> "SurveySpec":
+        """A spec from a schema dict (``Schema.to_dict``) and protocol fields (``epsilon``, ``k``,
+        ``mechanism``, ``among``, ``mechanism_options``)."""
+        try:
+            sch = Schema.from_dict(schema)
+        except (SchemaError, KeyError, TypeError) as exc:
+            raise SpecError(f"bad schema: {exc}") from None
+        fields = {k: v for k, v in dict(protocol).items() if k not in ("format", "version")}
+        unknown = sorted(set(fields) - {"epsilon", "k", "mechanism", "among", "mechanism_options"})
+        if unknown:
+            raise SpecError(f"unknown protocol field(s) {unknown}; expected epsilon, k, mechanism, "
+                            "among, mechanism_options")
+        if "epsilon" not in fields:
+            raise SpecError("the protocol needs 'epsilon', the budget of one person's whole report")
+        try:
+            proto = Protocol(**fields)
+            mechs = proto.mechanisms(sch)
+            for a, m in zip(sch, mechs):
+                try:
+                    variance_factor(m)
+                except Exception:
+                    raise SpecError(
+                        f"attribute {a.name!r}: mechanism {m.name!r} is not a frequency oracle; "
+                        "the server's estimators need grr, subset, oue, rappor, olh or negative"
+                    ) from None
+        except (MechanismError, TypeError) as exc:
+            raise SpecError(f"bad protocol: {exc}") from None
+        return cls(sch, proto, tuple(mechs), tuple(codec_of(m) for m in mechs))
+
+    def to_dict(self) -> dict:
+        """The client configuration (also what the database stores)."""
+        return {
+            "format": SPEC_FORMAT,
+            "version": SPEC_VERSION,
+            "schema": self.schema.to_dict(),
+            "protocol": self.protocol.to_dict(),
+            "attributes": [
+                {"name": a.name, "codec": c, "mechanism": _jsonable(m.params())}
+                for a, m, c in zip(self.schema, self.mechanisms, self.codecs)
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SurveySpec":
+        """Rebuild from ``to_dict`` with the reports file's mechanism rebuilder, so a client and the
+        server hold exactly the mechanisms the configuration describes."""
+        if d.get("format") != SPEC_FORMAT or d.get("version") != SPEC_VERSION:
+            raise SpecError(f"not a {SPEC_FORMAT} version {SPEC_VERSION} configuration")
+        schema = Schema.from_dict(d["schema"])
+        protocol = Protocol.from_dict(d["protocol"])
+        mechs, codecs = [], []
+        for a, entry in zip(schema, d["attributes"]):
+            mechs.append(_rebuild_mechanism(a.name, a.size, entry["mechanism"]))
+            codecs.append(entry["codec"])
+        return cls(schema, protocol, tuple(mechs), tuple(codecs))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "SurveySpec":
+        return cls.from_dict(json.loads(text))
+
+    # ---- reports -----------------------------------------------------------------------------
+    def cells_of(self, values: dict, index: int) -> list:
+        """One wire report's ``values`` as cells in schema order (None = missing)."""
+        if not isinstance(values, dict):
+            raise ReportError(f"report {index}: 'values' must be an object mapping attribute "
+                              "names to randomized report cells", index)
+        names = self.schema.names
+        unknown = [k for k in values if k not in names]
+        if unknown:
+            raise ReportError(
+                f"report {index}: unknown attribute {unknown[0]!r}; this survey's attributes are "
+                f"{names}", index)
+        row = []
+        for a, codec in zip(names, self.codecs):
+            v = values.get(a)
+            if v is None:
+                row.append(None)
+                continue
+            if not isinstance(v, str):
+                raise ReportError(
+                    f"report {index}: attribute {a!r}: cell {v!r} must be a string in the reports "
+                    f"cell format (e.g. '3|7|9'), or null when missing", index)
+            v = v.strip()
+            if codec != "float" and not _CODES.match(v):
+                raise ReportError(
+                    f"report {index}: attribute {a!r}: cell {v[:40]!r} is not a randomized report "
+                    "(expected category indices produced by the client's randomizer, separated by "
+                    "'|'; a raw answer or label is never accepted)", index)
+            row.append(v)
+        return row
+
+    def decode(self, rows: list[list]) -> RecordReports:
+        """Validated ``RecordReports`` from cell rows (schema order); ``ReportError`` names the
+        report, attribute and problem."""
+        frame = pd.DataFrame(rows, columns=self.schema.names, dtype=object)
+        reps = []
+        for a, m, codec in zip(self.schema, self.mechanisms, self.codecs):
+            try:
+                rep = _decode_column(_ORIGIN, a.name, m, codec, frame[a.name])
+                reps.append(m.validate_reports(rep))
+            except (ReportsFileError, MechanismError) as exc:
+                raise ReportError(_reword(str(exc), a.name), _row_of(str(exc))) from None
+        rr = RecordReports(self.schema, self.mechanisms, tuple(reps))
+        try:
+            self.protocol.check_reports(rr)
+        except ProtocolError as exc:
+            raise ReportError(_reword(str(exc), ""), _row_of(str(exc))) from None
+        return rr
+
+    def collected(self, rr: RecordReports) -> CollectedReports:
+        return CollectedReports(rr, self.protocol)
+
+    def canonical_cells(self, rr: RecordReports) -> list[list]:
+        """The cells ``write_reports`` would write for these reports (None = missing)."""
+        frame = reports_frame(rr)
+        return frame.astype(object).where(frame.notna(), None).values.tolist()
+
+
+def _row_of(message: str) -> int | None:
+    m = re.search(r"row (\d+)", message)
+    return int(m.group(1)) if m else None
+
+
+def _reword(message: str, attribute: str) -> str:
+    """The decoder speaks of files and rows; on the wire a row is a report of the batch."""
+    message = message.removeprefix(f"{_ORIGIN.name}: ")
+    message = re.sub(r"\brow (\d+)", r"report \1", message)
+    if attribute and attribute not in message:
+        message = f"attribute {attribute!r}: {message}"
+    return message
+
+
+def parse_report_id(value, index: int) -> str:
+    """The client-generated UUID of a report, in canonical form."""
+    try:
+        return str(uuid.UUID(str(value)))
+    except (ValueError, TypeError, AttributeError):
+        raise ReportError(f"report {index}: 'id' must be a UUID generated by the client, got "
+                          f"{str(value)[:40]!r}", index) from None

@@ -1,0 +1,157 @@
+"""The collection service's API on SQLite and PostgreSQL: surveys, ingestion, idempotent retries,
+all-or-nothing batches, the count tables, and queries equal to `reidrisk collect fit`."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import pytest
+
+from reidrisk.client import SurveyClient
+from reidrisk.collect import CollectPipeline, read_reports, write_reports
+from reidrisk.estimation.pairs import pair_counts
+
+from .conftest import SCHEMA, admin_headers, bearer, issue, new_survey, population
+
+
+def submitter(client, sid, code):
+    return SurveyClient("http://testserver", sid, code, http=client, retries=0)
+
+
+def test_survey_config_describes_the_protocol(client):
+    s = new_survey(client, epsilon=3.0, k=2)
+    cfg = client.get(f"/surveys/{s['id']}/config").json()
+    assert cfg["protocol"]["epsilon"] == 3.0 and cfg["protocol"]["k"] == 2
+    assert [a["name"] for a in cfg["attributes"]] == SCHEMA.names
+    # each reported attribute gets epsilon / k
+    assert all(a["mechanism"]["epsilon"] == pytest.approx(1.5) for a in cfg["attributes"])
+    assert all(a["codec"] == "ints" or a["codec"] == "int" for a in cfg["attributes"])
+    assert client.get("/surveys/nope/config").status_code == 404
+
+
+@pytest.mark.filterwarnings("ignore::reidrisk.collect.CollectWarning")
+def test_query_equals_collect_fit_on_the_same_reports_from_a_file(client, tmp_path):
+    sid = new_survey(client, epsilon=8.0)["id"]
+    code = issue(client, sid)[0]["token"]
+    token = issue(client, sid, "tokens")[0]["token"]
+    sub = submitter(client, sid, code)
+    rr = sub.randomize(population(1500, 1), rng=7)
+    res = sub.submit(rr, batch_size=100)
+    assert (res.accepted, res.duplicates) == (1500, 0)
+
+    path = write_reports(tmp_path / "reports.csv", rr, sub.spec.protocol)
+    collected = read_reports(path)
+    expected = CollectPipeline().fit(collected)  # what `reidrisk collect fit` computes
+
+    # the count tables folded in batch by batch equal the counts of all reports
+    counts = client.get(f"/surveys/{sid}/counts", headers=bearer(token)).json()
+    pc = pair_counts(collected.reports)
+    assert counts["n"] == 1500
+    assert np.array_equal(np.array(counts["gram"]), pc.gram)
+    assert np.array_equal(np.array(counts["n_pair"]), pc.n_pair)
+
+    marg = client.get(f"/surveys/{sid}/marginals", headers=bearer(token)).json()
+    for got, want in zip(marg["attributes"], expected.marginals):
+        assert np.array_equal(np.array(got["probabilities"]), want)
+    pair = client.get(f"/surveys/{sid}/pairs/age/smoker", headers=bearer(token)).json()
+    assert np.array_equal(np.array(pair["table"]), expected.pair_tables[(0, 2)])
+    flipped = client.get(f"/surveys/{sid}/pairs/smoker/age", headers=bearer(token)).json()
+    assert np.array_equal(np.array(flipped["table"]), expected.pair_tables[(0, 2)].T)
+    table = client.get(f"/surveys/{sid}/table", params={"attributes": "age,smoker"},
+                       headers=bearer(token)).json()
+    assert np.array_equal(np.array(table["table"]), expected.table(["age", "smoker"]))
+    model = client.get(f"/surveys/{sid}/model", headers=bearer(token)).json()
+    want = expected.to_dict()
+    for key in ("marginals", "pairs", "pair_n", "copula", "schema", "protocol", "mechanisms"):
+        assert model[key] == want[key], key
+    syn = client.get(f"/surveys/{sid}/synthetic", params={"n": 50, "seed": 3},
+                     headers=bearer(token)).json()
+    assert syn["records"] == expected.synthesize_frame(50, 3).astype(object).values.tolist()
+
+
+def test_retry_is_idempotent_and_counts_fold_only_new_reports(client):
+    sid = new_survey(client)["id"]
+    code = issue(client, sid)[0]["token"]
+    sub = submitter(client, sid, code)
+    rr = sub.randomize(population(300, 2), rng=1)
+    ids = [str(uuid.uuid4()) for _ in range(rr.n)]
+    first = sub.submit(rr, ids=ids)
+    before = client.get(f"/surveys/{sid}/counts", headers=admin_headers()).json()
+    again = sub.submit(rr, ids=ids)  # a client that never saw the acknowledgements
+    after = client.get(f"/surveys/{sid}/counts", headers=admin_headers()).json()
+    assert (first.accepted, first.duplicates) == (300, 0)
+    assert (again.accepted, again.duplicates) == (0, 300)
+    assert after == before
+    # a batch that mixes stored and new ids stores and folds only the new ones
+    more = sub.randomize(population(10, 3), rng=2)
+    mixed = sub.wire_reports(rr.take(np.arange(5)), ids[:5]) + sub.wire_reports(more)
+    r = client.post(f"/surveys/{sid}/reports/batch", headers=bearer(code),
+                    json={"reports": mixed})
+    assert r.status_code == 201 and r.json() == {"accepted": 10, "duplicates": 5,
+                                                 "n_reports": 310}
+    final = client.get(f"/surveys/{sid}/counts", headers=admin_headers()).json()
+    assert np.array_equal(np.array(final["gram"]) - np.array(before["gram"]),
+                          pair_counts(more).gram)
+
+
+def test_batch_is_all_or_nothing(client):
+    sid = new_survey(client)["id"]
+    code = issue(client, sid)[0]["token"]
+    sub = submitter(client, sid, code)
+    reports = sub.wire_reports(sub.randomize(population(20, 4), rng=3))
+    reports[13]["values"]["region"] = "9|1"  # 9 is outside region's domain 0..3
+    r = client.post(f"/surveys/{sid}/reports/batch", headers=bearer(code),
+                    json={"reports": reports})
+    assert r.status_code == 422
+    assert r.json()["report"] == 13 and "region" in r.json()["detail"]
+    assert client.get(f"/surveys/{sid}", headers=admin_headers()).json()["n_reports"] == 0
+
+
+def test_survey_is_immutable_once_it_has_reports(client):
+    sid = new_survey(client)["id"]
+    r = client.patch(f"/surveys/{sid}", headers=admin_headers(),
+                     json={"protocol": {"epsilon": 2.0, "mechanism": "grr"}})
+    assert r.status_code == 200 and r.json()["config"]["protocol"]["mechanism"] == "grr"
+    code = issue(client, sid)[0]["token"]
+    submitter(client, sid, code).submit_answers(population(5, 5), rng=0)
+    r = client.patch(f"/surveys/{sid}", headers=admin_headers(),
+                     json={"protocol": {"epsilon": 8.0}})
+    assert r.status_code == 409 and "no longer change" in r.json()["detail"]
+    assert client.patch(f"/surveys/{sid}", headers=admin_headers(),
+                        json={"name": "renamed"}).status_code == 200
+
+
+def test_model_is_refitted_lazily_never_on_ingestion(client, app):
+    sid = new_survey(client)["id"]
+    code = issue(client, sid)[0]["token"]
+    sub = submitter(client, sid, code)
+    assert client.get(f"/surveys/{sid}/marginals", headers=admin_headers()).status_code == 409
+    sub.submit_answers(population(200, 6), rng=1)
+    cache = app.state.models
+    fits = cache.fits
+    client.get(f"/surveys/{sid}/marginals", headers=admin_headers())
+    client.get(f"/surveys/{sid}/table", params={"attributes": "age,region,smoker"},
+               headers=admin_headers())
+    assert cache.fits == fits + 1  # one fit serves both queries
+    sub.submit_answers(population(50, 7), rng=2)
+    assert cache.fits == fits + 1  # ingestion did not fit
+    m = client.get(f"/surveys/{sid}/marginals", headers=admin_headers()).json()
+    assert cache.fits == fits + 2 and m["n_reports"] == 250
+
+
+def test_unknown_query_inputs_are_named(client):
+    sid = new_survey(client)["id"]
+    code = issue(client, sid)[0]["token"]
+    submitter(client, sid, code).submit_answers(population(100, 8), rng=3)
+    r = client.get(f"/surveys/{sid}/table", params={"attributes": "age,income"},
+                   headers=admin_headers())
+    assert r.status_code == 422 and "income" in r.json()["detail"]
+    r = client.get(f"/surveys/{sid}/pairs/age/age", headers=admin_headers())
+    assert r.status_code == 422
+
+
+def test_openapi_document_is_served(client):
+    doc = client.get("/openapi.json").json()
+    assert "/surveys/{sid}/reports/batch" in doc["paths"]
+    assert client.get("/docs").status_code == 200
