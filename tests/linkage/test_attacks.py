@@ -192,3 +192,13 @@ def test_assign_reads_generalization_labels_of_a_k_anonymous_noisy_release():
     on = reid_rate(attack("assign", m.data, rel, qi=qi, sa=sa, rng=0), rel)
     off = reid_rate(attack("assign", m.data, rel, qi=qi, sa=sa, rng=0, read_labels=False), rel)
     assert on.low > off.high            # the 95% intervals do not overlap (measured 0.49 vs 0.12)
+
+
+def test_qi_index_of_tables_6_and_7(X, B, D):
+    from reidrisk.linkage._keys import qi_keys
+
+    # Table 6: f over B = {(2,1,1): 1,2; (1,1,2): 3,4}; Table 7: f over D = {(2,1,1): 1,2;
+    # (1,1,1): 3,4}; (1,1,1) is no key of X, so d3 and d4 have no candidates
+    kx, kb, kd = qi_keys(X, B, D, qi=QI)
+    assert kb[0] == kb[1] != kb[2] == kb[3] and np.array_equal(kb, kx)
+    assert kd[0] == kd[1] == kx[0] and kd[2] == kd[3] and kd[2] not in set(kx.tolist())
