@@ -208,6 +208,9 @@ def main(argv=None) -> int:
     prev_ratios = [s["ratio_previous"] for *_, s in small] + [s["ratio_previous"]
                                                               for *_, s in large]
     res.add({"grid": "all"}, "worst_default_ratio", worst["ratio"], "ratio")
+    ns_worst = max(every, key=lambda s: s["ratio_nsstart"])
+    steps_default = float(np.mean([s["default"][1] for s in every]))
+    steps_ns = float(np.mean([s["norm-sub start"][1] for s in every]))
 
     def row_small(m, k, e, s):
         return [m, k, f"{e:g}", r2(s["ratio"]), r2(s["ratio_previous"]), r2(s["ratio_nsstart"]),
@@ -264,6 +267,13 @@ def main(argv=None) -> int:
         "",
         md_table(["mechanism", "k", "n", "epsilon", "truth", *large_head],
                  [row_large([m, k, f"{n:,}", f"{e:g}", kd], s) for m, k, n, e, kd, s in check]),
+        "",
+        f"Why the default starts from the uniform distribution: started from the norm-sub "
+        f"estimate the same rule takes fewer steps (mean {steps_ns:.0f} against {steps_default:.0f} "
+        f"over all cells) but its worst cell is {ns_worst['ratio_nsstart']:.2f} against "
+        f"{worst['ratio']:.2f}: norm-sub sets values to zero that the maximum-likelihood estimate "
+        "keeps, and multiplicative EM steps grow such values so slowly that the rule stops before "
+        "they recover.",
         "",
         "Where the signal is weak (large k, small epsilon and n, spread-out truths) the maximum-"
         "likelihood estimate and norm-sub are both worse than the uniform guess (column `uniform`); "
