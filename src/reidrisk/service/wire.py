@@ -162,9 +162,6 @@ class SurveySpec:
                     "(expected category indices produced by the client's randomizer, separated by "
                     "'|'; a raw answer or label is never accepted)", index)
             row.append(v)
-        if all(c is None for c in row):
-            raise ReportError(f"report {index} reports no attribute; send only reports that hold "
-                              "at least one randomized answer", index)
         return row
 
     def decode(self, rows: list[list]) -> RecordReports:
