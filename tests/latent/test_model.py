@@ -1,0 +1,199 @@
+"""Latent class model: recovery of a known mixture (raw, k-RR, OUE), monotone MAP-EM, files, bad input."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from reidrisk.latent import LatentClassModel, LatentError
+from reidrisk.mechanisms import RecordRandomizer
+from reidrisk.mechanisms.record import RecordReports
+from reidrisk.schema import MISSING, Attribute, Schema
+
+SIZES = (3, 4, 2, 5)
+TRUE_W = np.array([0.6, 0.4])
+
+
+def _schema(sizes=SIZES) -> Schema:
+    return Schema(tuple(Attribute(f"a{j}", tuple(f"v{i}" for i in range(f))) for j, f in enumerate(sizes)))
+
+
+def _true_probs():
+    # two well-separated classes: each puts most of its mass on different categories
+    return [
+        np.array([[0.8, 0.1, 0.1], [0.1, 0.1, 0.8]]),
+        np.array([[0.7, 0.1, 0.1, 0.1], [0.1, 0.1, 0.1, 0.7]]),
+        np.array([[0.9, 0.1], [0.2, 0.8]]),
+        np.array([[0.6, 0.1, 0.1, 0.1, 0.1], [0.1, 0.1, 0.1, 0.1, 0.6]]),
+    ]
+
+
+def _draw(n: int, seed: int) -> np.ndarray:
+    gen = np.random.default_rng(seed)
+    h = gen.choice(2, size=n, p=TRUE_W)
+    probs = _true_probs()
+    cols = []
+    for t in probs:
+        u = gen.random(n)
+        cols.append((u[:, None] > np.cumsum(t[h], axis=1)).sum(axis=1))
+    return np.column_stack(cols).astype(np.int64)
+
+
+def _match_error(model: LatentClassModel) -> tuple[float, float]:
+    """Largest absolute error of the weights and of the class probabilities, minimized over the
+    label permutations (the classes are identified up to label switching)."""
+    best = (np.inf, np.inf)
+    for perm in itertools.permutations(range(2)):
+        we = float(np.abs(model.weights_[list(perm)] - TRUE_W).max())
+        te = max(float(np.abs(model.probs_[a][list(perm)] - t).max()) for a, t in enumerate(_true_probs()))
+        if we + te < sum(best):
+            best = (we, te)
+    return best
+
+
+def test_recovers_known_mixture_from_raw_records():
+    schema = _schema()
+    x = _draw(20_000, 1)
+    m = LatentClassModel(2, rng=0).fit(x, schema)
+    we, te = _match_error(m)
+    # standard errors at n = 20,000: weights ~ sqrt(.24 / 20000) = 0.0035, class probabilities
+    # ~ sqrt(.25 / 8000) = 0.006 (plus the mixing uncertainty); 5 standard errors: 0.02 / 0.04
+    assert we < 0.02
+    assert te < 0.04
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mechanism, eps", [("grr", 2.0), ("oue", 2.0)])
+def test_recovers_known_mixture_through_the_channel(mechanism, eps):
+    schema = _schema()
+    x = _draw(60_000, 2)
+    rep = RecordRandomizer(schema, mechanism, eps * len(SIZES)).randomize(x, 3)
+    m = LatentClassModel(2, rng=0, max_iter=2000, tol=1e-9).fit(rep)
+    we, te = _match_error(m)
+    # through the channel the standard errors grow by the channel's variance factor, about
+    # (e^eps + k - 2)/(e^eps - 1) ~ 1.8-2.3 for k-RR at eps = 2 per attribute (and similar for OUE),
+    # and the mixture's further loss of information; bounds 0.06 / 0.10 are ~5 such standard errors
+    assert we < 0.06
+    assert te < 0.10
+    # a raw-data channel misapplied would not fit: the model's 1-way tables match the truth
+    true_marg = TRUE_W @ _true_probs()[0]
+    assert np.abs(m.table([0]) - true_marg).max() < 0.03
+
+
+def test_missing_values_are_skipped():
+    schema = _schema()
+    x = _draw(20_000, 4)
+    gen = np.random.default_rng(5)
+    xm = x.copy()
+    xm[gen.random(x.shape) < 0.2] = MISSING  # missing completely at random
+    m = LatentClassModel(2, rng=0).fit(xm, schema)
+    we, te = _match_error(m)
+    # 80 % of the data: standard errors grow by 1 / sqrt(0.8); same 5-sigma bounds, widened
+    assert we < 0.03 and te < 0.05
+
+
+def test_attribute_sampled_reports_are_missing_attributes():
+    schema = _schema()
+    x = _draw(30_000, 6)
+    rr = RecordRandomizer(schema, "grr", 4.0 * len(SIZES))
+    rep = rr.randomize(x, 7)
+    gen = np.random.default_rng(8)
+    asked = gen.integers(0, len(SIZES), size=x.shape[0])  # each client reports two attributes
+    asked2 = (asked + 1) % len(SIZES)
+    reports = []
+    for j, r in enumerate(rep.reports):
+        r = np.asarray(r).copy()
+        r[(asked != j) & (asked2 != j)] = MISSING
+        reports.append(r)
+    sampled = RecordReports(schema, rep.mechanisms, tuple(reports))
+    m = LatentClassModel(2, rng=0).fit(sampled)
+    # the pair tables identify a 2-class mixture; the 1-way tables are estimated from a half each
+    for j, t in enumerate(_true_probs()):
+        assert np.abs(m.table([j]) - TRUE_W @ t).max() < 0.03
+
+
+def test_objective_never_decreases():
+    schema = _schema()
+    x = _draw(3_000, 9)
+    for data in (x, RecordRandomizer(schema, "grr", 1.0 * len(SIZES)).randomize(x, 10),
+                 RecordRandomizer(schema, "oue", 1.0 * len(SIZES)).randomize(x, 11)):
+        m = LatentClassModel(4, rng=1, n_starts=1, max_iter=200, tol=0.0).fit(data, schema)
+        d = np.diff(m.trace_)
+        # EM (and MAP-EM) never decreases its objective; allow float rounding of the sum
+        assert (d >= -1e-9 * np.abs(m.trace_[1:])).all()
+        assert m.trace_.size > 10
+
+
+def test_tables_sampling_and_log_prob_agree():
+    schema = _schema()
+    m = LatentClassModel(3, rng=0).fit(_draw(5_000, 12), schema)
+    full = m.table([0, 1, 2, 3])
+    assert full.shape == SIZES
+    assert abs(full.sum() - 1.0) < 1e-12
+    grid = np.array(list(itertools.product(*[range(f) for f in SIZES])))
+    assert np.allclose(np.exp(m.log_prob(grid)), full[tuple(grid.T)])
+    assert np.allclose(m.table(["a1", "a0"]), full.sum(axis=(2, 3)).T)
+    # a missing value marginalizes its attribute out
+    rec = np.array([[1, MISSING, 0, MISSING]])
+    assert np.isclose(m.prob(rec)[0], full.sum(axis=(1, 3))[1, 0])
+    s = m.sample(200_000, 1)
+    emp = np.bincount(s[:, 0] * 4 + s[:, 1], minlength=12).reshape(3, 4) / s.shape[0]
+    # multinomial standard error <= sqrt(.25 / 2e5) = 0.0011; 5 sigma
+    assert np.abs(emp - full.sum(axis=(2, 3))).max() < 0.0056
+
+
+def test_choose_k_by_heldout_likelihood():
+    schema = _schema()
+    m = LatentClassModel("auto", rng=0).fit(_draw(20_000, 13), schema)
+    ks = [k for k, _ in m.fit_.selection]
+    assert ks[0] == 1 and m.fit_.n_classes in ks
+    # the truth has two classes: one class is clearly worse on held-out data
+    scores = dict(m.fit_.selection)
+    assert scores[m.fit_.n_classes] > scores[1] + 0.05
+    assert m.fit_.n_classes >= 2
+
+
+def test_save_load_round_trip(tmp_path):
+    schema = _schema()
+    m = LatentClassModel(2, rng=0).fit(_draw(2_000, 14), schema)
+    path = m.save(tmp_path / "world.json")
+    d = json.loads(path.read_text())
+    assert d["format"] == "reidrisk-latent-model" and d["version"] == 1
+    back = LatentClassModel.load(path)
+    x = _draw(50, 15)
+    assert np.array_equal(back.log_prob(x), m.log_prob(x))
+    assert back.fit_ == m.fit_
+    d["version"] = 99
+    (tmp_path / "bad.json").write_text(json.dumps(d))
+    with pytest.raises(LatentError, match="version 99"):
+        LatentClassModel.load(tmp_path / "bad.json")
+    (tmp_path / "other.json").write_text(json.dumps({"format": "something-else"}))
+    with pytest.raises(LatentError, match="not a latent class model"):
+        LatentClassModel.load(tmp_path / "other.json")
+
+
+def test_bad_input():
+    schema = _schema()
+    x = _draw(100, 16)
+    with pytest.raises(LatentError, match=">= 1"):
+        LatentClassModel(0)
+    with pytest.raises(LatentError, match="n_classes"):
+        LatentClassModel("many")
+    with pytest.raises(LatentError, match=r"\(n, 4\)"):
+        LatentClassModel(2).fit(x[:, :3], schema)
+    bad = x.copy()
+    bad[3, 1] = 7  # attribute a1 has 4 categories
+    with pytest.raises(LatentError, match="a1"):
+        LatentClassModel(2).fit(bad, schema)
+    with pytest.raises(LatentError, match="schema"):
+        LatentClassModel(2).fit(x)
+    with pytest.raises(LatentError, match="not fitted"):
+        LatentClassModel(2).log_prob(x)
+    m = LatentClassModel(2, rng=0).fit(x, schema)
+    with pytest.raises(LatentError, match="unknown attribute"):
+        m.table(["nope"])
+    with pytest.raises(LatentError, match=r"\(r, 4\)"):
+        m.log_prob(x[:, :2])
