@@ -243,3 +243,24 @@ def test_many_records_are_scored_in_chunks_with_progress_and_the_same_result(fil
                                   pd.read_csv(io.StringIO(whole.stdout)), rtol=1e-12)
     assert "score: 1/3 chunks (33%) [10 of 25 records]" in chunked.stderr
     assert "score: 3/3 chunks done in" in chunked.stderr
+
+
+def test_census_database_scores_the_true_population_counts(tmp_path):
+    # the whole population as the raw database (rate size / N = 1): a census counts every member
+    # of a record's cell, so each count is the true population count and the posterior is the
+    # point mass there, for the cells of more than 64 people too
+    pop = make_population(N, [3, 4, 5, 2, 3], 0.5, rng=2)
+    frame = pop.schema.decode(pop.codes)
+    frame.to_csv(tmp_path / "pop.csv", index=False)
+    key = frame.astype(str).agg("|".join, axis=1)
+    query = frame[~key.duplicated()]  # every distinct record once
+    query.to_csv(tmp_path / "q.csv", index=False)
+    truth = key.value_counts()[key[query.index]].to_numpy()
+    assert truth.max() > 64 and (truth == 1).any()
+    out = tmp_path / "scores.csv"
+    result = run("-N", N, "--db", tmp_path / "pop.csv", "--records", tmp_path / "q.csv", "-o", out)
+    assert result.exit_code == 0, result.output
+    scores = pd.read_csv(out)
+    np.testing.assert_array_equal(scores["count_db1"].to_numpy(), truth)
+    np.testing.assert_array_equal(scores["expected_count"].to_numpy(), truth)
+    np.testing.assert_array_equal(scores["p_unique"].to_numpy(), (truth == 1).astype(float))

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from reidrisk.uniqueness.posterior import population_count_posterior
 from reidrisk.uniqueness.scorer import (
     DEFAULT_EXACT, DEFAULT_RATIO, CountPrior, ScoringError, classification, count_grid,
     count_posterior, decide, fit_count_prior, nb_logpmf, nb_sf, reliability, roc_auc,
@@ -143,6 +144,72 @@ def test_census_pins_the_count_and_duplicates_exclude_uniqueness():
     np.testing.assert_allclose(post.p_unique, [0.0, 1.0])
     two = count_posterior([0.01], np.inf, 1000, [0.1], np.array([[2]]))
     assert two.p_unique[0] == 0.0 and two.expected[0] >= 2.0
+
+
+def test_census_above_the_exact_counts_is_a_point_mass():
+    """A census (s = 1, raw: kappa = 1, no chance matches) counts every member of the cell, so
+    P(c | X = x) = [x = c] and the posterior is the point mass at c whatever the prior: also above
+    the counts 1..64 held one by one (a bin centre can miss c) and where a bin of relative width
+    1/8192 would span 122 counts (c = 10^6). Exact, no tolerance: E[X] = c, Var[X] = 0,
+    P(X = 1) = [c = 1], P(X > T) = [c > T]."""
+    c = np.array([1, 7, 64, 65, 110, 500, 4097, 10**6])
+    mu = np.array([0.3, 2.0, 80.0, 1.0, 110.0, 5.0, 4000.0, 1e6])  # priors that agree and that do not
+    a = np.array([0.5, np.inf, 3.0, 1.0, np.inf, 0.8, 20.0, 2.0])
+    T = [1, 64, 109, 110, 500, 10**6]
+    post = count_posterior(mu, a, 10**7, [1.0], c[:, None], T=T)
+    np.testing.assert_array_equal(post.expected, c)
+    np.testing.assert_array_equal(post.variance, 0.0)
+    np.testing.assert_array_equal(post.p_unique, (c == 1).astype(float))
+    np.testing.assert_array_equal(post.p_greater, (c[:, None] > np.array(T)[None, :]).astype(float))
+    for i in range(c.size):
+        lo, hi, mass = post.pmf(i)
+        assert (lo.tolist(), hi.tolist(), mass.tolist()) == ([c[i]], [c[i]], [1.0])
+    # a sample beside the census does not move it; two censuses that disagree are impossible
+    both = count_posterior(mu, a, 10**7, [1.0, 0.3], np.column_stack([c, c // 3]), T=[1])
+    np.testing.assert_array_equal(both.expected, c)
+    np.testing.assert_array_equal(both.variance, 0.0)
+    with pytest.raises(ScoringError, match="impossible"):
+        count_posterior([5.0], 1.0, 1000, [1.0, 1.0], np.array([[100, 101]]))
+
+
+def test_nearly_complete_sample_matches_the_exact_posterior():
+    """s = 0.95, c = 500: the likelihood is sd = sqrt(c (1 - s) + 1) / s = 5.4 counts wide around
+    c / s = 526, the posterior (with the prior 1 + Poisson(400)) sigma = 4.5. The exact reference is
+    paper 000 eq. 15-19 enumerated over every count of its window (population_count_posterior,
+    mass outside below 1e-12), reweighted from the paper's prior Binomial(x; N, q) to this one.
+
+    Tolerances. Bins are at most a quarter of sigma, rounded up to whole counts: w <= 2. A bin's
+    mass is the midpoint rule, off by (w^2 - 1) / 24 f'' per bin; summed, with the renormalization
+    doubling it, the total variation is at most 2 (w^2 - 1) / 24 * int |f''| = 4 phi(1) / sigma^2
+    (a Gaussian's) = 0.012. P(X > T) adds the linear split of the bin holding T: at most
+    max |f'| / 2 = phi(1) / (2 sigma^2). For E[X] and Var[X] the first-order term cancels (it sums
+    to the derivative of x^k f at the window's ends, where f vanishes); the next is of order
+    ((w^2 - 1) / (24 sigma^2))^2 = 4e-5 relative to sigma and sigma^2: 1e-3 allows 25 times that
+    for the skew of the posterior, which is cut off at x = c."""
+    N, q, s, c = 20_000, 0.02, 0.95, 500
+    paper = population_count_posterior([q], N, [s], np.array([[c]]))
+    x, pp = paper.pmf(0)
+    mu = (N - 1) * paper.q[0]
+    lw = np.log(pp) + nb_logpmf(x - 1.0, np.inf, mu) - stats.binom.logpmf(x, N, paper.q[0])
+    f = np.exp(lw - lw.max())
+    f /= f.sum()
+    E = f @ x
+    V = f @ (x - E) ** 2
+    sigma = np.sqrt(V)
+    T = [510, 520, 530, 540]
+    post = count_posterior([mu], np.inf, N, [s], np.array([[c]]), T=T)
+    lo, hi, mass = post.pmf(0)
+    width = hi - lo + 1
+    assert np.all(width[mass > 1e-9] <= np.ceil(sigma / 4)), width[mass > 1e-9]
+    cdf = np.concatenate([[0.0], np.cumsum(f)])
+    exact = cdf[np.searchsorted(x, hi, side="right")] - cdf[np.searchsorted(x, lo)]
+    phi1 = stats.norm.pdf(1.0)
+    tv = np.abs(exact - mass).sum() + (1.0 - exact.sum())
+    assert tv <= 2 * (2**2 - 1) / 24 * 4 * phi1 / V, tv
+    np.testing.assert_allclose(post.p_greater[0], [f[x > t].sum() for t in T],
+                               atol=2 * (2**2 - 1) / 24 * 4 * phi1 / V + phi1 / (2 * V))
+    assert abs(post.expected[0] - E) <= 1e-3 * sigma
+    assert abs(post.variance[0] - V) <= 1e-3 * V
 
 
 def test_cost_does_not_grow_with_N_for_the_same_evidence():

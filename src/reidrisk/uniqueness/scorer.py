@@ -39,10 +39,14 @@ Support (``count_grid``)
     reaches down there) and on geometric bins over a window around its posterior (mass = bin width
     x the pmf at the bin's centre, the continuous extension through log-gamma), the bins no wider
     than ``ratio`` and than a quarter of the posterior's relative spread (a Poisson prior with mean
-    10^4 is 1 % wide). The window starts from the prior's ``tail`` quantiles and the counts, is
-    narrowed on a coarse pass to where the density is within e^-45 of its peak, and is widened when
-    an edge bin holds more than 1e-9. Its size depends on the spread of the posterior, not on N: the
-    same evidence costs the same at N = 30,000 and at N = 10 million, and nothing is summed to N.
+    10^4 is 1 % wide; the binomial likelihood of a count c at p = s kappa is sqrt(c (1 - p) + 1) / p
+    wide, so a nearly complete sample gets bins of a few counts). The window starts from the
+    prior's ``tail`` quantiles and the counts, is clipped to the likelihood's support (x >= c
+    without chance matches, x <= c in a census: a census is the point mass [c, c]), is narrowed on a
+    coarse pass (bins of about two posterior standard deviations, at most 1/16 relative) to where
+    the density is within e^-45 of its peak, and is widened, within the support, when an edge bin
+    holds more than 1e-9. Its size depends on the spread of the posterior, not on N: the same
+    evidence costs the same at N = 30,000 and at N = 10 million, and nothing is summed to N.
 
 Also here: the decision rules for "count > T", and the evaluation helpers used by the benchmarks and
 the report (balanced accuracy, ROC AUC, the reliability curve of P(X = 1)).
@@ -76,8 +80,8 @@ LOG_A_RANGE: tuple[float, float] = (-6.0, 12.0)
 """Bounds on log a (a = dispersion); above e^12 the prior is Poisson for every practical purpose."""
 
 _MAX_EXTENSIONS = 8
-_MIN_RATIO = 1.0 / 8192.0
-_COARSE_RATIO = 1.0 / 16.0
+_MIN_RATIO = 1e-12  # only keeps log1p(ratio) > 0: bins are at least one count wide anyway
+_COARSE_RATIO = 1.0 / 16.0  # widest bins of the coarse pass (narrower where the posterior is)
 _EDGE_MASS = 1e-9  # a window is widened when one of its edge bins holds more
 _WINDOW_NATS = 45.0  # bins below e^-45 of the peak density are outside the window
 
@@ -551,10 +555,12 @@ def count_posterior(
     block : records evaluated together on one grid.
 
     Support. Each record gets a window [lo, hi] beyond the exact counts: from the prior's
-    1 - ``tail`` quantiles and, for informative counts, 10 standard deviations around c / (s kappa).
+    1 - ``tail`` quantiles and, for informative counts, 10 standard deviations around c / (s kappa),
+    clipped to where the likelihood is not zero (a census, s kappa = 1 without chance matches,
+    gives the exact point mass at its count).
     Records are sorted by their window and processed in blocks; a block's grid holds 1..``exact`` one
-    by one and its records' windows in geometric bins no wider than a quarter of the narrowest
-    relative spread among them. A window whose edge bins hold more than 1e-9 is widened and the
+    by one and each record's window in geometric bins no wider than a quarter of its posterior's
+    relative spread. A window whose edge bins hold more than 1e-9 is widened and the
     block redone. The cost per record is set by the spread of its posterior, not by N.
     """
     mu = np.atleast_1d(np.asarray(mu, dtype=np.float64))
@@ -592,8 +598,11 @@ def count_posterior(
         raise ScoringError(f"a count exceeds the population size N = {Nn}; check N")
     thresholds = np.atleast_1d(np.asarray(T, dtype=np.float64)) if np.size(T) else np.zeros(0)
 
-    lo, hi, cv = _windows(mu, a, s, c, kap, phi, tail, Nn)
+    lo, hi, cv, x_lo, x_hi = _windows(mu, a, s, c, kap, phi, tail, Nn)
     rho = np.clip(0.25 * cv, _MIN_RATIO, ratio)
+    # the coarse pass must resolve the posterior too: bins of about two of its standard deviations
+    # put a bin centre within one of the mode, so no bin holding mass falls 45 nats below the peak
+    coarse = np.clip(8.0 * rho, rho, _COARSE_RATIO)
     expected = np.empty(r)
     variance = np.empty(r)
     p_unique = np.empty(r)
@@ -611,7 +620,7 @@ def count_posterior(
         wide = b_hi > exact
         if wide.any():
             # locate the mass on coarse bins first, then refine only where it is
-            g_lo, g_hi = _grids(b_lo, b_hi, np.full(rows.size, _COARSE_RATIO), exact)
+            g_lo, g_hi = _grids(b_lo, b_hi, coarse[rows], exact)
             dens = _log_density(g_lo, g_hi, *args[:-2], Nn)
             keep = dens >= dens.max(axis=1, keepdims=True) - _WINDOW_NATS
             cols = np.arange(keep.shape[1])[None, :]
@@ -631,12 +640,13 @@ def count_posterior(
             g_lo, g_hi = _grids(b_lo, b_hi, rho[rows], exact)
             res = _evaluate(g_lo, g_hi, *args)
             low_edge, high_edge = res[-2], res[-1]
-            widen_hi = (high_edge > _EDGE_MASS) & (b_hi < Nn)
-            widen_lo = (low_edge > _EDGE_MASS) & (b_lo > 1)
+            # never beyond the support: past it the likelihood is exactly zero
+            widen_hi = (high_edge > _EDGE_MASS) & (b_hi < x_hi[rows])
+            widen_lo = (low_edge > _EDGE_MASS) & (b_lo > x_lo[rows])
             if not (widen_hi.any() or widen_lo.any()):
                 break
-            b_hi = np.where(widen_hi, np.minimum(Nn, 4 * np.maximum(b_hi, 1)), b_hi)
-            b_lo = np.where(widen_lo, np.maximum(1, b_lo // 4), b_lo)
+            b_hi = np.where(widen_hi, np.minimum(x_hi[rows], 4 * np.maximum(b_hi, 1)), b_hi)
+            b_lo = np.where(widen_lo, np.maximum(x_lo[rows], b_lo // 4), b_lo)
         e, v, p1, pg, P, low_edge, high_edge = res
         expected[rows], variance[rows], p_unique[rows], p_greater[rows] = e, v, p1, pg
         edge[rows] = np.maximum(low_edge, high_edge)
@@ -655,12 +665,22 @@ def count_posterior(
 
 
 def _windows(mu, a, s, c, kap, phi, tail, N):
-    """Per record: the window [lo, hi] holding the posterior beyond the exact counts, and the
-    relative spread (coefficient of variation) that sets the bin width there.
+    """Per record: the window [lo, hi] holding the posterior beyond the exact counts, the relative
+    spread (coefficient of variation) that sets the bin width there, and the support [x_lo, x_hi]
+    outside which the likelihood is exactly zero.
 
     Prior: its tail quantiles (and the CV sqrt(1/mu + 1/a)). Counts well above chance (c > phi +
-    10 sqrt(phi)) in a database with p = s kappa: c / p +- 10 standard deviations (CV 1/sqrt(c));
-    the posterior lies between the lower of the two lower bounds and the higher of the upper ones.
+    10 sqrt(phi)) in a database with p = s kappa: c / p +- 10 standard deviations, sd =
+    sqrt(c (1 - p) + 1) / p (the binomial spread of x given c, at least 1 / p for the
+    discreteness); the posterior lies between the lower of the two lower bounds and the higher of
+    the upper ones. The relative spread of the evidence is the combined one, 1 / CV^2 = sum over the
+    databases of (centre / sd)^2 = c^2 / (c (1 - p) + 1) (never above the Poisson-limit
+    1 / sqrt(sum c)): it shrinks with 1 - p, so a nearly complete sample (p close to 1) gets bins as
+    narrow as its likelihood, and a census (p = 1) bins of one count.
+
+    Support: without chance matches (phi = 0) C(x, c) is zero for x < c, so x >= c; in a census
+    (p = 1) every member is counted, so x <= c (exactly c when phi = 0: a point mass). The window
+    is clipped to the support and never widened beyond it, so the point mass is one bin [c, c].
     """
     pois = a > 1e13
     ap = np.where(pois, 1.0, a)
@@ -681,11 +701,24 @@ def _windows(mu, a, s, c, kap, phi, tail, N):
         l_hi = np.where(informative, centre + 10.0 * sd + 10.0, 0.0).max(axis=1)
         lo = np.minimum(lo, l_lo)
         hi = np.maximum(np.maximum(hi, l_hi), c.max(axis=1))
-        n_inf = np.where(informative & (p > 1e-3), c, 0.0).sum(axis=1)
+        strong = informative & (p > 1e-3)
+        n_inf = np.where(strong, c, 0.0).sum(axis=1)
         cv = np.where(n_inf > 0, np.minimum(cv, 1.0 / np.sqrt(np.maximum(n_inf, 1.0))), cv)
+        precision = np.where(strong, c * c / (c * (1.0 - np.minimum(p, 1.0)) + 1.0), 0.0).sum(axis=1)
+        cv = np.where(precision > 0, np.minimum(cv, 1.0 / np.sqrt(np.maximum(precision, 1e-300))), cv)
+        x_lo = np.maximum(np.where(phi <= 0, c, 0.0).max(axis=1), 1.0)
+        x_hi = np.minimum(np.where(p >= 1.0, c, np.inf).min(axis=1), N)
+    else:
+        x_lo, x_hi = np.ones(mu.size), np.full(mu.size, float(N))
     hi = np.minimum(np.maximum(np.ceil(hi), 1.0), N)
     lo = np.clip(np.floor(lo), 1.0, hi)
-    return lo.astype(np.int64), hi.astype(np.int64), cv
+    # contradictory support (x_lo > x_hi) keeps a one-count window, where the evaluation finds
+    # zero probability and says so
+    x_hi = np.maximum(x_hi, x_lo)
+    lo = np.clip(lo, x_lo, x_hi)
+    hi = np.clip(hi, lo, x_hi)
+    return (lo.astype(np.int64), hi.astype(np.int64), cv, x_lo.astype(np.int64),
+            x_hi.astype(np.int64))
 
 
 def _log_density(lo, hi, mu, a, s, c, kap, phi, r_false, N):
@@ -714,9 +747,11 @@ def _evaluate(lo, hi, mu, a, s, c, kap, phi, r_false, thresholds, N):
     P = np.exp(lp - mx)
     P /= P.sum(axis=1, keepdims=True)
     e = (P * x).sum(axis=1)
-    # the spread within a bin adds (width^2 - 1) / 12
-    second = (P * (x**2 + (width**2 - 1.0) / 12.0)).sum(axis=1)
-    v = np.maximum(second - e**2, 0.0)
+    # P is the midpoint rule (width x pmf at the centre), not the bins' exact masses: its moments
+    # are already those of the pmf (the rule's error, (width^2 - 1) / 24 times the second
+    # derivative of x^k pmf(x), sums to nearly zero over smooth bins). Adding the spread within a
+    # bin, (width^2 - 1) / 12, would count it twice (Sheppard's correction, of the wrong sign here).
+    v = np.maximum((P * (x - e[:, None]) ** 2).sum(axis=1), 0.0)
     p1 = np.where(lo[:, 0] == 1, P[:, 0], 0.0)
     pg = _greater(P, lo, hi, thresholds)
     rows = np.arange(P.shape[0])
