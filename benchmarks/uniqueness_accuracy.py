@@ -50,7 +50,8 @@ IDUE_MAX_CELLS = 2**26
 SYNTHETIC = dict(n=30_000, sizes=[6, 8, 5, 10, 4, 3, 2, 12, 2], dependence=0.6, rng=1)
 
 # methods drawn in the sweep figures, in legend order
-SWEEP_METHODS = ("reidrisk", "reidrisk, first database only", "paper", "Copula", "Indep",
+WORLD_METHODS = ("reidrisk, latent world", "reidrisk, copula world")
+SWEEP_METHODS = ("reidrisk", *WORLD_METHODS, "reidrisk, first database only", "paper", "Copula", "Indep",
                  "Indep + eq. 15-19", "OptMode", "OptMean", "majority rule", "Sample (c / s)", "IDUE_OUE",
                  "IDUE_RAPPOR")
 ABLATIONS = ("reidrisk, plain counts", "reidrisk, no neighbours", "reidrisk, rule P > 1/2",
@@ -132,11 +133,20 @@ def run_point(name, schema, pop, sizes, private, eps, m, seed, ablations=False, 
     so = ours.score(rec, T)
     t_ours = time.perf_counter() - t1
     out["reidrisk"] = (so.greater, ranked(so.p_greater, so.expected))
+    # both world models of the prior (the default picks one of them, ``world="auto"``)
+    world_p, latent_share = {}, float("nan")
+    for world, label in zip(("latent", "copula"), WORLD_METHODS):
+        model = ours if ours.world_ == world else UniquenessModel(world=world, rng=seed).fit(dbs, N, schema)
+        sw = so if model is ours else model.score(rec, T)
+        out[label] = (sw.greater, ranked(sw.p_greater, sw.expected))
+        world_p[label] = sw.p_unique
+        if world == "latent":
+            latent_share = shared_share(model.latent_.sample(N, np.random.default_rng(seed)))
     if m > 1:
         s1 = UniquenessModel(rng=seed).fit(dbs[:1], N, schema).score(rec, T)
         out["reidrisk, first database only"] = (s1.greater, ranked(s1.p_greater, s1.expected))
     if keep is not None:
-        keep.append((truth, so.p_unique, sp.p_unique))
+        keep.append((truth, so.p_unique, sp.p_unique, world_p, latent_share))
     if ablations:
         ours.counts = "plain"
         sa = ours.score(rec, T)
@@ -233,9 +243,9 @@ def identifiability(name, schema, pop, sizes, seeds):
     fitted_share, probs, truths = [], [], []
     for seed in range(seeds):
         dbs, rec, truth, _, _ = make_point(name, schema, pop, sizes, True, 1.0, 1, seed)
-        own = UniquenessModel(rng=seed).fit(dbs, N, schema)
+        own = UniquenessModel(world="copula", rng=seed).fit(dbs, N, schema)
         fitted_share.append(shared_share(own.copula_.sample(N, gen)))
-        model = _WorldModel(rng=seed)
+        model = _WorldModel(world="copula", rng=seed)
         model.world = oracle
         probs.append(model.fit(dbs, N, schema).score(rec, np.array([1.0])).p_unique)
         truths.append(truth)
@@ -360,6 +370,10 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, default=3, help="seeds at the default point (T sweep)")
     ap.add_argument("--sweep-seeds", type=int, default=2, help="seeds per point of the m and epsilon sweeps")
     ap.add_argument("--out-dir", type=Path, default=None)
+    ap.add_argument("--datasets", default="adult,synthetic", help="comma-separated: adult, synthetic")
+    ap.add_argument("--no-m-sweep", action="store_true", help="skip the m sweep")
+    ap.add_argument("--epsilons", default=None, help="comma-separated epsilon sweep (default: all)")
+    ap.add_argument("--no-ablations", action="store_true", help="default point without the ablations")
     args = ap.parse_args(argv)
     out_dir = args.out_dir or (Path(tempfile.mkdtemp()) if args.quick else None)
     res = Results("uniqueness", results_dir=out_dir)
@@ -367,10 +381,12 @@ def main(argv=None):
     results_dir.mkdir(parents=True, exist_ok=True)
     seeds = 1 if args.quick else args.seeds
     sweep_seeds = 1 if args.quick else args.sweep_seeds
-    ms = (1, 3) if args.quick else MS
+    ms = () if args.no_m_sweep else ((1, 3) if args.quick else MS)
     epsilons = (0.3, 3.0) if args.quick else EPSILONS
+    if args.epsilons:
+        epsilons = tuple(float(e) for e in args.epsilons.split(","))
     started = time.perf_counter()
-    datasets = load_datasets(args.quick)
+    datasets = {k: v for k, v in load_datasets(args.quick).items() if k in args.datasets.split(",")}
     settings = [(name, private) for name in datasets for private in (False, True)]
     panel = lambda name, private: f"{name}, {'k-RR eps = 1' if private else 'non-private'}"  # noqa: E731
 
@@ -382,7 +398,7 @@ def main(argv=None):
         rows, frows, keep = {}, {}, []
         for seed in range(seeds):
             out, truth, floors, timing = run_point(name, schema, pop, sizes, private, 1.0, 1, seed,
-                                                   ablations=True, keep=keep)
+                                                   ablations=not args.no_ablations, keep=keep)
             for k, c in evaluate(out, truth).items():
                 rows.setdefault(k, []).append(c)
             for key, dec in floors.items():
@@ -400,6 +416,12 @@ def main(argv=None):
                                   "paper": reliability(np.concatenate([k[2] for k in keep]), truth == 1)}
         ref = calibrated_reference(np.concatenate([k[1] for k in keep]))
         calib[(name, private)]["reference"] = ref
+        for label in WORLD_METHODS:
+            calib[(name, private)][label] = reliability(np.concatenate([k[3][label] for k in keep]), truth == 1)
+        calib[(name, private)]["latent share"] = float(np.nanmean([k[4] for k in keep]))
+        res.add({"dataset": name, "private": private, "epsilon": 1.0 if private else None,
+                 "world": "fitted latent class model", "seeds": seeds}, "shared_share",
+                calib[(name, private)]["latent share"], "fraction")
         if private:
             worlds = identifiability(name, schema, pop, sizes, seeds)
             calib[(name, private)]["worlds"] = worlds
@@ -416,7 +438,7 @@ def main(argv=None):
             res.add({"dataset": name, "private": private, "method": "reidrisk", "min_count": 50,
                      "records": int(truth.size), "draws": 2000}, label, v,
                     "fraction" if label.endswith("rate_if_calibrated") else "probability")
-        for method in ("reidrisk", "paper"):
+        for method in ("reidrisk", "paper", *WORLD_METHODS):
             rel = calib[(name, private)][method]
             res.add({"dataset": name, "private": private, "method": method, "min_count": 50,
                      "records": int(truth.size)}, "calibration_max_gap", rel.max_gap(50), "probability")
@@ -435,7 +457,7 @@ def main(argv=None):
         sys.stdout.flush()
 
     # -- sweeps over m and epsilon ---------------------------------------------------------------------
-    m_curves, eps_curves, t_curves = {}, {}, {}
+    m_curves, eps_curves, t_curves, eps_worlds = {}, {}, {}, {}
     for name, private in settings:
         schema, pop = datasets[name]
         sizes = group_sizes(pop)
@@ -467,15 +489,27 @@ def main(argv=None):
         schema, pop = datasets[name]
         sizes = group_sizes(pop)
         for eps in epsilons:
-            rows = {}
+            rows, ekeep = {}, []
             for seed in range(sweep_seeds):
                 out, truth, _, _ = run_point(name, schema, pop, sizes, True, eps, 1, 200 + seed,
-                                             idue=(name != "adult" or seed == 0))
+                                             idue=(name != "adult" or seed == 0), keep=ekeep)
                 for k, c in evaluate(out, truth).items():
                     if k[1] in (1, 10):
                         rows.setdefault(k, []).append(c)
             summ = add_points(res, rows, {"sweep": "epsilon", "dataset": name, "private": True,
                                           "epsilon": eps, "m": 1, "s": RATE})
+            etruth = np.concatenate([k[0] for k in ekeep]) == 1
+            for label in WORLD_METHODS:
+                gap = reliability(np.concatenate([k[3][label] for k in ekeep]), etruth).max_gap(50)
+                eps_worlds.setdefault(name, {}).setdefault(label, []).append(gap)
+                res.add({"sweep": "epsilon", "dataset": name, "private": True, "epsilon": eps,
+                         "method": label, "min_count": 50, "records": int(etruth.size)},
+                        "calibration_max_gap", gap, "probability")
+            share = float(np.nanmean([k[4] for k in ekeep]))
+            eps_worlds.setdefault(name, {}).setdefault("latent share", []).append(share)
+            res.add({"sweep": "epsilon", "dataset": name, "private": True, "epsilon": eps,
+                     "world": "fitted latent class model", "seeds": sweep_seeds}, "shared_share",
+                    share, "fraction")
             for (method, t, metric), (mean, _) in summ.items():
                 eps_curves.setdefault((f"{name}, T = {t}", metric), {}).setdefault(method, []).append(mean)
             for t in (1, 10):
@@ -490,18 +524,19 @@ def main(argv=None):
         res.add({"dataset": name, "private": private, "step": k, "records": N_TARGETS}, "time",
                 float(np.median(v)), "s")
 
-    plot_sweep(m_curves, list(ms), "number of databases m", "Fig. 3 / 5: T = 10, s = 0.1, varying m",
-               results_dir / "uniqueness_m.png")
+    if ms:
+        plot_sweep(m_curves, list(ms), "number of databases m", "Fig. 3 / 5: T = 10, s = 0.1, varying m",
+                   results_dir / "uniqueness_m.png")
     plot_sweep(t_curves, list(TS), "threshold T", "Fig. 4 / 6: m = 1, s = 0.1, varying T",
                results_dir / "uniqueness_T.png", log_x=True)
     plot_sweep(eps_curves, list(epsilons), "epsilon per attribute (k-RR)",
                "Fig. 7: m = 1, s = 0.1, varying epsilon", results_dir / "uniqueness_epsilon.png", log_x=True)
-    plot_reliability({panel(n, p): {k: r for k, r in v.items() if k in ("reidrisk", "paper")}
+    plot_reliability({panel(n, p): {k: r for k, r in v.items() if k in ("paper", *WORLD_METHODS)}
                       for (n, p), v in calib.items()}, results_dir / "uniqueness_reliability.png")
     res.write_json()
     res.write_markdown(report(datasets, settings, headline, floor_rows, calib, timings, panel, seeds,
                               sweep_seeds, m_curves, eps_curves, ms, epsilons,
-                              time.perf_counter() - started))
+                              time.perf_counter() - started, eps_worlds, sys.argv[1:]))
 
 
 # ---- the markdown ----------------------------------------------------------------------------------
@@ -509,7 +544,7 @@ TARGETS = {False: {1: 0.87, 10: 0.81}, True: {1: 0.78, 10: 0.68}}
 
 
 def report(datasets, settings, headline, floor_rows, calib, timings, panel, seeds, sweep_seeds,
-           m_curves, eps_curves, ms, epsilons, seconds) -> str:
+           m_curves, eps_curves, ms, epsilons, seconds, eps_worlds=None, argv=()) -> str:
     lines = ["# Population uniqueness (paper 000, Fig. 3-7): accuracy, balanced accuracy, AUC", ""]
     lines += [
         f"Each dataset is the population. One database samples it at s = {RATE} (m databases in "
@@ -544,7 +579,7 @@ def report(datasets, settings, headline, floor_rows, calib, timings, panel, seed
         "",
     ]
     # headline table
-    key_methods = ["reidrisk", "paper", "Copula", "Indep", "Indep + eq. 15-19", "OptMode", "OptMean",
+    key_methods = ["reidrisk", *WORLD_METHODS, "paper", "Copula", "Indep", "Indep + eq. 15-19", "OptMode", "OptMean",
                    "majority rule", "Sample (c / s)", "IDUE_OUE", "IDUE_RAPPOR"]
     lines += ["## Default point (m = 1, s = 0.1, epsilon = 1 per attribute)", ""]
     checks = []
@@ -567,7 +602,7 @@ def report(datasets, settings, headline, floor_rows, calib, timings, panel, seed
             for t in (1, 10):
                 ours = h[("reidrisk", t, "balanced_accuracy")][0]
                 best_base = max((h[(mm, t, "balanced_accuracy")][0], mm) for mm in key_methods[1:]
-                                if (mm, t, "balanced_accuracy") in h)
+                                if (mm, t, "balanced_accuracy") in h and not mm.startswith("reidrisk"))
                 checks.append((panel(name, private), t, ours, tgt[t], best_base))
         rel = calib[(name, private)]["reidrisk"]
         checks_cal = rel.max_gap(50)
@@ -623,6 +658,7 @@ def report(datasets, settings, headline, floor_rows, calib, timings, panel, seed
                   md_table(["dataset", "shared: population", "shared: whole-population copula",
                             "shared: fitted copula", "largest gap: default",
                             "largest gap: oracle prior"], world_rows), ""]
+    lines += world_section(datasets, settings, headline, calib, panel, epsilons, eps_worlds or {}, argv)
     # floors
     lines += ["## The paper's floor and alpha (default point, paper's method with the plain counts)", "",
               "Balanced accuracy (accuracy in brackets) of the paper's method for each floor and alpha. "
@@ -649,7 +685,7 @@ def report(datasets, settings, headline, floor_rows, calib, timings, panel, seed
         panels = list(dict.fromkeys(p for p, _ in curves))
         for pan in panels:
             rows = []
-            for method in ("reidrisk", "reidrisk, first database only", "paper", "Copula", "Indep",
+            for method in ("reidrisk", *WORLD_METHODS, "reidrisk, first database only", "paper", "Copula", "Indep",
                            "Indep + eq. 15-19", "IDUE_OUE"):
                 ys = curves.get((pan, "balanced_accuracy"), {}).get(method)
                 if ys is None or np.all(np.isnan(ys)):
@@ -688,6 +724,47 @@ def report(datasets, settings, headline, floor_rows, calib, timings, panel, seed
                      f"at {wins} of {len(epsilons)} values of epsilon.")
     lines += ["", f"Run time: {seconds / 60:.1f} min.", ""]
     return "\n".join(lines)
+
+
+def world_section(datasets, settings, headline, calib, panel, epsilons, eps_worlds, argv) -> list[str]:
+    """The latent class world against the copula world (issue targets on Adult)."""
+    lines = ["## World model: latent class model against the Gaussian copula", "",
+             "The prior's cell probability q and, without a raw database, the population the prior is "
+             "calibrated on, come from a world model: the Gaussian copula of the pair tables (paper "
+             "000) or a latent class model (`reidrisk.latent`: a mixture of K products of "
+             "categoricals, MAP-EM through the k-RR channel, K by held-out likelihood). "
+             "`UniquenessModel()` uses `world=\"auto\"`: the copula when a database is raw, the "
+             "latent class world when every database is randomized. \"shared\" is the share of "
+             "people who share their values with someone in a population of N drawn from the "
+             "fitted latent class world (population: see the table below).", ""]
+    rows = []
+    for name, private in settings:
+        h = headline[(name, private)]
+        pop_share = shared_share(datasets[name][1])
+        for label in WORLD_METHODS:
+            rel = calib[(name, private)][label]
+            row = [panel(name, private), label.split(", ")[1]]
+            for t in (1, 10):
+                row.append(fmt(h.get((label, t, "balanced_accuracy"), (np.nan, None))[0]))
+            for t in (1, 10):
+                row.append(fmt(h.get((label, t, "auc"), (np.nan, None))[0]))
+            row.append(f"{rel.max_gap(50):.3f}")
+            row.append(f"{calib[(name, private)]['latent share']:.3f}" if label.startswith("reidrisk, latent")
+                       else "-")
+            row.append(f"{pop_share:.3f}")
+            rows.append(row)
+    lines += [md_table(["setting", "world", "bal. acc T=1", "bal. acc T=10", "AUC T=1", "AUC T=10",
+                        "largest gap", "shared: fitted latent world", "shared: population"], rows), ""]
+    for name, by in eps_worlds.items():
+        erows = [[label.split(", ")[1] if label != "latent share" else "shared: fitted latent world"]
+                 + [f"{v:.3f}" for v in vals] for label, vals in by.items()]
+        lines += [f"Largest reliability gap of P(X = 1) by world, and the share sharing of the fitted "
+                  f"latent class world, against epsilon per attribute ({name}, k-RR, m = 1, the "
+                  f"epsilon sweep's seeds pooled; population shares {shared_share(datasets[name][1]):.3f}):", "",
+                  md_table(["epsilon"] + [f"{e:g}" for e in epsilons], erows), ""]
+    if argv:
+        lines += [f"This run's options: `{' '.join(argv)}`.", ""]
+    return lines
 
 
 if __name__ == "__main__":

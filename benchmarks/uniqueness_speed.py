@@ -124,7 +124,7 @@ def main(argv=None):
             n_rows.append([name, f"{big:,}", f"{ts.best / N_RECORDS * 1e3:.3f} ms",
                            int(np.median(sc.posterior.support_sizes)), int(sc.posterior.support_size)])
         # error of q against a 2^18-point reference on 20 records
-        copula = UniquenessModel().fit([Database(raw, RATE)], N, schema).copula_
+        copula = UniquenessModel(world="copula").fit([Database(raw, RATE)], N, schema).copula_
         few = rec[:20]
         lo, up = bounds(copula, few)
         ref = rectangle_probability(lo, up, copula.correlation_, rtol=0.0, atol=0.0, max_points=2**18,

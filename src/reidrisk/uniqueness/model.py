@@ -69,6 +69,7 @@ import numpy as np
 import pandas as pd
 
 from reidrisk.copula import GaussianCopula, rectangle_probability
+from reidrisk.latent import LatentClassModel
 from reidrisk.mechanisms.base import as_generator
 from reidrisk.mechanisms.record import RecordReports
 from reidrisk.schema import MISSING, Schema, SchemaError
@@ -82,13 +83,23 @@ METHODS: tuple[str, ...] = ("reidrisk", "paper")
 
 PRESETS: dict[str, dict] = {
     "reidrisk": dict(prior="calibrated", counts="channel", neighbors=True, rule="balanced",
-                     floor="none", alpha=None),
+                     floor="none", alpha=None, world="auto"),
     "paper": dict(prior="binomial", counts="plain", neighbors=False, rule="expected",
-                  floor="lambertw", alpha=DEFAULT_ALPHA),
+                  floor="lambertw", alpha=DEFAULT_ALPHA, world="copula"),
 }
 """The settings each ``method`` stands for; any of them can be overridden in the constructor."""
 
 PRIORS = ("calibrated", "binomial")
+WORLDS = ("auto", "latent", "copula")
+DEFAULT_WORLD = "auto"
+"""Model of the population whose cell probabilities q feed the prior and that the prior's
+simulation draws from: ``"latent"`` (a latent class model, ``reidrisk.latent``, fitted on the
+databases' records or through their channels) or ``"copula"`` (the Gaussian copula of the
+estimated pair tables, paper 000). ``"auto"``: the copula when a database holds raw records (the
+prior is then fitted on real counts, and the copula's q calibrates better there), the latent class
+world when every database is randomized (its simulated population is far more clumped like the
+real one, so P(X = 1) is much closer to calibrated). Measured on Adult in
+benchmarks/uniqueness_accuracy.py (docs/results/uniqueness.md, "World model")."""
 COUNTS = ("channel", "plain")
 
 DEFAULT_EM_STOP: float | str = "auto"
@@ -115,6 +126,7 @@ attributes, see benchmarks/uniqueness_speed.py)."""
 _PROB_FLOOR = 1e-9  # smallest probability of a category (estimation can return 0)
 _Q_MIN_LAMBDA = 1e-8  # q is floored at this / N before taking logs (a feature, not the paper floor)
 _ALPHA_GRID = 25
+_CROSSFIT_FOLDS = 5  # folds of the latent world's cross-fitted q on the reference database
 
 
 class UniquenessError(ValueError):
@@ -460,6 +472,9 @@ class UniquenessModel:
     rule : "balanced", "probability" or "expected" (``scorer.decide``).
     floor, alpha : the existence floor of the binomial prior (``floors``); alpha="auto" chooses it
         by the likelihood of a raw database's own counts.
+    world : "auto", "latent" or "copula" (``DEFAULT_WORLD`` for "reidrisk", the copula for
+        "paper"): the population model q comes from.
+    latent_classes : K of the latent class world ("auto": held-out likelihood, ``reidrisk.latent``).
     copula_method : pair fit of the copula ("table", as spec/uniqueness.md asks, or "mi").
     em_stop : stopping rule of the EM on randomized databases (``DEFAULT_EM_STOP``).
     false_dispersion : dispersion of the chance matches in the channel likelihood
@@ -471,6 +486,7 @@ class UniquenessModel:
 
     Learned: ``schema_``, ``N_``, ``rates_`` (m,), ``sizes_`` (m,), ``randomized_`` (m,),
     ``estimate_`` (PopulationEstimate), ``copula_``, ``prior_`` (CountPrior or None), ``alpha_``,
+    ``world_`` ("latent" or "copula", after "auto"), ``latent_`` (LatentClassModel or None),
     ``reference_`` (index of the raw database used for calibration/neighbors, or None),
     ``timings_`` (seconds per fitting step).
     """
@@ -485,6 +501,8 @@ class UniquenessModel:
         rule: str | None = None,
         floor: str | None = None,
         alpha: float | str | None = None,
+        world: str | None = None,
+        latent_classes: int | str = "auto",
         copula_method: str = "table",
         em_stop: float | str = DEFAULT_EM_STOP,
         false_dispersion: float = DEFAULT_FALSE_DISPERSION,
@@ -521,6 +539,11 @@ class UniquenessModel:
                 raise UniquenessError("the balanced rule needs prior='calibrated' (its base rates)")
             if not (self.alpha == "auto" or isinstance(self.alpha, (int, float))):
                 raise UniquenessError(f"alpha must be a number or 'auto', got {self.alpha!r}")
+        world = preset["world"] if world is None else world
+        if world not in WORLDS:
+            raise UniquenessError(f"world must be one of {list(WORLDS)}, got {world!r}")
+        self.world = world
+        self.latent_classes = latent_classes
         self.copula_method = copula_method
         self.em_stop = em_stop
         if not float(false_dispersion) > 0:
@@ -537,7 +560,7 @@ class UniquenessModel:
         """The effective settings (after the preset)."""
         return dict(method=self.method, prior=self.prior, counts=self.counts,
                     neighbors=self.neighbors, rule=self.rule, floor=self.floor, alpha=self.alpha,
-                    copula_method=self.copula_method, em_stop=self.em_stop,
+                    world=self.world, copula_method=self.copula_method, em_stop=self.em_stop,
                     qmc_points=self.qmc_points)
 
     def __repr__(self) -> str:
@@ -573,9 +596,17 @@ class UniquenessModel:
         self.estimate_ = estimate_population(dbs, schema, self.em_stop)
         timings["estimation"] = time.perf_counter() - t0
         t1 = time.perf_counter()
-        self.copula_ = GaussianCopula(method=self.copula_method).fit(
-            list(self.estimate_.marginals), self.estimate_.tables)
-        timings["copula"] = time.perf_counter() - t1
+        self.copula_ = None
+        self.latent_ = None
+        self.world_ = self.world if self.world != "auto" else (
+            "copula" if self.reference_ is not None else "latent")
+        if self.world_ == "copula":
+            self.copula_ = GaussianCopula(method=self.copula_method).fit(
+                list(self.estimate_.marginals), self.estimate_.tables)
+            timings["copula"] = time.perf_counter() - t1
+        else:
+            self.latent_ = _fit_latent(dbs, schema, self.latent_classes, self._gen)
+            timings["latent"] = time.perf_counter() - t1
         t2 = time.perf_counter()
         self.prior_ = None
         self.alpha_ = self.alpha if self.alpha != "auto" else None
@@ -634,7 +665,7 @@ class UniquenessModel:
         return d
 
     def _check_fitted(self) -> None:
-        if not hasattr(self, "copula_"):
+        if not hasattr(self, "estimate_"):
             raise UniquenessError("this UniquenessModel is not fitted; call fit(databases, N) first")
 
     # ---- cell probabilities ------------------------------------------------------------------
@@ -645,7 +676,14 @@ class UniquenessModel:
         leaves its attribute unconstrained."""
         self._check_fitted()
         rec = self._check_records(records)
-        return _rectangles(self.copula_, rec, self.qmc_points)
+        return self._q(rec)
+
+    def _q(self, rec: np.ndarray, world=None) -> np.ndarray:
+        """q of each record's cell under the fitted world (or ``world``)."""
+        world = (self.latent_ if self.world_ == "latent" else self.copula_) if world is None else world
+        if isinstance(world, LatentClassModel):
+            return world.prob(rec)
+        return _rectangles(world, rec, self.qmc_points)
 
     def _check_records(self, records) -> np.ndarray:
         rec = np.asarray(records)
@@ -680,10 +718,30 @@ class UniquenessModel:
         take = complete if complete.size <= self.n_calibration else np.sort(
             self._gen.choice(complete, self.n_calibration, replace=False))
         rec = codes[take].astype(np.int64)
-        q = _rectangles(self.copula_, rec, self.qmc_points)
+        q = self._q(rec) if self.world_ == "copula" else self._crossfit_q(codes, take)
         other = match_counts(rec, codes) - 1
         thin = float(self.rates_[self.reference_]) * complete.size / codes.shape[0]
         return codes, rec, q, other, min(max(thin, 1e-12), 1.0)
+
+    def _crossfit_q(self, codes: np.ndarray, take: np.ndarray) -> np.ndarray:
+        """q of the reference database's own records under the latent world, cross-fitted: each of
+        ``_CROSSFIT_FOLDS`` folds gets q from the world refitted on the
+        other folds' records (and every other database; same K, own starts). A record's q under a world fitted on it is
+        biased up for the rare records the prior is about, while the query records are (mostly) not
+        in the databases; cross-fitting removes that mismatch."""
+        gen = self._gen
+        fold = gen.integers(0, _CROSSFIT_FOLDS, size=codes.shape[0])
+        q = np.empty(take.size)
+        others = [d.data if d.randomized else np.asarray(d.data)
+                  for i, d in enumerate(self.databases_) if i != self.reference_]
+        for f in range(_CROSSFIT_FOLDS):
+            rows = np.flatnonzero(fold[take] == f)
+            if rows.size == 0:
+                continue
+            world = LatentClassModel(self.latent_.n_classes_, rng=gen).fit(
+                [codes[fold != f]] + others, self.schema_)
+            q[rows] = world.prob(codes[take[rows]])
+        return q
 
     def _fit_prior(self) -> None:
         if self.reference_ is not None:
@@ -706,7 +764,7 @@ class UniquenessModel:
         simulated query records."""
         gen = self._gen
         Ns = int(min(self.N_, max(self.simulation_cap, 2 * int(self.sizes_.max()))))
-        population = self.copula_.sample(Ns, gen).astype(np.int64)
+        population = (self.latent_ if self.world_ == "latent" else self.copula_).sample(Ns, gen).astype(np.int64)
         sim = []
         for d in self.databases_:
             n = min(d.n, Ns)
@@ -721,12 +779,15 @@ class UniquenessModel:
                 sim.append(Database(RecordReports(self.schema_, mechs, reports), d.rate, d.name))
             else:
                 sim.append(Database(codes, d.rate, d.name))
-        est = estimate_population(sim, self.schema_, self.em_stop)
-        cop = GaussianCopula(method=self.copula_method).fit(list(est.marginals), est.tables)
+        if self.world_ == "latent":
+            world = _fit_latent(sim, self.schema_, self.latent_.n_classes_, gen)
+        else:
+            est = estimate_population(sim, self.schema_, self.em_stop)
+            world = GaussianCopula(method=self.copula_method).fit(list(est.marginals), est.tables)
         k = min(self.n_calibration, Ns)
         targets = population[gen.choice(Ns, k, replace=False)]
         y = match_counts(targets, population) - 1
-        q = _rectangles(cop, targets, self.qmc_points)
+        q = self._q(targets, world)
         return self._features(q, None, Ns), y, Ns
 
     def base_rates(self, T: Sequence[float], N: int | None = None) -> np.ndarray:
@@ -808,7 +869,7 @@ class UniquenessModel:
         thresholds = np.atleast_1d(np.asarray(T, dtype=np.float64))
         if thresholds.ndim != 1 or thresholds.size == 0 or np.any(~np.isfinite(thresholds)) or np.any(thresholds < 0):
             raise UniquenessError(f"T must be one or more finite thresholds >= 0, got {T!r}")
-        q = _rectangles(self.copula_, rec, self.qmc_points)
+        q = self._q(rec)
         counts = np.column_stack([count_matches(rec, d) for d in self.databases_])
         base = None
         if self.prior == "binomial":
@@ -844,6 +905,13 @@ class UniquenessModel:
 # ---------------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------------
+def _fit_latent(dbs: Sequence[Database], schema: Schema, n_classes, gen) -> LatentClassModel:
+    """The latent class world fitted on every database pooled: raw records as they are, reports
+    through their channels (``reidrisk.latent``)."""
+    data = [d.data if d.randomized else np.asarray(d.data) for d in dbs]
+    return LatentClassModel(n_classes, rng=gen).fit(data, schema)
+
+
 def _check_N(N) -> int:
     return check_population_size(N, UniquenessError)
 
