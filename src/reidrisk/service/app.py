@@ -26,7 +26,6 @@ import math
 
 import numpy as np
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
@@ -35,6 +34,7 @@ from reidrisk.collect.model_io import CollectError
 from reidrisk.schema import SchemaError
 from reidrisk.service import schemas as S
 from reidrisk.service.auth import RateLimiter, bearer, is_admin
+from reidrisk.service.ingest import GroupWriter
 from reidrisk.service.models import ModelCache, NoReports
 from reidrisk.service.storage import (
     CODE,
@@ -71,6 +71,8 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
     app.state.storage = storage
     app.state.models = ModelCache(storage)
     limiter = RateLimiter(code_rate, code_burst)
+    writer = GroupWriter(storage)
+    app.state.writer = writer
 
     @app.exception_handler(ApiError)
     async def _api_error(_request, exc: ApiError):
@@ -219,7 +221,9 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ApiError(400, f"the request body is not JSON: {exc}") from None
 
-    def ingest(request_token: Credential, survey: Survey, items: list) -> dict:
+    def shape(survey: Survey, items: list) -> tuple[list, list]:
+        """Ids and cell rows of the reports, each checked on its own (``wire``); the reports
+        decoder then runs on the whole group (``reidrisk.service.ingest``)."""
         spec = survey.spec
         ids, rows, seen = [], [], set()
         for i, item in enumerate(items):
@@ -238,14 +242,7 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
             seen.add(rid)
             ids.append(rid)
             rows.append(spec.cells_of(item["values"], i))
-        rr = spec.decode(rows)
-        cells = spec.canonical_cells(rr)
-        try:
-            res = storage.ingest(survey, ids, cells, rr, request_token.id)
-        except StorageError as exc:
-            raise ApiError(409, str(exc)) from None
-        return {"accepted": res.accepted, "duplicates": res.duplicates,
-                "n_reports": res.n_reports}
+        return ids, rows
 
     async def submit(request: Request, sid: str, batch: bool) -> dict:
         survey = survey_or_404(sid)
@@ -267,9 +264,12 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
         else:
             items = [body]
         try:
-            return await run_in_threadpool(ingest, cred, survey, items)
+            ids, rows = shape(survey, items)
+            return await writer.submit(survey, cred.id, ids, rows)
         except ReportError as exc:
             raise ApiError(422, str(exc), exc.index) from None
+        except StorageError as exc:
+            raise ApiError(409, str(exc)) from None
 
     @app.post("/surveys/{sid}/reports", response_model=S.IngestOut, status_code=201,
               openapi_extra={"requestBody": {"required": True, "content": {"application/json": {

@@ -93,6 +93,7 @@ class IngestResult:
     accepted: int
     duplicates: int
     n_reports: int
+    inserted: frozenset = frozenset()
 
 
 def _to_blob(a: np.ndarray) -> bytes:
@@ -238,12 +239,15 @@ class Storage:
 
     # ---- reports -----------------------------------------------------------------------------
     def ingest(self, survey: Survey, ids: list[str], cells: list[list], rr: RecordReports,
-               credential_id: str | None) -> IngestResult:
-        """Store validated reports and fold the new ones into the count tables (module doc)."""
+               credential_id: str | None | list = None) -> IngestResult:
+        """Store validated reports and fold the new ones into the count tables (module doc).
+
+        ``credential_id``: the submission code's id, one for all reports or one per report."""
         now = time.time()
-        rows = [{"survey_id": survey.id, "report_id": rid, "credential_id": credential_id,
+        creds = credential_id if isinstance(credential_id, list) else [credential_id] * len(ids)
+        rows = [{"survey_id": survey.id, "report_id": rid, "credential_id": cid,
                  "received_at": now, "cells": json.dumps(c, separators=(",", ":"))}
-                for rid, c in zip(ids, cells)]
+                for rid, c, cid in zip(ids, cells, creds)]
         insert = self._insert()
         stmt = (insert(m.reports).on_conflict_do_nothing(index_elements=["survey_id", "report_id"])
                 .returning(m.reports.c.report_id))
@@ -267,7 +271,7 @@ class Storage:
                 n_total += len(inserted)
                 conn.execute(sa.update(m.counts).where(m.counts.c.survey_id == survey.id).values(
                     n=n_total, gram=_to_blob(gram), n_pair=_to_blob(npair)))
-        return IngestResult(len(inserted), len(ids) - len(inserted), n_total)
+        return IngestResult(len(inserted), len(ids) - len(inserted), n_total, frozenset(inserted))
 
     def counts(self, survey: Survey) -> PairCounts:
         """The survey's count tables as ``PairCounts`` (what ``pair_counts`` gives on its reports)."""

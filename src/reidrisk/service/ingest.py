@@ -1,0 +1,134 @@
+"""Group commit: concurrent submissions are validated and stored together.
+
+Each request's reports are first checked on their own (structure, ids, cells: ``SurveySpec.
+cells_of``), then queued. One writer task takes everything queued for a survey, decodes it with
+one call of the reports decoder (whose cost is mostly per column, not per report), and stores it in
+one transaction (``Storage.ingest``: one durable commit for the whole group). Every request is
+answered only after that commit. If the joint decode finds a bad report, each request is decoded
+on its own: the requests holding a bad report get their 422 and the others are stored; a request
+(a batch) is therefore still all-or-nothing. A report id that appears in two requests of one group
+is stored once; the later request is told it is a duplicate, as it would be one group later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from reidrisk.service.storage import Storage, StorageError, Survey
+from reidrisk.service.wire import ReportError
+
+MAX_GROUP_REPORTS = 5000
+"""Most reports stored in one transaction."""
+
+
+@dataclass
+class _Pending:
+    survey: Survey
+    credential_id: str | None
+    ids: list
+    rows: list
+    future: asyncio.Future = field(repr=False)
+
+
+class GroupWriter:
+    """The single writer of the service (module doc)."""
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        self._queue: asyncio.Queue | None = None
+        self._task: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.groups = 0
+
+    async def submit(self, survey: Survey, credential_id: str | None, ids: list,
+                     rows: list) -> dict:
+        """Queue validated-in-shape reports; return the answer after their group's commit."""
+        loop = asyncio.get_running_loop()
+        if self._task is None or self._task.done() or self._loop is not loop:
+            # (re)start the writer on this event loop (a test client may run several loops)
+            self._queue = asyncio.Queue()
+            self._loop = loop
+            self._task = loop.create_task(self._run())
+        fut = loop.create_future()
+        await self._queue.put(_Pending(survey, credential_id, ids, rows, fut))
+        return await fut
+
+    async def _run(self) -> None:
+        from fastapi.concurrency import run_in_threadpool
+
+        q = self._queue
+        while True:
+            first = await q.get()
+            group, size = [first], len(first.ids)
+            while not q.empty() and size < MAX_GROUP_REPORTS:
+                item = q.get_nowait()
+                group.append(item)
+                size += len(item.ids)
+            by_survey: dict[str, list[_Pending]] = {}
+            for item in group:
+                by_survey.setdefault(item.survey.id, []).append(item)
+            for items in by_survey.values():
+                try:
+                    answers = await run_in_threadpool(self._store, items)
+                except BaseException as exc:  # nothing of this group was stored
+                    for it in items:
+                        if not it.future.done():
+                            it.future.set_exception(
+                                exc if isinstance(exc, Exception) else RuntimeError(str(exc)))
+                    if not isinstance(exc, Exception):
+                        raise
+                    continue
+                for it, ans in zip(items, answers):
+                    if it.future.done():
+                        continue
+                    if isinstance(ans, Exception):
+                        it.future.set_exception(ans)
+                    else:
+                        it.future.set_result(ans)
+            self.groups += 1
+
+    def _store(self, items: list[_Pending]) -> list:
+        """Decode and store one survey's group; one answer (dict or exception) per request."""
+        spec = items[0].survey.spec
+        revisions = {it.survey.revision for it in items}
+        if len(revisions) > 1:
+            raise StorageError("the survey changed while reports were sent; fetch its "
+                               "configuration again")
+        answers: list = [None] * len(items)
+        good = list(range(len(items)))
+        try:
+            rr = spec.decode([r for it in items for r in it.rows])
+        except ReportError:
+            good = []
+            for i, it in enumerate(items):
+                try:
+                    spec.decode(it.rows)
+                    good.append(i)
+                except ReportError as exc:
+                    answers[i] = exc
+            if not good:
+                return answers
+            rr = spec.decode([r for i in good for r in items[i].rows])
+        # one row per distinct id: the first occurrence in the group wins
+        ids, cells, creds, keep, owner = [], [], [], [], {}
+        pos = 0
+        for i in good:
+            for rid, row in zip(items[i].ids, items[i].rows):
+                if rid not in owner:
+                    owner[rid] = i
+                    ids.append(rid)
+                    cells.append(row)
+                    creds.append(items[i].credential_id)
+                    keep.append(pos)
+                pos += 1
+        keep_arr = np.asarray(keep, dtype=np.int64)
+        sub = rr if keep_arr.size == rr.n else rr.take(keep_arr)
+        res = self.storage.ingest(items[0].survey, ids, cells, sub, creds)
+        for i in good:
+            acc = sum(1 for rid in items[i].ids if owner.get(rid) == i and rid in res.inserted)
+            answers[i] = {"accepted": acc, "duplicates": len(items[i].ids) - acc,
+                          "n_reports": res.n_reports}
+        return answers
