@@ -212,6 +212,34 @@ def test_nearly_complete_sample_matches_the_exact_posterior():
     assert abs(post.variance[0] - V) <= 1e-3 * V
 
 
+@pytest.mark.parametrize("s, mu, a", [(0.999, 1e6, 1.0), (0.9999, 5.0, 1.0), (0.9999, 1e6, 0.5)])
+def test_large_cell_in_a_nearly_complete_sample(s, mu, a):
+    """c = 10^6 in a sample at s = 0.999 / 0.9999: the posterior is 10-32 counts wide, 10^-5 of
+    its count, far inside a prior window of millions (and pulled 17 counts from c / s = 10^6 +
+    100 by a prior that disagrees, mu = 5). The reference enumerates every count from c to c +
+    20,000 (the likelihood beyond is below e^-700 of its peak). Tolerances as in
+    test_nearly_complete_sample_matches_the_exact_posterior (bins of at most 2 counts below
+    sigma / 4 rounded up, the first-order midpoint error cancelling in E and Var). The window is
+    found on bins of about two standard deviations, and the posterior then evaluated on at most
+    (20 sigma + 4 sigma of margin) / (sigma / 4) ~ 100 bins: the prior's width does not count."""
+    N, c = 10**7, 10**6
+    x = np.arange(c, c + 20_000, dtype=np.float64)
+    lp = nb_logpmf(x - 1.0, a, mu) + stats.binom.logpmf(c, x, s)
+    f = np.exp(lp - lp.max())
+    f /= f.sum()
+    E = f @ x
+    V = f @ (x - E) ** 2
+    T = [c + 50, c + 100]
+    post = count_posterior([mu], a, N, [s], np.array([[c]]), T=T)
+    assert abs(post.expected[0] - E) <= 1e-3 * np.sqrt(V)
+    assert abs(post.variance[0] - V) <= 1e-3 * V
+    phi1 = stats.norm.pdf(1.0)
+    np.testing.assert_allclose(post.p_greater[0], [f[x > t].sum() for t in T],
+                               atol=2 * (2**2 - 1) / 24 * 4 * phi1 / V + phi1 / (2 * V))
+    assert post.edge_mass[0] < 1e-9
+    assert post.support_size <= 150
+
+
 def test_cost_does_not_grow_with_N_for_the_same_evidence():
     """The support is set by the prior mean and the counts, never by N: the same records at
     N = 30,000 and N = 10 million use the same grid."""

@@ -43,9 +43,11 @@ Support (``count_grid``)
     wide, so a nearly complete sample gets bins of a few counts). The window starts from the
     prior's ``tail`` quantiles and the counts, is clipped to the likelihood's support (x >= c
     without chance matches, x <= c in a census: a census is the point mass [c, c]), is narrowed on a
-    coarse pass (bins of about two posterior standard deviations, at most 1/16 relative) to where
-    the density is within e^-45 of its peak, and is widened, within the support, when an edge bin
-    holds more than 1e-9. Its size depends on the spread of the posterior, not on N: the same
+    coarse pass (bins of relative width 1/16) to where the density is within e^-45 of its peak, and
+    is widened, within the support, when an edge bin holds more than 1e-9. A posterior narrower
+    than the coarse bins is located on finer passes, 16 times finer each, down to bins of about two
+    of its standard deviations, each bin judged by an upper bound of the density over it (the prior
+    and a binomial likelihood are unimodal), so that no pass drops the mass. Its size depends on the spread of the posterior, not on N: the same
     evidence costs the same at N = 30,000 and at N = 10 million, and nothing is summed to N.
 
 Also here: the decision rules for "count > T", and the evaluation helpers used by the benchmarks and
@@ -600,8 +602,8 @@ def count_posterior(
 
     lo, hi, cv, x_lo, x_hi = _windows(mu, a, s, c, kap, phi, tail, Nn)
     rho = np.clip(0.25 * cv, _MIN_RATIO, ratio)
-    # the coarse pass must resolve the posterior too: bins of about two of its standard deviations
-    # put a bin centre within one of the mode, so no bin holding mass falls 45 nats below the peak
+    # the last coarse pass resolves the posterior too: bins of about two of its standard deviations
+    # (8 fine bins; 1/16 at most, the first pass) put the window within a few bins of its mass
     coarse = np.clip(8.0 * rho, rho, _COARSE_RATIO)
     expected = np.empty(r)
     variance = np.empty(r)
@@ -619,23 +621,19 @@ def count_posterior(
         args = (mu[rows], a[rows], s, c[rows], kap[rows], phi[rows], r_false, thresholds, Nn)
         wide = b_hi > exact
         if wide.any():
-            # locate the mass on coarse bins first, then refine only where it is
-            g_lo, g_hi = _grids(b_lo, b_hi, coarse[rows], exact)
-            dens = _log_density(g_lo, g_hi, *args[:-2], Nn)
-            keep = dens >= dens.max(axis=1, keepdims=True) - _WINDOW_NATS
-            cols = np.arange(keep.shape[1])[None, :]
-            first = np.where(keep, cols, keep.shape[1]).min(axis=1)
-            last = np.where(keep, cols, -1).max(axis=1)
-            ridx = np.arange(rows.size)
-            # one valid bin of margin on each side; padding bins (hi < lo) can sit between a
-            # record's exact bins and its window bins, so look for valid neighbours, not indices
-            valid = g_hi >= g_lo
-            before = np.where(valid & (cols < first[:, None]), cols, -1).max(axis=1)
-            after = np.where(valid & (cols > last[:, None]), cols, keep.shape[1]).min(axis=1)
-            new_lo = g_lo[ridx, np.where(before >= 0, before, first)]
-            new_hi = g_hi[ridx, np.where(after < keep.shape[1], after, last)]
-            b_lo = np.where(wide, np.maximum(b_lo, np.where(new_lo <= exact, 1, new_lo)), b_lo)
-            b_hi = np.where(wide, np.minimum(b_hi, np.maximum(new_hi, 1)), b_hi)
+            # locate the mass on coarse bins first, then refine only where it is. A posterior
+            # narrower than the coarse bins (a nearly complete sample) is located level by level,
+            # on bins 16 times narrower each time, judged by an upper bound of the density over
+            # each bin (a bin centre may miss its peak by many standard deviations)
+            target = coarse[rows]
+            peaked = target < _COARSE_RATIO
+            level = _COARSE_RATIO
+            active = wide
+            while active.any():
+                b_lo, b_hi = _narrow(b_lo, b_hi, active, np.maximum(level, target), peaked, exact,
+                                     args[:-2], Nn)
+                active = wide & peaked & (level > target)
+                level /= 16.0
         for _ in range(_MAX_EXTENSIONS):
             g_lo, g_hi = _grids(b_lo, b_hi, rho[rows], exact)
             res = _evaluate(g_lo, g_hi, *args)
@@ -649,7 +647,9 @@ def count_posterior(
             b_lo = np.where(widen_lo, np.maximum(x_lo[rows], b_lo // 4), b_lo)
         e, v, p1, pg, P, low_edge, high_edge = res
         expected[rows], variance[rows], p_unique[rows], p_greater[rows] = e, v, p1, pg
-        edge[rows] = np.maximum(low_edge, high_edge)
+        # nothing is left out past the support (a census's point mass is its own edge bin)
+        edge[rows] = np.maximum(np.where(b_lo > x_lo[rows], low_edge, 0.0),
+                                np.where(b_hi < x_hi[rows], high_edge, 0.0))
         sizes[rows] = (g_hi >= g_lo).sum(axis=1)
         if keep_pmf:
             for arr in (g_lo, g_hi, P):
@@ -662,6 +662,81 @@ def count_posterior(
     for v in arrays.values():
         v.flags.writeable = False
     return CountPosterior(blocks=tuple(blocks), N=Nn, **arrays)
+
+
+def _narrow(b_lo, b_hi, active, ratio, bound, exact, args, N):
+    """One coarse pass: the windows [b_lo, b_hi] of the ``active`` records shrunk to their bins of
+    relative width ``ratio`` whose density is within e^-45 of the peak, plus one bin each side.
+
+    The density of a bin is read at its centre, or, where ``bound``, as an upper bound over the
+    whole bin (``_log_envelope``) against a lower bound of the peak (the largest of the centres'
+    densities and of the densities at the prior's and the likelihoods' modes): no bin holding mass
+    is dropped however narrow the posterior.
+    """
+    g_lo, g_hi = _grids(b_lo, b_hi, ratio, exact)
+    dens = _log_density(g_lo, g_hi, *args, N)
+    peak = dens.max(axis=1)
+    keep = dens >= peak[:, None] - _WINDOW_NATS
+    if bound.any():
+        mu, a, s, c, kap, phi, r_false = args
+        modes = np.column_stack([_prior_mode(mu, a) + 1.0, np.floor(c / (s[None, :] * kap))])
+        modes = np.clip(modes, b_lo[:, None], b_hi[:, None])
+        peak = np.maximum(peak, _log_density(modes, modes, *args, N).max(axis=1))
+        env = _log_envelope(g_lo, g_hi, mu, a, s, c, kap, phi, N)
+        keep = np.where(bound[:, None], env >= peak[:, None] - _WINDOW_NATS, keep)
+    cols = np.arange(keep.shape[1])[None, :]
+    first = np.where(keep, cols, keep.shape[1]).min(axis=1)
+    last = np.where(keep, cols, -1).max(axis=1)
+    ridx = np.arange(b_lo.size)
+    # one valid bin of margin on each side; padding bins (hi < lo) can sit between a
+    # record's exact bins and its window bins, so look for valid neighbours, not indices
+    valid = g_hi >= g_lo
+    before = np.where(valid & (cols < first[:, None]), cols, -1).max(axis=1)
+    after = np.where(valid & (cols > last[:, None]), cols, keep.shape[1]).min(axis=1)
+    new_lo = g_lo[ridx, np.where(before >= 0, before, first)]
+    new_hi = g_hi[ridx, np.where(after < keep.shape[1], after, last)]
+    b_lo = np.where(active, np.maximum(b_lo, np.where(new_lo <= exact, 1, new_lo)), b_lo)
+    b_hi = np.where(active, np.minimum(b_hi, np.maximum(new_hi, 1)), b_hi)
+    return b_lo, b_hi
+
+
+def _prior_mode(mu, a):
+    """A mode of NegBin(a, mu) (the other, if any, is next to it): floor((a - 1) mu / a) for
+    a > 1, floor(mu) for Poisson, 0 for a <= 1."""
+    pois = a > 1e13
+    ap = np.where(pois, 1.0, a)
+    return np.where(pois, np.floor(mu), np.where(a > 1, np.floor((ap - 1.0) * mu / ap), 0.0))
+
+
+def _log_envelope(lo, hi, mu, a, s, c, kap, phi, N):
+    """An upper bound of the log posterior pmf (unnormalized) over the counts of each bin.
+
+    The prior NegBin(y; a, mu), y = x - 1, is unimodal with its mode at floor((a - 1) mu / a)
+    (a > 1; floor(mu) for Poisson; 0 for a <= 1) or next to it, and a binomial likelihood without
+    chance matches is unimodal in x with its mode at floor(c / p) (P(c | x + 1) / P(c | x) =
+    (x + 1)(1 - p) / (x + 1 - c)): over a bin each is largest at its mode clipped into the bin, so
+    the larger of the three counts around the clipped mode bounds it. A likelihood with chance
+    matches is bounded by 1.
+    """
+    valid = hi >= lo
+    lo_f = np.where(valid, lo, 1).astype(np.float64)
+    hi_f = np.where(valid, hi, 1).astype(np.float64)
+    y0 = _prior_mode(mu, a)
+    env = np.full(lo.shape, -np.inf)
+    for d in (-1.0, 0.0, 1.0):  # loop over the three candidates
+        x = np.clip(y0[:, None] + 1.0 + d, lo_f, hi_f)
+        env = np.maximum(env, nb_logpmf(x - 1.0, a[:, None], mu[:, None]))
+    for i in range(s.size):  # loop over databases
+        ci, pi, raw = c[:, i:i + 1], s[i] * kap[:, i:i + 1], phi[:, i:i + 1] <= 0
+        with np.errstate(divide="ignore"):
+            log_p, log_1mp = np.log(pi), np.log1p(-np.minimum(pi, 1.0))
+        m0 = np.floor(ci / pi)
+        best = np.full(lo.shape, -np.inf)
+        for d in (-1.0, 0.0, 1.0):
+            x = np.clip(m0 + d, np.maximum(lo_f, ci), hi_f)
+            best = np.maximum(best, _log_binom(ci, x, log_p, log_1mp))
+        env = env + np.where(raw, best, 0.0)
+    return np.where(valid & (lo <= N), env, -np.inf)
 
 
 def _windows(mu, a, s, c, kap, phi, tail, N):
