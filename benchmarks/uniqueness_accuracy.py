@@ -216,10 +216,10 @@ class _WorldModel(UniquenessModel):
     given copula (``world``) instead of its own fit: with the copula of the whole raw population
     it shows what the best pairwise model could do (an oracle, not a method)."""
 
-    world = None
+    oracle = None
 
     def _simulate(self):
-        own, self.copula_ = self.copula_, self.world
+        own, self.copula_ = self.copula_, self.oracle
         try:
             return super()._simulate()
         finally:
@@ -246,7 +246,7 @@ def identifiability(name, schema, pop, sizes, seeds):
         own = UniquenessModel(world="copula", rng=seed).fit(dbs, N, schema)
         fitted_share.append(shared_share(own.copula_.sample(N, gen)))
         model = _WorldModel(world="copula", rng=seed)
-        model.world = oracle
+        model.oracle = oracle
         probs.append(model.fit(dbs, N, schema).score(rec, np.array([1.0])).p_unique)
         truths.append(truth)
     out["fitted copula"] = float(np.mean(fitted_share))
@@ -374,9 +374,11 @@ def main(argv=None):
     ap.add_argument("--no-m-sweep", action="store_true", help="skip the m sweep")
     ap.add_argument("--epsilons", default=None, help="comma-separated epsilon sweep (default: all)")
     ap.add_argument("--no-ablations", action="store_true", help="default point without the ablations")
+    ap.add_argument("--no-idue", action="store_true", help="skip the IDUE baselines in the sweeps")
+    ap.add_argument("--name", default="uniqueness", help="results file name (docs/results/<name>.md/.json)")
     args = ap.parse_args(argv)
     out_dir = args.out_dir or (Path(tempfile.mkdtemp()) if args.quick else None)
-    res = Results("uniqueness", results_dir=out_dir)
+    res = Results(args.name, results_dir=out_dir)
     results_dir = res.results_dir
     results_dir.mkdir(parents=True, exist_ok=True)
     seeds = 1 if args.quick else args.seeds
@@ -398,7 +400,8 @@ def main(argv=None):
         rows, frows, keep = {}, {}, []
         for seed in range(seeds):
             out, truth, floors, timing = run_point(name, schema, pop, sizes, private, 1.0, 1, seed,
-                                                   ablations=not args.no_ablations, keep=keep)
+                                                   ablations=not args.no_ablations, keep=keep,
+                                                   idue=not args.no_idue)
             for k, c in evaluate(out, truth).items():
                 rows.setdefault(k, []).append(c)
             for key, dec in floors.items():
@@ -492,7 +495,8 @@ def main(argv=None):
             rows, ekeep = {}, []
             for seed in range(sweep_seeds):
                 out, truth, _, _ = run_point(name, schema, pop, sizes, True, eps, 1, 200 + seed,
-                                             idue=(name != "adult" or seed == 0), keep=ekeep)
+                                             idue=(not args.no_idue and (name != "adult" or seed == 0)),
+                                             keep=ekeep)
                 for k, c in evaluate(out, truth).items():
                     if k[1] in (1, 10):
                         rows.setdefault(k, []).append(c)

@@ -35,7 +35,7 @@ Choice of K (``n_classes="auto"``): held-out log-likelihood. The records are spl
 ``MIN_RECORDS_PER_CLASS`` training records); each K is fitted on the 80 % (best of ``n_starts``
 random starts) and scored on the 20 %; the grid stops when the held-out likelihood has not improved
 for two consecutive K. The chosen K is refitted on all records, started from its training fit.
-Above ``SELECTION_SAMPLE`` records, K is chosen on a random subsample of that size.
+Above ``SELECTION_SAMPLE`` (20,000) records, K is chosen on a random subsample of that size.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ LATENT_VERSION = 1
 K_GRID: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
 """Candidate numbers of classes for ``n_classes="auto"``."""
 MIN_RECORDS_PER_CLASS = 50
-SELECTION_SAMPLE = 60_000
+SELECTION_SAMPLE = 20_000
 HOLDOUT_SHARE = 0.2
 _START_ITER = 10  # EM steps of every random start before the best one is continued
 _SELECT_ITER = 100  # EM steps of each candidate K after its start (selection only)
@@ -291,12 +291,17 @@ class _EM:
         """A random start: weights ~ Dirichlet(1), class probabilities = the pooled distribution of
         the reports' likelihood rows times Gamma(1) noise."""
         w = gen.dirichlet(np.ones(K))
+        if not hasattr(self, "_bases"):
+            self._bases = []
+            for a, L in enumerate(self.d.L):
+                # pooled likelihood rows of the distinct reports, weighted by their records
+                n_id = np.bincount(self.d.ids[:, a], weights=self.d.counts, minlength=L.shape[0])[:-1]
+                Lr = L[:-1] / np.maximum(L[:-1].sum(axis=1, keepdims=True), 1e-300)
+                base = n_id @ Lr if n_id.sum() > 0 else np.ones(L.shape[1])
+                self._bases.append(base / base.sum() + 1.0 / L.shape[1])
         theta = []
         for a, L in enumerate(self.d.L):
-            pres = self.d.present[:, a]
-            Lp = L[self.d.ids[pres, a]]
-            base = (self.d.counts[pres] @ (Lp / Lp.sum(axis=1, keepdims=True))) if pres.any() else np.ones(L.shape[1])
-            base = base / base.sum() + 1.0 / L.shape[1]
+            base = self._bases[a]
             t = base[None, :] * gen.gamma(1.0, size=(K, L.shape[1])) + 1e-3
             theta.append(t / t.sum(axis=1, keepdims=True))
         return np.log(w), theta
