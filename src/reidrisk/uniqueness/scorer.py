@@ -47,8 +47,9 @@ Support (``count_grid``)
     is widened, within the support, when an edge bin holds more than 1e-9. A posterior narrower
     than the coarse bins is located on finer passes, 16 times finer each, down to bins of about two
     of its standard deviations, each bin judged by an upper bound of the density over it (the prior
-    and a binomial likelihood are unimodal), so that no pass drops the mass. Its size depends on the spread of the posterior, not on N: the same
-    evidence costs the same at N = 30,000 and at N = 10 million, and nothing is summed to N.
+    and a binomial likelihood are unimodal), so that no pass drops the mass. Its size depends on
+    the spread of the posterior, not on N: the same evidence costs the same at N = 30,000 and at
+    N = 10 million, and nothing is summed to N.
 
 Also here: the decision rules for "count > T", and the evaluation helpers used by the benchmarks and
 the report (balanced accuracy, ROC AUC, the reliability curve of P(X = 1)).
