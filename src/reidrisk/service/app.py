@@ -103,6 +103,17 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
         except NotFound:
             raise ApiError(404, f"no survey {sid!r}") from None
 
+    # the ingestion path reads a survey's definition and a code from memory: both change only
+    # through this process (one worker per database), which clears the entry when they do
+    surveys_seen: dict[str, Survey] = {}
+    codes_seen: dict[str, Credential] = {}
+
+    def survey_cached(sid: str) -> Survey:
+        s = surveys_seen.get(sid)
+        if s is None:
+            s = surveys_seen[sid] = survey_or_404(sid)
+        return s
+
     def credential_for(request: Request, sid: str, kind: str) -> Credential | None:
         token = token_of(request)
         what = "a submission code" if kind == CODE else "a researcher token"
@@ -110,7 +121,13 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
             raise ApiError(401, f"this endpoint needs {what} (Authorization: Bearer <token>)")
         if kind == RESEARCHER and is_admin(token, admin_token):
             return None
-        cred = storage.credential(token)
+        cred = codes_seen.get(token) if kind == CODE else None
+        if cred is None:
+            cred = storage.credential(token)
+            if cred is not None and cred.kind == CODE and not cred.revoked:
+                if len(codes_seen) > 100_000:
+                    codes_seen.clear()
+                codes_seen[token] = cred
         if cred is None or cred.kind != kind or cred.survey_id != sid:
             raise ApiError(403, f"not {what} of survey {sid!r}")
         if cred.revoked:
@@ -162,10 +179,13 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
                 k: v for k, v in cur.spec.protocol.to_dict().items()
                 if k not in ("format", "version")})
             spec = build_spec(schema, proto)
+        surveys_seen.pop(sid, None)
         try:
             return survey_out(storage.update_survey(sid, body.name, spec))
         except StorageError as exc:
             raise ApiError(409, str(exc)) from None
+        finally:
+            surveys_seen.pop(sid, None)
 
     @app.get("/surveys/{sid}/config")
     def config(sid: str) -> dict:
@@ -194,6 +214,7 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
         if not any(c.id == cid for c in storage.credentials(sid, kind)):
             raise ApiError(404, f"survey {sid!r} has no {kind} credential {cid!r}")
         c = storage.revoke(sid, cid)
+        codes_seen.clear()
         return {"id": c.id, "label": c.label, "kind": c.kind, "revoked": c.revoked}
 
     for path, kind in (("codes", CODE), ("tokens", RESEARCHER)):
@@ -245,7 +266,7 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
         return ids, rows
 
     async def submit(request: Request, sid: str, batch: bool) -> dict:
-        survey = survey_or_404(sid)
+        survey = survey_cached(sid)
         cred = credential_for(request, sid, CODE)
         ok, wait = limiter.allow(cred.id)
         if not ok:
@@ -269,6 +290,7 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
         except ReportError as exc:
             raise ApiError(422, str(exc), exc.index) from None
         except StorageError as exc:
+            surveys_seen.pop(sid, None)  # the survey changed: read it again next time
             raise ApiError(409, str(exc)) from None
 
     @app.post("/surveys/{sid}/reports", response_model=S.IngestOut, status_code=201,
