@@ -57,6 +57,7 @@ SWEEP_METHODS = ("reidrisk", *WORLD_METHODS, "reidrisk, first database only", "p
 ABLATIONS = ("reidrisk, plain counts", "reidrisk, no neighbours", "reidrisk, rule P > 1/2",
              "reidrisk, EM to the noise-level fixed point",
              "paper, alpha by data", "paper, Poisson floor", "paper, MI pair fit", "paper, rule P > 1/2")
+FIG = "uniqueness"  # file name prefix of the figures (the results name)
 PAPER_CLAIMS = {("adult", False): "0.4-0.8 at T = 1 (Fig. 4)", ("adult", True): "0.25-0.6 at T = 1 (Fig. 6)"}
 
 
@@ -378,6 +379,8 @@ def main(argv=None):
     ap.add_argument("--name", default="uniqueness", help="results file name (docs/results/<name>.md/.json)")
     args = ap.parse_args(argv)
     out_dir = args.out_dir or (Path(tempfile.mkdtemp()) if args.quick else None)
+    global FIG
+    FIG = args.name
     res = Results(args.name, results_dir=out_dir)
     results_dir = res.results_dir
     results_dir.mkdir(parents=True, exist_ok=True)
@@ -530,13 +533,13 @@ def main(argv=None):
 
     if ms:
         plot_sweep(m_curves, list(ms), "number of databases m", "Fig. 3 / 5: T = 10, s = 0.1, varying m",
-                   results_dir / "uniqueness_m.png")
+                   results_dir / f"{args.name}_m.png")
     plot_sweep(t_curves, list(TS), "threshold T", "Fig. 4 / 6: m = 1, s = 0.1, varying T",
-               results_dir / "uniqueness_T.png", log_x=True)
+               results_dir / f"{args.name}_T.png", log_x=True)
     plot_sweep(eps_curves, list(epsilons), "epsilon per attribute (k-RR)",
-               "Fig. 7: m = 1, s = 0.1, varying epsilon", results_dir / "uniqueness_epsilon.png", log_x=True)
+               "Fig. 7: m = 1, s = 0.1, varying epsilon", results_dir / f"{args.name}_epsilon.png", log_x=True)
     plot_reliability({panel(n, p): {k: r for k, r in v.items() if k in ("paper", *WORLD_METHODS)}
-                      for (n, p), v in calib.items()}, results_dir / "uniqueness_reliability.png")
+                      for (n, p), v in calib.items()}, results_dir / f"{args.name}_reliability.png")
     res.write_json()
     res.write_markdown(report(datasets, settings, headline, floor_rows, calib, timings, panel, seeds,
                               sweep_seeds, m_curves, eps_curves, ms, epsilons,
@@ -641,7 +644,7 @@ def report(datasets, settings, headline, floor_rows, calib, timings, panel, seed
               md_table(["setting", "largest gap", "largest bin s.e.", "",
                         "calibrated: median gap", "calibrated: 95 % gap", "calibrated: P(gap <= 0.05)"],
                        cal_rows), "",
-              "![reliability](uniqueness_reliability.png)", ""]
+              f"![reliability]({FIG}_reliability.png)", ""]
     world_rows = [[name, f"{w['population']:.3f}", f"{w['oracle copula']:.3f}",
                    f"{w['fitted copula']:.3f}", f"{calib[(name, True)]['reidrisk'].max_gap(50):.3f}",
                    f"{w['oracle gap']:.3f}"]
@@ -682,8 +685,8 @@ def report(datasets, settings, headline, floor_rows, calib, timings, panel, seed
         lines += [f"### {panel(name, private)}", "", md_table(["floor", "alpha", "T = 1", "T = 10"], rows), ""]
     # sweeps
     lines += ["## Sweeps", "",
-              "![m sweep](uniqueness_m.png)", "", "![T sweep](uniqueness_T.png)", "",
-              "![epsilon sweep](uniqueness_epsilon.png)", ""]
+              f"![m sweep]({FIG}_m.png)", "", f"![T sweep]({FIG}_T.png)", "",
+              f"![epsilon sweep]({FIG}_epsilon.png)", ""]
     for title, curves, xs, xname in (("m (T = 10)", m_curves, ms, "m"), ("epsilon (private, m = 1)", eps_curves, epsilons, "epsilon")):
         lines += [f"### Balanced accuracy against {title}", ""]
         panels = list(dict.fromkeys(p for p, _ in curves))
