@@ -183,10 +183,11 @@ def noise_stop(gain, prev_gain, threshold: float, dof) -> np.ndarray:
     """
     gain = np.asarray(gain, dtype=np.float64)
     prev = np.asarray(prev_gain, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rho = gain / prev
-        remaining = np.where((rho >= 0) & (rho < 1), gain * rho / (1 - rho), np.inf)
-    return (gain <= 0) | (remaining < threshold * np.asarray(dof, dtype=np.float64))
+    # gain rho / (1 - rho) = gain^2 / (prev - gain) for 0 <= rho < 1, compared without dividing
+    # (NaN, i.e. no previous gain, fails every comparison: not converged)
+    linear = (gain >= 0) & (prev > gain)
+    bound = threshold * np.asarray(dof, dtype=np.float64)
+    return (gain <= 0) | (linear & (gain * gain < bound * (prev - gain)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -402,9 +403,8 @@ def _squarem_cycle(b: _Batch, step_max):
     v = t2 - 2.0 * t1 + t0
     sr, sv = np.sum(r * r, axis=ax), np.sum(v * v, axis=ax)
     a = np.ones_like(sr)
-    ok = (sv > 0) & np.isfinite(sr) & np.isfinite(sv)
-    np.divide(sr, sv, out=a, where=ok)
-    a = np.clip(np.sqrt(np.nan_to_num(a, nan=1.0, posinf=1.0)), 1.0, step_max)
+    np.divide(sr, sv, out=a, where=(sv > 0) & np.isfinite(sr))  # finite / positive: no NaN
+    a = np.clip(np.sqrt(a), 1.0, step_max)
     shape = (-1,) + (1,) * (t0.ndim - 1)
 
     def extrapolate(a):
