@@ -197,3 +197,17 @@ def test_bad_input():
         m.table(["nope"])
     with pytest.raises(LatentError, match=r"\(r, 4\)"):
         m.log_prob(x[:, :2])
+
+
+def test_pooled_raw_records_and_reports():
+    schema = _schema()
+    x = _draw(20_000, 17)
+    rep = RecordRandomizer(schema, "grr", 2.0 * len(SIZES)).randomize(x[10_000:], 18)
+    m = LatentClassModel(2, rng=0).fit([x[:10_000], rep], schema)
+    we, te = _match_error(m)
+    # half the records raw, half through k-RR at eps = 2: between the raw and the channel bounds
+    assert we < 0.04 and te < 0.06
+    with pytest.raises(LatentError, match="a3"):  # codes up to 4 in a 4-category attribute
+        LatentClassModel(2).fit([x], _schema((3, 4, 2, 4)))
+    with pytest.raises(LatentError, match="schema"):  # reports of another schema
+        LatentClassModel(2).fit([x[:10], rep], _schema((3, 4, 2, 6)))
