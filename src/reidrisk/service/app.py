@@ -21,13 +21,15 @@ No endpoint accepts or returns a raw answer.
 
 from __future__ import annotations
 
+import html
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from reidrisk import __version__
 from reidrisk.collect.model_io import CollectError
@@ -52,6 +54,33 @@ MAX_BODY_BYTES = 4 << 20
 EXACT_TABLE_MAX_CELLS = 20_000
 """Largest c >= 3 way table computed exactly by default (as ``reidrisk collect table``)."""
 MAX_SYNTHETIC = 100_000
+
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+STATIC_FILES = ("randomizer.js", "form.js")
+FORM_MECHANISMS = {"grr", "subset"}
+SECURITY_HEADERS = {"Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'",
+                    "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+FORM_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{name}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body{font-family:sans-serif;max-width:40em;margin:2em auto}.error{color:#a00}.ok{color:#070}</style>
+</head><body>
+<div id="survey" data-survey="{sid}">
+<h1 id="title">{name}</h1>
+<p>Your answers are randomized on this device before they are sent: the server never receives
+your true answers. You may skip any question.</p>
+<form id="form">
+<div id="questions"></div>
+<p><label>Submission code <input id="code" autocomplete="off" required></label></p>
+<p><button id="send" type="submit" disabled>Send randomized answers</button></p>
+</form>
+<p id="status" role="status"></p>
+</div>
+<script src="/static/randomizer.js"></script>
+<script src="/static/form.js"></script>
+</body></html>
+"""
 
 
 class ApiError(Exception):
@@ -194,6 +223,27 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
         s = survey_or_404(sid)
         return {"survey": s.id, "name": s.name, "revision": s.revision, "max_batch": MAX_BATCH,
                 **s.spec.to_dict()}
+
+    # ---- browser form ------------------------------------------------------------------------
+    @app.get("/surveys/{sid}/form", response_class=HTMLResponse)
+    def form(sid: str) -> HTMLResponse:
+        """A form that randomizes the answers in the browser (Web Crypto) and sends only the
+        randomized report; skipped questions stay missing."""
+        s = survey_or_404(sid)
+        unsupported = sorted({m.name for m in s.spec.mechanisms} - FORM_MECHANISMS)
+        if unsupported:
+            raise ApiError(409, f"the browser form randomizes with {sorted(FORM_MECHANISMS)}; "
+                                f"this survey uses {unsupported}: use reidrisk.client")
+        page = FORM_PAGE.replace("{sid}", html.escape(s.id)).replace("{name}",
+                                                                     html.escape(s.name))
+        return HTMLResponse(page, headers=SECURITY_HEADERS)
+
+    @app.get("/static/{name}", include_in_schema=False)
+    def static(name: str) -> Response:
+        if name not in STATIC_FILES:
+            raise ApiError(404, f"no static file {name!r}")
+        text = (STATIC_DIR / name).read_text(encoding="utf-8")
+        return Response(text, media_type="text/javascript", headers=SECURITY_HEADERS)
 
     # ---- credentials -------------------------------------------------------------------------
     def issue(sid: str, body: S.CredentialIn, kind: str) -> list[dict]:
