@@ -192,3 +192,27 @@ def test_plan_prints_the_choice(workdir):
     r = run("collect", "plan", "--schema", workdir / "schema.json", "-e", 5, "-n", 30000,
             "--missing-rate", 0.5)
     assert r.exit_code == 0 and "<- chosen" in r.output
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("noise", "noise"), ("noise:1e-3", ("noise", 1e-3)), ("discrepancy", "discrepancy"),
+    ("none", None), ("1e-6", 1e-6),
+])
+def test_stop_text_becomes_the_engines_stop_value(text, expected):
+    from reidrisk.collect.cli import _parse_stop
+    from reidrisk.estimation.em import parse_stop
+
+    assert _parse_stop(text) == expected
+    parse_stop(expected)  # the one parser accepts what the command line passes on
+
+
+@pytest.mark.parametrize("text, message", [
+    ("noise:abc", "noise:THRESHOLD"), ("-1", "> 0"), ("noise:0", "> 0"), ("fast", "noise"),
+])
+def test_bad_stop_text_is_refused_with_the_value(text, message):
+    import click
+
+    from reidrisk.collect.cli import _parse_stop
+
+    with pytest.raises(click.BadParameter, match=message):
+        _parse_stop(text)

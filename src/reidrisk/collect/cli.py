@@ -180,17 +180,33 @@ def simulate(data, output, schema_path, epsilon, mechanism, k_text, among, missi
 
 # ---- fit -------------------------------------------------------------------------------------
 def _parse_stop(value: str):
-    if value in ("noise", "discrepancy"):
-        return value
-    if value == "none":
-        return None
+    """``--stop`` text -> the stop value of ``reidrisk.estimation.em.parse_stop`` (the one parser):
+    ``noise``, ``noise:THRESHOLD``, ``discrepancy``, ``none`` or a tolerance."""
+    from reidrisk.estimation.em import EstimationError, parse_stop
+
+    text = value.strip().lower()
+    if text == "none":
+        stop = None
+    elif text.startswith("noise:"):
+        stop = ("noise", _number(text[len("noise:"):], value))
+    elif text in ("noise", "discrepancy"):
+        stop = text
+    else:
+        stop = _number(text, value)
     try:
-        tol = float(value)
+        parse_stop(stop)
+    except EstimationError as exc:
+        raise click.BadParameter(str(exc), param_hint="--stop") from None
+    return stop
+
+
+def _number(text: str, value: str) -> float:
+    try:
+        return float(text)
     except ValueError:
-        raise click.BadParameter(f"--stop must be noise, discrepancy, none or a number, got {value!r}")
-    if not tol > 0:
-        raise click.BadParameter("--stop tolerance must be > 0")
-    return tol
+        raise click.BadParameter(
+            f"must be noise, noise:THRESHOLD, discrepancy, none or a number, got {value!r}",
+            param_hint="--stop") from None
 
 
 @group.command("fit")
@@ -199,7 +215,7 @@ def _parse_stop(value: str):
 @click.option("--estimator", type=click.Choice(["em", "norm_sub", "raw"]), default="em",
               show_default=True, help="Single and pair estimator (raw = DF+Copula, no mitigation).")
 @click.option("--stop", "stop_text", default="noise", show_default=True,
-              help="EM stopping rule: noise, discrepancy, none, or a tolerance.")
+              help="EM stopping rule: noise, noise:THRESHOLD, discrepancy, none, or a tolerance.")
 @click.option("--shrink", type=click.Choice(["none", "eb", "js"]), default="none", show_default=True,
               help="Shrink pair dependence by its LDP noise.")
 @click.option("--exact-em", type=click.Choice(["none", "marginals", "all"]), default="none",
