@@ -36,3 +36,14 @@ def test_migrations_are_versioned_and_applied_once(tmp_path):
 
 def test_postgres_urls_use_psycopg():
     assert database_url("postgresql://u@h/db", None) == "postgresql+psycopg://u@h/db"
+
+
+def test_serve_names_a_database_it_cannot_open(tmp_path):
+    from click.testing import CliRunner
+
+    from reidrisk.cli import cli
+
+    bad = f"sqlite:///{tmp_path}/missing-dir/reidrisk.sqlite3"
+    res = CliRunner().invoke(cli, ["serve", "--database-url", bad])
+    assert res.exit_code != 0 and "cannot open the database" in res.output
+    assert "Traceback" not in res.output
