@@ -76,6 +76,43 @@ def test_noise_stop_honours_the_previous_gain():
     assert done.tolist() == [True, False, False, True, False]
 
 
+def test_noise_stop_reads_rounding_level_gains_as_the_fixed_point():
+    """At the fixed point the computed gains are rounding noise of either sign (about eps times the
+    total count); read as gains they never show linear convergence and the run went to max_iter."""
+    total = np.full(4, 2_000.0)
+    gain = np.array([9.8e-13, 7.5e-13, 1e-6, 1e-6])
+    prev = np.array([-5.4e-13, 1e-13, 1.0000001e-6, 1.0000001e-6])
+    assert noise_stop(gain, prev, 1e-4, 10, total).tolist() == [True, True, False, False]
+    assert noise_stop(gain, prev, 1e-4, 10).tolist() == [False, False, False, False]
+
+
+def test_nearly_noiseless_reports_stop_at_once():
+    """Reports that are the data (PDE/ETE at eps = 100 per attribute): the EM reaches its fixed
+    point in a few steps and must say so, not run to max_iter on rounding noise."""
+    from reidrisk.collect.baselines import BASELINES
+    from reidrisk.data.missing import mcar
+    from reidrisk.data.synthetic import make_population
+
+    pop = make_population(3000, [3, 4, 2, 5], dependence=0.5, rng=1)
+    method = BASELINES["pde_ete"]()
+    rr = method.protocol(400.0).randomize(pop.schema, mcar(pop.codes, 0.3, rng=2), rng=3)
+    results = []
+    run = engine.run
+
+    def spy(*args, **kwargs):
+        results.append(run(*args, **kwargs))
+        return results[-1]
+
+    with warnings.catch_warnings(), pytest.MonkeyPatch.context() as mp:
+        warnings.simplefilter("ignore")
+        mp.setattr(engine, "run", spy)
+        method.fit(rr)
+        method.table([0])
+    assert results
+    for res in results:
+        assert np.all(res.converged) and res.iterations.max() < 100, res.iterations
+
+
 def test_noise_default_ends_within_the_threshold_of_the_fixed_point():
     """The deviance still to gain at the default stop, against a fit converged far beyond it: a
     deviance of 1 is about one standard error along one direction; the rule aims at
