@@ -129,6 +129,11 @@ def info_loss(original: pd.DataFrame, released: pd.DataFrame, origin: np.ndarray
     }
 
 
+def _collapsed(frame: pd.DataFrame, qi) -> str:
+    """The QI columns published with a single value (generalized away entirely)."""
+    return ", ".join(c for c in qi if frame[c].nunique(dropna=False) <= 1) or "none"
+
+
 def run_kanon(res: Results, frame, qi, sa, ks, missing: dict, repeats: int):
     rows = []
     hier = C.adult_hierarchies(frame)
@@ -139,7 +144,7 @@ def run_kanon(res: Results, frame, qi, sa, ks, missing: dict, repeats: int):
         il = info_loss(frame, ours.data, ours.truth, qi)
         u = S.utility_scores(frame, ours.data, qi=qi, sa=sa)
         rows.append({"k": k, "method": "reidrisk k_anonymize", "time": t_ours.best, **il,
-                     "U3": float(u.U3_crossCnt)})
+                     "U3": float(u.U3_crossCnt), "collapsed": _collapsed(ours.data, qi)})
         res.add_timing({"part": "kanon", "k": k, "method": "reidrisk"}, "time_s", t_ours)
         res.add({"part": "kanon", "k": k, "method": "reidrisk"}, "U3_crossCnt", u.U3_crossCnt,
                 "rows")
@@ -155,7 +160,7 @@ def run_kanon(res: Results, frame, qi, sa, ks, missing: dict, repeats: int):
         il = info_loss(frame, anj, origin, qi)
         u = S.utility_scores(frame, anj, qi=qi, sa=sa)
         rows.append({"k": k, "method": "anjana k_anonymity", "time": t, **il,
-                     "U3": float(u.U3_crossCnt)})
+                     "U3": float(u.U3_crossCnt), "collapsed": _collapsed(anj, qi)})
         res.add({"part": "kanon", "k": k, "method": "anjana"}, "U3_crossCnt", u.U3_crossCnt,
                 "rows")
         res.add({"part": "kanon", "k": k, "method": "anjana", "repeats": 1}, "time_s", t, "s")
@@ -316,18 +321,20 @@ def render(link, kan, missing, seeds) -> str:
                 "changed` = share of the released rows' QI cells that differ from their original "
                 "value; S2 = mean equivalence-class size; U3 crossCnt = the count error of the "
                 "one-way QI tables (reidrisk's U3, rows). Lower is better for all four.", ""]
-        hdr = ["k", "method", "time", "suppressed", "cells changed", "S1", "S2", "U3"]
+        hdr = ["k", "method", "time", "suppressed", "cells changed", "S1", "S2", "U3",
+               "columns left with one value"]
         rows = [[int(r_.k), r_.method, fmt_s(r_.time), f"{r_.suppressed:.2%}",
                  f"{r_.cells_changed:.1%}", f"{r_.min_class:.0f}", f"{r_.mean_class:.1f}",
-                 f"{r_.U3:.1f}"] for r_ in kan.itertuples()]
-        out += [md_table(hdr, rows, "rlrrrrrr"), "", kanon_text(kan), ""]
+                 f"{r_.U3:.1f}", r_.collapsed] for r_ in kan.itertuples()]
+        out += [md_table(hdr, rows, "rlrrrrrrl"), "", kanon_text(kan), ""]
     return "\n".join(out)
 
 
 WHY_NOT = (
-    "Why: on D_f (SA averaged within QI groups) and D_g (SA swapped within QI groups) every row "
-    "of a QI group carries the same (or a permuted) SA values, so inside a group nothing tells "
-    "the rows apart and any attack is a random pick among them; the blocking peers pick inside "
+    "Why: on D_f (SA averaged within QI groups) every row of a QI group carries the same SA "
+    "values, and on D_g (each SA column permuted within QI groups) a mix of its group's values, "
+    "so inside a group the SA say little or nothing about which row is which and every attack "
+    "is close to a random pick among the group's rows; the blocking peers pick inside "
     "the exact QI block, while `assign` additionally enforces one-to-one and trades a QI "
     "mismatch against SA distance (QI weight 1 per differing column against standardized SA "
     "distance). Inside a group of identical released rows every attack's expected number of "
@@ -339,9 +346,9 @@ PEER_NOTES = (
     "Reading the tables. The peers block on the exact QI vector, so they behave like EUC1: "
     "when a release changes the QI (D_a generalization, D_d/D_e unification) they find no "
     "candidate for the affected rows and give up, while EUC2 and `assign` fall back to the SA "
-    "and link nearly everything. When the QI are intact the three agree; splink's "
-    "percentage bands and recordlinkage's Gaussian similarity are coarser than a Euclidean "
-    "distance, which shows under noise (D_b). splink costs seconds per 100-row release "
+    "and link nearly everything. When the QI are intact they agree with EUC1, except where "
+    "a coarse similarity loses to a distance under noise (recordlinkage's binarized Gaussian "
+    "similarity on Adult D_b). splink costs seconds per 100-row release "
     "(SQL generation and DuckDB round trips), recordlinkage tens to hundreds of milliseconds, "
     "reidrisk's attacks milliseconds. anonymeter's linkability risk follows the QI-based "
     "attacks: near 1 where QI and SA both survive, near 0 for D_a (the generalized QI match no "
@@ -363,12 +370,17 @@ def kanon_text(kan: pd.DataFrame) -> str:
                      f"{a.suppressed:.2%}")
     if not parts:
         return ""
-    return ("; ".join(parts) + ". reidrisk's greedy recoding is much faster but generalizes "
-            "more cells than anjana's hierarchies at the same k: one level of a nominal column "
-            "merges the rarer half of its categories into one, so a binary column (sex, income) "
-            "is merged away entirely at its first level, where anjana's hierarchy-guided search "
-            "keeps those columns and suppresses a little more instead (within its 5 % budget). "
-            "This is a gap of the k-anonymizer worth closing (a hierarchy-aware or "
+    ours = kan[kan.method == "reidrisk k_anonymize"]
+    worse = bool((ours.set_index("k").cells_changed
+                  > kan[kan.method == "anjana k_anonymity"].set_index("k").cells_changed).all())
+    if not worse:
+        return "; ".join(parts) + "."
+    return ("; ".join(parts) + ". reidrisk's greedy recoding is much faster but changes more "
+            "QI cells than anjana at every k: one level of a nominal column merges the rarer "
+            "half of its categories into one, so a binary column (sex, income) disappears at "
+            "its first level (see the last column), where anjana's hierarchy-guided search "
+            "keeps such columns and suppresses somewhat more rows instead (within its 5 % "
+            "budget). A gap of the k-anonymizer worth closing (an "
             "information-loss-guided choice of the column to coarsen).")
 
 
