@@ -12,10 +12,10 @@ Three measurements, each bounded in time and in count:
    fitted once by the first query, then the time of contingency-table queries over 3 attributes.
 
 The survey has 15 attributes (2 to 8 categories), epsilon = 5, the subset mechanism, 20 % of the
-values missing. The load generator (HTTP/1.1 on asyncio streams) runs on the same machine as the server, so
-both share its cores: the figures are those of the whole loopback system.
+values missing. The load generator (HTTP/1.1 on asyncio streams) runs on the same machine as the
+server, so both share its cores: the figures are those of the whole loopback system.
 
-    .venv/bin/python benchmarks/service_load.py            # the full run (about 5 minutes)
+    .venv/bin/python benchmarks/service_load.py            # the full run (about 10 minutes)
     .venv/bin/python benchmarks/service_load.py --quick    # a short run (about 1 minute)
 """
 
@@ -172,7 +172,8 @@ def main() -> None:
             res.add(p, "batch_latency_p50", float(np.percentile(lat, 50)) * 1e3, "ms")
             res.add(p, "batch_latency_p99", float(np.percentile(lat, 99)) * 1e3, "ms")
             rows.append(["batches of 100", args.batch_clients, ok * 100, f"{rate:,.0f} reports/s",
-                         f"{np.percentile(lat, 50) * 1e3:.0f}", f"{np.percentile(lat, 99) * 1e3:.0f}",
+                         f"{np.percentile(lat, 50) * 1e3:.0f}",
+                         f"{np.percentile(lat, 99) * 1e3:.0f}",
                          err])
             print(f"batch: {rate:,.0f} reports/s ({ok * 100} reports in {secs:.1f} s)")
 
@@ -190,7 +191,8 @@ def main() -> None:
             for q in (50, 90, 99):
                 res.add(p, f"single_latency_p{q}", float(np.percentile(lat, q)) * 1e3, "ms")
             rows.append(["single reports", args.single_clients, ok, f"{ok / secs:,.0f} reports/s",
-                         f"{np.percentile(lat, 50) * 1e3:.0f}", f"{np.percentile(lat, 99) * 1e3:.0f}",
+                         f"{np.percentile(lat, 50) * 1e3:.0f}",
+                         f"{np.percentile(lat, 99) * 1e3:.0f}",
                          err])
             print(f"single: {ok / secs:,.0f} req/s, p50 {np.percentile(lat, 50) * 1e3:.0f} ms, "
                   f"p99 {np.percentile(lat, 99) * 1e3:.0f} ms")
@@ -203,7 +205,8 @@ def main() -> None:
     body = ["# The collection service under load (`benchmarks/service_load.py`)", "",
             "The server (`reidrisk serve`, one uvicorn worker, SQLite in WAL mode with "
             "synchronous=FULL: every acknowledgement follows a durable commit) and the load "
-            "generator (HTTP/1.1 on asyncio streams, keep-alive) ran on the same machine over loopback (127.0.0.1). "
+            "generator (HTTP/1.1 on asyncio streams, keep-alive) ran on the same machine over "
+            "loopback (127.0.0.1). "
             "**The machine was shared**: other engineers' test and benchmark jobs were running at "
             "the same time on its 2 cores (see the load averages below), so these figures are "
             "lower bounds of what the service does on an idle machine.", "",

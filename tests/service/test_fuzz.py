@@ -17,7 +17,8 @@ SIZES = dict(zip(NAMES, (int(s) for s in SCHEMA.sizes)))
 VALID_LOOKING = re.compile(r"^\s*[0-9]+(\|[0-9]+)*\s*$")
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
                                                                 max_size=4),
     max_leaves=12,

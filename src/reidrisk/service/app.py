@@ -59,12 +59,16 @@ MAX_SYNTHETIC = 100_000
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 STATIC_FILES = ("randomizer.js", "form.js")
 FORM_MECHANISMS = {"grr", "subset"}
-SECURITY_HEADERS = {"Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'",
-                    "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
 FORM_PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{name}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<style>body{font-family:sans-serif;max-width:40em;margin:2em auto}.error{color:#a00}.ok{color:#070}</style>
+<style>body{font-family:sans-serif;max-width:40em;margin:2em auto}
+.error{color:#a00}.ok{color:#070}</style>
 </head><body>
 <div id="survey" data-survey="{sid}">
 <h1 id="title">{name}</h1>
@@ -268,18 +272,19 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
         return {"id": c.id, "label": c.label, "kind": c.kind, "revoked": c.revoked}
 
     for path, kind in (("codes", CODE), ("tokens", RESEARCHER)):
+        what = "submission code" if kind == CODE else "researcher token"
         app.add_api_route(f"/surveys/{{sid}}/{path}", _bind(issue, kind), methods=["POST"],
                           status_code=201, response_model=list[S.CredentialOut],
                           dependencies=[Depends(require_admin)],
-                          summary=f"Issue {'submission codes' if kind == CODE else 'researcher tokens'}")
+                          summary=f"Issue {what}s")
         app.add_api_route(f"/surveys/{{sid}}/{path}", _bind(listing, kind), methods=["GET"],
                           response_model=list[S.CredentialOut],
                           dependencies=[Depends(require_admin)],
-                          summary=f"List {'submission codes' if kind == CODE else 'researcher tokens'}")
+                          summary=f"List {what}s")
         app.add_api_route(f"/surveys/{{sid}}/{path}/{{cid}}", _bind(revoke, kind),
                           methods=["DELETE"], response_model=S.CredentialOut,
                           dependencies=[Depends(require_admin)],
-                          summary=f"Revoke a {'submission code' if kind == CODE else 'researcher token'}")
+                          summary=f"Revoke a {what}")
 
     # ---- ingestion ---------------------------------------------------------------------------
     async def read_json(request: Request):

@@ -88,7 +88,8 @@ class Credential:
 
 @dataclass(frozen=True)
 class IngestResult:
-    """``accepted``: reports stored by this request; ``duplicates``: ids already stored (retries)."""
+    """``accepted``: reports stored by this request; ``duplicates``: ids already stored (retries);
+    ``inserted``: the ids stored by this request."""
 
     accepted: int
     duplicates: int
@@ -274,7 +275,8 @@ class Storage:
         return IngestResult(len(inserted), len(ids) - len(inserted), n_total, frozenset(inserted))
 
     def counts(self, survey: Survey) -> PairCounts:
-        """The survey's count tables as ``PairCounts`` (what ``pair_counts`` gives on its reports)."""
+        """The survey's count tables as ``PairCounts`` (what ``pair_counts`` gives on its
+        reports)."""
         sizes = [int(s) for s in survey.spec.schema.sizes]
         F, g = sum(sizes), len(sizes)
         with self._read() as c:

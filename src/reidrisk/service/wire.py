@@ -29,7 +29,8 @@ from reidrisk.collect.reports_io import (
     codec_of,
     reports_frame,
 )
-from reidrisk.collect.reports_io import _decode_column, _jsonable, _rebuild_mechanism  # noqa: PLC2701
+# the reports file's own cell decoder and mechanism rebuilder: one reader of reports
+from reidrisk.collect.reports_io import _decode_column, _jsonable, _rebuild_mechanism  # noqa
 from reidrisk.mechanisms.base import Mechanism, MechanismError
 from reidrisk.mechanisms.record import RecordReports
 from reidrisk.schema import Schema, SchemaError
