@@ -122,6 +122,7 @@ def test_demo_small_writes_the_report(runner, tmp_path):
     assert str(out / "index.html") in result.output
 
 
+@pytest.mark.slow
 def test_demo_on_a_file_with_its_schema(runner, small, tmp_path, fast_collect_section):
     data, schema_path, _ = small
     out = tmp_path / "rep"
@@ -135,6 +136,7 @@ def test_demo_on_a_file_with_its_schema(runner, small, tmp_path, fast_collect_se
     assert all(len(ln.split()) == 3 for ln in summary)  # mechanism + two budgets
 
 
+@pytest.mark.slow
 def test_demo_infers_the_schema_when_omitted(runner, small, tmp_path, fast_collect_section):
     data, _, _ = small
     result = runner.invoke(cli, ["demo", "--data", str(data), "--out", str(tmp_path / "r"),
@@ -354,6 +356,7 @@ def test_demo_output_folder_is_checked_before_the_work(runner, tmp_path, monkeyp
     _assert_clean_error(result, "afile", "is a file")
 
 
+@pytest.mark.slow
 def test_demo_progress_lines_when_stderr_is_not_a_terminal(runner, small, tmp_path, monkeypatch,
                                                           fast_collect_section):
     from reidrisk.report import progress

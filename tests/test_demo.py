@@ -321,6 +321,7 @@ def test_uniform_guess_is_drawn_on_both_error_plots(frame, monkeypatch):
     assert refs["tv"] == {"marginal": pytest.approx(expect), "pair": result.reference["pair_tv"]}
 
 
+@pytest.mark.slow
 def test_report_title_and_uniqueness_population_before_the_removed_values(tmp_path,
                                                                          fast_collect_section):
     from reidrisk.demo import REPORT_TITLE

@@ -132,6 +132,7 @@ def test_noise_default_ends_within_the_threshold_of_the_fixed_point():
 # ---------------------------------------------------------------------------------------------
 # SQUAREM
 # ---------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_squarem_reaches_the_plain_em_fixed_point_in_fewer_steps():
     m, w, n = _counts("grr", 1.0, 20, 200_000, seed=3)
     M = m.support_matrix()
