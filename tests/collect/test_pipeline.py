@@ -12,6 +12,7 @@ from reidrisk.collect import (
     CollectError,
     CollectModel,
     CollectPipeline,
+    CollectedReports,
     CollectWarning,
     ModelFileError,
     Protocol,
@@ -250,3 +251,61 @@ def test_bad_reports_are_refused():
     lap = RecordReports(pop.schema, mechs, reports)
     with pytest.raises(CollectError, match="not a frequency oracle"):
         CollectPipeline().fit(lap)
+
+
+def _folded_counts(rr, parts=3):
+    """``pair_counts`` of the reports folded batch by batch, as the collection service does."""
+    from reidrisk.estimation.pairs import PairCounts, pair_counts
+
+    batches = [pair_counts(rr.take(ix)) for ix in np.array_split(np.arange(rr.n), parts)]
+    return PairCounts(sum(b.gram for b in batches), batches[0].offsets,
+                      sum(b.n_pair for b in batches), sum(b.n for b in batches), dense=False)
+
+
+@pytest.mark.parametrize("mechanism", ["grr", "oue", "glh"])
+def test_fit_from_counts_equals_fit_from_reports(mechanism):
+    """The default pipeline reads only the pair counts (module doc), so counts folded batch by
+    batch give the model of the reports themselves: the same arithmetic on equal integers, hence
+    equal to rounding (1e-12). Missing values (MCAR 0.3) and attribute sampling (k = 2 of 5) make
+    the numbers of reports differ per attribute and per pair; the signal is strong enough that
+    the model keeps its copula (no fallback), so the pair tables and correlation are compared."""
+    pop = population(4000, 11)
+    codes = mcar(pop.codes, 0.3, rng=12)
+    protocol = Protocol(6.0, k=2, mechanism=mechanism)
+    rr = protocol.randomize(pop.schema, codes, rng=13)
+    assert len(set(np.diag(_folded_counts(rr).n_pair))) > 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollectWarning)
+        want = CollectPipeline().fit(CollectedReports(rr, protocol))
+        got = CollectPipeline().fit_counts(_folded_counts(rr), rr.schema, rr.mechanisms, protocol)
+    assert want.report.fallback == got.report.fallback == "none"
+    assert got.protocol == protocol and got.report.n == rr.n
+    assert got.report.n_present == want.report.n_present
+    for p, q in zip(got.marginals, want.marginals):
+        np.testing.assert_allclose(p, q, rtol=0, atol=1e-12)
+    assert got.pair_tables.keys() == want.pair_tables.keys() and got.pair_n == want.pair_n
+    for pr, t in want.pair_tables.items():
+        np.testing.assert_allclose(got.pair_tables[pr], t, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got.correlation, want.correlation, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got.table([0, 1, 3]), want.table([0, 1, 3]), rtol=0, atol=1e-12)
+
+
+def test_fit_from_counts_refuses_what_counts_cannot_give():
+    pop = population(500, 14)
+    rr = Protocol(4.0, k=2).randomize(pop.schema, pop.codes, rng=15)
+    counts = _folded_counts(rr, parts=1)
+    # the report-level EM evaluates each report's likelihood: the counts do not hold it
+    for exact in (True, "marginals"):
+        assert CollectPipeline(exact_em=exact).needs_reports
+        with pytest.raises(CollectError, match="fit from the reports"):
+            CollectPipeline(exact_em=exact).fit_counts(counts, rr.schema, rr.mechanisms)
+    assert not CollectPipeline(estimator="norm_sub", exact_em=True).needs_reports
+    assert not CollectPipeline().needs_reports
+    with pytest.raises(CollectError, match="one mechanism per attribute"):
+        CollectPipeline().fit_counts(counts, rr.schema, rr.mechanisms[:-1])
+    other = Protocol(4.0, k=2).randomize(pop.schema.select(pop.schema.names[:3]),
+                                         pop.codes[:50, :3], rng=1)
+    with pytest.raises(CollectError, match="compute the counts"):
+        CollectPipeline().fit_counts(counts, other.schema, other.mechanisms)
+    with pytest.raises(CollectError, match="needs PairCounts"):
+        CollectPipeline().fit_counts(rr, rr.schema, rr.mechanisms)

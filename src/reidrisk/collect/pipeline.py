@@ -223,13 +223,20 @@ class CollectPipeline:
     # ---- steps -------------------------------------------------------------------------------
     def estimate_marginals(self, reports, counts=None) -> tuple[list[np.ndarray], list[int]]:
         """Step 2 of the module doc: every attribute's distribution and its EM iterations."""
-        from reidrisk.estimation import estimate_marginal, marginals_from_counts, pair_counts
+        from reidrisk.estimation import pair_counts
 
         rr, _ = unpack(reports)
-        schema, mechs = rr.schema, rr.mechanisms
-        _require_oracles(schema, mechs)
+        _require_oracles(rr.schema, rr.mechanisms)  # before counting: supports need an oracle
         if counts is None:
             counts = pair_counts(rr)
+        return self._marginals(rr.schema, rr.mechanisms, counts, rr)
+
+    def _marginals(self, schema, mechs, counts, rr) -> tuple[list[np.ndarray], list[int]]:
+        """``estimate_marginals`` from the counts (``rr``: the reports, read by the exact EM only;
+        ``None`` when fitting from counts)."""
+        from reidrisk.estimation import estimate_marginal, marginals_from_counts
+
+        _require_oracles(schema, mechs)
         npair = counts.n_pair
         for j, a in enumerate(schema):
             if npair[j, j] == 0:
@@ -239,7 +246,7 @@ class CollectPipeline:
                 )
         if self.estimator == "raw":
             ests = None
-        elif self.estimator == "em" and self.exact_em:
+        elif self.needs_reports:
             ests = [estimate_marginal(m, rr.reports[j], "exact_em", name=a.name, stop=self.stop,
                                       max_iter=self.max_iter)
                     for j, (a, m) in enumerate(zip(schema, mechs))]
@@ -262,16 +269,20 @@ class CollectPipeline:
 
     def estimate(self, reports) -> "_Estimates":
         """Steps 1-3 of the module doc: marginals and pair tables (before shrinkage)."""
-        from reidrisk.estimation import FrequencyEstimate, estimate_pairs, pair_counts
+        from reidrisk.estimation import pair_counts
 
         rr, _ = unpack(reports)
-        mechs = rr.mechanisms
+        _require_oracles(rr.schema, rr.mechanisms)  # before counting: supports need an oracle
+        return self._estimate(rr.schema, rr.mechanisms, pair_counts(rr), rr)
+
+    def _estimate(self, schema, mechs, counts, rr) -> "_Estimates":
+        """``estimate`` from the counts (``rr`` as in ``_marginals``)."""
+        from reidrisk.estimation import FrequencyEstimate, estimate_pairs
+
         g = len(mechs)
-        _require_oracles(rr.schema, mechs)
-        counts = pair_counts(rr)
         npair = counts.n_pair
         stop = self.stop
-        margs, m_iter = self.estimate_marginals(rr, counts)
+        margs, m_iter = self._marginals(schema, mechs, counts, rr)
         pairs = [(j, k) for j in range(g) for k in range(j + 1, g)]
         together = [pr for pr in pairs if npair[pr] > 0]
         tables, p_iter = {}, {}
@@ -284,7 +295,8 @@ class CollectPipeline:
         elif together:
             fe = [FrequencyEstimate(p, p * npair[j, j], int(npair[j, j]), self.estimator)
                   for j, p in enumerate(margs)]
-            est = estimate_pairs(rr, self.estimator, together, stop=stop, max_iter=self.max_iter,
+            # the pair EM reads only the layout (schema, mechanisms) besides the counts
+            est = estimate_pairs(_Layout(schema, mechs), self.estimator, together, stop=stop, max_iter=self.max_iter,
                                  counts=counts, marginals=fe)
             for pr in together:
                 T = np.clip(np.asarray(est.tables[pr], dtype=np.float64), 0.0, None)
@@ -314,13 +326,68 @@ class CollectPipeline:
             tables[(j, k)], iters[(j, k)] = fit.estimate, fit.iterations
         return tables, iters
 
+    @property
+    def needs_reports(self) -> bool:
+        """Whether this configuration reads individual reports: only the report-level EM
+        (``exact_em``, with ``estimator="em"``); every other step reads the counts alone."""
+        return self.estimator == "em" and bool(self.exact_em)
+
     def fit(self, reports) -> CollectModel:
         """Fit the model (module doc) from ``RecordReports`` or ``CollectedReports``."""
+        from reidrisk.estimation import pair_counts
+
         t0 = time.perf_counter()
         rr, protocol = unpack(reports)
-        schema, mechs = rr.schema, rr.mechanisms
+        _require_oracles(rr.schema, rr.mechanisms)  # before counting: supports need an oracle
+        return self._fit(rr.schema, rr.mechanisms, protocol, pair_counts(rr), rr, t0)
+
+    def fit_counts(self, counts, schema: Schema, mechanisms, protocol: Protocol | None = None
+                   ) -> CollectModel:
+        """Fit the model (module doc) from its sufficient statistics, without the reports.
+
+        ``counts``: a ``reidrisk.estimation.pairs.PairCounts`` of the reports (the Gram matrix of
+        report memberships and the presence Gram, eq. 5, 12-13; ``pair_counts`` or counts folded
+        in batch by batch); ``schema`` and ``mechanisms`` (one per attribute): what the reports
+        were randomized with; ``protocol``: recorded in the model, as ``fit`` records a
+        ``CollectedReports``' protocol. Every step of ``fit`` (count EM of the marginals and
+        pairs, norm-sub, raw frequencies, the uniformity and independence tests, both
+        shrinkages, the copula) reads only these counts and the numbers of reports per attribute
+        and pair, so the model equals ``fit(reports)`` for equal counts and the cost does not
+        depend on the number of reports. The report-level EM (``exact_em``) reads each report
+        and is refused here (``needs_reports``): use ``fit``.
+        """
+        from reidrisk.estimation.pairs import PairCounts
+
+        t0 = time.perf_counter()
+        if self.needs_reports:
+            raise CollectError(
+                f"exact_em={self.exact_em!r} evaluates the likelihood of each report, which the "
+                "counts do not hold; fit from the reports (fit) or use exact_em=False"
+            )
+        if not isinstance(counts, PairCounts):
+            raise CollectError(f"fit_counts needs PairCounts (reidrisk.estimation.pair_counts), "
+                               f"got {type(counts).__name__}")
+        if not isinstance(schema, Schema):
+            raise CollectError(f"fit_counts needs a Schema, got {type(schema).__name__}")
+        mechs = tuple(mechanisms)
+        if len(mechs) != len(schema):
+            raise CollectError(f"{len(mechs)} mechanism(s) for {len(schema)} attributes; pass "
+                               "one mechanism per attribute, in schema order")
+        for a, m in zip(schema, mechs):
+            if m.k != a.size:
+                raise CollectError(f"attribute {a.name!r} has {a.size} values but its mechanism "
+                                   f"{m!r} has a domain of {m.k}")
+        if counts.g != len(schema) or [int(f) for f in counts.sizes] != list(schema.sizes):
+            raise CollectError(
+                f"the counts cover domains {[int(f) for f in counts.sizes]} but the schema's are "
+                f"{list(schema.sizes)}; compute the counts (pair_counts) for this schema"
+            )
+        return self._fit(schema, mechs, protocol, counts, None, t0)
+
+    def _fit(self, schema, mechs, protocol, counts, rr, t0) -> CollectModel:
+        """``fit`` from the counts (``rr``: the reports, read by the report-level EM only)."""
         g = len(schema)
-        est = self.estimate(rr)
+        est = self._estimate(schema, mechs, counts, rr)
         margs, tables = list(est.marginals), dict(est.tables)
         notes: list[str] = []
         S = [variance_factor(m) for m in mechs]
@@ -433,7 +500,7 @@ class CollectPipeline:
         if fallback != "none":
             warnings.warn(notes[-1], CollectWarning, stacklevel=2)
         report = FitReport(
-            settings=self.settings(), n=rr.n, n_present=tuple(nj),
+            settings=self.settings(), n=int(counts.n), n_present=tuple(nj),
             marginal_iterations=tuple(est.m_iter), pair_iterations=dict(est.p_iter),
             marginal_signal=tuple(m_signal), pair_signal=p_signal, pair_shrink=p_shrink,
             fallback=fallback, notes=tuple(notes), seconds=time.perf_counter() - t0,
@@ -444,6 +511,14 @@ class CollectPipeline:
             marginals=tuple(np.asarray(p) for p in margs), pair_tables=tables,
             pair_n=dict(est.n_pair), pair_n_eff=n_eff, copula=copula, report=report,
         )
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What ``estimate_pairs`` reads of its reports when given the counts and the marginals."""
+
+    schema: Schema
+    mechanisms: tuple
 
 
 def _helmert(f: int) -> np.ndarray:

@@ -1,14 +1,16 @@
 """The fitted model of a survey, cached and refitted lazily when reports have arrived since.
 
 ``ModelCache.get(survey)`` returns the ``CollectModel`` fitted by ``CollectPipeline()`` (the
-defaults of ``reidrisk collect fit``) on the survey's stored reports, decoded by the reports file's
-decoder (``reidrisk.service.wire``). The model is refitted only on a query and only when the
-survey's report count has changed since the last fit; ingestion never fits. Fits of one survey are
-serialized by a lock, so concurrent queries share one fit.
+defaults of ``reidrisk collect fit``) on the survey's stored reports. The model is refitted only on
+a query and only when the survey's report count has changed since the last fit; ingestion never
+fits. Fits of one survey are serialized by a lock, so concurrent queries share one fit.
 
-The pipeline starts from ``RecordReports`` and computes its count tables itself
-(``reidrisk.estimation.pairs.pair_counts``), so a refit reads the stored reports; the count tables
-the service folds in at ingestion are equal to those (tested) and are served by ``/counts``.
+A refit reads the survey's count tables, not its reports: ingestion folds every new report into
+the Gram matrix of report memberships and the presence Gram (``Storage.ingest``; equal to
+``reidrisk.estimation.pairs.pair_counts`` of all stored reports), which are sufficient for every
+step of the default pipeline (``CollectPipeline.fit_counts``), so a refit costs the same at 10^3
+or 10^8 reports and equals ``reidrisk collect fit`` on the same reports. Only a pipeline that
+reads individual reports (``needs_reports``: the report-level EM) decodes the stored reports.
 """
 
 from __future__ import annotations
@@ -48,6 +50,21 @@ def fit_model(collected: CollectedReports) -> CollectModel:
         return CollectPipeline().fit(collected)
 
 
+def refit(storage: Storage, survey: Survey,
+          pipeline: CollectPipeline | None = None) -> tuple[CollectModel, int]:
+    """(model, number of reports it was fitted on) of a survey (module doc): from the count
+    tables, or from the decoded reports when ``pipeline`` reads individual reports."""
+    pipeline = CollectPipeline() if pipeline is None else pipeline
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollectWarning)  # the model's notes say it
+        if pipeline.needs_reports:
+            collected = collected_reports(storage, survey)
+            return pipeline.fit(collected), collected.n
+        counts = storage.counts(survey)
+        spec = survey.spec
+        return pipeline.fit_counts(counts, spec.schema, spec.mechanisms, spec.protocol), counts.n
+
+
 class ModelCache:
     """Lazily refitted models, one per survey (module doc)."""
 
@@ -71,8 +88,8 @@ class ModelCache:
                 return cur
             if survey.n_reports == 0:
                 raise NoReports(f"survey {survey.id!r} has no reports yet; nothing to estimate")
-            collected = collected_reports(self.storage, survey)
-            fitted = Fitted(fit_model(collected), collected.n, survey.revision)
+            model, n = refit(self.storage, survey)
+            fitted = Fitted(model, n, survey.revision)
             self._models[survey.id] = fitted
             self.fits += 1
             return fitted
