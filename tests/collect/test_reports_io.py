@@ -1,6 +1,7 @@
 """The reports file: lossless round trips and validation at the boundary."""
 
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -151,3 +152,60 @@ def test_ragged_or_binary_reports_csv_names_the_file(tmp_path, codes, content, f
     path.write_bytes(content)  # the sidecar stays: the file claims to hold reports
     with pytest.raises(ReportsFileError, match=rf"'.*r\.csv' is {fragment}"):
         read_reports(path)
+
+
+# ---- the guarantee the file carries ----------------------------------------------------------------
+def _meta(path):
+    return json.loads(sidecar_path(path).read_text())
+
+
+@pytest.mark.parametrize("suffix", ["csv", "parquet"])
+def test_file_carries_the_largest_loss_over_records(tmp_path, codes, suffix):
+    """Protocol(3.0, k=2) over g = 4: 1.5 per attribute, the summed budgets say 6.0."""
+    proto = Protocol(3.0, k=2)
+    rr = proto.randomize(SCHEMA, codes, rng=5)
+    assert math.isclose(rr.epsilon, 3.0, rel_tol=1e-9)
+    path = write_reports(tmp_path / f"r.{suffix}", rr, proto)
+    back = read_reports(path)
+    assert math.isclose(back.epsilon, 3.0, rel_tol=1e-9)
+    assert back.privacy_loss == rr.privacy_loss and back.budget == 3.0
+    if suffix == "csv":
+        assert _meta(path)["privacy_loss"] == rr.privacy_loss
+
+
+def test_file_of_people_reporting_fewer_attributes_states_their_loss(tmp_path, codes):
+    """Nobody reported more than one attribute: the file guarantees 1.5, not the protocol's 3.0."""
+    proto = Protocol(3.0, k=2)
+    one = codes.copy()
+    one[:, 1:] = MISSING
+    rr = proto.randomize(SCHEMA, one, rng=6)
+    path = write_reports(tmp_path / "r.csv", rr, proto)
+    assert math.isclose(_meta(path)["privacy_loss"], 1.5, rel_tol=1e-9)
+    back = read_reports(path, epsilon=3.0)  # the declared budget is still the protocol's
+    assert math.isclose(back.epsilon, 1.5, rel_tol=1e-9) and back.budget == 3.0
+
+
+def test_file_declaring_less_than_its_reports_spend_is_refused(tmp_path, codes):
+    path = _write(tmp_path, codes, k=2)
+    meta = _meta(path)
+    meta["privacy_loss"] = 1.0
+    sidecar_path(path).write_text(json.dumps(meta))
+    with pytest.raises(ReportsFileError, match=r"declares a privacy loss of 1 .* imply 3"):
+        read_reports(path)
+    meta["privacy_loss"] = "lots"
+    sidecar_path(path).write_text(json.dumps(meta))
+    with pytest.raises(ReportsFileError, match="not a number"):
+        read_reports(path)
+
+
+@pytest.mark.parametrize("legacy", [None, 6.0])
+def test_older_files_get_the_recomputed_loss(tmp_path, codes, legacy):
+    """Files written before the entry existed have none; a summed value (6.0 = 4 x 1.5) is read,
+    recomputed, and replaced by the loss the reports imply."""
+    path = _write(tmp_path, codes, k=2)
+    meta = _meta(path)
+    del meta["privacy_loss"]
+    if legacy is not None:
+        meta["epsilon"] = legacy
+    sidecar_path(path).write_text(json.dumps(meta))
+    assert math.isclose(read_reports(path).epsilon, 3.0, rel_tol=1e-9)

@@ -9,7 +9,11 @@ Format ``reidrisk-collect-model``, version 1: one JSON object with
   attribute's mechanism parameters);
 * ``marginals``: g lists of probabilities; ``pairs``: list of ``{"j", "k", "n", "n_eff", "table"}``
   (j < k, table as nested lists);
-* ``copula``: ``GaussianCopula.to_dict()``; ``report``: ``FitReport.to_dict()``.
+* ``copula``: ``GaussianCopula.to_dict()``; ``report``: ``FitReport.to_dict()``;
+* ``privacy_loss``: the guarantee of the reports the model was fitted on
+  (``CollectModel.privacy_loss``), re-checked on reading: a file declaring less than its
+  mechanisms and protocol imply is refused; files written before it existed get the recomputed
+  value.
 
 Floats are written with Python's shortest round-trip representation, so a save -> load round trip
 reproduces every number exactly (and therefore every table). Files are written atomically (a
@@ -28,7 +32,12 @@ from typing import Sequence
 import numpy as np
 
 from reidrisk.collect.protocol import Protocol
-from reidrisk.collect.reports_io import atomic_write
+from reidrisk.collect.reports_io import (
+    ReportsFileError,
+    _rebuild_mechanism,
+    atomic_write,
+    check_declared_loss,
+)
 from reidrisk.mechanisms.base import as_generator
 from reidrisk.schema import Schema, SchemaError
 
@@ -208,6 +217,19 @@ class CollectModel:
         return self.report.fallback
 
     @property
+    def privacy_loss(self) -> float:
+        """The guarantee of the reports behind the model: the largest privacy loss of one person's
+        report that its mechanisms and protocol allow, i.e. the sum of the k largest
+        ``Mechanism.privacy_loss`` values of the attributes (k = the protocol's attributes per
+        person, all g when the protocol is unknown; paper 004 Algorithm 1, sequential
+        composition). The model does not keep which attributes each person reported, so this
+        bounds ``RecordReports.privacy_loss`` of the reports it was fitted on from above."""
+        losses = sorted((_rebuild_mechanism(a.name, a.size, dict(m)).privacy_loss
+                         for a, m in zip(self.schema, self.mechanisms)), reverse=True)
+        k = self.g if self.protocol is None else self.protocol.k_for(self.g)
+        return float(sum(losses[:k]))
+
+    @property
     def correlation(self) -> np.ndarray:
         """The copula's correlation matrix Sigma (g, g)."""
         return copula_correlation(self.copula)
@@ -299,6 +321,7 @@ def model_to_dict(model: "CollectModel") -> dict:
         "pairs": pairs,
         "copula": copula_to_dict(model.copula),
         "report": model.report.to_dict(),
+        "privacy_loss": model.privacy_loss,
     }
 
 
@@ -344,7 +367,16 @@ def model_from_dict(d: dict, source: str = "model") -> "CollectModel":
             f"{source} lacks the entry {exc.args[0]!r}; the file is incomplete") from None
     if len(marginals) != len(schema) or any(p.size != a.size for p, a in zip(marginals, schema)):
         raise ModelFileError(f"{source}: the marginals do not match the schema's domains")
-    return CollectModel(schema, protocol, mechanisms, marginals, tables, pair_n, n_eff, copula, report)
+    if len(mechanisms) != len(schema):
+        raise ModelFileError(f"{source}: {len(mechanisms)} mechanisms for {len(schema)} attributes")
+    model = CollectModel(schema, protocol, mechanisms, marginals, tables, pair_n, n_eff, copula,
+                         report)
+    try:
+        implied = model.privacy_loss
+    except ReportsFileError as exc:
+        raise ModelFileError(f"{source}: {exc}") from None
+    check_declared_loss(source, d, implied, ModelFileError)
+    return model
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,7 +17,8 @@ codec       mechanisms                                   cell
 ==========  ==========================================  =======================================
 
 Codes are category *indices* (declared order), never labels. The metadata (format name, version,
-schema, protocol, and every attribute's mechanism parameters and codec) is JSON, stored in the
+schema, protocol, every attribute's mechanism parameters and codec, and ``privacy_loss``: the
+largest privacy loss of one person's report, ``RecordReports.privacy_loss``) is JSON, stored in the
 Parquet file's key-value metadata under ``reidrisk.reports`` and, for CSV, in a sidecar file
 ``<reports file>.meta.json``. Both formats are row-oriented: a client batch can be appended as rows.
 
@@ -25,12 +26,16 @@ Loading validates everything at the boundary (``read_reports``): the metadata mu
 file without it is refused: raw data is never accepted where randomized reports are expected), the
 columns must match the schema, every cell must parse with its codec, every report must be one the
 mechanism can produce (codes in the domain, right set size, no repeats: ``validate_reports``) and
-the batch must follow its protocol (budget per attribute, at most k attributes per person).
+the batch must follow its protocol (budget per attribute, at most k attributes per person). The
+declared ``privacy_loss`` is recomputed from the mechanisms and the reports: a file that declares
+less than they imply is refused; a file without it (written before it existed) or one declaring
+more (older files stated the sum of every attribute's budget) gets the recomputed value.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from dataclasses import dataclass
@@ -72,9 +77,21 @@ class CollectedReports:
         return self.reports.n
 
     @property
+    def privacy_loss(self) -> float:
+        """The guarantee of these reports: the largest privacy loss of one person's report,
+        from each attribute's channel and which attributes each person reported
+        (``RecordReports.privacy_loss``). At most the protocol's ``epsilon``."""
+        return self.reports.privacy_loss
+
+    @property
     def epsilon(self) -> float:
-        """The budget of one person's whole report (the protocol's; ``reports.epsilon`` sums the
-        attributes' budgets, which overstates it when each person reports only k of them)."""
+        """The budget one person's whole report spends: ``privacy_loss``."""
+        return self.privacy_loss
+
+    @property
+    def budget(self) -> float:
+        """The whole-record budget the protocol declares (``protocol.epsilon``): what clients
+        were told to spend, an upper bound of ``privacy_loss``."""
         return self.protocol.epsilon
 
     def validate(self) -> "CollectedReports":
@@ -162,6 +179,7 @@ def reports_metadata(reports: RecordReports, protocol: Protocol) -> dict:
         "format": REPORTS_FORMAT,
         "version": REPORTS_VERSION,
         "n": reports.n,
+        "privacy_loss": reports.privacy_loss,
         "schema": reports.schema.to_dict(),
         "protocol": protocol.to_dict(),
         "attributes": [
@@ -463,16 +481,14 @@ def read_reports(path: str | Path, schema: Schema | None = None, mechanism: str 
 def _check_declared(path: Path, collected: CollectedReports, schema: Schema | None,
                     mechanism: str | None, epsilon: float | None) -> None:
     """A caller's declaration against the file's own metadata: refuse any disagreement."""
-    import math
-
     meta_mech = collected.protocol.mechanism.lower()
     if mechanism is not None and meta_mech != str(mechanism).lower():
         raise ReportsFileError(
             f"{str(path)!r} holds {meta_mech!r} reports (its metadata), not {mechanism!r} as "
             "declared; drop the declaration (the file describes itself) or check the file")
-    if epsilon is not None and not math.isclose(collected.epsilon, float(epsilon), rel_tol=1e-9):
+    if epsilon is not None and not math.isclose(collected.budget, float(epsilon), rel_tol=1e-9):
         raise ReportsFileError(
-            f"{str(path)!r} was randomized with a whole-record budget of {collected.epsilon:g} (its "
+            f"{str(path)!r} was randomized with a whole-record budget of {collected.budget:g} (its "
             f"metadata), not {float(epsilon):g} as declared; drop the declaration or fix it")
     if schema is not None and schema.to_dict() != collected.schema.to_dict():
         ours, theirs = schema.to_dict()["attributes"], collected.schema.to_dict()["attributes"]
@@ -566,10 +582,36 @@ def _read_described(path: Path) -> CollectedReports:
         protocol.check_reports(collected.reports)
     except ProtocolError as exc:
         raise ReportsFileError(f"{path.name}: {exc}") from None
+    check_declared_loss(f"reports file {str(path)!r}", meta, collected.privacy_loss)
     return collected
 
 
+def check_declared_loss(source: str, meta: dict, implied: float,
+                        error: type[Exception] = ReportsFileError) -> None:
+    """Refuse metadata whose declared guarantee (``privacy_loss``; ``epsilon`` in older files) is
+    below the loss ``implied`` by its mechanisms and reports. An absent or larger declaration is
+    not an error: the caller uses the recomputed value (older files stated a summed budget).
+    Raises ``error`` naming ``source``."""
+    declared = meta.get("privacy_loss", meta.get("epsilon"))
+    if declared is None:
+        return
+    try:
+        value = float(declared)
+    except (TypeError, ValueError):
+        raise error(
+            f"{source} declares privacy_loss {declared!r}, which is not a number; delete the entry "
+            "(it is recomputed from the mechanisms and reports) or fix it") from None
+    # the implied loss is a sum of closed-form log ratios: allow their rounding (relative 1e-9)
+    if math.isnan(value) or value < implied and not math.isclose(value, implied, rel_tol=1e-9):
+        raise error(
+            f"{source} declares a privacy loss of {value:g} per person, but its mechanisms and "
+            f"reports imply {implied:.6g}: the declared guarantee is false. Re-collect the reports "
+            "with the declared budget, or correct privacy_loss in the metadata to the implied value"
+        )
+
+
 __all__ = [
-    "CollectedReports", "REPORTS_FORMAT", "REPORTS_VERSION", "ReportsFileError", "codec_of",
-    "has_metadata", "read_reports", "reports_frame", "sidecar_path", "write_reports",
+    "CollectedReports", "REPORTS_FORMAT", "REPORTS_VERSION", "ReportsFileError",
+    "check_declared_loss", "codec_of", "has_metadata", "read_reports", "reports_frame",
+    "sidecar_path", "write_reports",
 ]

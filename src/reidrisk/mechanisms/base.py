@@ -137,12 +137,25 @@ class Mechanism(ABC):
         return np.exp(self.log_prob(self.enumerate_outputs()))
 
     def max_log_ratio(self) -> float:
-        """Worst-case log-likelihood ratio max_y max_{x,x'} log Q(y|x)/Q(y|x') in closed form.
+        """Worst-case log-likelihood ratio max_y max_{x,x'} log Q(y|x)/Q(y|x') of the channel.
 
-        A correct, non-wasteful mechanism returns exactly ``epsilon``.
+        Here from the enumerated exact channel (small domains); every mechanism overrides it with
+        the closed form of its channel probabilities, which holds at any domain size. A correct,
+        non-wasteful mechanism returns ``epsilon`` (to rounding).
         """
         q = self.log_prob(self.enumerate_outputs())
         return float(np.max(q.max(axis=1) - q.min(axis=1)))
+
+    @property
+    def privacy_loss(self) -> float:
+        """The privacy loss of one report: the worst-case log-likelihood ratio of the exact channel
+        (``max_log_ratio``), i.e. the smallest epsilon for which the mechanism is epsilon-LDP.
+
+        Computed from the channel probabilities, not copied from the ``epsilon`` parameter, so a
+        release states what its channel guarantees (the LDP definition of Wang et al., USENIX
+        Security 2017, Section 2).
+        """
+        return float(self.max_log_ratio())
 
     # ---- server side -------------------------------------------------------------------------
     @abstractmethod

@@ -1,7 +1,8 @@
 """Randomizing whole records: one mechanism per attribute, an explicit budget split.
 
 Paper 004 Algorithm 1: every present attribute j is randomized with budget epsilon_j, and by
-sequential composition the record's report is (sum_j epsilon_j)-LDP. The default split is even over
+sequential composition the record's report is (sum over its reported j of epsilon_j)-LDP
+(``RecordReports.privacy_loss``: the largest such sum over the records). The default split is even over
 all g attributes (epsilon / g each), as in the paper. Missing values stay missing.
 """
 
@@ -54,10 +55,29 @@ class RecordReports:
     def n(self) -> int:
         return len(self.reports[0])
 
+    def attribute_losses(self) -> np.ndarray:
+        """(g,) the privacy loss of one report of each attribute (``Mechanism.privacy_loss``)."""
+        return np.array([m.privacy_loss for m in self.mechanisms], dtype=np.float64)
+
+    def spent(self) -> np.ndarray:
+        """(n,) the privacy loss of each record's report: by sequential composition (paper 004
+        Algorithm 1) the sum of the losses of the attributes it reported; an attribute a record
+        did not report (missing, or not sampled by the protocol) spends nothing."""
+        return self.present().astype(np.float64) @ self.attribute_losses()
+
+    @property
+    def privacy_loss(self) -> float:
+        """The guarantee of the release: the largest privacy loss of one record's report (the
+        maximum of ``spent()`` over records; 0 for an empty set). Under attribute sampling
+        (``Protocol(epsilon, k)``, k < g) this is at most ``epsilon``, not the sum over all g
+        attributes. Which attributes are present is not randomized: the missingness pattern
+        is released as it is (``reidrisk.collect.protocol`` module doc)."""
+        return float(self.spent().max()) if self.n else 0.0
+
     @property
     def epsilon(self) -> float:
-        """The budget one whole record spends."""
-        return float(sum(m.epsilon for m in self.mechanisms))
+        """The budget one whole record spends: ``privacy_loss``."""
+        return self.privacy_loss
 
     def present(self) -> np.ndarray:
         """(n, g) bool: which attributes each record reported."""

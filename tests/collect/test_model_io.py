@@ -1,0 +1,70 @@
+"""The model file carries the guarantee of the reports it was fitted on, and re-checks it."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from reidrisk.collect import CollectPipeline
+from reidrisk.collect.model_io import CollectModel, ModelFileError
+from reidrisk.collect.protocol import Protocol
+from reidrisk.collect.reports_io import CollectedReports
+from reidrisk.schema import Attribute, Schema
+
+SCHEMA = Schema(tuple(Attribute(f"a{j}", tuple("abcd")) for j in range(5)))
+PROTOCOL = Protocol(4.0, k=2)  # 2.0 per attribute; the five budgets sum to 10.0
+
+
+def _fit(reports):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a fallback warning is irrelevant here
+        return CollectPipeline().fit(reports)
+
+
+@pytest.fixture(scope="module")
+def reports():
+    rng = np.random.default_rng(8)
+    codes = rng.integers(0, 4, (1000, 5)).astype(np.int32)
+    return PROTOCOL.randomize(SCHEMA, codes, rng)
+
+
+@pytest.fixture(scope="module")
+def model(reports):
+    return _fit(CollectedReports(reports, PROTOCOL))
+
+
+def test_model_states_the_protocols_loss_not_the_summed_budgets(model):
+    assert math.isclose(model.privacy_loss, 4.0, rel_tol=1e-9)
+
+
+def test_model_of_reports_without_their_protocol_bounds_by_every_attribute(reports):
+    """Without the protocol nothing limits how many attributes one person reported."""
+    assert math.isclose(_fit(reports).privacy_loss, 10.0, rel_tol=1e-9)
+
+
+def test_round_trip_keeps_the_guarantee(tmp_path, model):
+    path = model.save(tmp_path / "model.json")
+    d = json.loads(path.read_text())
+    assert d["privacy_loss"] == model.privacy_loss
+    assert CollectModel.load(path).privacy_loss == model.privacy_loss
+
+
+def test_model_declaring_less_than_its_mechanisms_imply_is_refused(tmp_path, model):
+    d = model.to_dict()
+    d["privacy_loss"] = 2.0
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(d))
+    with pytest.raises(ModelFileError, match=r"model\.json.*declares a privacy loss of 2 .* imply 4"):
+        CollectModel.load(path)
+
+
+def test_older_model_files_get_the_recomputed_loss(tmp_path, model):
+    d = model.to_dict()
+    del d["privacy_loss"]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(d))
+    assert math.isclose(CollectModel.load(path).privacy_loss, 4.0, rel_tol=1e-9)
