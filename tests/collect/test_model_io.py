@@ -58,7 +58,7 @@ def test_model_declaring_less_than_its_mechanisms_imply_is_refused(tmp_path, mod
     d["privacy_loss"] = 2.0
     path = tmp_path / "model.json"
     path.write_text(json.dumps(d))
-    with pytest.raises(ModelFileError, match=r"model\.json.*declares a privacy loss of 2 .* imply 4"):
+    with pytest.raises(ModelFileError, match=r"model\.json.*privacy loss of 2 .* imply 4"):
         CollectModel.load(path)
 
 

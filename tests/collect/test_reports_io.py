@@ -154,7 +154,7 @@ def test_ragged_or_binary_reports_csv_names_the_file(tmp_path, codes, content, f
         read_reports(path)
 
 
-# ---- the guarantee the file carries ----------------------------------------------------------------
+# ---- the guarantee the file carries --------------------------------------------------------------
 def _meta(path):
     return json.loads(sidecar_path(path).read_text())
 

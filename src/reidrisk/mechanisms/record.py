@@ -2,8 +2,8 @@
 
 Paper 004 Algorithm 1: every present attribute j is randomized with budget epsilon_j, and by
 sequential composition the record's report is (sum over its reported j of epsilon_j)-LDP
-(``RecordReports.privacy_loss``: the largest such sum over the records). The default split is even over
-all g attributes (epsilon / g each), as in the paper. Missing values stay missing.
+(``RecordReports.privacy_loss``: the largest such sum over the records). The default split is
+even over all g attributes (epsilon / g each), as in the paper. Missing values stay missing.
 """
 
 from __future__ import annotations
