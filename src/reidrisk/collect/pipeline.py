@@ -296,8 +296,8 @@ class CollectPipeline:
             fe = [FrequencyEstimate(p, p * npair[j, j], int(npair[j, j]), self.estimator)
                   for j, p in enumerate(margs)]
             # the pair EM reads only the layout (schema, mechanisms) besides the counts
-            est = estimate_pairs(_Layout(schema, mechs), self.estimator, together, stop=stop, max_iter=self.max_iter,
-                                 counts=counts, marginals=fe)
+            est = estimate_pairs(_Layout(schema, mechs), self.estimator, together, stop=stop,
+                                 max_iter=self.max_iter, counts=counts, marginals=fe)
             for pr in together:
                 T = np.clip(np.asarray(est.tables[pr], dtype=np.float64), 0.0, None)
                 tables[pr], p_iter[pr] = T / T.sum(), int(est.iterations[pr])
@@ -352,9 +352,11 @@ class CollectPipeline:
         ``CollectedReports``' protocol. Every step of ``fit`` (count EM of the marginals and
         pairs, norm-sub, raw frequencies, the uniformity and independence tests, both
         shrinkages, the copula) reads only these counts and the numbers of reports per attribute
-        and pair, so the model equals ``fit(reports)`` for equal counts and the cost does not
-        depend on the number of reports. The report-level EM (``exact_em``) reads each report
-        and is refused here (``needs_reports``): use ``fit``.
+        and pair, so the model equals ``fit(reports)`` for equal counts. No step reads a report:
+        each EM step costs O(f_j f_j') per pair whatever the number of reports n (the number of
+        steps taken by ``stop="noise"`` grows with n, as the noise it stops at shrinks). The
+        report-level EM (``exact_em``) reads each report and is refused here
+        (``needs_reports``): use ``fit``.
         """
         from reidrisk.estimation.pairs import PairCounts
 

@@ -8,8 +8,9 @@ fits. Fits of one survey are serialized by a lock, so concurrent queries share o
 A refit reads the survey's count tables, not its reports: ingestion folds every new report into
 the Gram matrix of report memberships and the presence Gram (``Storage.ingest``; equal to
 ``reidrisk.estimation.pairs.pair_counts`` of all stored reports), which are sufficient for every
-step of the default pipeline (``CollectPipeline.fit_counts``), so a refit costs the same at 10^3
-or 10^8 reports and equals ``reidrisk collect fit`` on the same reports. Only a pipeline that
+step of the default pipeline (``CollectPipeline.fit_counts``), so a refit reads one row whatever
+the number of reports (its cost is the count EMs', whose steps do not depend on it) and equals
+``reidrisk collect fit`` on the same reports. Only a pipeline that
 reads individual reports (``needs_reports``: the report-level EM) decodes the stored reports.
 """
 
