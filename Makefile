@@ -31,6 +31,15 @@ test: $(VENV)/.installed
 bench: $(VENV)/.bench-installed
 	$(PY) benchmarks/frequency_speed.py
 
+# anonymeter and anjana pin old NumPy/pandas (numpy==1.26.4, pandas==2.1.4): their own code runs on
+# the current ones, so they are installed without their pins, their other requirements beside them
+LINKAGE_PEERS_DEPS := "numba>=0.60" "polars>=1.0" "joblib>=1.3" "beartype>=0.17" "docutils>=0.20" \
+                      "tabulate>=0.9" "typer>=0.12"
+bench-linkage_peers: $(VENV)/.bench-installed
+	$(PIP) install --quiet $(LINKAGE_PEERS_DEPS)
+	$(PIP) install --quiet --no-deps anonymeter anjana pycanon
+	$(PY) benchmarks/linkage_peers.py $(ARGS)
+
 # any benchmark by name, with its peers installed: `make bench-collect_speed`, `make bench-em_stop ARGS=--quick`
 bench-%: $(VENV)/.bench-installed
 	$(PY) benchmarks/$*.py $(ARGS)
