@@ -283,7 +283,7 @@ def main(argv=None) -> int:
         "those cells only because it returned (nearly) the uniform start, and worse where the "
         "data were informative.",
         "",
-        "Other processes (other engineers' tests and benchmarks) were running on the same 2-core "
+        "Other processes (tests and benchmarks) were running on the same 2-core "
         "machine during this run; the EM steps are exact, the run time below is not a speed "
         "measurement.",
     ]

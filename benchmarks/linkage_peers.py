@@ -229,7 +229,7 @@ def render(link, kan, missing, seeds) -> str:
         "# Linkage peers: splink, recordlinkage, anonymeter and anjana beside reidrisk",
         "",
         "Companion of [linkage.md](linkage.md) (paper 001, Table 13). **Timings were taken while "
-        "other engineers loaded the same 2-core machine** (load averages below); compare times "
+        "other processes loaded the same 2-core machine** (load averages below); compare times "
         "within a table, not with an idle machine.",
         "",
         f"Versions: splink {ver('splink')} (DuckDB {ver('duckdb')}), recordlinkage "

@@ -428,7 +428,7 @@ def render(parts, seeds, sweep_pts, pngs, scale, adult_full, ml, res) -> str:
         "in `reidrisk/linkage/scores.py`). Peers (splink, recordlinkage, anonymeter, anjana) are "
         "in [linkage_peers.md](linkage_peers.md).",
         "",
-        "**Timings were taken while other engineers ran tests and benchmarks on the same 2-core "
+        "**Timings were taken while other tests and benchmarks ran on the same 2-core "
         "machine** (load averages at the end of this page): they are upper bounds of what an idle "
         "machine gives, and the CPU seconds (`cpu_s` in the JSON) are the steadier figure.",
         "",

@@ -207,7 +207,7 @@ def main() -> None:
             "synchronous=FULL: every acknowledgement follows a durable commit) and the load "
             "generator (HTTP/1.1 on asyncio streams, keep-alive) ran on the same machine over "
             "loopback (127.0.0.1). "
-            "**The machine was shared**: other engineers' test and benchmark jobs were running at "
+            "**The machine was shared**: other test and benchmark jobs were running at "
             "the same time on its 2 cores (see the load averages below), so these figures are "
             "lower bounds of what the service does on an idle machine.", "",
             f"Survey: 15 attributes ({'-'.join(map(str, (min(SIZES), max(SIZES))))} categories), "
