@@ -289,6 +289,7 @@ def test_guide_python_examples_run(tmp_path, monkeypatch):
 
 
 
+@pytest.mark.slow
 def test_uniform_guess_is_drawn_on_both_error_plots(frame, monkeypatch):
     from reidrisk.report import plots
 

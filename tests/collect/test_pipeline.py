@@ -54,6 +54,7 @@ def fitted():
     return CollectPipeline().fit(rr)
 
 
+@pytest.mark.slow
 def test_js_of_three_way_tables_falls_as_n_grows(generator):
     # The population is drawn from a Gaussian copula, so the model's own floor is 0 and the error
     # is variance: E[JS] ~ c / n for an asymptotically unbiased estimator, a ratio of 10 between
@@ -163,6 +164,7 @@ def test_marginals_without_signal_are_modelled_as_uniform():
                                atol=1e-15)
 
 
+@pytest.mark.slow
 def test_uniformity_test_holds_its_level_with_few_reports():
     # 60 uniform attributes, about 67 reports each: under the complete null Benjamini-Hochberg
     # keeps any marginal with probability <= MARGINAL_FDR = 0.1; the Wald form with the covariance

@@ -108,6 +108,7 @@ def test_compare_methods_rejects_bad_arguments(population):
         compare_methods(population.schema, population.codes, methods=["uniform"], missing_rate=1.0)
 
 
+@pytest.mark.slow
 def test_section_has_table_and_figures(comparison):
     section = collect_section(comparison)
     assert len(section.figures) == 2
@@ -143,6 +144,7 @@ def test_histograms_name_the_cells_they_show(comparison):
     np.testing.assert_allclose(heights, truth[order])
 
 
+@pytest.mark.slow
 def test_sd_column_only_with_several_runs(population, comparison):
     one = compare_methods(population.schema, population.codes, cols=[0, 1, 2], epsilon=8.0,
                           missing_rate=0.3, methods=["uniform"], reps=1, rng=5)

@@ -86,6 +86,7 @@ def test_inversion_sums_to_n_for_fixed_size_reports(mech_name):
         assert abs(sums.mean() - n) <= 4 * se, (sums.mean(), n, se)
 
 
+@pytest.mark.slow
 def test_mse_of_inversion_shrinks_like_one_over_n(mech_name):
     """Var = c / n exactly, so MSE(n) / MSE(10 n) has expectation 10; with 30 repetitions of 5
     cells the MSE estimates have a relative spread of about 20%, so a ratio below 5 would need a

@@ -140,6 +140,7 @@ def test_composition_is_the_sum_of_single_bounds():
 
 
 # ---- Prop. 3.7 / Cor. 3.9: Bayes error ----------------------------------------------------------
+@pytest.mark.slow
 def test_bayes_bounds_never_violated_uniform_and_skewed_priors():
     slack = []
     for rng, n, k, eps, joint in cases(6, 250, n_max=10, k_max=10):

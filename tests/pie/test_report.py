@@ -9,6 +9,7 @@ from reidrisk.pie.report import calibrations, pie_section, plot_bounds
 from reidrisk.report import Section, write_report
 
 
+@pytest.mark.slow
 def test_section_numbers_come_from_the_bounds(tmp_path):
     n, k = 20_000, 46_080
     s = pie_section(n, k)

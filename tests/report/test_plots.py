@@ -93,6 +93,7 @@ def test_distributions_draw_the_truth_as_bars_and_estimates_as_markers():
     assert ax.get_title() == "grr"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_mech", [1, 5])
 def test_distributions_png_grows_with_the_grid(n_mech):
     attrs = [Attribute("a" * 30, tuple(f"category-{i}" for i in range(16))), Attribute("b", ("x", "y"))]
