@@ -42,6 +42,14 @@ def _positive(ctx, param, value):
     return value
 
 
+def _users_and_domain(f):
+    """The -n/--users and -k/--domain options shared by ``bound`` and ``calibrate``."""
+    f = click.option("-k", "--domain", type=click.IntRange(min=2), required=True,
+                     help="Domain size |X| (number of possible personal data, e.g. regions).")(f)
+    return click.option("-n", "--users", type=click.IntRange(min=2), required=True,
+                        help="Number of users n (the prior over users is uniform).")(f)
+
+
 def _fmt(x: float) -> str:
     if x is None:
         return "-"
@@ -53,10 +61,7 @@ def _fmt(x: float) -> str:
 @group.command("bound")
 @click.option("-e", "--epsilon", "epsilons", type=float, multiple=True, required=True,
               callback=_positive, metavar="EPS", help="Budget per release; repeat for several.")
-@click.option("-n", "--users", type=click.IntRange(min=2), required=True,
-              help="Number of users n (the prior over users is uniform).")
-@click.option("-k", "--domain", type=click.IntRange(min=2), required=True,
-              help="Domain size |X| (number of possible personal data, e.g. regions).")
+@_users_and_domain
 @click.option("-m", "--mechanism", type=click.Choice(["ldp", "rr", "glh"], case_sensitive=False),
               default="rr", show_default=True,
               help="ldp: any epsilon-LDP mechanism (Prop. 4.1); rr: k-ary randomized response "
@@ -130,10 +135,7 @@ def bound(epsilons, users, domain, mechanism, g, releases, as_json) -> None:
 @group.command("calibrate")
 @click.option("--target-error", type=float, default=0.9, show_default=True,
               help="Identification error the adversary must not get below, in [0, 1).")
-@click.option("-n", "--users", type=click.IntRange(min=2), required=True,
-              help="Number of users n (the prior over users is uniform).")
-@click.option("-k", "--domain", type=click.IntRange(min=2), required=True,
-              help="Domain size |X| (number of possible personal data, e.g. regions).")
+@_users_and_domain
 @click.option("-m", "--mechanism", type=click.Choice(["rr", "glh", "ldp"], case_sensitive=False),
               default="rr", show_default=True,
               help="rr (Thm 4.2), glh (Thm 4.4) or ldp (any epsilon-LDP mechanism, Prop. 4.1).")
