@@ -240,6 +240,11 @@ def test_vectorized_over_epsilon_arrays():
     out = b.alpha_rr(eps, 100, 20)
     assert out.shape == (2, 2)
     assert out[1, 0] == b.alpha_rr(2.0, 100, 20)
+    # hand values (eq. 15-16, bits): e^eps - 1 = 1 and 20 give lambda = 1/21 and 20/40 = 1/2;
+    # the cap is min{log2 100, log2 20} = log2 20, and min{log2 8, log2 20} = 3 with n = 8
+    np.testing.assert_allclose(b.alpha_rr(np.log([[2.0, 21.0]]), 100, 20),
+                               [[math.log2(20) / 21, math.log2(20) / 2]], rtol=1e-12)
+    assert b.alpha_rr(math.log(21.0), 8, 20) == pytest.approx(1.5, rel=1e-12)
     assert isinstance(b.alpha_rr(2.0, 100, 20), float)
     assert b.lambda_rr(800.0, 10) == 1.0  # no overflow to nan
     assert np.all(np.diff(b.alpha_glh(np.geomspace(0.1, 30, 50), 100, 50, 8)) > 0)
