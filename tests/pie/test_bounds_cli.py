@@ -71,8 +71,8 @@ def test_calibrate_inf_epsilon_is_json_null():
 def test_bad_input_is_one_line_error(args, needle):
     r = run(*args)
     assert r.exit_code == 2
-    assert "Traceback" not in r.output and r.exception is None or isinstance(r.exception,
-                                                                              SystemExit)
+    assert "Traceback" not in r.output, r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
     err = [line for line in r.output.splitlines() if line.startswith("Error:")]
     assert len(err) == 1 and needle in err[0], r.output
 
