@@ -34,7 +34,7 @@ import numpy as np
 from reidrisk.collect.protocol import Protocol
 from reidrisk.collect.reports_io import (
     ReportsFileError,
-    _rebuild_mechanism,
+    rebuild_mechanism,
     atomic_write,
     check_declared_loss,
 )
@@ -224,7 +224,7 @@ class CollectModel:
         person, all g when the protocol is unknown; paper 004 Algorithm 1, sequential
         composition). The model does not keep which attributes each person reported, so this
         bounds ``RecordReports.privacy_loss`` of the reports it was fitted on from above."""
-        losses = sorted((_rebuild_mechanism(a.name, a.size, dict(m)).privacy_loss
+        losses = sorted((rebuild_mechanism(a.name, a.size, dict(m)).privacy_loss
                          for a, m in zip(self.schema, self.mechanisms)), reverse=True)
         k = self.g if self.protocol is None else self.protocol.k_for(self.g)
         return float(sum(losses[:k]))

@@ -183,19 +183,20 @@ def reports_metadata(reports: RecordReports, protocol: Protocol) -> dict:
         "schema": reports.schema.to_dict(),
         "protocol": protocol.to_dict(),
         "attributes": [
-            {"name": a.name, "codec": codec_of(m), "mechanism": _jsonable(m.params())}
+            {"name": a.name, "codec": codec_of(m), "mechanism": jsonable(m.params())}
             for a, m in zip(reports.schema, reports.mechanisms)
         ],
     }
 
 
-def _jsonable(obj):
+def jsonable(obj):
+    """``obj`` (a mechanism's ``params()``) with NumPy scalars and arrays as plain JSON values."""
     if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
+        return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
+        return [jsonable(v) for v in obj]
     if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
+        return jsonable(obj.tolist())
     if isinstance(obj, np.generic):
         return obj.item()
     return obj
@@ -326,7 +327,8 @@ def _constructor_kwargs(params: dict) -> dict:
     return kw
 
 
-def _rebuild_mechanism(attr_name: str, f: int, params: dict) -> Mechanism:
+def rebuild_mechanism(attr_name: str, f: int, params: dict) -> Mechanism:
+    """The mechanism of attribute ``attr_name`` (domain size ``f``) from its saved ``params``."""
     params = dict(params)
     try:
         name = params.pop("mechanism")
@@ -345,7 +347,7 @@ def _rebuild_mechanism(attr_name: str, f: int, params: dict) -> Mechanism:
         raise ReportsFileError(
             f"attribute {attr_name!r}: cannot rebuild the {name!r} mechanism from {params}: {exc}"
         ) from None
-    if _jsonable(mech.params()) != _jsonable({"mechanism": name, "epsilon": eps, "k": k, **params}):
+    if jsonable(mech.params()) != jsonable({"mechanism": name, "epsilon": eps, "k": k, **params}):
         raise ReportsFileError(
             f"attribute {attr_name!r}: mechanism parameters {params} do not describe a valid "
             f"{name!r} mechanism at epsilon={eps:g} (rebuilt: {mech.params()})"
@@ -353,8 +355,10 @@ def _rebuild_mechanism(attr_name: str, f: int, params: dict) -> Mechanism:
     return mech
 
 
-def _decode_column(path: Path, attr_name: str, mech: Mechanism, codec: str,
-                   cells: pd.Series) -> np.ndarray:
+def decode_column(path: Path, attr_name: str, mech: Mechanism, codec: str,
+                  cells: pd.Series) -> np.ndarray:
+    """One attribute's report cells (text in ``codec``) as ``mech``'s report array; errors name
+    ``path`` and the attribute. The one decoder of report cells (files and the service)."""
     n = len(cells)
     miss = cells.isna().to_numpy()
     text = cells[~miss].astype(str).str.strip()
@@ -563,14 +567,14 @@ def _read_described(path: Path) -> CollectedReports:
         )
     mechs, reps = [], []
     for attr, entry in zip(schema, attrs):
-        mech = _rebuild_mechanism(attr.name, attr.size, entry.get("mechanism", {}))
+        mech = rebuild_mechanism(attr.name, attr.size, entry.get("mechanism", {}))
         codec = entry.get("codec")
         if codec != codec_of(mech):
             raise ReportsFileError(
                 f"{str(path)!r}: column {attr.name!r} declares codec {codec!r}, but {mech.name!r} "
                 f"reports use {codec_of(mech)!r}"
             )
-        rep = _decode_column(path, attr.name, mech, codec, frame[attr.name])
+        rep = decode_column(path, attr.name, mech, codec, frame[attr.name])
         try:
             rep = mech.validate_reports(rep)
         except MechanismError as exc:
@@ -612,6 +616,7 @@ def check_declared_loss(source: str, meta: dict, implied: float,
 
 __all__ = [
     "CollectedReports", "REPORTS_FORMAT", "REPORTS_VERSION", "ReportsFileError",
-    "check_declared_loss", "codec_of", "has_metadata", "read_reports", "reports_frame",
+    "check_declared_loss", "codec_of", "decode_column", "has_metadata", "jsonable",
+    "read_reports", "rebuild_mechanism", "reports_frame",
     "sidecar_path", "write_reports",
 ]

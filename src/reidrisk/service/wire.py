@@ -23,14 +23,16 @@ import numpy as np
 import pandas as pd
 
 from reidrisk.collect.protocol import Protocol, ProtocolError, variance_factor
+# the reports file's own cell decoder and mechanism rebuilder: one reader of reports
 from reidrisk.collect.reports_io import (
     CollectedReports,
     ReportsFileError,
     codec_of,
+    decode_column,
+    jsonable,
+    rebuild_mechanism,
     reports_frame,
 )
-# the reports file's own cell decoder and mechanism rebuilder: one reader of reports
-from reidrisk.collect.reports_io import _decode_column, _jsonable, _rebuild_mechanism  # noqa
 from reidrisk.mechanisms.base import Mechanism, MechanismError
 from reidrisk.mechanisms.record import RecordReports
 from reidrisk.schema import Schema, SchemaError
@@ -108,7 +110,7 @@ class SurveySpec:
             "schema": self.schema.to_dict(),
             "protocol": self.protocol.to_dict(),
             "attributes": [
-                {"name": a.name, "codec": c, "mechanism": _jsonable(m.params())}
+                {"name": a.name, "codec": c, "mechanism": jsonable(m.params())}
                 for a, m, c in zip(self.schema, self.mechanisms, self.codecs)
             ],
         }
@@ -123,7 +125,7 @@ class SurveySpec:
         protocol = Protocol.from_dict(d["protocol"])
         mechs, codecs = [], []
         for a, entry in zip(schema, d["attributes"]):
-            mechs.append(_rebuild_mechanism(a.name, a.size, entry["mechanism"]))
+            mechs.append(rebuild_mechanism(a.name, a.size, entry["mechanism"]))
             codecs.append(entry["codec"])
         return cls(schema, protocol, tuple(mechs), tuple(codecs))
 
@@ -172,7 +174,7 @@ class SurveySpec:
         reps = []
         for a, m, codec in zip(self.schema, self.mechanisms, self.codecs):
             try:
-                rep = _decode_column(_ORIGIN, a.name, m, codec, frame[a.name])
+                rep = decode_column(_ORIGIN, a.name, m, codec, frame[a.name])
                 reps.append(m.validate_reports(rep))
             except (ReportsFileError, MechanismError) as exc:
                 raise ReportError(_reword(str(exc), a.name), _row_of(str(exc))) from None
