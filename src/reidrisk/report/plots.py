@@ -111,17 +111,9 @@ def _colors(labels: Sequence[str]) -> dict[str, tuple]:
     return {lab: cmap(i % 10) for i, lab in enumerate(labels)}
 
 
-def plot_error_curves(
-    table: pd.DataFrame,
-    value: str = "js",
-    panels: Sequence[tuple[str, str]] = (("marginal", "Single attributes"), ("pair", "Pairs of attributes")),
-    reference: Mapping[str, float] | None = None,
-    ylabel: str = "mean JS divergence (bits)",
-    xlabel: str = "epsilon (whole record)",
-    title: str = "",
-) -> bytes:
+def plot_error_curves(*args, **kwargs) -> bytes:
     """PNG of ``error_curves_figure`` (same arguments)."""
-    return figure_png(error_curves_figure(table, value, panels, reference, ylabel, xlabel, title))
+    return figure_png(error_curves_figure(*args, **kwargs))
 
 
 def error_curves_figure(
