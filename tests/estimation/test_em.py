@@ -235,6 +235,10 @@ def test_every_em_runs_on_the_one_engine(monkeypatch):
 def test_start_scale_and_validation():
     z = engine.positive_start([0.0, 1.0, 3.0], 8.0, (1, 3))
     assert z.shape == (1, 3) and z.sum() == pytest.approx(8.0) and z.min() > 0
+    # by hand: [0, 1, 3] / 4 with its zero lifted to 1e-12 of the mean (1e-12 / 3), times 8
+    np.testing.assert_allclose(z[0], [8e-12 / 3, 2.0, 6.0], rtol=1e-9)
+    np.testing.assert_allclose(engine.positive_start(None, 8.0, (2, 4)), np.full((2, 4), 2.0),
+                               rtol=1e-15)
     with pytest.raises(EstimationError, match="init"):
         engine.positive_start([1.0, -1.0, 1.0], 1.0, (1, 3))
     with pytest.raises(EstimationError, match="max_iter"):
