@@ -234,5 +234,14 @@ def test_cli_pse_is_a_reidrisk_pie_command(tmp_path):
                                    "--bootstrap", "0", "--json"])
     assert res.exit_code == 0, res.output
     assert '"pse_bits"' in res.output
+    import json
+
+    # the routed command gives the library's estimate on the same files (genuine and impostor
+    # not swapped: D(f_G || f_I) is not symmetric)
+    out = json.loads(res.output)
+    assert out["pse_bits"] == pytest.approx(pse(read_scores(g), read_scores(i), bootstrap=0).bits,
+                                            rel=1e-12)
+    assert out["pse_bits"] != pytest.approx(pse(read_scores(i), read_scores(g), bootstrap=0).bits)
+    assert (out["n_genuine"], out["n_impostor"], out["low"]) == (5, 4, None)
     res = CliRunner().invoke(cli, ["pie", "traces", "--help"])
     assert res.exit_code == 0 and "--background" in res.output
