@@ -67,11 +67,18 @@ def test_answers_are_randomized_locally_with_the_secure_generator(tc, monkeypatc
     sid, code = survey(tc)
     calls = []
     real = base.secure_generator
-    monkeypatch.setattr(base, "secure_generator", lambda *a: calls.append(1) or real(*a))
+    # the spy hands out a fixed-key secure generator, so the reports can be compared with it
+    monkeypatch.setattr(base, "secure_generator",
+                        lambda *a, **k: calls.append(1) or real(key=777))
     client = SurveyClient("http://testserver", sid, code, http=tc)
-    answers = pd.DataFrame({"sex": ["f", None, "m"], "age": ["old", "mid", None]})
+    answers = pd.DataFrame({"sex": ["f", None, "m"] * 20, "age": ["old", "mid", None] * 20})
     rr = client.randomize(answers)
     assert calls, "rng=None must draw from reidrisk.mechanisms.secure_generator"
+    same = client.randomize(answers, rng=real(key=777))
+    for a, b in zip(rr.reports, same.reports, strict=True):
+        np.testing.assert_array_equal(a, b)  # drawn from that generator, not another one
+    answers = answers.iloc[:3]
+    rr = client.randomize(answers)
     assert rr.present().tolist() == [[True, True], [False, True], [True, False]]  # skips stay
     sent = client.wire_reports(rr)
     assert "sex" not in sent[1]["values"] and "age" not in sent[2]["values"]
