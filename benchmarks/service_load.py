@@ -144,13 +144,16 @@ def main() -> None:
                          "--quick: 10^5]")
     ap.add_argument("--quick", action="store_true",
                     help="5 s phases, 20,000 batch reports, 100,000 stored reports for queries")
+    ap.add_argument("--out-dir", type=Path, default=None,
+                    help="where to write service.md/.json [default: docs/results]")
     args = ap.parse_args()
     if args.quick:
         args.seconds, args.max_reports = 5.0, 20_000
     if args.query_n is None:
         args.query_n = 100_000 if args.quick else 1_000_000
     res = Results("service", packages=["fastapi", "uvicorn", "starlette", "sqlalchemy",
-                                            "httpx", "psycopg"])
+                                            "httpx", "psycopg"],
+                  results_dir=args.out_dir)
     rng = np.random.default_rng(0)
     rows = []
 
