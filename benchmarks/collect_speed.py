@@ -12,8 +12,8 @@ Adult (15 attributes, 32,561 records, ``adult_schema("paper004")``), 100 and 500
 ``make_binary_population(dependence=0.5, marginals="random", structure="random")``), all at the
 default point m = 0.5 (missing completely at random), epsilon = 5. Configurations:
 
-* ``reidrisk``: the default configuration (attribute sampling, k from ``choose_k`` planned for
-  m = 0.5; ``CollectPipeline()`` defaults) -- the one the targets are about;
+* ``reidrisk``: the default configuration (attribute sampling, k from
+  ``choose_attributes_per_person`` planned for m = 0.5; ``CollectPipeline()`` defaults) -- the one the targets are about;
 * ``reidrisk, k = g``: the same server on the paper's protocol (every present attribute reported
   with epsilon / g: every person's reports cover many more pairs, so it is the harder case);
 * ``paper 004``: the paper-faithful configuration (``reidrisk.collect.report.PAPER_OPTIONS``: EM to a
@@ -153,7 +153,7 @@ def make_reports(config: str, schema, codes, seed: int):
     observed = mcar(codes, M, rng)
     k = planned_k(schema.sizes, EPS, codes.shape[0]) if config == "reidrisk" else None
     protocol = Protocol(EPS, k, "subset")
-    return protocol.randomize(schema, observed, rng), protocol.k_for(len(schema))
+    return protocol.randomize(schema, observed, rng), protocol.attributes_for(len(schema))
 
 
 def part1(res: Results, args) -> tuple[str, list[str]]:

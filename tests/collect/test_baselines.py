@@ -125,10 +125,11 @@ def test_methods_share_the_budget_split(pop, codes):
         method = cls()
         if method.mechanism is None:
             with pytest.raises(NotImplementedError, match="no client of its own"):
-                method.protocol(5.0, k=2)
+                method.protocol(5.0, attributes_per_person=2)
             continue
-        proto = method.protocol(5.0, k=2)
-        assert proto.epsilon == 5.0 and proto.k == 2 and proto.mechanism == method.mechanism
+        proto = method.protocol(5.0, attributes_per_person=2)
+        assert proto.epsilon == 5.0 and proto.attributes_per_person == 2
+        assert proto.mechanism == method.mechanism
         rr = proto.randomize(pop.schema, codes, rng=7)
         assert [m.name for m in rr.mechanisms] == [method.mechanism] * len(SIZES)
         assert all(math.isclose(m.epsilon, 2.5, rel_tol=1e-15) for m in rr.mechanisms)
@@ -240,3 +241,9 @@ def test_df_copula_ignores_the_noise(pop, codes):
     B = rr.mechanisms[1].support(rr.reports[1])
     w = np.asarray(B.sum(axis=0)).ravel()
     np.testing.assert_allclose(df.model_.marginals[1], w / w.sum(), atol=1e-15)
+
+
+def test_method_protocol_former_keyword_k_warns_and_agrees():
+    with pytest.warns(DeprecationWarning, match="'k' is deprecated; use 'attributes_per_person'"):
+        old = Indep().protocol(5.0, k=2)
+    assert old == Indep().protocol(5.0, attributes_per_person=2)

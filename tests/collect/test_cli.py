@@ -37,7 +37,7 @@ def test_simulate_fit_table_synth(workdir):
     assert sidecar_path(d / "reports.csv").exists()
     collected = read_reports(d / "reports.csv")
     assert collected.n == 2000 and collected.protocol.epsilon == 4.0
-    k = collected.protocol.k_for(4)
+    k = collected.protocol.attributes_for(4)
     assert collected.reports.present().sum(axis=1).max() <= k
 
     r = run("collect", "fit", d / "reports.csv", d / "model.json")
@@ -79,11 +79,11 @@ def test_paper_split_and_parquet_reports(workdir):
     # probability below (f - 1) e^-10 < 2e-4, i.e. in about 1 of the 8,000 values, so the server's
     # marginals are the data's own up to that and the EM's stop (well inside 0.005)
     r = run("collect", "simulate", d / "data.csv", d / "reports.parquet", "--schema",
-            d / "schema.json", "-e", 40, "--k", "all", "--seed", 5)
+            d / "schema.json", "-e", 40, "--attributes-per-person", "all", "--seed", 5)
     assert r.exit_code == 0, r.output
     assert "each person reports 4 attribute(s) with epsilon 10 each" in r.output
     collected = read_reports(d / "reports.parquet")
-    assert collected.protocol.k_for(4) == 4
+    assert collected.protocol.attributes_for(4) == 4
     r = run("collect", "fit", d / "reports.parquet", d / "model2.json", "--exact-em", "none",
             "--stop", "discrepancy", "--shrink", "js")
     assert r.exit_code == 0, r.output
@@ -106,8 +106,10 @@ def test_paper_split_and_parquet_reports(workdir):
 def test_k_above_the_number_of_attributes_is_refused(workdir):
     d = workdir
     r = CliRunner().invoke(cli, ["collect", "simulate", str(d / "data.csv"), str(d / "r.csv"),
-                                 "--schema", str(d / "schema.json"), "-e", "2", "--k", "9"])
-    assert r.exit_code == 2 and "--k 9 is more attributes than the schema has (4)" in r.output
+                                 "--schema", str(d / "schema.json"), "-e", "2",
+                                 "--attributes-per-person", "9"])
+    assert r.exit_code == 2
+    assert "--attributes-per-person 9 is more attributes than the schema has (4)" in r.output
     assert not (d / "r.csv").exists()
 
 
@@ -216,3 +218,17 @@ def test_bad_stop_text_is_refused_with_the_value(text, message):
 
     with pytest.raises(click.BadParameter, match=message):
         _parse_stop(text)
+
+
+def test_former_option_k_still_works_with_a_warning(workdir):
+    d = workdir
+    r = CliRunner().invoke(cli, ["collect", "simulate", str(d / "data.csv"), str(d / "old.csv"),
+                                 "--schema", str(d / "schema.json"), "-e", "40", "--k", "all",
+                                 "--seed", "5"])
+    assert r.exit_code == 0, r.output
+    assert "--k is deprecated; use --attributes-per-person" in r.output
+    assert read_reports(d / "old.csv").protocol.attributes_for(4) == 4
+    both = CliRunner().invoke(cli, ["collect", "simulate", str(d / "data.csv"), str(d / "x.csv"),
+                                    "--schema", str(d / "schema.json"), "-e", "2", "--k", "2",
+                                    "--attributes-per-person", "2"])
+    assert both.exit_code == 2 and "pass --attributes-per-person only" in both.output

@@ -16,7 +16,7 @@ from reidrisk.collect.reports_io import CollectedReports
 from reidrisk.schema import Attribute, Schema
 
 SCHEMA = Schema(tuple(Attribute(f"a{j}", tuple("abcd")) for j in range(5)))
-PROTOCOL = Protocol(4.0, k=2)  # 2.0 per attribute; the five budgets sum to 10.0
+PROTOCOL = Protocol(4.0, attributes_per_person=2)  # 2.0 per attribute; the five budgets sum to 10.0
 
 
 def _fit(reports):
@@ -68,3 +68,16 @@ def test_older_model_files_get_the_recomputed_loss(tmp_path, model):
     path = tmp_path / "old.json"
     path.write_text(json.dumps(d))
     assert math.isclose(CollectModel.load(path).privacy_loss, 4.0, rel_tol=1e-9)
+
+
+def test_model_files_with_the_former_protocol_key_still_load(tmp_path, model):
+    """Files written before the rename store the attributes per person under "k"."""
+    d = model.to_dict()
+    proto = d["protocol"]
+    assert proto["attributes_per_person"] == 2 and "k" not in proto
+    proto["k"] = proto.pop("attributes_per_person")
+    path = tmp_path / "old_key.json"
+    path.write_text(json.dumps(d))
+    back = CollectModel.load(path)
+    assert back.protocol == PROTOCOL and back.protocol.attributes_per_person == 2
+    assert math.isclose(back.privacy_loss, 4.0, rel_tol=1e-9)

@@ -50,7 +50,7 @@ def population(n, seed):
 def fitted():
     pop = population(4000, 1)
     codes = mcar(pop.codes, 0.3, rng=2)
-    rr = Protocol(4.0, k=2).randomize(pop.schema, codes, rng=3)
+    rr = Protocol(4.0, attributes_per_person=2).randomize(pop.schema, codes, rng=3)
     return CollectPipeline().fit(rr)
 
 
@@ -67,8 +67,8 @@ def test_js_of_three_way_tables_falls_as_n_grows(generator):
         vals = []
         for rep in range(3):
             pop = population(n, 100 + rep)
-            rr = Protocol(5.0, k=2).randomize(pop.schema, mcar(pop.codes, 0.3, rng=200 + rep),
-                                              rng=300 + rep)
+            rr = Protocol(5.0, attributes_per_person=2).randomize(
+                pop.schema, mcar(pop.codes, 0.3, rng=200 + rep), rng=300 + rep)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", CollectWarning)
                 model = CollectPipeline().fit(rr)
@@ -147,7 +147,7 @@ def test_marginals_without_signal_are_modelled_as_uniform():
     # null with probability <= 0.1, and the skewed marginal is detected with power ~1 at this n
     pop = make_population(3000, [5, 4, 4], dependence=0.0, rng=11,
                           marginals=[[0.2] * 5, [0.7, 0.1, 0.1, 0.1], [0.25] * 4])
-    rr = Protocol(3.0, k=1).randomize(pop.schema, pop.codes, rng=12)
+    rr = Protocol(3.0, attributes_per_person=1).randomize(pop.schema, pop.codes, rng=12)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CollectWarning)
         model = CollectPipeline().fit(rr)
@@ -170,7 +170,7 @@ def test_uniformity_test_holds_its_level_with_few_reports():
     # keeps any marginal with probability <= MARGINAL_FDR = 0.1; the Wald form with the covariance
     # estimated freely keeps 1-7 here (5 of 5 seeds tried)
     pop = make_population(2000, [5] * 60, dependence=0.0, rng=21, marginals="uniform")
-    rr = Protocol(5.0, k=2).randomize(pop.schema, pop.codes, rng=22)
+    rr = Protocol(5.0, attributes_per_person=2).randomize(pop.schema, pop.codes, rng=22)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CollectWarning)
         model = CollectPipeline().fit(rr)
@@ -202,7 +202,7 @@ def test_every_option_gives_a_valid_model(options, generator):
     independence but lie farther from the truth than the default's."""
     pop = population(20_000, 9)
     codes = mcar(pop.codes, 0.2, rng=1)
-    rr = Protocol(8.0, k=3).randomize(pop.schema, codes, rng=2)
+    rr = Protocol(8.0, attributes_per_person=3).randomize(pop.schema, codes, rng=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CollectWarning)
         model = CollectPipeline(**options).fit(rr)
@@ -273,7 +273,7 @@ def test_fit_from_counts_equals_fit_from_reports(mechanism):
     the model keeps its copula (no fallback), so the pair tables and correlation are compared."""
     pop = population(4000, 11)
     codes = mcar(pop.codes, 0.3, rng=12)
-    protocol = Protocol(6.0, k=2, mechanism=mechanism)
+    protocol = Protocol(6.0, attributes_per_person=2, mechanism=mechanism)
     rr = protocol.randomize(pop.schema, codes, rng=13)
     assert len(set(np.diag(_folded_counts(rr).n_pair))) > 1
     with warnings.catch_warnings():
@@ -294,7 +294,7 @@ def test_fit_from_counts_equals_fit_from_reports(mechanism):
 
 def test_fit_from_counts_refuses_what_counts_cannot_give():
     pop = population(500, 14)
-    rr = Protocol(4.0, k=2).randomize(pop.schema, pop.codes, rng=15)
+    rr = Protocol(4.0, attributes_per_person=2).randomize(pop.schema, pop.codes, rng=15)
     counts = _folded_counts(rr, parts=1)
     # the report-level EM evaluates each report's likelihood: the counts do not hold it
     for exact in (True, "marginals"):
@@ -305,8 +305,8 @@ def test_fit_from_counts_refuses_what_counts_cannot_give():
     assert not CollectPipeline().needs_reports
     with pytest.raises(CollectError, match="one mechanism per attribute"):
         CollectPipeline().fit_counts(counts, rr.schema, rr.mechanisms[:-1])
-    other = Protocol(4.0, k=2).randomize(pop.schema.select(pop.schema.names[:3]),
-                                         pop.codes[:50, :3], rng=1)
+    other = Protocol(4.0, attributes_per_person=2).randomize(
+        pop.schema.select(pop.schema.names[:3]), pop.codes[:50, :3], rng=1)
     with pytest.raises(CollectError, match="compute the counts"):
         CollectPipeline().fit_counts(counts, other.schema, other.mechanisms)
     with pytest.raises(CollectError, match="needs PairCounts"):

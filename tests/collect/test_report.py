@@ -7,7 +7,7 @@ import struct
 import numpy as np
 import pytest
 
-from reidrisk.collect.protocol import choose_k
+from reidrisk.collect.protocol import choose_attributes_per_person
 from reidrisk.collect.report import (
     DEFAULT_COLUMNS_ADULT, collect_section, compare_methods, default_columns, js_bits,
     method_specs, planned_k, plot_histograms,
@@ -52,10 +52,11 @@ def test_js_bits_ignores_subnormal_cells():
     assert js_bits(p, q) == pytest.approx(0.0, abs=1e-12)
 
 
-def test_planned_k_is_choose_k_at_the_planning_rate():
+def test_planned_k_is_the_chosen_attributes_per_person_at_the_planning_rate():
     sizes = [6, 8, 5, 9, 9, 7, 9, 6, 5, 2, 3, 3, 7, 8, 2]
     k = planned_k(sizes, 5.0, 32_561)
-    assert k == choose_k(sizes, 5.0, n=32_561, missing_rate=0.5).k
+    assert k == choose_attributes_per_person(
+        sizes, 5.0, n=32_561, missing_rate=0.5).attributes_per_person
     assert 2 <= k <= len(sizes)
     assert planned_k([4], 1.0, 100) == 1
 

@@ -37,7 +37,7 @@ def codes():
                                        "laplace_index"])
 @pytest.mark.parametrize("suffix", ["csv", "parquet"])
 def test_round_trip_is_lossless(tmp_path, codes, mechanism, suffix):
-    proto = Protocol(3.0, k=3, mechanism=mechanism)
+    proto = Protocol(3.0, attributes_per_person=3, mechanism=mechanism)
     rr = proto.randomize(SCHEMA, codes, rng=1)
     path = tmp_path / f"reports.{suffix}"
     write_reports(path, rr, proto)
@@ -52,7 +52,7 @@ def test_round_trip_is_lossless(tmp_path, codes, mechanism, suffix):
 
 
 def _write(tmp_path, codes, mechanism="subset", k=None):
-    proto = Protocol(3.0, k=k, mechanism=mechanism)
+    proto = Protocol(3.0, attributes_per_person=k, mechanism=mechanism)
     path = tmp_path / "r.csv"
     write_reports(path, proto.randomize(SCHEMA, codes, rng=2), proto)
     return path
@@ -147,8 +147,9 @@ def test_tampered_mechanism_parameters_are_refused(tmp_path, codes):
     (b"color,size\n\xff\xfe\x00\x01\xc3\x28\n", "not UTF-8 text"),
 ])
 def test_ragged_or_binary_reports_csv_names_the_file(tmp_path, codes, content, fragment):
-    path = write_reports(tmp_path / "r.csv", Protocol(3.0, k=3).randomize(SCHEMA, codes, rng=1),
-                         Protocol(3.0, k=3))
+    path = write_reports(tmp_path / "r.csv",
+                         Protocol(3.0, attributes_per_person=3).randomize(SCHEMA, codes, rng=1),
+                         Protocol(3.0, attributes_per_person=3))
     path.write_bytes(content)  # the sidecar stays: the file claims to hold reports
     with pytest.raises(ReportsFileError, match=rf"'.*r\.csv' is {fragment}"):
         read_reports(path)
@@ -161,8 +162,9 @@ def _meta(path):
 
 @pytest.mark.parametrize("suffix", ["csv", "parquet"])
 def test_file_carries_the_largest_loss_over_records(tmp_path, codes, suffix):
-    """Protocol(3.0, k=2) over g = 4: 1.5 per attribute, the summed budgets say 6.0."""
-    proto = Protocol(3.0, k=2)
+    """Protocol(3.0, attributes_per_person=2) over g = 4: 1.5 per attribute, the summed budgets
+    say 6.0."""
+    proto = Protocol(3.0, attributes_per_person=2)
     rr = proto.randomize(SCHEMA, codes, rng=5)
     assert math.isclose(rr.epsilon, 3.0, rel_tol=1e-9)
     path = write_reports(tmp_path / f"r.{suffix}", rr, proto)
@@ -175,7 +177,7 @@ def test_file_carries_the_largest_loss_over_records(tmp_path, codes, suffix):
 
 def test_file_of_people_reporting_fewer_attributes_states_their_loss(tmp_path, codes):
     """Nobody reported more than one attribute: the file guarantees 1.5, not the protocol's 3.0."""
-    proto = Protocol(3.0, k=2)
+    proto = Protocol(3.0, attributes_per_person=2)
     one = codes.copy()
     one[:, 1:] = MISSING
     rr = proto.randomize(SCHEMA, one, rng=6)
@@ -209,3 +211,15 @@ def test_older_files_get_the_recomputed_loss(tmp_path, codes, legacy):
         meta["epsilon"] = legacy
     sidecar_path(path).write_text(json.dumps(meta))
     assert math.isclose(read_reports(path).epsilon, 3.0, rel_tol=1e-9)
+
+
+def test_reports_files_with_the_former_protocol_key_still_read(tmp_path, codes):
+    """Reports files written before the rename store the attributes per person under "k"."""
+    path = _write(tmp_path, codes, k=2)
+    meta_path = sidecar_path(path)
+    meta = json.loads(meta_path.read_text())
+    assert meta["protocol"]["attributes_per_person"] == 2 and "k" not in meta["protocol"]
+    meta["protocol"]["k"] = meta["protocol"].pop("attributes_per_person")
+    meta_path.write_text(json.dumps(meta))
+    back = read_reports(path)
+    assert back.protocol == Protocol(3.0, attributes_per_person=2)

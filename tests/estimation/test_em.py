@@ -54,7 +54,7 @@ def test_noise_threshold_reaches_the_collect_pipeline():
     'tuple'": the pipeline validated stops with a parser of its own."""
     rng = np.random.default_rng(5)
     schema, codes = correlated_records(3000, [3, 4, 2], rng)
-    rr = Protocol(4.0, k=2).randomize(schema, codes, rng=6)
+    rr = Protocol(4.0, attributes_per_person=2).randomize(schema, codes, rng=6)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         loose = CollectPipeline(stop=("noise", 1e-1)).fit(rr)

@@ -74,10 +74,11 @@ SCHEMA5 = Schema(tuple(Attribute(f"a{j}", tuple("abcd")) for j in range(5)))
 
 
 def test_attribute_sampling_spends_epsilon_not_the_sum_of_budgets():
-    """Protocol(4.0, k=2) over g = 5: each attribute at 2.0, each person reports 2 of them."""
+    """Protocol(4.0, attributes_per_person=2) over g = 5: each attribute at 2.0, each person
+    reports 2 of them."""
     rng = np.random.default_rng(3)
     codes = rng.integers(0, 4, (500, 5)).astype(np.int32)
-    rr = Protocol(4.0, k=2).randomize(SCHEMA5, codes, rng)
+    rr = Protocol(4.0, attributes_per_person=2).randomize(SCHEMA5, codes, rng)
     assert math.isclose(sum(m.epsilon for m in rr.mechanisms), 10.0)  # the old, summed value
     assert math.isclose(rr.epsilon, 4.0, rel_tol=RTOL)
     assert math.isclose(rr.privacy_loss, 4.0, rel_tol=RTOL)

@@ -180,7 +180,7 @@ def test_record_randomizer_defaults_to_the_secure_generator(spy):
 
 
 def test_protocol_client_defaults_to_the_secure_generator(spy):
-    proto = Protocol(2.0, k=2, mechanism="grr")
+    proto = Protocol(2.0, attributes_per_person=2, mechanism="grr")
     got = proto.randomize(SCHEMA, CODES)
     assert spy == [None]
     again = proto.randomize(SCHEMA, CODES, secure_generator(key=12345))

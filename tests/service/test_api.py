@@ -22,7 +22,7 @@ def submitter(client, sid, code):
 def test_survey_config_describes_the_protocol(client):
     s = new_survey(client, epsilon=3.0, k=2)
     cfg = client.get(f"/surveys/{s['id']}/config").json()
-    assert cfg["protocol"]["epsilon"] == 3.0 and cfg["protocol"]["k"] == 2
+    assert cfg["protocol"]["epsilon"] == 3.0 and cfg["protocol"]["attributes_per_person"] == 2
     assert [a["name"] for a in cfg["attributes"]] == SCHEMA.names
     # each reported attribute gets epsilon / k
     assert all(a["mechanism"]["epsilon"] == pytest.approx(1.5) for a in cfg["attributes"])

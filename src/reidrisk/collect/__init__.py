@@ -1,7 +1,8 @@
 """Collection under local differential privacy with missing values (paper 004), end to end.
 
 Clients randomize each record under a ``Protocol`` (the paper's even budget split over all g
-attributes, or attribute sampling: k attributes per person with epsilon / k each, ``choose_k``);
+attributes, or attribute sampling: k attributes per person with epsilon / k each,
+``choose_attributes_per_person``);
 the server reads the reports (``read_reports``; CSV or Parquet with metadata, validated), fits the
 model (``CollectPipeline().fit`` -> ``CollectModel``: marginals, pair tables, Gaussian copula) and
 answers contingency-table queries or generates synthetic records. ``CollectModel.save``/``load``
@@ -10,7 +11,13 @@ true-pairs reference) are in ``reidrisk.collect.baselines``; the command line is
 ``reidrisk collect``.
 """
 
-from reidrisk.collect.model_io import MODEL_FORMAT, MODEL_VERSION, ModelFileError, load_model
+from reidrisk._compat import warn_renamed
+from reidrisk.collect.model_io import (
+    MODEL_FORMAT,
+    MODEL_VERSION,
+    ModelFileError,
+    load_model,
+)
 from reidrisk.collect.pipeline import (
     CollectError,
     CollectModel,
@@ -20,9 +27,10 @@ from reidrisk.collect.pipeline import (
     fit,
 )
 from reidrisk.collect.protocol import (
-    KChoice,
     Protocol,
     ProtocolError,
+    SamplingChoice,
+    choose_attributes_per_person,
     choose_k,
     expected_pair_errors,
     pair_coverage,
@@ -36,8 +44,33 @@ from reidrisk.collect.reports_io import (
 )
 
 __all__ = [
-    "CollectError", "CollectModel", "CollectPipeline", "CollectWarning", "CollectedReports",
-    "FitReport", "KChoice", "MODEL_FORMAT", "MODEL_VERSION", "ModelFileError", "Protocol",
-    "ProtocolError", "ReportsFileError", "choose_k", "expected_pair_errors", "fit", "load_model",
-    "pair_coverage", "read_reports", "variance_factor", "write_reports",
+    "MODEL_FORMAT",
+    "MODEL_VERSION",
+    "CollectError",
+    "CollectModel",
+    "CollectPipeline",
+    "CollectWarning",
+    "CollectedReports",
+    "FitReport",
+    "ModelFileError",
+    "Protocol",
+    "ProtocolError",
+    "ReportsFileError",
+    "SamplingChoice",
+    "choose_attributes_per_person",
+    "choose_k",
+    "expected_pair_errors",
+    "fit",
+    "load_model",
+    "pair_coverage",
+    "read_reports",
+    "variance_factor",
+    "write_reports",
 ]
+
+
+def __getattr__(name: str):
+    if name == "KChoice":  # former name of SamplingChoice
+        warn_renamed("class", "KChoice", "SamplingChoice")
+        return SamplingChoice
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,7 +1,7 @@
 """``reidrisk collect``: plan, simulate, fit, table, synth (paper 004 end to end).
 
     reidrisk collect plan     --schema s.json -e 5 -n 30000 --missing-rate 0.5
-    reidrisk collect simulate data.csv reports.csv -e 5 [--k auto|all|K] [--missing-rate 0.5]
+    reidrisk collect simulate data.csv reports.csv -e 5 [--attributes-per-person auto|all|K]
     reidrisk collect fit      reports.csv model.json
     reidrisk collect table    model.json table.csv -c age -c sex -c income
     reidrisk collect synth    model.json synthetic.parquet -n 100000
@@ -63,7 +63,7 @@ def group() -> None:
     queries or generate synthetic records from the model."""
 
 
-def _parse_k(value: str | None, g: int) -> int | str | None:
+def _parse_per_person(value: str | None, g: int, option: str) -> int | str | None:
     if value is None or value == "auto":
         return "auto"
     if value == "all":
@@ -71,13 +71,14 @@ def _parse_k(value: str | None, g: int) -> int | str | None:
     try:
         k = int(value)
     except ValueError:
-        raise click.BadParameter(f"--k must be 'auto', 'all' or an integer, got {value!r}") from None
+        raise click.BadParameter(
+            f"{option} must be 'auto', 'all' or an integer, got {value!r}") from None
     if not 1 <= k:
-        raise click.BadParameter(f"--k must be >= 1, got {k}")
+        raise click.BadParameter(f"{option} must be >= 1, got {k}")
     if k > g:
         raise click.BadParameter(
-            f"--k {k} is more attributes than the schema has ({g}); use at most {g}, or 'all' for "
-            "the paper's split over every attribute")
+            f"{option} {k} is more attributes than the schema has ({g}); use at most {g}, or 'all' "
+            "for the paper's split over every attribute")
     return k
 
 
@@ -103,16 +104,17 @@ def _positive(ctx, param, value):
 def plan(schema_path, epsilon, n, missing_rate, mechanism, among) -> None:
     """How many attributes each person should report (attribute sampling, derived from the variance
     of the marginal and pair estimates; see reidrisk.collect.protocol)."""
-    from reidrisk.collect.protocol import choose_k
+    from reidrisk.collect.protocol import choose_attributes_per_person
     from reidrisk.schema import Schema
 
     schema = Schema.load(schema_path)
-    choice = choose_k(schema.sizes, epsilon, mechanism=mechanism, among=among, n=n,
-                      missing_rate=missing_rate)
+    choice = choose_attributes_per_person(schema.sizes, epsilon, mechanism=mechanism, among=among,
+                                          n=n, missing_rate=missing_rate)
     click.echo(choice.summary())
     click.echo("k    expected error  (pair tables + marginals, mean squared, capped)")
-    for k, e, ep, em in zip(choice.ks, choice.errors, choice.pair_errors, choice.marginal_errors):
-        mark = "  <- chosen" if k == choice.k else ""
+    for k, e, ep, em in zip(choice.candidates, choice.errors, choice.pair_errors,
+                            choice.marginal_errors):
+        mark = "  <- chosen" if k == choice.attributes_per_person else ""
         click.echo(f"{k:<4d} {e:.4g}  ({ep:.4g} + {em:.4g}){mark}")
 
 
@@ -126,27 +128,36 @@ def plan(schema_path, epsilon, n, missing_rate, mechanism, among) -> None:
               help="Budget of one person's whole report.")
 @click.option("-m", "--mechanism", default="subset", show_default=True,
               help="Client mechanism (subset is paper 004's).")
-@click.option("--k", "k_text", default="auto", show_default=True,
-              help="Attributes each person reports: 'auto' (chosen from the variance of the "
-                   "marginal and pair estimates), 'all' (the paper's even split), or a number.")
+@click.option("--attributes-per-person", "per_person_text", default=None,
+              help="Attributes each person reports: 'auto' (default: chosen from the variance of "
+                   "the marginal and pair estimates), 'all' (the paper's even split), or a number.")
+@click.option("--k", "k_text", default=None, hidden=True,
+              help="Deprecated name of --attributes-per-person.")
 @click.option("--among", type=click.Choice(["present", "all"]), default="present", show_default=True,
               help="Sample the k reported attributes among those a person has, or among all.")
 @click.option("--missing-rate", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.0,
               show_default=True, help="Also remove this rate of values completely at random.")
 @click.option("--seed", type=int, default=None, help="Seed (default: fresh OS randomness).")
-def simulate(data, output, schema_path, epsilon, mechanism, k_text, among, missing_rate, seed) -> None:
+def simulate(data, output, schema_path, epsilon, mechanism, per_person_text, k_text, among,
+             missing_rate, seed) -> None:
     """Randomize the records in DATA as clients would and write their reports to OUTPUT.
 
     DATA is CSV or Parquet with one column per attribute (empty, '?' or NA = missing). OUTPUT is a
     reports file (.csv with a .meta.json sidecar, or .parquet) holding only randomized reports.
     """
-    from reidrisk.collect.protocol import Protocol, choose_k
+    from reidrisk.collect.protocol import Protocol, choose_attributes_per_person
     from reidrisk.collect.reports_io import write_reports
     from reidrisk.data.io import read_table
     from reidrisk.data.missing import mcar
     from reidrisk.mechanisms.base import as_generator
     from reidrisk.schema import MISSING, Schema
 
+    option = "--attributes-per-person"
+    if k_text is not None:
+        if per_person_text is not None:
+            raise click.UsageError("pass --attributes-per-person only (--k is its deprecated name)")
+        click.echo("Warning: --k is deprecated; use --attributes-per-person.", err=True)
+        per_person_text, option = k_text, "--k"
     _check_output(output, reports=True)
     frame = read_table(data)
     if schema_path is not None:
@@ -154,7 +165,7 @@ def simulate(data, output, schema_path, epsilon, mechanism, k_text, among, missi
     else:
         schema = Schema.infer(frame)
         click.echo(f"Inferred a schema of {len(schema)} attributes (pass --schema to fix it).", err=True)
-    k = _parse_k(k_text, len(schema))
+    k = _parse_per_person(per_person_text, len(schema), option)
     codes = schema.encode(frame)
     rng = as_generator(seed)
     if missing_rate > 0:
@@ -163,9 +174,9 @@ def simulate(data, output, schema_path, epsilon, mechanism, k_text, among, missi
         if len(schema) < 2:
             k = None
         else:
-            choice = choose_k(schema.sizes, epsilon, mechanism=mechanism, among=among,
-                              presence=codes != MISSING)
-            k = choice.k
+            choice = choose_attributes_per_person(schema.sizes, epsilon, mechanism=mechanism,
+                                                  among=among, presence=codes != MISSING)
+            k = choice.attributes_per_person
             click.echo(choice.summary(), err=True)
     protocol = Protocol(epsilon, k, mechanism, among)
     reports = protocol.randomize(schema, codes, rng)
@@ -173,7 +184,8 @@ def simulate(data, output, schema_path, epsilon, mechanism, k_text, among, missi
     g = len(schema)
     click.echo(
         f"Wrote {reports.n} reports of {g} attributes to {output}: each person reports "
-        f"{protocol.k_for(g)} attribute(s) with epsilon {protocol.epsilon_per_attribute(g):.4g} "
+        f"{protocol.attributes_for(g)} attribute(s) with epsilon "
+        f"{protocol.epsilon_per_attribute(g):.4g} "
         f"each ({mechanism}), {epsilon:g} per person."
     )
 

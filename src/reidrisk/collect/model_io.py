@@ -226,7 +226,7 @@ class CollectModel:
         bounds ``RecordReports.privacy_loss`` of the reports it was fitted on from above."""
         losses = sorted((rebuild_mechanism(a.name, a.size, dict(m)).privacy_loss
                          for a, m in zip(self.schema, self.mechanisms)), reverse=True)
-        k = self.g if self.protocol is None else self.protocol.k_for(self.g)
+        k = self.g if self.protocol is None else self.protocol.attributes_for(self.g)
         return float(sum(losses[:k]))
 
     @property

@@ -1,9 +1,9 @@
 """Client protocols: which attributes a person reports and with what budget (paper 004 Section 4.1
 and the sampling idea of Section 6.4).
 
-A protocol fixes, for every person, the whole-record budget ``epsilon`` and the number ``k`` of
-attributes they report. Each reported attribute is randomized with ``epsilon / k``; the others are
-sent as missing, so by sequential composition every record report is ``epsilon``-LDP.
+A protocol fixes, for every person, the whole-record budget ``epsilon`` and the number k
+(``attributes_per_person``) of attributes they report. Each reported attribute is randomized with
+``epsilon / k``; the others are sent as missing, so by sequential composition every record report is ``epsilon``-LDP.
 
 * ``k = g`` is the paper's protocol (Algorithm 1): every present attribute with ``epsilon / g``.
 * ``k < g`` is attribute sampling: the method tolerates missing values (Section 6.4: "each person
@@ -24,8 +24,8 @@ fewer than ``k`` present attributes reports all of them, each still at ``epsilon
 less than ``epsilon``): one budget per attribute keeps one mechanism, one channel and one estimator
 per attribute (spec/collection.md allows other splits only with an estimator for mixed budgets).
 
-Choosing k (``choose_k``)
--------------------------
+Choosing k (``choose_attributes_per_person``)
+---------------------------------------------
 The model is built from the g single-attribute distributions and the g (g - 1) / 2 pair tables, so
 k is chosen to minimize their expected error. For a pure frequency oracle with support
 probabilities p, q on a domain of size f the inversion estimate of a single distribution is
@@ -57,7 +57,7 @@ pairs toward independence, the fallbacks), so an estimate whose variance exceeds
 possible distance of the truth from its null model costs no more than that distance. Each term is
 therefore capped there: ``1 - 1 / f`` for a marginal (the squared distance of a point mass from the
 uniform distribution) and ``1 - 1 / (f_j f_j')`` for a pair (the same for the pair's table, the
-largest departure it can have). ``choose_k`` evaluates
+largest departure it can have). ``choose_attributes_per_person`` evaluates
 
     E(k) = mean over pairs of min((*), 1 - 1 / (f_j f_j'))  +  mean over attributes of
            min((1 + S_j - 1 / f_j) / n_j(k), 1 - 1 / f_j)
@@ -82,7 +82,18 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy.stats import binom
 
-from reidrisk.mechanisms.base import Mechanism, MechanismError, as_generator, check_epsilon
+from reidrisk._compat import (
+    renamed_attribute,
+    renamed_function,
+    renamed_keywords,
+    warn_renamed,
+)
+from reidrisk.mechanisms.base import (
+    Mechanism,
+    MechanismError,
+    as_generator,
+    check_epsilon,
+)
 from reidrisk.mechanisms.record import RecordReports
 from reidrisk.schema import MISSING, Schema
 
@@ -115,26 +126,27 @@ def resolve_mechanism(name: str, epsilon: float, k: int, **kwargs) -> Mechanism:
 class Protocol:
     """How clients report: whole-record budget, attributes per person, mechanism, sampling rule.
 
-    ``epsilon``: budget of one person's whole report. ``k``: attributes each person reports
-    (``None`` = all g, the paper's protocol). ``mechanism``: registry name of the per-attribute
-    randomizer (``"subset"`` is the paper's). ``among``: ``"present"`` or ``"all"`` (module doc).
+    ``epsilon``: budget of one person's whole report. ``attributes_per_person`` (k in the module
+    doc; formerly ``k``): attributes each person reports (``None`` = all g, the paper's protocol).
+    ``mechanism``: registry name of the per-attribute randomizer (``"subset"`` is the paper's). ``among``: ``"present"`` or ``"all"`` (module doc).
     ``mechanism_options``: extra keyword arguments of the mechanism (e.g. a hash range).
     """
 
     epsilon: float
-    k: int | None = None
+    attributes_per_person: int | None = None
     mechanism: str = "subset"
     among: str = "present"
     mechanism_options: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
-        if self.k is not None:
-            if isinstance(self.k, bool) or int(self.k) != self.k or int(self.k) < 1:
+        k = self.attributes_per_person
+        if k is not None:
+            if isinstance(k, bool) or int(k) != k or int(k) < 1:
                 raise ProtocolError(
-                    f"k (attributes reported per person) must be an integer >= 1, got {self.k!r}"
+                    f"attributes_per_person must be an integer >= 1 (or None for all), got {k!r}"
                 )
-            object.__setattr__(self, "k", int(self.k))
+            object.__setattr__(self, "attributes_per_person", int(k))
         if self.among not in AMONG:
             raise ProtocolError(f"among must be one of {AMONG}, got {self.among!r}")
         object.__setattr__(self, "mechanism_options", dict(self.mechanism_options))
@@ -144,29 +156,34 @@ class Protocol:
                 missing_rate: float = 0.0, presence: np.ndarray | None = None,
                 mechanism: str = "subset", among: str = "present",
                 mechanism_options: dict | None = None) -> "Protocol":
-        """The attribute-sampling protocol with k from ``choose_k`` (what ``--k auto`` does on the
-        command line): plan with the expected number of people ``n`` and MCAR ``missing_rate``, or
-        with a ``presence`` matrix (n, g). A schema of one attribute gets k = 1."""
+        """The attribute-sampling protocol with k from ``choose_attributes_per_person`` (what
+        ``--attributes-per-person auto`` does on the command line): plan with the expected number
+        of people ``n`` and MCAR ``missing_rate``, or with a ``presence`` matrix (n, g). A schema of one attribute gets k = 1."""
         sizes = list(schema.sizes)
         if len(sizes) < 2:
             return cls(epsilon, None, mechanism, among, mechanism_options or {})
         factory = (lambda e, f: resolve_mechanism(mechanism, e, f, **(mechanism_options or {})))
-        choice = choose_k(sizes, epsilon, mechanism=factory, among=among, presence=presence,
-                          missing_rate=missing_rate, n=n)
-        return cls(epsilon, choice.k, mechanism, among, mechanism_options or {})
+        choice = choose_attributes_per_person(sizes, epsilon, mechanism=factory, among=among,
+                                              presence=presence, missing_rate=missing_rate, n=n)
+        return cls(epsilon, choice.attributes_per_person, mechanism, among, mechanism_options or {})
 
     # ---- derived quantities ------------------------------------------------------------------
-    def k_for(self, g: int) -> int:
-        """Attributes reported per person for a schema of ``g`` attributes (``k`` capped at g)."""
-        return g if self.k is None else min(self.k, g)
+    def attributes_for(self, g: int) -> int:
+        """Attributes reported per person for a schema of ``g`` attributes
+        (``attributes_per_person`` capped at g)."""
+        k = self.attributes_per_person
+        return g if k is None else min(k, g)
+
+    k = renamed_attribute("attributes_per_person", "k")
+    k_for = renamed_function(attributes_for, "k_for")
 
     def epsilon_per_attribute(self, g: int) -> float:
         """Budget of one reported attribute: ``epsilon / k``."""
-        return self.epsilon / self.k_for(g)
+        return self.epsilon / self.attributes_for(g)
 
     def is_paper_split(self, g: int) -> bool:
         """True when this is the paper's even split over all g attributes."""
-        return self.k_for(g) == g
+        return self.attributes_for(g) == g
 
     def mechanisms(self, schema: Schema) -> tuple[Mechanism, ...]:
         """One mechanism per attribute, each with ``epsilon / k``."""
@@ -183,7 +200,7 @@ class Protocol:
         """
         present = np.asarray(present, dtype=bool)
         n, g = present.shape
-        k = self.k_for(g)
+        k = self.attributes_for(g)
         if k >= g:
             return present.copy()
         rng = as_generator(rng)
@@ -226,10 +243,11 @@ class Protocol:
             if not math.isclose(mech.epsilon, e, rel_tol=1e-9):
                 raise ProtocolError(
                     f"attribute {attr.name!r} has budget {mech.epsilon:g}, but the protocol gives "
-                    f"each reported attribute epsilon / k = {self.epsilon:g} / {self.k_for(g)} = {e:g}"
+                    f"each reported attribute epsilon / k = {self.epsilon:g} / "
+                    f"{self.attributes_for(g)} = {e:g}"
                 )
         counts = reports.present().sum(axis=1)
-        k = self.k_for(g)
+        k = self.attributes_for(g)
         if counts.size and counts.max() > k:
             i = int(np.argmax(counts))
             raise ProtocolError(
@@ -241,7 +259,8 @@ class Protocol:
 
     def to_dict(self) -> dict:
         return {"format": PROTOCOL_FORMAT, "version": PROTOCOL_VERSION, "epsilon": self.epsilon,
-                "k": self.k, "mechanism": self.mechanism, "among": self.among,
+                "attributes_per_person": self.attributes_per_person, "mechanism": self.mechanism,
+                "among": self.among,
                 "mechanism_options": dict(self.mechanism_options)}
 
     @classmethod
@@ -252,8 +271,10 @@ class Protocol:
             raise ProtocolError(
                 f"protocol version {d.get('version')!r} is not supported (expected {PROTOCOL_VERSION})"
             )
+        # files written before the rename carry the count under "k"
+        per_person = d.get("attributes_per_person", d.get("k"))
         try:
-            return cls(d["epsilon"], d.get("k"), d["mechanism"], d.get("among", "present"),
+            return cls(d["epsilon"], per_person, d["mechanism"], d.get("among", "present"),
                        d.get("mechanism_options") or {})
         except KeyError as exc:
             raise ProtocolError(f"protocol entry lacks the key {exc.args[0]!r}") from None
@@ -271,16 +292,18 @@ def variance_factor(mech: Mechanism) -> float:
     return (p * (1 - p) + (f - 1) * q * (1 - q)) / (p - q) ** 2
 
 
-def pair_coverage(k: int, g: int, *, among: str = "present", presence: np.ndarray | None = None,
-                  missing_rate: float = 0.0, n: int | None = None) -> np.ndarray:
+@renamed_keywords(k="attributes_per_person")
+def pair_coverage(attributes_per_person: int, g: int, *, among: str = "present",
+                  presence: np.ndarray | None = None, missing_rate: float = 0.0,
+                  n: int | None = None) -> np.ndarray:
     """Expected number of people reporting each pair together, (g, g) (diagonal: each attribute).
 
     From a presence matrix (n, g) when given (exact expectation over the sampling), else from an
-    MCAR missing rate and ``n`` (module doc, ``n_jj'(k)``).
+    MCAR missing rate and ``n`` (module doc, ``n_jj'(k)``, k = ``attributes_per_person``).
     """
     if among not in AMONG:
         raise ProtocolError(f"among must be one of {AMONG}, got {among!r}")
-    k = min(int(k), g)
+    k = min(int(attributes_per_person), g)
     if presence is not None:
         P = np.asarray(presence, dtype=bool)
         if P.ndim != 2 or P.shape[1] != g:
@@ -321,36 +344,41 @@ def pair_coverage(k: int, g: int, *, among: str = "present", presence: np.ndarra
 
 
 @dataclass(frozen=True)
-class KChoice:
-    """Result of ``choose_k``.
+class SamplingChoice:
+    """Result of ``choose_attributes_per_person`` (formerly ``KChoice`` of ``choose_k``).
 
-    ``k``: the chosen number of attributes per person. ``ks`` (K,): the candidates (1..g).
+    ``attributes_per_person``: the chosen k (formerly ``k``). ``candidates`` (K,): the candidate
+    values of k, 1..g (formerly ``ks``).
     ``errors`` (K,): the criterion E(k) of the module doc for each candidate (``pair_errors`` +
     ``marginal_errors``: expected mean squared error of a pair table and of a marginal, capped);
     ``paper_error``: the same for k = g (the paper's split).
     ``gain``: ``paper_error / errors[k]`` (>= 1; 1 when the paper's split is chosen).
     """
 
-    k: int
-    ks: np.ndarray
+    attributes_per_person: int
+    candidates: np.ndarray
     errors: np.ndarray
     paper_error: float
     gain: float
     pair_errors: np.ndarray = field(default_factory=lambda: np.zeros(0))
     marginal_errors: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
+    k = renamed_attribute("attributes_per_person", "k")
+    ks = renamed_attribute("candidates", "ks")
+
     def summary(self) -> str:
-        g = int(self.ks.max()) if self.ks.size else self.k
-        if self.k >= g:
-            return (f"k = {self.k} (= g, the paper's even split): sampling fewer attributes would "
+        k = self.attributes_per_person
+        g = int(self.candidates.max()) if self.candidates.size else k
+        if k >= g:
+            return (f"k = {k} (= g, the paper's even split): sampling fewer attributes would "
                     "not reduce the expected error")
-        if self.k == 1:
+        if k == 1:
             return (f"k = 1 of {g} attributes per person: at this budget and number of people no "
                     "pair table can be estimated better than independence, so each person spends "
                     f"the whole budget on one attribute (expected error {self.gain:.3g}x smaller "
                     f"than the paper's split over all {g}); the model will be the product of the "
                     "marginals")
-        return (f"k = {self.k} of {g} attributes per person: expected error "
+        return (f"k = {k} of {g} attributes per person: expected error "
                 f"{self.gain:.3g}x smaller than the paper's split over all {g}")
 
 
@@ -365,7 +393,8 @@ def _factory(mechanism) -> Callable[[float, int], Mechanism]:
     return mechanism if callable(mechanism) else (lambda e, f: resolve_mechanism(mechanism, e, f))
 
 
-def expected_pair_errors(sizes: Sequence[int], epsilon: float, ks: Sequence[int], *,
+@renamed_keywords(ks="candidates")
+def expected_pair_errors(sizes: Sequence[int], epsilon: float, candidates: Sequence[int], *,
                          mechanism: str | Callable[[float, int], Mechanism] = "subset",
                          among: str = "present", presence: np.ndarray | None = None,
                          missing_rate: float = 0.0, n: int | None = None) -> np.ndarray:
@@ -387,7 +416,7 @@ def expected_pair_errors(sizes: Sequence[int], epsilon: float, ks: Sequence[int]
     floor = 1.0 / np.outer(fj, fj)[iu]
     cap = 1.0 - floor
     out = []
-    for k in ks:
+    for k in candidates:
         S = _variance_factors(sizes, eps, min(int(k), g), make)
         cov = pair_coverage(k, g, among=among, presence=presence, missing_rate=missing_rate, n=n)[iu]
         num = np.outer(1 + S, 1 + S)[iu] - floor
@@ -397,7 +426,8 @@ def expected_pair_errors(sizes: Sequence[int], epsilon: float, ks: Sequence[int]
     return np.asarray(out)
 
 
-def expected_marginal_errors(sizes: Sequence[int], epsilon: float, ks: Sequence[int], *,
+@renamed_keywords(ks="candidates")
+def expected_marginal_errors(sizes: Sequence[int], epsilon: float, candidates: Sequence[int], *,
                              mechanism: str | Callable[[float, int], Mechanism] = "subset",
                              among: str = "present", presence: np.ndarray | None = None,
                              missing_rate: float = 0.0, n: int | None = None) -> np.ndarray:
@@ -410,7 +440,7 @@ def expected_marginal_errors(sizes: Sequence[int], epsilon: float, ks: Sequence[
     fj = np.asarray(sizes, dtype=np.float64)
     cap = 1.0 - 1.0 / fj
     out = []
-    for k in ks:
+    for k in candidates:
         S = _variance_factors(sizes, eps, min(int(k), g), make)
         cov = np.diag(pair_coverage(k, g, among=among, presence=presence,
                                     missing_rate=missing_rate, n=n))
@@ -420,21 +450,23 @@ def expected_marginal_errors(sizes: Sequence[int], epsilon: float, ks: Sequence[
     return np.asarray(out)
 
 
-def choose_k(sizes: Sequence[int], epsilon: float, *,
-             mechanism: str | Callable[[float, int], Mechanism] = "subset", among: str = "present",
-             presence: np.ndarray | None = None, missing_rate: float = 0.0,
-             n: int | None = None) -> KChoice:
+def choose_attributes_per_person(
+        sizes: Sequence[int], epsilon: float, *,
+        mechanism: str | Callable[[float, int], Mechanism] = "subset", among: str = "present",
+        presence: np.ndarray | None = None, missing_rate: float = 0.0,
+        n: int | None = None) -> SamplingChoice:
     """The number of attributes per person that minimizes the expected error of the estimates the
     model is built from (module doc, E(k)).
 
     Plan with what is known before collection: the domain ``sizes``, the budget ``epsilon``, and
     either a ``presence`` matrix (e.g. of a pilot, or of the data in a simulation) or the number of
-    people ``n`` and the expected MCAR ``missing_rate``. Returns ``KChoice`` (k in 1..g; k = g is the
-    paper's split, k = 1 gives up the pairs for the marginals).
+    people ``n`` and the expected MCAR ``missing_rate``. Returns ``SamplingChoice``
+    (k in 1..g; k = g is the paper's split, k = 1 gives up the pairs for the marginals).
     """
     g = len(sizes)
     if presence is None and n is None:
-        raise ProtocolError("choose_k needs the presence matrix or n (people) and missing_rate")
+        raise ProtocolError("choosing attributes_per_person needs the presence matrix or n "
+                            "(people) and missing_rate")
     ks = np.arange(1, g + 1)
     opts = dict(mechanism=mechanism, among=among, presence=presence, missing_rate=missing_rate, n=n)
     pair = expected_pair_errors(sizes, epsilon, ks, **opts)
@@ -442,11 +474,25 @@ def choose_k(sizes: Sequence[int], epsilon: float, *,
     errs = pair + marg
     i = int(np.argmin(errs))
     paper = float(errs[-1])
-    return KChoice(int(ks[i]), ks, errs, paper, float(paper / errs[i]) if errs[i] > 0 else 1.0,
-                   pair, marg)
+    gain = float(paper / errs[i]) if errs[i] > 0 else 1.0
+    return SamplingChoice(int(ks[i]), ks, errs, paper, gain, pair, marg)
+
+
+# the former names keep working, with a DeprecationWarning
+Protocol.__init__ = renamed_keywords(  # type: ignore[method-assign]
+    k="attributes_per_person")(Protocol.__init__)
+choose_k = renamed_function(choose_attributes_per_person, "choose_k")
+
+
+def __getattr__(name: str):
+    if name == "KChoice":  # the result class's former name
+        warn_renamed("class", "KChoice", "SamplingChoice")
+        return SamplingChoice
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
-    "AMONG", "KChoice", "Protocol", "ProtocolError", "choose_k", "expected_marginal_errors",
-    "expected_pair_errors", "pair_coverage", "resolve_mechanism", "variance_factor",
+    "AMONG", "Protocol", "ProtocolError", "SamplingChoice", "choose_attributes_per_person",
+    "choose_k", "expected_marginal_errors", "expected_pair_errors", "pair_coverage",
+    "resolve_mechanism", "variance_factor",
 ]

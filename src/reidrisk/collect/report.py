@@ -27,6 +27,12 @@ report and the benchmark describe the same configurations:
     four complete-case methods use only the reports having all c attributes.
 ``indep``, ``uniform``
     The product of the estimated marginals, and the uniform table (floors not in the paper).
+``calm``, ``calm_paper``
+    CALM (Zhang et al., CCS 2018; ``reidrisk.collect.baselines.calm``), the standard method for
+    k-way marginals under LDP, not in paper 004: user groups report l-way marginals with the whole
+    budget. ``calm`` chooses l and the number of marginals for the missing rate reidrisk plans for
+    (``PLANNING_MISSING_RATE``, the same information), ``calm_paper`` for complete records (the
+    paper's assumption).
 ``true_pairs_copula``
     Not a method: the copula fitted on the true pair tables (the model's own floor).
 """
@@ -88,13 +94,15 @@ class MethodSpec:
 
 def planned_k(sizes: Sequence[int], epsilon: float, n: int,
               missing_rate: float = PLANNING_MISSING_RATE) -> int:
-    """Attributes per person of the sampling protocol: ``choose_k`` for n people at an assumed
+    """Attributes per person of the sampling protocol: ``choose_attributes_per_person`` for n
+    people at an assumed
     MCAR rate (``reidrisk.collect.protocol``). Returns g when g < 2."""
-    from reidrisk.collect.protocol import choose_k
+    from reidrisk.collect.protocol import choose_attributes_per_person
 
     if len(sizes) < 2:
         return len(sizes)
-    return int(choose_k(list(sizes), epsilon, n=int(n), missing_rate=missing_rate).k)
+    choice = choose_attributes_per_person(list(sizes), epsilon, n=int(n), missing_rate=missing_rate)
+    return int(choice.attributes_per_person)
 
 
 def _proposed(label: str, exact_table: bool = True, **options):
@@ -106,7 +114,7 @@ def _proposed(label: str, exact_table: bool = True, **options):
 def method_specs(keys: Sequence[str] | None = None) -> list[MethodSpec]:
     """The compared configurations of the module doc, in display order (all, or those in ``keys``)."""
     from reidrisk.collect.baselines import (
-        DFCopula, Indep, MDNCompleteCase, ORapporCompleteCase, PDEETECompleteCase,
+        CALM, DFCopula, Indep, MDNCompleteCase, ORapporCompleteCase, PDEETECompleteCase,
         S2MbCompleteCase, TruePairsCopula, Uniform,
     )
 
@@ -121,6 +129,8 @@ def method_specs(keys: Sequence[str] | None = None) -> list[MethodSpec]:
         MethodSpec("df_copula", "DF+Copula", lambda: DFCopula(exact_table=False)),
         MethodSpec("indep", "Indep", Indep),
         MethodSpec("uniform", "Uniform", Uniform),
+        MethodSpec("calm", "CALM", lambda: CALM(missing_rate=PLANNING_MISSING_RATE)),
+        MethodSpec("calm_paper", "CALM (planned for m = 0)", CALM),
         MethodSpec("true_pairs_copula", "copula on true pairs", TruePairsCopula, truth=True),
     ]
     if keys is None:
@@ -152,7 +162,7 @@ def run_method(spec: MethodSpec, schema: Schema, truth_codes: np.ndarray, observ
             method.fit_truth(schema, truth_codes)
             return method, time.perf_counter() - t0
     protocol = method.protocol(epsilon, k if spec.sampling else None)
-    key = (protocol.mechanism, protocol.k_for(len(schema)), protocol.among, float(epsilon))
+    key = (protocol.mechanism, protocol.attributes_for(len(schema)), protocol.among, float(epsilon))
     reports = None if reports_cache is None else reports_cache.get(key)
     if reports is None:
         reports = protocol.randomize(schema, observed, as_generator(rng))

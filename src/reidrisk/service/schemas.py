@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 
 class ProtocolIn(BaseModel):
     """How clients report (``reidrisk.collect.Protocol``): the whole-record budget ``epsilon``, the
-    number ``k`` of attributes each person reports (``null`` = all, the paper's even split), the
-    per-attribute mechanism and the sampling rule ``among``."""
+    number ``attributes_per_person`` of attributes each person reports (``null`` = all, the
+    paper's even split; ``k`` is accepted as its former name), the per-attribute mechanism and the
+    sampling rule ``among``."""
 
     model_config = ConfigDict(extra="forbid")
     epsilon: float = Field(gt=0)
-    k: int | None = Field(default=None, ge=1)
+    attributes_per_person: int | None = Field(
+        default=None, ge=1, validation_alias=AliasChoices("attributes_per_person", "k"))
     mechanism: str = "subset"
     among: str = "present"
     mechanism_options: dict[str, Any] = Field(default_factory=dict)

@@ -78,17 +78,21 @@ class SurveySpec:
 
     @classmethod
     def build(cls, schema: dict, protocol: dict) -> "SurveySpec":
-        """A spec from a schema dict (``Schema.to_dict``) and protocol fields (``epsilon``, ``k``,
-        ``mechanism``, ``among``, ``mechanism_options``)."""
+        """A spec from a schema dict (``Schema.to_dict``) and protocol fields (``epsilon``,
+        ``attributes_per_person`` (or its former name ``k``), ``mechanism``, ``among``,
+        ``mechanism_options``)."""
         try:
             sch = Schema.from_dict(schema)
         except (SchemaError, KeyError, TypeError) as exc:
             raise SpecError(f"bad schema: {exc}") from None
         fields = {k: v for k, v in dict(protocol).items() if k not in ("format", "version")}
-        unknown = sorted(set(fields) - {"epsilon", "k", "mechanism", "among", "mechanism_options"})
+        if "k" in fields and "attributes_per_person" not in fields:  # the field's former name
+            fields["attributes_per_person"] = fields.pop("k")
+        unknown = sorted(set(fields) - {"epsilon", "attributes_per_person", "mechanism", "among",
+                                        "mechanism_options"})
         if unknown:
-            raise SpecError(f"unknown protocol field(s) {unknown}; expected epsilon, k, mechanism, "
-                            "among, mechanism_options")
+            raise SpecError(f"unknown protocol field(s) {unknown}; expected epsilon, "
+                            "attributes_per_person, mechanism, among, mechanism_options")
         if "epsilon" not in fields:
             raise SpecError("the protocol needs 'epsilon', the budget of one person's whole report")
         try:

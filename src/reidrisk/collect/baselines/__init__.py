@@ -1,7 +1,8 @@
 """The methods paper 004 compares against (Section 5), two it omits, and one reference.
 
 Every method has the same life cycle (``reidrisk.collect.baselines.base.Method``): its client
-protocol for a budget split (``protocol(epsilon, k)``), ``fit(reports)`` and ``table(cols)``.
+protocol for a budget split (``protocol(epsilon, attributes_per_person)``), ``fit(reports)`` and
+``table(cols)``.
 
 =====================  ===========================================================================
 ``Proposed``           paper 004 (``CollectPipeline``)
@@ -13,10 +14,17 @@ protocol for a budget split (``protocol(epsilon, k)``), ``fit(reports)`` and ``t
 ``Indep``              product of the estimated marginals (not in the paper)
 ``Uniform``            no information (not in the paper)
 ``TruePairsCopula``    reference, not a method: the copula on the true pair tables (needs the data)
+``CALM``               CALM (Zhang et al., CCS 2018): l-way marginals of user groups, consistency,
+                       maximum entropy (not in paper 004)
 =====================  ===========================================================================
+
+``BASELINES`` holds the methods whose clients share the per-attribute budget split
+(``Protocol``); CALM's clients report one l-way marginal each with the whole budget
+(``CALMProtocol``), so it stands beside them.
 """
 
 from reidrisk.collect.baselines.base import Method, NotFittedError, product_table
+from reidrisk.collect.baselines.calm import CALM, CALMProtocol, CALMReports
 from reidrisk.collect.baselines.complete_case import CompleteCase
 from reidrisk.collect.baselines.dfcopula import DFCopula
 from reidrisk.collect.baselines.indep import Indep
@@ -43,7 +51,8 @@ BASELINES: dict[str, type[Method]] = {
 """Every compared method by name (the names used in result tables and the CLI)."""
 
 __all__ = [
-    "BASELINES", "CompleteCase", "DFCopula", "Indep", "LOCAL_MECHANISMS", "LaplaceIndex",
+    "BASELINES", "CALM", "CALMProtocol", "CALMReports", "CompleteCase", "DFCopula", "Indep",
+    "LOCAL_MECHANISMS", "LaplaceIndex",
     "MDNCompleteCase", "Method", "NegativeSurvey", "NotFittedError", "ORapporCompleteCase",
     "PDEETECompleteCase", "Proposed", "S2MbCompleteCase", "TruePairsCopula", "Uniform",
     "product_table",

@@ -1,8 +1,8 @@
 """The common life cycle of every compared method (paper 004 Section 5).
 
 A method is constructed with its parameters, gives the client its randomizer for a protocol
-(``protocol(epsilon, k, among)``: the same budget split for every method, only the mechanism
-differs), is fitted on the reports (``fit(reports)``, returns self; learned state in attributes
+(``protocol(epsilon, attributes_per_person, among)``: the same budget split for every method, only
+the mechanism differs), is fitted on the reports (``fit(reports)``, returns self; learned state in attributes
 ending in ``_``) and answers c-way contingency queries (``table(cols)``: a probability array of
 shape ``(f_cols[0], ..., f_cols[c-1])``, non-negative, summing to 1). Methods that need the true
 data (the reference ``TruePairsCopula``) say so with ``needs_truth = True`` and are fitted with
@@ -16,6 +16,7 @@ from typing import Sequence
 
 import numpy as np
 
+from reidrisk._compat import renamed_keywords
 from reidrisk.collect.protocol import Protocol
 from reidrisk.schema import Schema, SchemaError
 
@@ -32,11 +33,14 @@ class Method(ABC):
     mechanism: str | None = "subset"
     needs_truth: bool = False
 
-    def protocol(self, epsilon: float, k: int | None = None, among: str = "present") -> Protocol:
-        """The client protocol of this method for a budget and a budget split (k attributes)."""
+    @renamed_keywords(k="attributes_per_person")
+    def protocol(self, epsilon: float, attributes_per_person: int | None = None,
+                 among: str = "present") -> Protocol:
+        """The client protocol of this method for a budget and a budget split
+        (``attributes_per_person``, formerly ``k``)."""
         if self.mechanism is None:
             raise NotImplementedError(f"{self.label} has no client of its own")
-        return Protocol(epsilon, k, self.mechanism, among)
+        return Protocol(epsilon, attributes_per_person, self.mechanism, among)
 
     @abstractmethod
     def fit(self, reports) -> "Method":

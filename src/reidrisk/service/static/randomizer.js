@@ -73,7 +73,9 @@
   function randomizeRecord(config, codes, words) {
     words = words || cryptoWords();
     var attrs = config.attributes, g = attrs.length, proto = config.protocol;
-    var k = proto.k === null || proto.k === undefined ? g : Math.min(proto.k, g);
+    // attributes per person ("k" in configurations written before the field was renamed)
+    var per = proto.attributes_per_person !== undefined ? proto.attributes_per_person : proto.k;
+    var k = per === null || per === undefined ? g : Math.min(per, g);
     var present = [], pool = [];
     for (var j = 0; j < g; j++) {
       var c = codes[attrs[j].name];
