@@ -20,13 +20,15 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from reidrisk.errors import ReidriskError
+
 MISSING: int = -1
 """Code of a missing value in an encoded matrix."""
 
 SCHEMA_FORMAT_VERSION = 1
 
 
-class SchemaError(ValueError):
+class SchemaError(ReidriskError, ValueError):
     """Data does not fit the declared schema. The message names the column, the value and the fix."""
 
 

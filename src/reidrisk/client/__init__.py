@@ -20,13 +20,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from reidrisk.errors import ReidriskError
 from reidrisk.mechanisms.record import RecordReports
 from reidrisk.schema import Schema
 
 RETRY_STATUS = (408, 425, 429, 500, 502, 503, 504)
 
 
-class ClientError(RuntimeError):
+class ClientError(ReidriskError, RuntimeError):
     """The server refused a request (the message is the server's) or could not be reached."""
 
     def __init__(self, message: str, status: int | None = None) -> None:

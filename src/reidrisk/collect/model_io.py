@@ -38,6 +38,7 @@ from reidrisk.collect.reports_io import (
     atomic_write,
     check_declared_loss,
 )
+from reidrisk.errors import ReidriskError
 from reidrisk.mechanisms.base import as_generator
 from reidrisk.schema import Schema, SchemaError
 
@@ -45,11 +46,11 @@ MODEL_FORMAT = "reidrisk-collect-model"
 MODEL_VERSION = 1
 
 
-class ModelFileError(ValueError):
+class ModelFileError(ReidriskError, ValueError):
     """A model file that cannot be read. The message names the file and what is wrong."""
 
 
-class CollectError(ValueError):
+class CollectError(ReidriskError, ValueError):
     """Bad input to the collection pipeline. The message names the parameter/attribute and the fix."""
 
 

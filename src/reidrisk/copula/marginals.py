@@ -13,6 +13,8 @@ from typing import Sequence
 import numpy as np
 from scipy.special import ndtri
 
+from reidrisk.errors import ReidriskError
+
 SUM_TOLERANCE = 1e-6
 """How far from 1 a probability vector or table may sum before it is rejected."""
 
@@ -20,7 +22,7 @@ TAIL_FLOOR = 1e-300
 """Smallest tail probability made into a threshold: interior thresholds stay finite (|t| <= 37)."""
 
 
-class CopulaError(ValueError):
+class CopulaError(ReidriskError, ValueError):
     """Bad input to the copula. The message names the attribute or pair and how to fix it."""
 
 

@@ -19,13 +19,14 @@ from typing import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
+from reidrisk.errors import ReidriskError
 from reidrisk.schema import Schema
 
 CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst", ".tsv", ".txt")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
-class TableError(ValueError):
+class TableError(ReidriskError, ValueError):
     """A table file cannot be read or written as asked. The message names the file and the fix."""
 
 

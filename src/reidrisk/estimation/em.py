@@ -63,6 +63,8 @@ from typing import Callable
 
 import numpy as np
 
+from reidrisk.errors import ReidriskError
+
 NOISE_TOL = 1e-4
 """Remaining deviance to the fixed point, per free parameter, below which ``"noise"`` stops."""
 
@@ -82,7 +84,7 @@ _STEP_MAX_GROWTH = 4.0  # SQUAREM: factor by which the step bound grows while it
 _BACKTRACKS = 12  # SQUAREM: halvings of (a - 1) before falling back to theta_2
 
 
-class EstimationError(ValueError):
+class EstimationError(ReidriskError, ValueError):
     """Bad input to an estimator. The message names the attribute/parameter and the fix."""
 
 

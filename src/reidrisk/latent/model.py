@@ -50,6 +50,7 @@ from typing import Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from reidrisk.errors import ReidriskError
 from reidrisk.mechanisms.base import as_generator
 from reidrisk.mechanisms.record import RecordReports
 from reidrisk.schema import MISSING, Schema, SchemaError
@@ -73,7 +74,7 @@ def logsumexp(a: np.ndarray, axis: int = 1, keepdims: bool = False) -> np.ndarra
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
-class LatentError(ValueError):
+class LatentError(ReidriskError, ValueError):
     """Bad input to the latent class model. The message names the parameter/attribute and the fix."""
 
 

@@ -14,8 +14,10 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from reidrisk.errors import ReidriskError
 
-class LinkageError(ValueError):
+
+class LinkageError(ReidriskError, ValueError):
     """Bad input to the linkage tools (a missing column, a non-numeric SA column, a release longer
     than the original, an unknown pipeline step, ...). The message names the column or parameter
     and the fix."""

@@ -32,6 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from reidrisk.data.traces import Sequences
+from reidrisk.errors import ReidriskError
 from reidrisk.mechanisms import GLH, GRR, Mechanism
 from reidrisk.mechanisms.base import as_generator
 from reidrisk.mechanisms.glh import TableHashFamily
@@ -54,7 +55,7 @@ _MAX_PAIR_DOMAIN = 3_037_000_499
 """Largest domain whose transition keys x * k + x' fit in int64 (floor(sqrt(2^63 - 1)))."""
 
 
-class MatchError(ValueError):
+class MatchError(ReidriskError, ValueError):
     """The two sides of a match do not fit (different domains, a release user without background,
     an unsupported mechanism). The message names the value and the fix."""
 

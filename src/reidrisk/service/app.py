@@ -34,6 +34,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from reidrisk import __version__
 from reidrisk.collect.model_io import CollectError
+from reidrisk.errors import ReidriskError
 from reidrisk.schema import SchemaError
 from reidrisk.service import schemas as S
 from reidrisk.service.auth import RateLimiter, bearer, is_admin
@@ -93,7 +94,7 @@ def too_large() -> "ApiError":
                          f"{MAX_BATCH} reports per batch")
 
 
-class ApiError(Exception):
+class ApiError(ReidriskError):
     def __init__(self, status: int, detail: str, report: int | None = None,
                  headers: dict | None = None) -> None:
         super().__init__(detail)

@@ -25,6 +25,8 @@ from typing import Callable
 
 import sqlalchemy as sa
 
+from reidrisk.errors import ReidriskError
+
 metadata = sa.MetaData()
 
 schema_version = sa.Table(
@@ -85,7 +87,7 @@ MIGRATIONS: list[Callable[[sa.Connection], None]] = [_v1]
 LATEST = len(MIGRATIONS)
 
 
-class MigrationError(RuntimeError):
+class MigrationError(ReidriskError, RuntimeError):
     """The database was written by a newer version of reidrisk."""
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import sqlalchemy as sa
 
+from reidrisk.errors import ReidriskError
 from reidrisk.estimation.pairs import PairCounts, pair_counts
 from reidrisk.mechanisms.record import RecordReports
 from reidrisk.service import migrations as m
@@ -39,7 +40,7 @@ CODE = "code"
 RESEARCHER = "researcher"
 
 
-class StorageError(RuntimeError):
+class StorageError(ReidriskError, RuntimeError):
     """A request the stored state does not allow (e.g. changing a survey that has reports)."""
 
 

@@ -35,6 +35,7 @@ from reidrisk.collect.reports_io import (
     rebuild_mechanism,
     reports_frame,
 )
+from reidrisk.errors import ReidriskError
 from reidrisk.mechanisms.base import Mechanism, MechanismError
 from reidrisk.mechanisms.record import RecordReports
 from reidrisk.schema import MISSING, Schema, SchemaError
@@ -49,7 +50,7 @@ _CODES = re.compile(r"^(\{\}|[0-9]{1,18}(\|[0-9]{1,18})*)$")
 _ORIGIN = Path("report")  # the decoder names its source; on the wire that is the report itself
 
 
-class ReportError(ValueError):
+class ReportError(ReidriskError, ValueError):
     """A report that is not a well-formed randomized report for the survey (HTTP 422)."""
 
     def __init__(self, message: str, index: int | None = None) -> None:
@@ -57,7 +58,7 @@ class ReportError(ValueError):
         self.index = index
 
 
-class SpecError(ValueError):
+class SpecError(ReidriskError, ValueError):
     """A survey definition that cannot be used (HTTP 422)."""
 
 

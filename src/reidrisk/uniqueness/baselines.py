@@ -28,6 +28,7 @@ from typing import Sequence
 import numpy as np
 from scipy.stats import binom
 
+from reidrisk.errors import ReidriskError
 from reidrisk.mechanisms.base import as_generator
 from reidrisk.schema import MISSING
 from reidrisk.uniqueness.posterior import check_population_size
@@ -38,7 +39,7 @@ DEFAULT_MAX_CELLS: int = 1 << 22
 UNARY_MECHANISMS: tuple[str, ...] = ("oue", "rappor")
 
 
-class BaselineError(ValueError):
+class BaselineError(ReidriskError, ValueError):
     """Bad baseline input. The message names the parameter, its value and the fix."""
 
 

@@ -27,13 +27,15 @@ from scipy import optimize
 from scipy.special import digamma, expit, gammaln, polygamma
 from scipy.stats import hypergeom
 
+from reidrisk.errors import ReidriskError
+
 METHODS: tuple[str, ...] = ("pitman", "zayatz", "snb", "dankar")
 
 DANKAR_THRESHOLD: float = 0.1
 """Dankar et al. (2012): Pitman when pi <= 0.1, else the smaller of the Zayatz and SNB estimates."""
 
 
-class EstimatorError(ValueError):
+class EstimatorError(ReidriskError, ValueError):
     """Bad estimator input. The message names the parameter, its value and the fix."""
 
 

@@ -25,6 +25,8 @@ import math
 import numpy as np
 from scipy.special import lambertw
 
+from reidrisk.errors import ReidriskError
+
 FLOORS: tuple[str, ...] = ("lambertw", "poisson", "none")
 """Names accepted by ``floor_q``."""
 
@@ -41,7 +43,7 @@ DEFAULT_ALPHA: float = 0.1
 _BRANCH_ULPS = 4
 
 
-class FloorError(ValueError):
+class FloorError(ReidriskError, ValueError):
     """Bad floor parameter. The message names the parameter, its value and the fix."""
 
 

@@ -74,6 +74,7 @@ import numpy as np
 import pandas as pd
 
 from reidrisk.copula import GaussianCopula, rectangle_probability
+from reidrisk.errors import ReidriskError
 from reidrisk.latent import LatentClassModel
 from reidrisk.mechanisms.base import as_generator
 from reidrisk.mechanisms.record import RecordReports
@@ -137,7 +138,7 @@ _ALPHA_GRID = 25
 _CROSSFIT_FOLDS = 5  # folds of the latent world's cross-fitted q on the reference database
 
 
-class UniquenessError(ValueError):
+class UniquenessError(ReidriskError, ValueError):
     """Bad input to the uniqueness model. The message names the database/parameter and the fix."""
 
 

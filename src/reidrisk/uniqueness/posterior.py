@@ -39,6 +39,7 @@ from typing import Sequence
 import numpy as np
 from scipy.special import gammaln
 
+from reidrisk.errors import ReidriskError
 from reidrisk.schema import MISSING
 from reidrisk.uniqueness.floors import DEFAULT_ALPHA, DEFAULT_FLOOR, floor_q
 
@@ -49,7 +50,7 @@ _BLOCK_ELEMENTS = 1 << 22  # padded (rows x width) elements processed at once
 _MAX_WIDENINGS = 8
 
 
-class PosteriorError(ValueError):
+class PosteriorError(ReidriskError, ValueError):
     """Bad posterior input. The message names the parameter, the record/database and the fix."""
 
 

@@ -64,6 +64,7 @@ import numpy as np
 from scipy import optimize, stats
 from scipy.special import digamma, gammaln, logsumexp
 
+from reidrisk.errors import ReidriskError
 from reidrisk.uniqueness.posterior import check_population_size
 
 DEFAULT_EXACT: int = 64
@@ -89,7 +90,7 @@ _EDGE_MASS = 1e-9  # a window is widened when one of its edge bins holds more
 _WINDOW_NATS = 45.0  # bins below e^-45 of the peak density are outside the window
 
 
-class ScoringError(ValueError):
+class ScoringError(ReidriskError, ValueError):
     """Bad scoring input. The message names the parameter, the record or database and the fix."""
 
 

@@ -18,10 +18,11 @@ import numpy as np
 
 from reidrisk._compat import renamed_keywords
 from reidrisk.collect.protocol import Protocol
+from reidrisk.errors import ReidriskError
 from reidrisk.schema import Schema, SchemaError
 
 
-class NotFittedError(RuntimeError):
+class NotFittedError(ReidriskError, RuntimeError):
     """``table`` was called before ``fit``."""
 
 
