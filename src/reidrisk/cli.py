@@ -4,9 +4,11 @@ Capability packages add their commands without touching this file: if ``reidrisk
 exists and defines a click group named ``group``, it is registered as ``reidrisk <capability>``;
 otherwise an empty placeholder group stands in its place.
 
-Errors a user can fix (bad schema, bad budget, a missing or empty file, an absent data set: the
-exception types in ``_user_error_types``) are shown as one line ``Error: ...`` with exit code 2.
-``--debug`` (or ``REIDRISK_DEBUG=1``) shows the full traceback instead.
+Errors a user can fix are translated here, once, for every subcommand (``USER_ERRORS``): any
+``ReidriskError`` (bad schema, budget, column, model file...; see ``reidrisk.errors``), a missing or
+unreadable file (``OSError``) and a file pandas cannot parse are shown as one line ``Error: ...``
+with exit code 2. Capability commands raise these errors and let them through. ``--debug`` (or
+``REIDRISK_DEBUG=1``) shows the full traceback instead.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ import sys
 from pathlib import Path
 
 import click
+import pandas as pd
 
 from reidrisk import __version__
-from reidrisk.mechanisms.base import MechanismError
+from reidrisk.errors import ReidriskError
 from reidrisk.schema import SchemaError
 
 CAPABILITIES: dict[str, str] = {
@@ -39,18 +42,11 @@ class UserError(click.ClickException):
     exit_code = EXIT_USER_ERROR
 
 
-def _user_error_types() -> tuple[type[BaseException], ...]:
-    import pandas as pd
-
-    types: list[type[BaseException]] = [
-        SchemaError, MechanismError, OSError, pd.errors.EmptyDataError, pd.errors.ParserError,
-        UnicodeDecodeError,
-    ]
-    from reidrisk.data.io import TableError
-    from reidrisk.estimation.frequency import EstimationError
-
-    types += [TableError, EstimationError]
-    return tuple(types)
+# the exceptions shown as one line: the package's own errors, then a file that cannot be read or
+# parsed (pandas' parse errors and UnicodeDecodeError are ValueErrors raised by the readers)
+USER_ERRORS: tuple[type[BaseException], ...] = (
+    ReidriskError, OSError, pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError,
+)
 
 
 def _message(exc: BaseException) -> str:
@@ -61,12 +57,13 @@ def _message(exc: BaseException) -> str:
 
 
 class ReidriskGroup(click.Group):
-    """The root group: turns user errors raised by any subcommand into a clean one-line message."""
+    """The root group: the one place where user errors raised by any subcommand become a one-line
+    message (``Error: ...``, exit code 2)."""
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except _user_error_types() as exc:
+        except USER_ERRORS as exc:
             if ctx.params.get("debug"):
                 raise
             raise UserError(_message(exc)) from exc

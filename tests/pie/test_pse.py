@@ -180,11 +180,12 @@ def test_read_scores_errors_name_file_and_value(tmp_path):
 # ---- command line: reidrisk pie pse ----------------------------------------------------------
 
 def _run(args):
+    """``reidrisk pie pse ARGS`` through the root command, which turns user errors into one line."""
     from click.testing import CliRunner
 
-    from reidrisk.pie.empirical_cli import pse_command
+    from reidrisk.cli import cli
 
-    return CliRunner().invoke(pse_command, args)
+    return CliRunner().invoke(cli, ["pie", "pse", *args])
 
 
 def test_cli_pse_text_and_json(tmp_path):

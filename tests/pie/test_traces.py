@@ -171,11 +171,12 @@ def _write_traces(path, seqs, users, labels):
 
 
 def _run(args):
+    """``reidrisk pie traces ARGS`` through the root command, which turns user errors into one line."""
     from click.testing import CliRunner
 
-    from reidrisk.pie.empirical_cli import traces_command
+    from reidrisk.cli import cli
 
-    return CliRunner().invoke(traces_command, args)
+    return CliRunner().invoke(cli, ["pie", "traces", *args])
 
 
 def test_cli_traces_matches_the_library(tmp_path):

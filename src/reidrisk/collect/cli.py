@@ -22,41 +22,12 @@ from typing import Sequence
 import click
 import numpy as np
 
-EXIT_USER_ERROR = 2
+from reidrisk.errors import InputError
+
 _SYNTH_CHUNK = 200_000
 
 
-class CollectUserError(click.ClickException):
-    """A problem with the user's input: ``Error: <message>``, exit code 2."""
-
-    exit_code = EXIT_USER_ERROR
-
-
-def _user_errors() -> tuple[type[BaseException], ...]:
-    from reidrisk.collect.model_io import ModelFileError
-    from reidrisk.collect.pipeline import CollectError
-    from reidrisk.copula import CopulaError
-    from reidrisk.estimation import EstimationError
-    from reidrisk.mechanisms.base import MechanismError
-    from reidrisk.schema import SchemaError
-
-    return (CollectError, ModelFileError, CopulaError, EstimationError, MechanismError, SchemaError)
-
-
-class CollectGroup(click.Group):
-    """Turns this capability's own input errors into one-line messages (``--debug`` shows them)."""
-
-    def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except _user_errors() as exc:
-            root = ctx.find_root()
-            if root.params.get("debug"):
-                raise
-            raise CollectUserError(" ".join(str(exc).split())) from exc
-
-
-@click.group(name="collect", cls=CollectGroup)
+@click.group(name="collect")
 def group() -> None:
     """Collect data under local differential privacy with missing values (paper 004): randomize
     records as clients would, fit the copula model from the reports, and answer contingency-table
@@ -330,7 +301,7 @@ def table(model, output, columns, exact, n, seed) -> None:
                 + ("Pass --exact to compute it anyway, or -n for more records."
                    if cells <= EXACT_HARD_LIMIT else "Pass -n for more records."), err=True)
     if exact and len(dims) >= 3 and cells > EXACT_HARD_LIMIT:
-        raise CollectUserError(
+        raise InputError(
             f"the {shape} table has {cells:,} cells, more than the {EXACT_HARD_LIMIT:,} that can be "
             f"computed exactly (it would take about {_duration(seconds)}); use --sampled, or fewer "
             "or smaller attributes")

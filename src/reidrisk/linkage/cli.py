@@ -12,22 +12,6 @@ import pandas as pd
 from reidrisk.linkage.release import LinkageError, numeric_matrix
 
 
-class _LinkageUserError(click.ClickException):
-    exit_code = 2
-
-
-class LinkageGroup(click.Group):
-    """Turns ``LinkageError`` (bad columns, types, pipeline steps) into one line ``Error: ...``."""
-
-    def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except LinkageError as exc:
-            if (ctx.find_root().params or {}).get("debug"):
-                raise
-            raise _LinkageUserError(" ".join(str(exc).split())) from exc
-
-
 def _names(ctx, param, value: str | None) -> list[str]:
     if value is None:
         return []
@@ -38,7 +22,7 @@ def _names(ctx, param, value: str | None) -> list[str]:
     return names
 
 
-@click.group(cls=LinkageGroup)
+@click.group()
 def group() -> None:
     """Anonymization, linkage attacks and their scores (paper 001)."""
 

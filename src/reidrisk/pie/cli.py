@@ -15,14 +15,6 @@ import math
 
 import click
 
-from reidrisk.pie.bounds import BoundError
-
-
-class _UserError(click.ClickException):
-    """Bad input, shown as one line ``Error: ...`` with exit code 2."""
-
-    exit_code = 2
-
 
 @click.group(name="pie")
 def group() -> None:
@@ -84,29 +76,26 @@ def bound(epsilons, users, domain, mechanism, g, releases, as_json) -> None:
 
     mechanism = mechanism.lower()
     rows = []
-    try:
-        for eps in epsilons:
-            gg = None
-            if mechanism == "glh":
-                gg = g if g is not None else optimal_g(eps)
-            a = float(b.alpha(eps, users, domain, mechanism, g=gg, releases=releases))
-            lam = None
-            if mechanism == "rr":
-                lam = float(b.lambda_rr(eps, domain))
-            elif mechanism == "glh":
-                lam = float(b.lambda_glh(eps, gg))
-            rows.append({
-                "epsilon": eps, "mechanism": mechanism, "g": gg, "releases": releases,
-                "users": users, "domain": domain, "mi_loss": lam, "alpha_bits": a,
-                "alpha_ldp_bits": float(b.alpha(eps, users, domain, "ldp", releases=releases)),
-            })
-            best = min(rows[-1]["alpha_bits"], rows[-1]["alpha_ldp_bits"])
-            rows[-1].update({
-                "certified_alpha_bits": best,
-                "bayes_error_bound": float(b.bayes_error_bound(best, users)),
-            })
-    except BoundError as exc:
-        raise _UserError(" ".join(str(exc).split())) from exc
+    for eps in epsilons:
+        gg = None
+        if mechanism == "glh":
+            gg = g if g is not None else optimal_g(eps)
+        a = float(b.alpha(eps, users, domain, mechanism, g=gg, releases=releases))
+        lam = None
+        if mechanism == "rr":
+            lam = float(b.lambda_rr(eps, domain))
+        elif mechanism == "glh":
+            lam = float(b.lambda_glh(eps, gg))
+        rows.append({
+            "epsilon": eps, "mechanism": mechanism, "g": gg, "releases": releases,
+            "users": users, "domain": domain, "mi_loss": lam, "alpha_bits": a,
+            "alpha_ldp_bits": float(b.alpha(eps, users, domain, "ldp", releases=releases)),
+        })
+        best = min(rows[-1]["alpha_bits"], rows[-1]["alpha_ldp_bits"])
+        rows[-1].update({
+            "certified_alpha_bits": best,
+            "bayes_error_bound": float(b.bayes_error_bound(best, users)),
+        })
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
@@ -167,11 +156,8 @@ def calibrate_cmd(target_error, users, domain, mechanism, g, g_max, releases, ld
     if mechanism != "glh" and (g is not None or g_max is not None):
         raise click.BadParameter(f"--g/--g-max apply to --mechanism glh only, not {mechanism!r}",
                                  param_hint="'--g'")
-    try:
-        c = calibrate(target_error, users, domain, mechanism, g=g, g_max=g_max, releases=releases,
-                      use_ldp_bound=ldp_bound)
-    except BoundError as exc:
-        raise _UserError(" ".join(str(exc).split())) from exc
+    c = calibrate(target_error, users, domain, mechanism, g=g, g_max=g_max, releases=releases,
+                  use_ldp_bound=ldp_bound)
     if as_json:
         d = c.to_dict()
         d["epsilon"] = None if math.isinf(c.epsilon) else c.epsilon

@@ -21,26 +21,9 @@ from pathlib import Path
 import click
 import numpy as np
 
+from reidrisk.errors import InputError
+
 _FILE = click.Path(dir_okay=False, path_type=Path)
-
-
-class _UserError(click.ClickException):
-    """Bad input, shown as one line ``Error: ...`` with exit code 2."""
-
-    exit_code = 2
-
-
-def _fail(exc: BaseException) -> _UserError:
-    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
-        return _UserError(f"{exc.strerror}: {exc.filename}")
-    return _UserError(" ".join(str(exc).split()) or type(exc).__name__)
-
-
-def _user_errors() -> tuple[type[BaseException], ...]:
-    from reidrisk.data.io import TableError
-    from reidrisk.pie.traces import MatchError
-
-    return (TableError, MatchError, OSError, ValueError)
 
 
 def _fmt_interval(est) -> str:
@@ -74,13 +57,10 @@ def pse_command(genuine, impostor, column, k, bootstrap, level, seed, as_json) -
     """
     from reidrisk.pie.pse import det_curve, pse, read_scores
 
-    try:
-        g = read_scores(genuine, column)
-        i = read_scores(impostor, column)
-        est = pse(g, i, k=k, bootstrap=bootstrap, level=level, rng=seed)
-        det = det_curve(g, i)
-    except _user_errors() as exc:
-        raise _fail(exc) from None
+    g = read_scores(genuine, column)
+    i = read_scores(impostor, column)
+    est = pse(g, i, k=k, bootstrap=bootstrap, level=level, rng=seed)
+    det = det_curve(g, i)
     if as_json:
         click.echo(json.dumps({
             "pse_bits": est.bits, "low": est.low if bootstrap else None,
@@ -105,11 +85,11 @@ def _regions(text: str | None, background: Path, release: Path):
     if text.strip().isdigit():
         k = int(text)
         if k < 1:
-            raise ValueError(f"--regions {text!r}: need at least 1 region")
+            raise InputError(f"--regions {text!r}: need at least 1 region")
         return k
     path = Path(text)
     if not path.is_file():
-        raise ValueError(f"--regions {text!r} is neither a number of regions nor an existing "
+        raise InputError(f"--regions {text!r} is neither a number of regions nor an existing "
                          "region table (a CSV with a reg_id column)")
     return read_region_ids(path)
 
@@ -145,25 +125,22 @@ def traces_command(background, release, regions, kind, delta, events, train_even
     Every released trace is scored against every background user; the best score wins (ties
     broken at random). Prints the identification error rate and the PSE in bits.
     """
-    from reidrisk.data.traces import read_traces
+    from reidrisk.data.traces import TraceError, read_traces
     from reidrisk.pie.traces import match
 
-    try:
-        domain = _regions(regions, background, release)
-        bg = read_traces(background, domain)
-        rel = read_traces(release, domain)
-        missing = ~np.isin(rel.users, bg.users)
-        if missing.any():
-            raise ValueError(
-                f"{str(release)!r}: unknown user user_id={rel.users[missing][0]} "
-                f"({int(missing.sum())} such users); it has no trace in {str(background)!r}, so "
-                "its match cannot be scored. Remove it or add its background trace")
-        t0 = time.perf_counter()
-        res = match(bg.head(train_events), rel.head(events), kind=kind, delta=delta,
-                    bootstrap=bootstrap, rng=seed, impostors=impostors)
-        seconds = time.perf_counter() - t0
-    except _user_errors() as exc:
-        raise _fail(exc) from None
+    domain = _regions(regions, background, release)
+    bg = read_traces(background, domain)
+    rel = read_traces(release, domain)
+    missing = ~np.isin(rel.users, bg.users)
+    if missing.any():
+        raise TraceError(
+            f"{str(release)!r}: unknown user user_id={rel.users[missing][0]} "
+            f"({int(missing.sum())} such users); it has no trace in {str(background)!r}, so "
+            "its match cannot be scored. Remove it or add its background trace")
+    t0 = time.perf_counter()
+    res = match(bg.head(train_events), rel.head(events), kind=kind, delta=delta,
+                bootstrap=bootstrap, rng=seed, impostors=impostors)
+    seconds = time.perf_counter() - t0
     ident, est = res.identification, res.pse
     det = res.det()
     if as_json:

@@ -160,7 +160,7 @@ def pse(genuine, impostor, k: int | None = None, bootstrap: int = 200, level: fl
     g = _scores(genuine, "genuine scores")
     i = _scores(impostor, "impostor scores")
     if k is not None and (int(k) != k or k < 1 or k >= min(g.size, i.size + 1)):
-        raise ValueError(f"k={k!r} must be an integer in 1..{min(g.size - 1, i.size)} for "
+        raise ScoreError(f"k={k!r} must be an integer in 1..{min(g.size - 1, i.size)} for "
                          f"{g.size} genuine and {i.size} impostor scores")
     if not 0 < level < 1:
         raise ValueError(f"level={level!r} must be in (0, 1), e.g. 0.95")

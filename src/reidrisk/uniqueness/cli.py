@@ -17,13 +17,8 @@ from pathlib import Path
 import click
 import numpy as np
 
+from reidrisk.errors import InputError
 from reidrisk.uniqueness.scorer import RULES
-
-
-class _UserError(click.ClickException):
-    """Bad input, shown as one line ``Error: ...`` with exit code 2."""
-
-    exit_code = 2
 
 
 @dataclass(frozen=True)
@@ -62,20 +57,20 @@ def parse_db_spec(text: str) -> DatabaseSpec:
         parts = parts[:-1]
     path = ":".join(parts)
     if not path:
-        raise _UserError(f"--db {text!r}: no file name; use FILE[:RATE[:grr:EPSILON]]")
+        raise InputError(f"--db {text!r}: no file name; use FILE[:RATE[:grr:EPSILON]]")
     if rate is not None and not (math.isfinite(rate) and 0.0 < rate <= 1.0):
-        raise _UserError(
+        raise InputError(
             f"--db {text!r}: sampling rate {rate:g} is outside (0, 1]; give the share of the "
             "population the file samples (e.g. 0.1), or leave it out to use size / N"
         )
     if mech is not None:
         if mech != "grr":
-            raise _UserError(
+            raise InputError(
                 f"--db {text!r}: mechanism {mech!r} is not supported for files of labels; only k-RR "
                 "reports ('grr') are one category per attribute"
             )
         if eps is None or not math.isfinite(eps) or eps <= 0:
-            raise _UserError(f"--db {text!r}: the budget must be a number > 0 (whole record)")
+            raise InputError(f"--db {text!r}: the budget must be a number > 0 (whole record)")
     return DatabaseSpec(Path(path), rate, mech, eps)
 
 
@@ -137,13 +132,9 @@ def score(population, dbs, records, schema_path, thresholds, method, rule, id_co
                              equal to the query record on every attribute
     """
     from reidrisk.collect.reports_io import has_metadata, read_reports
-    from reidrisk.copula import CopulaError
     from reidrisk.data.io import check_output_path, read_table, table_format, write_table
     from reidrisk.schema import Schema
-    from reidrisk.uniqueness.floors import FloorError
-    from reidrisk.uniqueness.model import Database, UniquenessError, UniquenessModel
-    from reidrisk.uniqueness.posterior import PosteriorError
-    from reidrisk.uniqueness.scorer import ScoringError
+    from reidrisk.uniqueness.model import Database, UniquenessModel
 
     t0 = time.perf_counter()
     specs = [parse_db_spec(s) for s in dbs]
@@ -155,14 +146,14 @@ def score(population, dbs, records, schema_path, thresholds, method, rule, id_co
     frames = {i: read_table(sp.path) for i, sp in enumerate(specs) if not described[i]}
     for i, fr in frames.items():
         if len(fr) == 0:
-            raise _UserError(f"{str(specs[i].path)!r} has no rows; a database needs at least one record")
+            raise InputError(f"{str(specs[i].path)!r} has no rows; a database needs at least one record")
     query = read_table(records)
     if len(query) == 0:
-        raise _UserError(f"{str(records)!r} has no rows; nothing to score")
+        raise InputError(f"{str(records)!r} has no rows; nothing to score")
     ids = None
     if id_column is not None:
         if id_column not in query.columns:
-            raise _UserError(f"--id {id_column!r}: no such column in {str(records)!r}; columns are "
+            raise InputError(f"--id {id_column!r}: no such column in {str(records)!r}; columns are "
                              f"{', '.join(map(str, query.columns))}")
         ids = query[id_column].to_numpy()
         query = query.drop(columns=[id_column])
@@ -187,12 +178,9 @@ def score(population, dbs, records, schema_path, thresholds, method, rule, id_co
             databases.append(Database(collected[i].reports, sp.rate, sp.path.name))
         else:
             databases.append(Database(_encode(schema, frames[i], sp.path), sp.rate, sp.path.name))
-    try:
-        rec = _encode(schema, query, records)
-        model = UniquenessModel(method, rule=rule, rng=seed).fit(databases, population, schema=schema)
-        frame, at_risk, result = _score_in_chunks(model, rec, list(thresholds))
-    except (UniquenessError, ScoringError, PosteriorError, FloorError, CopulaError) as exc:
-        raise _UserError(" ".join(str(exc).split())) from exc
+    rec = _encode(schema, query, records)
+    model = UniquenessModel(method, rule=rule, rng=seed).fit(databases, population, schema=schema)
+    frame, at_risk, result = _score_in_chunks(model, rec, list(thresholds))
     if ids is not None:
         frame.insert(0, id_column, ids)
     else:
@@ -251,7 +239,7 @@ def _check_rate(spec: DatabaseSpec, size: int, population: int) -> None:
     expected = spec.rate * population
     slack = RATE_TOLERANCE_SD * math.sqrt(population * spec.rate * (1.0 - spec.rate)) + 1.0
     if abs(size - expected) > slack:
-        raise _UserError(
+        raise InputError(
             f"--db {str(spec.path)!r}: RATE {spec.rate:g} of N = {population:,} means about "
             f"{expected:,.0f} records (between {max(0.0, expected - slack):,.0f} and "
             f"{min(population, expected + slack):,.0f}), but the file holds {size:,} (size / N = "
@@ -279,7 +267,7 @@ def _load_schema(path, frames, query):
     for fr in frames:
         if list(fr.columns) != cols:
             missing = sorted(set(cols) ^ set(fr.columns))
-            raise _UserError(
+            raise InputError(
                 "without --schema every file must have the same columns as --records; they differ "
                 f"in {', '.join(map(str, missing))}. Pass --schema or select the same columns"
             )
@@ -291,7 +279,7 @@ def _encode(schema, frame, path) -> np.ndarray:
 
     missing = [n for n in schema.names if n not in frame.columns]
     if missing:
-        raise _UserError(f"{str(path)!r} lacks the schema column(s) {', '.join(missing)}")
+        raise InputError(f"{str(path)!r} lacks the schema column(s) {', '.join(missing)}")
     try:
         return schema.encode(frame[schema.names])
     except SchemaError as exc:
