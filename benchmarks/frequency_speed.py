@@ -4,7 +4,7 @@ multi-freq-ldpy, in one run; and pairwise counting against a bare Gram matrix B^
 
 Part 1 (speed). For GRR, OUE and OLH, k in {2, 16, 128, 1024} and n in {1e5, 1e6}, on the same
 Zipf-like data: the time to randomize all n records and to estimate the frequency vector, for
-reidrisk (``make_mechanism(...).perturb`` + ``estimate_marginal(..., method="inversion")``, the
+reidrisk (``make_mechanism(...).perturb`` + ``estimate_marginal(..., estimator="inversion")``, the
 like-for-like counterpart of the peers' unbiased estimators; ``norm_sub`` and the default
 ``estimate_marginal(mech, reports)`` -- whatever method and stopping rule it uses, with its
 iteration count -- are timed separately) and for each peer through its public per-record API,
@@ -258,7 +258,7 @@ def rr_estimate(mech_obj, reports, method: str):
 
     if method == "default":
         return estimate_marginal(mech_obj, reports)
-    return estimate_marginal(mech_obj, reports, method=method)
+    return estimate_marginal(mech_obj, reports, estimator=method)
 
 
 # ---- part 1: speed -----------------------------------------------------------------------------
@@ -550,7 +550,7 @@ def run_pairs(args, res: Results) -> list[PairRow]:
                                    warmup=args.warmup,
                                    budget_s=args.repeat_budget)
                 pc = pair_counts(rr)
-                est = {meth: time_call(lambda meth=meth: estimate_pairs(rr, method=meth, counts=pc),
+                est = {meth: time_call(lambda meth=meth: estimate_pairs(rr, estimator=meth, counts=pc),
                                        repeats=args.repeats, warmup=args.warmup,
                                        budget_s=args.repeat_budget)
                        for meth in PAIR_EST_METHODS}
@@ -587,7 +587,7 @@ def render(args, cells: list[SpeedCell], mse_rows: list[MseRow], pair_rows: list
         f"One attribute, epsilon = {args.epsilon:g}, true data drawn from a Zipf-like distribution "
         f"(P(v) ~ (v+1)^-{ZIPF_S}), the same records for every library. reidrisk: "
         "`make_mechanism(name, epsilon, k).perturb(codes, rng)` on the int32 code array, then "
-        "`estimate_marginal(mech, reports, method=...)`. Peers: their public per-record clients in "
+        "`estimate_marginal(mech, reports, estimator=...)`. Peers: their public per-record clients in "
         "a list comprehension, then their server/aggregator (pure-ldp `DEClient`/`UEClient(use_oue="
         "True)`/`LHClient(use_olh=True)` with the matching servers' `aggregate_all` + "
         "`estimate_all`; multi-freq-ldpy `GRR_Client`/`UE_Client(optimal=True)`/`LH_Client(optimal="

@@ -390,7 +390,7 @@ def run_demo(
                     measurements.append(_score(mech, eps, "marginal", method, truth, ests))
                     if eps == plot_epsilon:
                         examples.setdefault(mech, {})[method] = tuple(ests)
-                pair_est = estimate_pairs(reports, method=PAIR_METHOD, marginals=em_marginals)
+                pair_est = estimate_pairs(reports, estimator=PAIR_METHOD, marginals=em_marginals)
                 ests = [_pair_table(pair_est, p) for p in pairs]
                 measurements.append(_score(mech, eps, "pair", PAIR_METHOD, truth_pairs, ests))
                 timings[mech] += time.perf_counter() - t

@@ -194,7 +194,7 @@ def test_edge_cases():
         assert estimate_population_uniques(census, 4, m).population_uniques == 2.0
     with pytest.raises(EstimatorError, match="N"):
         zayatz_uniques(census, 3)
-    with pytest.raises(EstimatorError, match="unknown method"):
+    with pytest.raises(EstimatorError, match="unknown estimator"):
         estimate_population_uniques(census, 10, "chao")
     with pytest.raises(EstimatorError, match="integer codes"):
         SampleFrequencies.from_codes(np.array([[0.5]]))

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from reidrisk._compat import renamed_keywords
 from reidrisk.estimation.em import (
     DEFAULT_MAX_ITER,
     NOISE_TOL,
@@ -412,15 +413,16 @@ def _em_tables(W3, n, ch: _Channels, stop="noise", max_iter: int = DEFAULT_MAX_I
 # ---------------------------------------------------------------------------------------------
 # per-attribute front ends
 # ---------------------------------------------------------------------------------------------
-def marginals_from_counts(mechs: Sequence["Mechanism"], ws, ns, method: str = "em", *,
+@renamed_keywords(method="estimator")
+def marginals_from_counts(mechs: Sequence["Mechanism"], ws, ns, estimator: str = "em", *,
                           names: Sequence[str | None] | None = None, stop="noise",
                           max_iter: int = DEFAULT_MAX_ITER, inits=None
                           ) -> list[FrequencyEstimate]:
     """Several attributes' estimates from their support counts ``ws[j]`` (k_j,) and ``ns[j]``
-    present reports (``estimate_marginals`` without counting; methods ``"em"``, ``"inversion"``,
+    present reports (``estimate_marginals`` without counting; estimators ``"em"``, ``"inversion"``,
     ``"norm_sub"``). EM attributes with equal domain size are iterated as one batch, each from
     ``inits[j]`` (positive, any scale; None: uniform)."""
-    _check_method(method, METHODS[:3])
+    method = _check_method(estimator, METHODS[:3])
     names = [None] * len(mechs) if names is None else list(names)
     return _marginals_from_counts([np.asarray(w, dtype=np.float64).ravel() for w in ws],
                                   [int(n) for n in ns], list(mechs), names, method, stop=stop,
@@ -459,13 +461,15 @@ def _no_reports(name) -> EstimationError:
     )
 
 
-def estimate_marginal(mech: "Mechanism", reports, method: str = "em", *, name: str | None = None,
+@renamed_keywords(method="estimator")
+def estimate_marginal(mech: "Mechanism", reports, estimator: str = "em", *,
+                      name: str | None = None,
                       stop="noise", max_iter: int = DEFAULT_MAX_ITER, init=None
                       ) -> FrequencyEstimate:
     """Estimate one attribute's distribution from its reports (paper 004 Section 4.2.1).
 
     ``mech``: the attribute's mechanism; ``reports``: its report array (missing rows allowed; only
-    present reports are used, ``n_present`` of them). ``method``:
+    present reports are used, ``n_present`` of them). ``estimator`` (formerly ``method``):
 
     * ``"em"`` (default): ``em_counts`` on the support counts (eq. 8-11, corrected);
     * ``"inversion"``: the raw unbiased ``invert`` (may be negative; ``probs`` sums to 1 exactly for
@@ -476,7 +480,7 @@ def estimate_marginal(mech: "Mechanism", reports, method: str = "em", *, name: s
     ``stop``/``max_iter``/``init`` go to the EMs. An attribute without present reports raises
     ``EstimationError`` naming it (``name``) rather than returning an arbitrary distribution.
     """
-    _check_method(method)
+    method = _check_method(estimator)
     missing = np.asarray(mech.is_missing(reports), dtype=bool)
     n_present = int((~missing).sum())
     if n_present == 0:
@@ -545,7 +549,8 @@ def _default_start(w, n, mech, chan) -> np.ndarray:
     return np.full(mech.k, 1.0 / mech.k)
 
 
-def estimate_marginals(record_reports: "RecordReports", method: str = "em", *, stop="noise",
+@renamed_keywords(method="estimator")
+def estimate_marginals(record_reports: "RecordReports", estimator: str = "em", *, stop="noise",
                        max_iter: int = DEFAULT_MAX_ITER) -> list[FrequencyEstimate]:
     """Estimate every attribute's distribution from a ``RecordReports``, in schema order.
 
@@ -553,7 +558,7 @@ def estimate_marginals(record_reports: "RecordReports", method: str = "em", *, s
     are iterated together in one batch (each stops on its own rule), which gives the same estimates
     as ``estimate_marginal`` up to rounding.
     """
-    _check_method(method)
+    method = _check_method(estimator)
     names = [a.name for a in record_reports.schema]
     mechs = record_reports.mechanisms
     if method == "exact_em":

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Iterable
 import numpy as np
 import scipy.sparse as sp
 
+from reidrisk._compat import renamed_keywords
 from reidrisk.estimation.em import EMResult
 from reidrisk.estimation.frequency import (
     DEFAULT_MAX_ITER,
@@ -290,7 +291,8 @@ def _normalize_pairs(pairs, g: int) -> list[tuple[int, int]]:
     return sorted(out)
 
 
-def estimate_pairs(record_reports: "RecordReports", method: str = "em",
+@renamed_keywords(method="estimator")
+def estimate_pairs(record_reports: "RecordReports", estimator: str = "em",
                    pairs: Iterable | None = None,
                    *, stop="noise", max_iter: int = DEFAULT_MAX_ITER,
                    counts: PairCounts | None = None, marginals: list | None = None
@@ -298,7 +300,8 @@ def estimate_pairs(record_reports: "RecordReports", method: str = "em",
     """Estimate the distribution of every attribute pair (paper 004 Section 4.2.2, eq. 12-13).
 
     Each pair (j, j') uses only the ``n~_jj'`` reports having both attributes (eq. 13), through the
-    Gram counts of ``pair_counts`` (pass ``counts`` to reuse them). ``method``:
+    Gram counts of ``pair_counts`` (pass ``counts`` to reuse them). ``estimator`` (formerly
+    ``method``):
 
     * ``"em"`` (default): ``em_tables`` started from the outer product of the marginal EM
       estimates (``marginals``, computed from the Gram diagonal when not given);
@@ -309,7 +312,7 @@ def estimate_pairs(record_reports: "RecordReports", method: str = "em",
     A pair without reports having both attributes raises ``EstimationError`` naming it. Pairs with
     equal shapes are iterated together (one 3-D array per shape).
     """
-    method = _check_method(method, PAIR_METHODS)
+    method = _check_method(estimator, PAIR_METHODS)
     schema, mechs = record_reports.schema, record_reports.mechanisms
     g = len(mechs)
     names = tuple(a.name for a in schema)

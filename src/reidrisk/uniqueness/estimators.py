@@ -27,6 +27,7 @@ from scipy import optimize
 from scipy.special import digamma, expit, gammaln, polygamma
 from scipy.stats import hypergeom
 
+from reidrisk._compat import renamed_keywords
 from reidrisk.errors import ReidriskError
 
 METHODS: tuple[str, ...] = ("pitman", "zayatz", "snb", "dankar")
@@ -470,10 +471,13 @@ _ESTIMATORS = {"pitman": pitman_uniques, "zayatz": zayatz_uniques, "snb": snb_un
                "dankar": dankar_uniques}
 
 
-def estimate_population_uniques(sample, N: int, method: str = "dankar") -> UniquesEstimate:
-    """Estimate population uniques from a sample (codes (n, g) or ``SampleFrequencies``)."""
+@renamed_keywords(method="estimator")
+def estimate_population_uniques(sample, N: int, estimator: str = "dankar") -> UniquesEstimate:
+    """Estimate population uniques from a sample (codes (n, g) or ``SampleFrequencies``) with the
+    ``estimator`` (formerly ``method``) named in ``METHODS``."""
     try:
-        fn = _ESTIMATORS[str(method).lower()]
+        fn = _ESTIMATORS[str(estimator).lower()]
     except KeyError:
-        raise EstimatorError(f"unknown method {method!r}; choose one of {list(METHODS)}") from None
+        raise EstimatorError(
+            f"unknown estimator {estimator!r}; choose one of {list(METHODS)}") from None
     return fn(sample, N)
