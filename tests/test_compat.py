@@ -1,0 +1,107 @@
+"""Renamed public names: the one helper (reidrisk._compat) and every renamed keyword through it.
+
+Each former keyword gives a DeprecationWarning naming the new one and the same result as the new
+name; passing both is a TypeError.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from reidrisk._compat import renamed_attribute, renamed_function, renamed_keywords
+from reidrisk.estimation import estimate_marginal, estimate_marginals, estimate_pairs
+from reidrisk.estimation.frequency import marginals_from_counts
+from reidrisk.mechanisms import GRR
+from reidrisk.mechanisms.record import RecordReports
+from reidrisk.schema import Attribute, Schema
+from reidrisk.uniqueness.estimators import estimate_population_uniques
+
+
+# ---- the helper ------------------------------------------------------------------------------
+@renamed_keywords(old="new")
+def _f(a, new=1):
+    return a * 10 + new
+
+
+class _C:
+    def __init__(self, new):
+        self.new = new
+
+    old = renamed_attribute("new", "old")
+
+
+def test_renamed_keyword_forwards_with_a_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the new name and positional calls never warn
+        assert _f(1, new=2) == _f(1, 2) == 12
+    with pytest.warns(DeprecationWarning, match=r"keyword 'old' is deprecated; use 'new'") as rec:
+        assert _f(1, old=2) == 12
+    assert rec[0].filename == __file__  # the warning points at the caller
+    with pytest.raises(TypeError, match="got both 'old' .* and 'new'"):
+        _f(1, old=2, new=3)
+
+
+def test_renamed_attribute_and_function_forward_with_a_warning():
+    with pytest.warns(DeprecationWarning, match="attribute 'old' is deprecated; use 'new'"):
+        assert _C(5).old == 5
+    g = renamed_function(_f, "g")
+    assert g.__name__ == "g"
+    with pytest.warns(DeprecationWarning, match="function 'g' is deprecated; use '_f'") as rec:
+        assert g(1, new=3) == 13
+    assert rec[0].filename == __file__
+
+
+# ---- estimator= (formerly method=) -------------------------------------------------------------
+SCHEMA = Schema((Attribute("a", ("x", "y", "z")), Attribute("b", ("u", "v"))))
+
+
+@pytest.fixture(scope="module")
+def reports():
+    rng = np.random.default_rng(3)
+    codes = np.column_stack([rng.integers(0, 3, 400), rng.integers(0, 2, 400)]).astype(np.int32)
+    mechs = (GRR(2.0, 3), GRR(2.0, 2))
+    return RecordReports(SCHEMA, mechs, tuple(m.perturb(codes[:, j], rng)
+                                              for j, m in enumerate(mechs)))
+
+
+def _same(a, b):
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_estimator_keyword_of_the_frequency_estimators(reports):
+    mech, r = reports.mechanisms[0], reports.reports[0]
+    new = estimate_marginal(mech, r, estimator="inversion")
+    with pytest.warns(DeprecationWarning, match="'method' is deprecated; use 'estimator'"):
+        old = estimate_marginal(mech, r, method="inversion")
+    _same(old.probs, new.probs)
+    new_all = estimate_marginals(reports, estimator="norm_sub")
+    with pytest.warns(DeprecationWarning, match="'method' is deprecated; use 'estimator'"):
+        old_all = estimate_marginals(reports, method="norm_sub")
+    for o, n in zip(old_all, new_all):
+        _same(o.probs, n.probs)
+    w, n = [np.array([5.0, 3.0, 2.0])], [10]
+    new_c = marginals_from_counts([mech], w, n, estimator="inversion")
+    with pytest.warns(DeprecationWarning, match="'method' is deprecated"):
+        old_c = marginals_from_counts([mech], w, n, method="inversion")
+    _same(old_c[0].probs, new_c[0].probs)
+
+
+def test_estimator_keyword_of_the_pair_estimator(reports):
+    new = estimate_pairs(reports, estimator="inversion")
+    with pytest.warns(DeprecationWarning, match="'method' is deprecated; use 'estimator'"):
+        old = estimate_pairs(reports, method="inversion")
+    for key in new.tables:
+        _same(old.tables[key], new.tables[key])
+
+
+def test_estimator_keyword_of_the_population_uniques_estimators():
+    rng = np.random.default_rng(5)
+    sample = rng.integers(0, 6, (300, 3))
+    new = estimate_population_uniques(sample, 3000, estimator="zayatz")
+    with pytest.warns(DeprecationWarning, match="'method' is deprecated; use 'estimator'"):
+        old = estimate_population_uniques(sample, 3000, method="zayatz")
+    assert old.method == new.method == "zayatz"
+    assert old.population_uniques == new.population_uniques
