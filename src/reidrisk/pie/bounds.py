@@ -1,11 +1,12 @@
 """PIE bounds of paper 002: how much a user's identity leaks through one or t LDP releases.
 
 Paper 002 (Murakami & Takahashi, "Toward Evaluating Re-identification Risks in the Local Privacy
-Model", TDP 14(3), 2021); every formula as rebuilt in spec/pie.md (its provenance tag in brackets:
-[DER] derived from the surviving text and verified, [REC] a valid reconstruction whose printed form
-is uncertain, [CODE] read from the authors' code). All information is in bits.
+Model", TDP 14(3), 2021); every formula as rebuilt in docs/design/pie.md (its provenance tag in
+brackets, docs/design/pie.md#provenance: [DER] derived from the surviving text and verified, [REC] a
+valid reconstruction whose printed form is uncertain, [CODE] read from the authors' code). All
+information is in bits.
 
-Bounds on the PIE ``I(U;Y)`` (alpha-PIE privacy, Def. 3.1, spec Section 3):
+Bounds on the PIE ``I(U;Y)`` (alpha-PIE privacy, Def. 3.1, docs/design/pie.md#pie-and-pie-privacy):
 
 * ``alpha_ldp(epsilon, n, form="min"|"tanh")``  -- any epsilon-LDP mechanism (Prop. 4.1, eq. 14);
 * ``alpha_rr(epsilon, n, domain, releases=1)``   -- epsilon-RR (Thm 4.2, eq. 16; Thm 4.3 for t);
@@ -14,13 +15,13 @@ Bounds on the PIE ``I(U;Y)`` (alpha-PIE privacy, Def. 3.1, spec Section 3):
 * ``alpha_composed(epsilons, n, domain, mechanism, g=None)`` -- t releases with different budgets;
 * ``lambda_rr(epsilon, domain)``, ``lambda_glh(epsilon, g)`` -- the MI-loss parameters.
 
-Bayes error (the adversary's identification error, spec Section 6):
+Bayes error (the adversary's identification error, docs/design/pie.md#bayes-error):
 
 * ``bayes_error_bound(information, n, max_prior=None)`` -- Prop. 3.7 / Cor. 3.9, eq. 9-12;
 * ``bayes_error_bound_hv(information, n, max_prior=None)`` -- the tighter implicit Han-Verdu form;
 * ``information_budget(target_error, n, max_prior=None)`` -- the largest alpha meeting a target.
 
-The inverse (spec Section 7, "choosing lambda for a target Bayes error"):
+The inverse (docs/design/pie.md#bounds-for-ldp-mechanisms, "choosing the budget"):
 
 * ``calibrate(target_error, n, domain, mechanism="rr"|"glh"|"ldp", g=None, g_max=None,
   releases=1, max_prior=None, use_ldp_bound=True) -> Calibration`` -- the largest epsilon (for
@@ -39,7 +40,7 @@ The Figure-4 reference table (for benchmarks/pie_reproduce.py):
 
 * ``figure4_table(epsilons=FIGURE4_EPSILONS, n=FIGURE4_N, domain=FIGURE4_DOMAIN)
   -> tuple[Figure4Row, ...]`` with fields epsilon, alpha_ldp_min, alpha_ldp_tanh, lambda_rr,
-  alpha_rr (spec Section 11).
+  alpha_rr (docs/design/pie.md#reference-values).
 
 Utility (expected l2 loss, emp and emp+thr, the part-(c) comparison) lives in
 ``reidrisk.pie.utility``.
@@ -63,11 +64,11 @@ LOG2E: float = 1.0 / math.log(2.0)
 """log2(e): nats to bits."""
 
 FIGURE4_N: int = 1_370_637
-"""Users of the paper's LT experiment (spec Section 11, [CODE])."""
+"""Users of the paper's LT experiment (docs/design/pie.md#reference-values, [CODE])."""
 FIGURE4_DOMAIN: int = 10_500_393
-"""POIs of the paper's LT experiment (spec Section 11, [CODE])."""
+"""POIs of the paper's LT experiment (docs/design/pie.md#reference-values, [CODE])."""
 FIGURE4_EPSILONS: tuple[float, ...] = (0.1, 1.0, 5.0, 10.0, 15.0, 20.0)
-"""The epsilons of the spec's Figure-4 reference table."""
+"""The epsilons of the Figure-4 reference table (docs/design/pie.md#reference-values)."""
 
 MECHANISMS: tuple[str, ...] = ("ldp", "rr", "glh")
 LDP_FORMS: tuple[str, ...] = ("min", "tanh")
@@ -180,9 +181,9 @@ def _cap(n: int, domain: int) -> float:
 def lambda_rr(epsilon, domain: int) -> np.ndarray | float:
     """MI-loss parameter of epsilon-RR: ``lambda_RR = (e^eps - 1) / (|X| + e^eps - 1)``.
 
-    Paper 002 Thm 4.2, eq. 15; spec/pie.md Section 7 [DER]. ``I(U;Y) <= lambda_RR I(U;X)``, and
-    the constant is the best possible. Computed as ``1 / (1 + |X| / (e^eps - 1))`` so large
-    epsilons give 1, not nan.
+    Paper 002 Thm 4.2, eq. 15; docs/design/pie.md#bounds-for-ldp-mechanisms [DER].
+    ``I(U;Y) <= lambda_RR I(U;X)``, and the constant is the best possible. Computed as
+    ``1 / (1 + |X| / (e^eps - 1))`` so large epsilons give 1, not nan.
     """
     e = _epsilon(epsilon)
     k = _count(domain, "domain size |X|")
@@ -194,8 +195,8 @@ def lambda_rr(epsilon, domain: int) -> np.ndarray | float:
 def lambda_glh(epsilon, g) -> np.ndarray | float:
     """MI-loss parameter of epsilon-GLH: ``lambda_GLH = (e^eps - 1) / (g + e^eps - 1)``.
 
-    Paper 002 Thm 4.4, eq. 17; spec/pie.md Section 7 [DER]. Independent of |X|; ``g`` (the hash
-    range, an integer >= 2) may be an array broadcast with ``epsilon``.
+    Paper 002 Thm 4.4, eq. 17; docs/design/pie.md#bounds-for-ldp-mechanisms [DER]. Independent of
+    |X|; ``g`` (the hash range, an integer >= 2) may be an array broadcast with ``epsilon``.
     """
     e = _epsilon(epsilon)
     gg = _counts(g, "hash range g")
@@ -207,10 +208,11 @@ def lambda_glh(epsilon, g) -> np.ndarray | float:
 def alpha_ldp(epsilon, n: int, form: str = "min") -> np.ndarray | float:
     """PIE bound (bits) of any epsilon-LDP mechanism (paper 002 Prop. 4.1, eq. 14).
 
-    ``form="min"``: ``min{eps log e, eps^2 log e, log n}`` -- spec/pie.md Section 7 [REC] (the
-    paper's printed form is uncertain; the ``log n`` cap is certain). ``form="tanh"``:
-    ``min{eps tanh(eps/2) log e, log n}`` -- the tighter bound from Lemma B.2's proof [DER,
-    verified]; it is never above the min form. ``n``: number of users (>= 2).
+    ``form="min"``: ``min{eps log e, eps^2 log e, log n}`` --
+    docs/design/pie.md#bounds-for-ldp-mechanisms [REC] (the paper's printed form is uncertain; the
+    ``log n`` cap is certain). ``form="tanh"``: ``min{eps tanh(eps/2) log e, log n}`` -- the tighter
+    bound from Lemma B.2's proof [DER, verified]; it is never above the min form. ``n``: number of
+    users (>= 2).
     """
     e = _epsilon(epsilon)
     n = _count(n, "number of users n")
@@ -228,9 +230,9 @@ def alpha_rr(epsilon, n: int, domain: int, releases: int = 1) -> np.ndarray | fl
     """PIE bound (bits) of epsilon-RR: ``alpha_RR = t lambda_RR min{log n, log |X|}``.
 
     Paper 002 Thm 4.2, eq. 16 (one release, t = 1) and Thm 4.3 (t releases of arbitrarily
-    correlated data, each with fresh coins); spec/pie.md Section 7 [DER]. ``n`` users (>= 2),
-    ``domain`` = |X| (>= 2), ``releases`` = t (>= 1). For different budgets per release use
-    ``alpha_composed``.
+    correlated data, each with fresh coins); docs/design/pie.md#bounds-for-ldp-mechanisms [DER].
+    ``n`` users (>= 2), ``domain`` = |X| (>= 2), ``releases`` = t (>= 1). For different budgets per
+    release use ``alpha_composed``.
     """
     n = _count(n, "number of users n")
     k = _count(domain, "domain size |X|")
@@ -242,8 +244,8 @@ def alpha_glh(epsilon, n: int, domain: int, g, releases: int = 1) -> np.ndarray 
     """PIE bound (bits) of epsilon-GLH: ``alpha_GLH = t lambda_GLH min{log n, log |X|}``.
 
     Paper 002 Thm 4.4, eq. 18 (one release) and Thm 4.5 (t releases, each with an independent
-    hash); spec/pie.md Section 7 [DER]. ``g``: hash range (integer >= 2, may be an array). The
-    extra valid cap ``lambda_GLH log g`` of the spec is not applied (the paper's bound).
+    hash); docs/design/pie.md#bounds-for-ldp-mechanisms [DER]. ``g``: hash range (integer >= 2, may
+    be an array). The extra valid cap ``lambda_GLH log g`` (not in the paper) is not applied.
     """
     n = _count(n, "number of users n")
     k = _count(domain, "domain size |X|")
@@ -258,7 +260,7 @@ def alpha(epsilon, n: int, domain: int, mechanism: str = "rr", g=None, releases:
     ``"ldp"``: any epsilon-LDP mechanism, Prop. 4.1 (eq. 14, ``form`` as in ``alpha_ldp``); over t
     releases the composed mechanism is (t eps)-LDP, so eps is replaced by t eps (sequential
     composition of LDP; the log n cap still holds). ``"rr"``: Thm 4.2/4.3. ``"glh"``: Thm 4.4/4.5
-    (``g`` required). spec/pie.md Section 7.
+    (``g`` required). docs/design/pie.md#bounds-for-ldp-mechanisms.
     """
     m = _mechanism(mechanism)
     if m == "rr":
@@ -276,9 +278,10 @@ def alpha_composed(epsilons: Sequence[float], n: int, domain: int, mechanism: st
                    g=None) -> float:
     """PIE bound (bits) of t releases with budgets ``epsilons`` (one per release).
 
-    RR: ``sum_i lambda_RR(eps_i) min{log n, log |X|}`` (Thm 4.3, spec Section 7 [DER]); GLH: the
-    same with ``lambda_GLH(eps_i, g_i)`` (Thm 4.5; ``g`` a scalar or one per release); LDP:
-    Prop. 4.1 at ``sum_i eps_i``. Any correlation between the t data is allowed.
+    RR: ``sum_i lambda_RR(eps_i) min{log n, log |X|}`` (Thm 4.3,
+    docs/design/pie.md#bounds-for-ldp-mechanisms [DER]); GLH: the same with ``lambda_GLH(eps_i,
+    g_i)`` (Thm 4.5; ``g`` a scalar or one per release); LDP: Prop. 4.1 at ``sum_i eps_i``. Any
+    correlation between the t data is allowed.
     """
     e = _epsilon(epsilons, "epsilons")
     if e.ndim != 1:
@@ -322,10 +325,10 @@ def bayes_error_bound(information, n: int | None = None, max_prior=None) -> np.n
     """Lower bound on the adversary's Bayes error: ``beta >= 1 - (I + 1) / log(1 / (1 - beta*))``.
 
     Paper 002 Prop. 3.7 (eqs. 9, 10) with ``I = I(U;S)`` or ``I(U;Y)``, and Cor. 3.9 (eqs. 11,
-    12) with ``I = alpha``; spec/pie.md Section 6 [DER] (generalised Fano inequality of Han &
-    Verdu). ``max_prior`` = ``max_u p_U(u) = 1 - beta*``; ``None`` means the uniform prior over
-    ``n`` users (``log(1/(1 - beta*)) = log n``, eq. 10/12). The bound may be negative (vacuous);
-    it is returned as computed so the caller can tell how far from useful it is.
+    12) with ``I = alpha``; docs/design/pie.md#bayes-error [DER] (generalised Fano inequality of Han
+    & Verdu). ``max_prior`` = ``max_u p_U(u) = 1 - beta*``; ``None`` means the uniform prior over
+    ``n`` users (``log(1/(1 - beta*)) = log n``, eq. 10/12). The bound may be negative (vacuous); it
+    is returned as computed so the caller can tell how far from useful it is.
     """
     i = _information(information)
     bits = _prior_bits(n, max_prior)
@@ -348,7 +351,7 @@ def bayes_error_bound_hv(information, n: int | None = None, max_prior=None) -> n
     """The implicit Han-Verdu lower bound: ``beta >= 1 - a*``, ``a* = max{a >= 1 - beta* :
     d(a || 1 - beta*) <= I}``.
 
-    spec/pie.md Section 6, "optional tighter implicit form" [DER, verified]; never below
+    docs/design/pie.md#bayes-error, "optional tighter implicit form" [DER, verified]; never below
     ``bayes_error_bound`` (which relaxes ``d(a||b) >= a log(1/b) - 1``). Solved by bisection on
     the increasing ``a -> d(a || b)`` over [b, 1], vectorized; accurate to 1e-12.
     """
@@ -369,9 +372,9 @@ def bayes_error_bound_hv(information, n: int | None = None, max_prior=None) -> n
 
 def information_budget(target_error: float, n: int | None = None, max_prior=None) -> float:
     """The largest alpha (bits) for which Cor. 3.9 guarantees ``beta >= target_error``:
-    ``alpha = (1 - target) log(1 / (1 - beta*)) - 1`` (eq. 11/12 solved for alpha; spec Section 6,
-    "design rule" [DER]). Negative when no mechanism can be certified (n too small: for a uniform
-    prior the target needs ``n >= 2^(1/(1 - target))``)."""
+    ``alpha = (1 - target) log(1 / (1 - beta*)) - 1`` (eq. 11/12 solved for alpha;
+    docs/design/pie.md#bayes-error, "design rule" [DER]). Negative when no mechanism can be
+    certified (n too small: for a uniform prior the target needs ``n >= 2^(1/(1 - target))``)."""
     t = float(_probability(target_error, "target_error", open_high=True))
     bits = float(_prior_bits(n, max_prior))
     return (1.0 - t) * bits - 1.0
@@ -420,7 +423,7 @@ def certified_alpha(epsilon, n: int, domain: int, mechanism: str = "rr", g=None,
 
     RR and GLH are epsilon-LDP, so Prop. 4.1 bounds them too; it is the smaller bound when the
     domain or the hash range is small and epsilon is small (e.g. GLH with g = 2 at eps < 1).
-    spec/pie.md Section 7. For ``"ldp"`` this is ``alpha_ldp`` itself.
+    docs/design/pie.md#bounds-for-ldp-mechanisms. For ``"ldp"`` this is ``alpha_ldp`` itself.
     """
     a = np.asarray(alpha(epsilon, n, domain, mechanism, g=g, releases=releases, form=form))
     ldp = np.asarray(alpha(epsilon, n, domain, "ldp", releases=releases, form=form))
@@ -433,12 +436,13 @@ def calibrate(target_error: float, n: int, domain: int, mechanism: str = "rr", *
     """The largest epsilon whose PIE bound guarantees a Bayes error >= ``target_error``.
 
     Inverts Cor. 3.9 (eq. 11/12) composed with Prop. 4.1 (``"ldp"``), Thm 4.2/4.3 (``"rr"``) or
-    Thm 4.4/4.5 (``"glh"``); spec/pie.md Sections 6-7 ("choosing lambda for a target Bayes error",
-    [DER]). Each bound is increasing in epsilon, so each budget is the root of
-    ``bayes_error_bound(alpha(eps)) = target``, found by ``scipy.optimize.brentq`` on log epsilon
-    (to a relative 1e-13, then moved to the safe side of the root). RR and GLH are also
-    epsilon-LDP, so with ``use_ldp_bound`` (default) Prop. 4.1 may certify them too: the answer
-    is the larger of the two budgets (``certified_by`` says which bound gave it).
+    Thm 4.4/4.5 (``"glh"``); docs/design/pie.md#bayes-error and
+    docs/design/pie.md#bounds-for-ldp-mechanisms ("choosing the budget", [DER]). Each bound is
+    increasing in epsilon, so each budget is the root of ``bayes_error_bound(alpha(eps)) = target``,
+    found by ``scipy.optimize.brentq`` on log epsilon (to a relative 1e-13, then moved to the safe
+    side of the root). RR and GLH are also epsilon-LDP, so with ``use_ldp_bound`` (default) Prop.
+    4.1 may certify them too: the answer is the larger of the two budgets (``certified_by`` says
+    which bound gave it).
 
     GLH: with ``g`` given, the largest epsilon for that g. With ``g=None`` the integer g in
     ``2..g_max`` (default ``g_max = min(domain, 2^31 - 1)``, the core GLH's limit) is chosen
@@ -584,8 +588,9 @@ def output_joint(p_ux, channel) -> np.ndarray:
 
 
 def user_information(p_ux, channel) -> float:
-    """Exact PIE ``I(U;Y)`` in bits (paper 002 eq. 4, spec Section 3 [DER]) for a joint ``p_ux``
-    (n, |X|) and a channel Q[y, x] (|Y|, |X|); via ``reidrisk.estimation.information``."""
+    """Exact PIE ``I(U;Y)`` in bits (paper 002 eq. 4, docs/design/pie.md#pie-and-pie-privacy [DER])
+    for a joint ``p_ux`` (n, |X|) and a channel Q[y, x] (|Y|, |X|); via
+    ``reidrisk.estimation.information``."""
     from reidrisk.estimation.information import mutual_information
 
     return float(mutual_information(output_joint(p_ux, channel), base=2))
@@ -599,8 +604,9 @@ def data_information(p_ux) -> float:
 
 
 def bayes_error(p_uy) -> float:
-    """Exact Bayes error of identifying U from Y: ``1 - sum_y max_u p(u, y)`` (spec Section 6);
-    ``p_uy`` (n, |Y|) joint distribution (e.g. ``output_joint``)."""
+    """Exact Bayes error of identifying U from Y: ``1 - sum_y max_u p(u, y)``
+    (docs/design/pie.md#bayes-error); ``p_uy`` (n, |Y|) joint distribution (e.g.
+    ``output_joint``)."""
     p = _joint(p_uy, "p_uy")
     return float(max(0.0, 1.0 - p.max(axis=0).sum()))
 
@@ -623,9 +629,10 @@ def product_channel(*channels) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Figure4Row:
-    """One epsilon of the Figure-4 table (spec Section 11): alpha of Prop. 4.1 in the min form
-    [REC] and the tanh form [DER], lambda_RR and alpha_RR of Thm 4.2 [DER]; all alphas in bits;
-    alpha_glh: Thm 4.4 at the LDP-optimal g = max(2, round(e^eps + 1)) (not in the spec table)."""
+    """One epsilon of the Figure-4 table (docs/design/pie.md#reference-values): alpha of Prop. 4.1
+    in the min form [REC] and the tanh form [DER], lambda_RR and alpha_RR of Thm 4.2 [DER]; all
+    alphas in bits; alpha_glh: Thm 4.4 at the LDP-optimal g = max(2, round(e^eps + 1)) (not in the
+    paper's table)."""
 
     epsilon: float
     n: int
@@ -642,8 +649,9 @@ def figure4_table(epsilons: Sequence[float] = FIGURE4_EPSILONS, n: int = FIGURE4
                   domain: int = FIGURE4_DOMAIN) -> tuple[Figure4Row, ...]:
     """alpha vs epsilon for the three bounds (paper 002 Fig. 4): one ``Figure4Row`` per epsilon.
 
-    Defaults: the spec's reference table (n = 1,370,637 users, |X| = 10,500,393 POIs,
-    eps in {0.1, 1, 5, 10, 15, 20}). GLH uses g = max(2, round(e^eps + 1)) (OLH's choice).
+    Defaults: the reference table of docs/design/pie.md#reference-values (n = 1,370,637 users, |X| =
+    10,500,393 POIs, eps in {0.1, 1, 5, 10, 15, 20}). GLH uses g = max(2, round(e^eps + 1)) (OLH's
+    choice).
     """
     e = _epsilon(epsilons, "epsilons").ravel()
     n = _count(n, "number of users n")
