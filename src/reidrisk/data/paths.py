@@ -11,10 +11,12 @@ import os
 from pathlib import Path
 from typing import Iterable
 
+from reidrisk.errors import ReidriskError
+
 ENV_VAR = "REIDRISK_DATA"
 
 
-class DatasetNotFound(FileNotFoundError):
+class DatasetNotFound(ReidriskError, FileNotFoundError):
     """A data set (or one of its files) is absent. The message says what was looked for, where,
     and how to point reidrisk at it (set ``REIDRISK_DATA``). Tests turn it into a skip."""
 

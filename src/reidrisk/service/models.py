@@ -23,10 +23,11 @@ from dataclasses import dataclass
 from reidrisk.collect.model_io import CollectModel
 from reidrisk.collect.pipeline import CollectPipeline, CollectWarning
 from reidrisk.collect.reports_io import CollectedReports
+from reidrisk.errors import ReidriskError
 from reidrisk.service.storage import Storage, Survey
 
 
-class NoReports(LookupError):
+class NoReports(ReidriskError, LookupError):
     """The survey has no reports yet: nothing to fit."""
 
 

@@ -44,7 +44,7 @@ class StorageError(ReidriskError, RuntimeError):
     """A request the stored state does not allow (e.g. changing a survey that has reports)."""
 
 
-class NotFound(LookupError):
+class NotFound(ReidriskError, LookupError):
     """No such survey or credential."""
 
 
