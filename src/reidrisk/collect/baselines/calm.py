@@ -1,0 +1,495 @@
+"""CALM baseline: consistent adaptive local marginals (Zhang, Wang, Li, He and Chen, "CALM:
+Consistent Adaptive Local Marginal for Marginal Release under Local Differential Privacy", ACM CCS
+2018), the standard method for k-way marginals under LDP.
+
+Our reading of the method, step by step (section numbers are the paper's):
+
+1. **Marginal choice** (Section 4, "choosing l and m"). The collector fixes m attribute sets of l
+   attributes each. Which l and m is a trade-off the paper states as *noise error* + *reconstruction
+   error* of the answered marginals; our form of it, per pair of attributes (the smallest table the
+   maximum-entropy step combines; squared L2 error summed over the pair's cells):
+
+   ``E(l, m) = P(l, m) * [V(l, m) + S(l, m)] / s(l, m) + (1 - P(l, m)) * R0``
+
+   * ``r = C(l, 2) / C(d, 2)``: the share of the d (d - 1) / 2 pairs one l-set covers;
+     ``P = 1 - (1 - r)^m``: the probability that a pair is covered by at least one of the m sets
+     (sets drawn as below), and ``s = m r / P`` the mean number of sets covering it when it is;
+   * ``N = n (1 - m_plan)^l / m``: the reports of one group that answered all l attributes
+     (``m_plan``: the missing rate the collector plans for; 0 as in the paper);
+   * ``V``: the frequency oracle's variance of the l-way marginal summed over its ``D_l`` cells,
+     ``[p (1 - p) + (D_l - 1) q (1 - q)] / (N (p - q)^2)`` (``reidrisk.estimation.variance``
+     summed over the cells, Wang et al. 2017 eq. for GRR and OLH); a pair cell sums ``D_l / D_2``
+     cells of the l-way marginal, so the pair's summed variance is that same V (the paper's
+     "2^l Var" for binary attributes, with covariances between cells neglected as there);
+   * ``S = (1 - 1 / D_2) / N``: the sampling error of one group's pair table against the whole
+     population's (each group is a random 1/m of the users);
+   * ``R0`` (``pair_dependence``): the error of an uncovered pair, which the maximum-entropy step
+     answers from lower-order information only. The paper treats this reconstruction error as
+     data dependent; the collector cannot measure it before collecting, so it is a fixed constant:
+     0.01, the squared L2 distance from independence of two balanced binary attributes with
+     correlation 0.2 (``rho^2 / 4``).
+
+   ``D_l = f^l`` with f the mean domain size. (l, m) minimizes E over l = 2..d (joint domains up
+   to ``max_cells`` cells, a computing limit) and m = ceil(d / l)..n_eff: at least enough sets to
+   hold every attribute once (an attribute in no set would have no marginal at all, an error the
+   pair model does not see), and at most one expected complete report per group
+   (``n_eff = n (1 - m_plan)^l``). The m sets are drawn so that every
+   attribute is used equally often (ties broken at random): the paper does not fix a design for
+   general m, and an even use of attributes is what its error analysis assumes.
+2. **Reporting** (Section 4.1). Users are split uniformly at random into m groups of (nearly) equal
+   size; a user of group j reports the joint value of the l attributes of set j, one value of the
+   ``D_l``-cell joint domain, through a frequency oracle with the whole budget epsilon. The oracle
+   is OLH (``reidrisk.mechanisms.GLH`` with ``g = round(e^eps + 1)``); with ``oracle="adaptive"``
+   (the default) GRR is taken instead where its variance is smaller, i.e. ``D_l < 3 e^eps + 2``
+   (Wang et al. 2017, Section 4.4), as CALM's frequency oracle does.
+3. **Estimation and consistency** (Section 4.2). Each marginal is estimated by the unbiased
+   inversion of its support counts (``reidrisk.estimation.invert``), then post-processed: Norm-Sub
+   (``reidrisk.estimation.norm_sub``, non-negative, summing to 1) and the consistency step of
+   PriView (Qardaji et al., SIGMOD 2014, Section 4.3), which CALM adopts: for every attribute set A
+   that is an intersection of reported sets (closed under intersection, processed from small to
+   large, the empty set first), the projections of all marginals containing A onto A are replaced
+   by their inverse-variance weighted mean (a projection summing ``C = D_i / D_A`` cells has
+   ``C`` times the per-cell variance, so its weight is ``1 / (C v_i)``), spreading each change
+   evenly over the ``C`` cells behind each A cell. Processing A after all its subsets keeps them
+   consistent, so after one pass every two marginals agree on their common attributes. Norm-Sub
+   and consistency alternate (``rounds``) until no cell is negative; the last step is
+   consistency.
+4. **Answering a query** (Section 4.3). A query set Q inside a reported set is summed from it. Any
+   other Q is answered by maximum entropy subject to the projections of the reported marginals
+   onto their intersections with Q (sets contained in a larger one dropped), computed by iterative
+   proportional fitting from the uniform table on Q's cells.
+
+Missing values. The paper assumes complete records. As in our other complete-case baselines
+(``CompleteCase``), a user reports only if they answered all l attributes of their group's set;
+the others send a missing report. Reporting over the answered subset instead would need a second
+joint domain per subset of the set (and a frequency oracle per domain), which is not CALM; with
+values missing completely at random the complete reports are a random subsample, so each marginal
+stays unbiased, at the cost of ``(1 - m)^l`` of the group's reports.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from reidrisk.collect.baselines.base import Method
+from reidrisk.mechanisms import make_mechanism
+from reidrisk.mechanisms.base import Mechanism, as_generator, check_epsilon
+from reidrisk.schema import MISSING, Schema, SchemaError
+
+PAIR_DEPENDENCE = 0.01
+"""Reconstruction error assumed for a pair no reported set covers (module doc, step 1)."""
+
+MAX_CELLS = 4096
+"""Largest joint domain of a reported marginal considered by the design search (OLH hashes each
+report against every cell, so its cost grows with the domain)."""
+
+ORACLES = ("adaptive", "olh")
+CONSISTENCY_ROUNDS = 20
+IPF_TOL = 1e-12
+IPF_MAX_ITER = 2000
+
+
+# ---------------------------------------------------------------------------------------------
+# step 1: choosing l and m
+# ---------------------------------------------------------------------------------------------
+def oracle_name(cells: int, epsilon: float, oracle: str = "adaptive") -> str:
+    """``"grr"`` or ``"olh"``: the frequency oracle of a joint domain of ``cells`` values (module
+    doc, step 2)."""
+    if oracle not in ORACLES:
+        raise ValueError(f"oracle must be one of {ORACLES}, got {oracle!r}")
+    if oracle == "adaptive" and cells < 3.0 * math.exp(epsilon) + 2.0:
+        return "grr"
+    return "olh"
+
+
+def oracle_variance(cells: int, epsilon: float, oracle: str = "adaptive") -> float:
+    """Summed variance over the ``cells`` cells of one report's inversion estimate (multiply by
+    1 / N for N reports): ``[p (1 - p) + (D - 1) q (1 - q)] / (p - q)^2`` (module doc, step 1)."""
+    if oracle_name(cells, epsilon, oracle) == "grr":
+        e = math.exp(epsilon)
+        p, q = e / (e + cells - 1), 1.0 / (e + cells - 1)
+    else:  # OLH: p' on the hashed value, 1/g for any other value (collisions uniform)
+        e = math.exp(epsilon)
+        g = max(2, round(e + 1.0))
+        p, q = e / (e + g - 1), 1.0 / g
+    return (p * (1 - p) + (cells - 1) * q * (1 - q)) / (p - q) ** 2
+
+
+@dataclass(frozen=True)
+class CALMDesign:
+    """The reported marginals: ``sets`` (m tuples of l sorted attribute indices), ``oracles`` (one
+    per set), ``l``, ``m`` and the model's expected pair error ``expected_error``."""
+
+    l: int
+    m: int
+    sets: tuple[tuple[int, ...], ...]
+    oracles: tuple[str, ...]
+    expected_error: float
+
+
+def expected_pair_error(sizes: Sequence[int], epsilon: float, n: int, l: int, m: np.ndarray,
+                        *, missing_rate: float = 0.0, oracle: str = "adaptive",
+                        pair_dependence: float = PAIR_DEPENDENCE) -> np.ndarray:
+    """E(l, m) of the module doc (step 1) for one l and an array of m."""
+    d = len(sizes)
+    m = np.asarray(m, dtype=np.float64)
+    f = float(np.mean(sizes))
+    cells_l, cells_2 = f ** l, f ** 2
+    r = math.comb(l, 2) / math.comb(d, 2)
+    cover = 1.0 - (1.0 - r) ** m
+    s = m * r / cover
+    n_group = n * (1.0 - missing_rate) ** l / m
+    var = oracle_variance(max(2, round(cells_l)), epsilon, oracle)
+    err = (var + (1.0 - 1.0 / cells_2)) / n_group
+    return cover * err / s + (1.0 - cover) * pair_dependence
+
+
+def choose_design(sizes: Sequence[int], epsilon: float, n: int, *, missing_rate: float = 0.0,
+                  oracle: str = "adaptive", pair_dependence: float = PAIR_DEPENDENCE,
+                  max_cells: int = MAX_CELLS, rng=None) -> CALMDesign:
+    """(l, m) minimizing the error model and the m attribute sets (module doc, step 1)."""
+    epsilon = check_epsilon(epsilon)
+    sizes = [int(s) for s in sizes]
+    d = len(sizes)
+    if d == 0 or n < 1:
+        raise ValueError(f"a CALM design needs attributes and users, got d={d}, n={n}")
+    rng = as_generator(rng)
+    if d == 1:
+        return CALMDesign(1, 1, ((0,),), (oracle_name(sizes[0], epsilon, oracle),), float("nan"))
+    f = float(np.mean(sizes))
+    best = (math.inf, 2, 1)
+    for l in range(2, d + 1):
+        if f ** l > max_cells and l > 2:
+            break
+        n_eff = n * (1.0 - missing_rate) ** l
+        m_min = math.ceil(d / l)  # every attribute in some set, or its marginal is unknown
+        ms = np.unique(np.round(np.geomspace(m_min, max(m_min, n_eff), 600))).astype(np.int64)
+        e = expected_pair_error(sizes, epsilon, n, l, ms, missing_rate=missing_rate,
+                                oracle=oracle, pair_dependence=pair_dependence)
+        i = int(np.argmin(e))
+        if e[i] < best[0]:
+            best = (float(e[i]), l, int(ms[i]))
+    err, l, m = best
+    sets = _balanced_sets(d, l, m, rng)
+    oracles = tuple(oracle_name(int(np.prod([sizes[j] for j in s])), epsilon, oracle) for s in sets)
+    return CALMDesign(l, m, sets, oracles, err)
+
+
+def _balanced_sets(d: int, l: int, m: int, rng: np.random.Generator) -> tuple[tuple[int, ...], ...]:
+    """m sets of l attributes, each set the l least used attributes so far (random ties)."""
+    used = np.zeros(d)
+    out = []
+    for _ in range(m):  # m sets (not records), each an O(d log d) choice
+        key = used + rng.random(d) * 0.5
+        s = np.sort(np.argsort(key, kind="stable")[:l])
+        used[s] += 1
+        out.append(tuple(int(j) for j in s))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# step 2: the client
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CALMReports:
+    """What CALM's clients send: the public ``design``, each user's ``groups`` entry (n,), and per
+    group its ``mechanisms`` entry (over the joint domain of its set) and ``reports`` (the group's
+    rows in user order; a missing report where the user lacks one of the set's attributes)."""
+
+    schema: Schema
+    design: CALMDesign
+    groups: np.ndarray
+    mechanisms: tuple[Mechanism, ...]
+    reports: tuple[np.ndarray, ...]
+    epsilon: float
+
+    @property
+    def n(self) -> int:
+        return int(self.groups.size)
+
+
+@dataclass(frozen=True)
+class CALMProtocol:
+    """CALM's client protocol for a whole-record budget (module doc, step 2): every user reports
+    one l-way marginal with the whole ``epsilon``. The design is chosen in ``randomize`` from the
+    schema and the number of users (``choose_design``), unless a ``design`` is given."""
+
+    epsilon: float
+    missing_rate: float = 0.0
+    oracle: str = "adaptive"
+    pair_dependence: float = PAIR_DEPENDENCE
+    max_cells: int = MAX_CELLS
+    design: CALMDesign | None = None
+
+    among = "group"
+
+    @property
+    def mechanism(self) -> str:
+        """The protocol's name, with what sets its design apart (report caches key on it)."""
+        return (f"calm(oracle={self.oracle}, planned missing rate={self.missing_rate:g}, "
+                f"R0={self.pair_dependence:g}, cells<={self.max_cells})")
+
+    def attributes_for(self, g: int) -> int:
+        """Identifies the protocol in report caches (every attribute may be asked for); l itself
+        is chosen with the users' count in ``randomize``."""
+        return int(g)
+
+    k_for = attributes_for
+
+    def randomize(self, schema: Schema, codes: np.ndarray,
+                  rng: np.random.Generator | int | None = None) -> CALMReports:
+        """Choose the design, split the users into its m groups and randomize each group's joint
+        values (``rng=None``: a fresh secure generator)."""
+        codes = schema.validate_codes(codes)
+        rng = as_generator(rng)
+        n = codes.shape[0]
+        design = self.design or choose_design(
+            schema.sizes, self.epsilon, n, missing_rate=self.missing_rate, oracle=self.oracle,
+            pair_dependence=self.pair_dependence, max_cells=self.max_cells, rng=rng)
+        groups = np.empty(n, dtype=np.int64)
+        groups[rng.permutation(n)] = np.arange(n) % design.m
+        order = np.argsort(groups, kind="stable")
+        bounds = np.searchsorted(groups[order], np.arange(design.m + 1))
+        mechs, reps = [], []
+        for j, (attrs, fo) in enumerate(zip(design.sets, design.oracles)):  # m groups
+            rows = order[bounds[j]:bounds[j + 1]]
+            dims = tuple(int(schema.sizes[a]) for a in attrs)
+            vals = codes[np.ix_(rows, attrs)]
+            full = (vals != MISSING).all(axis=1)
+            joint = np.full(rows.size, MISSING, dtype=np.int64)
+            if full.any():
+                joint[full] = np.ravel_multi_index(tuple(vals[full].T), dims)
+            mech = make_mechanism(fo, self.epsilon, int(np.prod(dims)))
+            mechs.append(mech)
+            reps.append(mech.perturb(joint, rng))
+        return CALMReports(schema, design, groups, tuple(mechs), tuple(reps), float(self.epsilon))
+
+
+# ---------------------------------------------------------------------------------------------
+# step 3: consistency
+# ---------------------------------------------------------------------------------------------
+def project(table: np.ndarray, attrs: Sequence[int], onto: Sequence[int]) -> np.ndarray:
+    """The marginal of ``table`` (axes ``attrs``) on ``onto`` (a subset of them), with its axes in
+    ``onto``'s order."""
+    attrs = list(attrs)
+    keep = [attrs.index(a) for a in onto]
+    drop = tuple(i for i in range(len(attrs)) if i not in keep)
+    t = np.asarray(table).sum(axis=drop) if drop else np.asarray(table)
+    left = sorted(keep)  # the axes left after the sum, in table order
+    return np.transpose(t, [left.index(k) for k in keep])
+
+
+def intersection_closure(sets: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
+    """The sets themselves (a set reported by several groups), every intersection of two of them
+    and of those intersections, and the empty set (every marginal shares the total); smallest
+    first, so every set comes after its subsets."""
+    base = {frozenset(s) for s in sets}
+    found: set[frozenset] = set(base) | {frozenset()}
+    frontier = {a & b for a, b in itertools.combinations(base, 2)} - found
+    while frontier:  # only intersections with a new set can be new
+        found |= frontier
+        frontier = {a & b for a in frontier for b in found} - found
+    return sorted((tuple(sorted(s)) for s in found), key=lambda s: (len(s), s))
+
+
+def make_consistent(tables: Sequence[np.ndarray], sets: Sequence[Sequence[int]],
+                    cell_var: Sequence[float] | None = None) -> list[np.ndarray]:
+    """The consistency step (module doc, step 3): afterwards every two tables have the same
+    projection on their common attributes. ``tables[i]`` has axes ``sets[i]``; ``cell_var[i]``:
+    its per-cell variance (equal weights if None; ``inf`` = no information)."""
+    out = [np.array(t, dtype=np.float64) for t in tables]
+    var = np.ones(len(out)) if cell_var is None else np.asarray(cell_var, dtype=np.float64)
+    sets = [tuple(s) for s in sets]
+    for A in intersection_closure(sets):
+        members = [i for i, s in enumerate(sets) if set(A) <= set(s)]
+        if len(members) < 2:
+            continue
+        projs, weights, spread = [], [], []
+        for i in members:
+            c = out[i].size / int(np.prod([out[i].shape[sets[i].index(a)] for a in A]))
+            projs.append(project(out[i], sets[i], A) if A else np.asarray(out[i].sum()))
+            weights.append(0.0 if not np.isfinite(var[i]) else 1.0 / (c * var[i]))
+            spread.append(c)
+        w = np.asarray(weights)
+        if w.sum() <= 0:
+            w = np.ones_like(w)
+        target = sum(wi * p for wi, p in zip(w, projs)) / w.sum()
+        for i, p, c in zip(members, projs, spread):
+            delta = (target - p) / c
+            out[i] += _expand(delta, A, sets[i])
+    return out
+
+
+def _expand(t: np.ndarray, sub: Sequence[int], attrs: Sequence[int]) -> np.ndarray:
+    """``t`` (axes ``sub``) reshaped to broadcast against a table with axes ``attrs``."""
+    t = np.asarray(t)
+    if not len(sub):
+        return t
+    pos = [list(attrs).index(a) for a in sub]
+    t = np.transpose(t, np.argsort(pos))
+    shape = [1] * len(attrs)
+    for a, size in zip(sorted(pos), t.shape):
+        shape[a] = size
+    return t.reshape(shape)
+
+
+def _norm_sub(t: np.ndarray) -> np.ndarray:
+    from reidrisk.estimation import norm_sub
+
+    return norm_sub(t.ravel(), 1.0).reshape(t.shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# step 4: maximum entropy
+# ---------------------------------------------------------------------------------------------
+def max_entropy(tables: Sequence[np.ndarray], sets: Sequence[Sequence[int]], cols: Sequence[int],
+                shape: Sequence[int], cell_var: Sequence[float] | None = None, *,
+                tol: float = IPF_TOL, max_iter: int = IPF_MAX_ITER) -> np.ndarray:
+    """The maximum-entropy table on ``cols`` (axes in that order, ``shape``) with the projections
+    of ``tables`` (axes ``sets``) onto their intersections with ``cols`` (module doc, step 4).
+
+    Projections onto the same set are averaged with inverse-variance weights; a set contained in a
+    larger one is implied by it and dropped. Iterative proportional fitting from the uniform table
+    (each constraint rescales the table so its projection matches), until every projection is
+    within ``tol`` or ``max_iter`` sweeps.
+    """
+    cols = [int(c) for c in cols]
+    var = np.ones(len(tables)) if cell_var is None else np.asarray(cell_var, dtype=np.float64)
+    acc: dict[tuple[int, ...], list] = {}
+    for t, s, v in zip(tables, sets, var):
+        S = tuple(c for c in cols if c in s)
+        if not S:
+            continue
+        p = np.clip(project(t, s, S), 0.0, None)
+        c = np.asarray(t).size / p.size
+        w = 1.0 / (c * v) if np.isfinite(v) and v > 0 else (1.0 if v == 0 else 0.0)
+        a = acc.setdefault(S, [0.0, 0.0])
+        a[0] = a[0] + w * p
+        a[1] += w
+    cons = {S: (a[0] / a[1] if a[1] > 0 else None) for S, a in acc.items()}
+    cons = {S: p / p.sum() for S, p in cons.items() if p is not None and p.sum() > 0}
+    full = tuple(cols)
+    if full in cons:
+        return cons[full]
+    keep = [S for S in cons if not any(set(S) < set(T) for T in cons)]
+    P = np.full(tuple(int(x) for x in shape), 1.0 / float(np.prod(shape)))
+    axes = {S: tuple(i for i, c in enumerate(cols) if c not in S) for S in keep}
+    targets = {S: _expand(cons[S], S, cols) for S in keep}
+    for _ in range(max_iter):
+        worst = 0.0
+        for S in keep:
+            cur = P.sum(axis=axes[S], keepdims=True)
+            worst = max(worst, float(np.abs(cur - targets[S]).max()))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                P *= np.where(cur > 0, targets[S] / cur, 0.0)
+        if worst <= tol:
+            break
+    return P
+
+
+# ---------------------------------------------------------------------------------------------
+# the method
+# ---------------------------------------------------------------------------------------------
+class CALM(Method):
+    """CALM (module doc). ``oracle``: ``"adaptive"`` (GRR or OLH, whichever has the smaller
+    variance) or ``"olh"``; ``missing_rate``: the missing rate the design plans for (the paper: 0);
+    ``pair_dependence``: R0 of the error model; ``max_cells``: largest joint domain;
+    ``rounds``: Norm-Sub / consistency alternations.
+
+    Learned: ``schema_``, ``design_``, ``raw_marginals_`` (the unbiased estimates, one per set),
+    ``marginals_`` (after Norm-Sub and consistency), ``cell_var_`` (per-cell variance of each) and
+    ``n_complete_`` (complete reports per group).
+    """
+
+    name = "calm"
+    label = "CALM"
+    mechanism = "calm"
+
+    def __init__(self, oracle: str = "adaptive", missing_rate: float = 0.0,
+                 pair_dependence: float = PAIR_DEPENDENCE, max_cells: int = MAX_CELLS,
+                 rounds: int = CONSISTENCY_ROUNDS) -> None:
+        if oracle not in ORACLES:
+            raise ValueError(f"oracle must be one of {ORACLES}, got {oracle!r}")
+        if not 0.0 <= float(missing_rate) < 1.0:
+            raise ValueError(f"missing_rate must be in [0, 1), got {missing_rate!r}")
+        self.oracle = oracle
+        self.missing_rate = float(missing_rate)
+        self.pair_dependence = float(pair_dependence)
+        self.max_cells = int(max_cells)
+        self.rounds = int(rounds)
+
+    def protocol(self, epsilon: float, attributes_per_person: int | None = None,
+                 among: str = "present", k: int | None = None) -> CALMProtocol:
+        """CALM's own client (``attributes_per_person``/``k`` and ``among`` belong to the
+        per-attribute split and are not used: every CALM user reports one l-way marginal with the
+        whole budget)."""
+        return CALMProtocol(check_epsilon(epsilon), self.missing_rate, self.oracle,
+                            self.pair_dependence, self.max_cells)
+
+    def fit(self, reports) -> CALM:
+        from reidrisk.estimation import invert
+
+        if not isinstance(reports, CALMReports):
+            raise SchemaError(
+                f"CALM is fitted on CALMReports (from CALM().protocol(epsilon).randomize), got "
+                f"{type(reports).__name__}: its clients report l-way marginals, not attributes")
+        design = reports.design
+        raw, var, ns = [], [], []
+        for attrs, mech, rep in zip(design.sets, reports.mechanisms, reports.reports):
+            dims = tuple(int(reports.schema.sizes[a]) for a in attrs)
+            w, n = mech.support_counts(rep)
+            p, q = mech.p_support, mech.q_support
+            if n == 0:
+                raw.append(np.full(dims, 1.0 / np.prod(dims)))
+                var.append(np.inf)
+            else:
+                raw.append((invert(w, n, p, q) / n).reshape(dims))
+                cells = int(np.prod(dims))  # mean per-cell variance (module doc, step 1)
+                var.append((p * (1 - p) + (cells - 1) * q * (1 - q)) / ((p - q) ** 2 * n * cells))
+            ns.append(int(n))
+        self.schema_ = reports.schema
+        self.design_ = design
+        self.raw_marginals_ = tuple(raw)
+        self.cell_var_ = np.asarray(var)
+        self.n_complete_ = np.asarray(ns)
+        self.marginals_ = tuple(self._post_process(raw))
+        return self
+
+    def _post_process(self, raw) -> list[np.ndarray]:
+        sets = self.design_.sets
+        tabs = [np.asarray(t, dtype=np.float64) for t in raw]
+        for _ in range(max(1, self.rounds)):  # Norm-Sub, then consistency (module doc, step 3)
+            tabs = make_consistent([_norm_sub(t) for t in tabs], sets, self.cell_var_)
+            if min(float(t.min()) for t in tabs) >= -1e-12:
+                break
+        return tabs
+
+    def _table(self, cols: list[int]) -> np.ndarray:
+        shape = tuple(int(self.schema_.sizes[j]) for j in cols)
+        return max_entropy(self.marginals_, self.design_.sets, cols, shape, self.cell_var_)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(oracle={self.oracle!r}, missing_rate={self.missing_rate:g})"
+
+
+__all__ = [
+    "CALM",
+    "MAX_CELLS",
+    "PAIR_DEPENDENCE",
+    "CALMDesign",
+    "CALMProtocol",
+    "CALMReports",
+    "choose_design",
+    "expected_pair_error",
+    "intersection_closure",
+    "make_consistent",
+    "max_entropy",
+    "oracle_name",
+    "oracle_variance",
+    "project",
+]
