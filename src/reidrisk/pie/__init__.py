@@ -9,7 +9,7 @@
 * ``reidrisk.pie.traces``  -- Markov-chain matching of traces and rating histories;
 * ``reidrisk.pie.report``  -- the demo report's pie section.
 
-Formulas as rebuilt in spec/pie.md.
+Formulas as rebuilt in docs/design/pie.md (provenance of each: docs/design/pie.md#provenance).
 """
 
 from reidrisk.pie.bounds import (

@@ -1,7 +1,8 @@
 """``reidrisk pie``: information-theoretic re-identification risk bounds (paper 002).
 
 * ``pie bound``: the PIE bound alpha (bits) of an LDP, RR or GLH release at one or more budgets,
-  and the Bayes-error lower bound it gives for n users (spec/pie.md Sections 6-7).
+  and the Bayes-error lower bound it gives for n users (docs/design/pie.md#bayes-error,
+  docs/design/pie.md#bounds-for-ldp-mechanisms).
 * ``pie calibrate``: the largest epsilon (for GLH also the best hash range g) whose bound
   guarantees a target identification error for n users and a domain of K values.
 

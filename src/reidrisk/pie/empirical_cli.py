@@ -1,11 +1,12 @@
 """``reidrisk pie pse`` and ``reidrisk pie traces``: the empirical side of paper 002.
 
 * ``pie pse --genuine G.csv --impostor I.csv``: the PSE, D(f_G || f_I) in bits, from genuine and
-  impostor score samples (k-NN estimator, spec/pie.md Section 9) with a bootstrap interval, and the
-  equal error rate of the DET curve.
-* ``pie traces --background B.csv --release R.csv``: fit the Markov-chain model (spec Section 10)
-  on each user's background trace, score every released trace against every user, and report the
-  identification error rate of the best-score rule and the PSE.
+  impostor score samples (k-NN estimator, docs/design/pie.md#k-nn-divergence-estimator) with a
+  bootstrap interval, and the equal error rate of the DET curve.
+* ``pie traces --background B.csv --release R.csv``: fit the Markov-chain model
+  (docs/design/pie.md#markov-chain-matching) on each user's background trace, score every released
+  trace against every user, and report the identification error rate of the best-score rule and the
+  PSE.
 
 Both commands are registered on the ``pie`` group (``reidrisk.pie.cli``). Bad input is a one-line
 ``Error: ...`` naming the file and the value, exit code 2.

@@ -1,16 +1,18 @@
 """PSE estimation from genuine and impostor scores, DET curves and the identification error rate.
 
-Paper 002, Section 3.1 and 5 (spec/pie.md, Sections 4, 9 and 10):
+Paper 002, Section 3.1 and 5 (docs/design/pie.md#pse, docs/design/pie.md#k-nn-divergence-estimator,
+docs/design/pie.md#markov-chain-matching):
 
 * ``kl_divergence``: the PSE is estimated by ``D(f_G || f_I)`` (Thm 3.2, eq. 7), the KL divergence
   between the genuine and the impostor score distributions, with the generalized k-NN estimator of
   Wang, Kulkarni and Verdu (2009, IEEE Trans. IT 55(5), eq. 17) in the adaptive form the authors
-  ran (spec Section 9), or with a fixed k. In bits.
+  ran (docs/design/pie.md#k-nn-divergence-estimator), or with a fixed k. In bits.
 * ``pse``: the same with a bootstrap interval.
-* ``det_curve``: FAR/FRR at thresholds (spec Section 10): FAR = share of impostor scores >= t,
-  FRR = share of genuine scores < t.
+* ``det_curve``: FAR/FRR at thresholds (docs/design/pie.md#markov-chain-matching): FAR = share of
+  impostor scores >= t, FRR = share of genuine scores < t.
 * ``identification_error``: the best-score rule over a score matrix, ties broken by a uniform
-  random rank offset (spec Section 10), with the exact tie-averaged error beside it.
+  random rank offset (docs/design/pie.md#markov-chain-matching), with the exact tie-averaged error
+  beside it.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from reidrisk.mechanisms.base import as_generator
 
 JITTER_SD = 1e-4
 """Standard deviation of the Gaussian jitter added to every score before the k-NN search (the
-authors' value, spec Section 9): it separates tied scores, whose distance would otherwise be 0."""
+authors' value, docs/design/pie.md#k-nn-divergence-estimator): it separates tied scores, whose
+distance would otherwise be 0."""
 
 _REL_INFLATE = 1e-9
 LOG2 = math.log(2.0)
@@ -71,7 +74,7 @@ class DETCurve:
 
 @dataclass(frozen=True)
 class Identification:
-    """Best-score rule over n probes (spec Section 10).
+    """Best-score rule over n probes (docs/design/pie.md#markov-chain-matching).
 
     ``ranks`` (n,) the genuine user's rank with the random tie offset; ``error_rate`` the share of
     probes with rank > 1; ``expected_error_rate`` the same averaged exactly over the tie-breaking
@@ -103,11 +106,11 @@ def _jitter(x: np.ndarray, sd: float, rng: np.random.Generator) -> np.ndarray:
 def _terms(g: np.ndarray, i: np.ndarray, k: int | None) -> np.ndarray:
     """Per-probe terms T_a with D_hat = mean(T) + ln(M / (N - 1)) (nats).
 
-    Fixed k: T_a = ln(nu_k(a) / rho_k(a)). Adaptive (spec Section 9): eps_a = max(rho_1, nu_1),
-    l_a / k_a the numbers of genuine / impostor points within eps_a, and
-    T_a = ln(nu_{k_a}(a) / rho_{l_a}(a)) + psi(l_a) - psi(k_a). The nearest-neighbour distances
-    come from cKDTree; in 1-D the points within eps_a are a contiguous run of the sorted sample,
-    so the counts and the farthest distance within it come from binary search.
+    Fixed k: T_a = ln(nu_k(a) / rho_k(a)). Adaptive (docs/design/pie.md#k-nn-divergence-estimator):
+    eps_a = max(rho_1, nu_1), l_a / k_a the numbers of genuine / impostor points within eps_a, and
+    T_a = ln(nu_{k_a}(a) / rho_{l_a}(a)) + psi(l_a) - psi(k_a). The nearest-neighbour distances come
+    from cKDTree; in 1-D the points within eps_a are a contiguous run of the sorted sample, so the
+    counts and the farthest distance within it come from binary search.
     """
     gt = cKDTree(g[:, None])
     it = cKDTree(i[:, None])
@@ -134,7 +137,8 @@ def _terms(g: np.ndarray, i: np.ndarray, k: int | None) -> np.ndarray:
 
 def kl_divergence(genuine, impostor, k: int | None = None, jitter: float = JITTER_SD,
                   rng: np.random.Generator | int | None = 0) -> float:
-    """k-NN estimate of ``D(f_G || f_I)`` in bits (Wang, Kulkarni & Verdu 2009; spec Section 9).
+    """k-NN estimate of ``D(f_G || f_I)`` in bits (Wang, Kulkarni & Verdu 2009;
+    docs/design/pie.md#k-nn-divergence-estimator).
 
     ``genuine`` (N,) and ``impostor`` (M,) 1-D score samples; ``k=None`` the adaptive estimator
     the authors ran, an int the plain k-NN estimator. ``jitter``: sd of the Gaussian noise added to
@@ -155,7 +159,8 @@ def pse(genuine, impostor, k: int | None = None, bootstrap: int = 200, level: fl
     sampling error being measured. Resampling the per-probe terms alone is not used either: the
     terms share the impostor sample and are correlated, and such an interval came out ~2.3 times
     too narrow against seeded repeats. The interval covers the sampling error, not the
-    estimator's bias, which shrinks as N grows (spec Section 12 lists it for Gaussian pairs).
+    estimator's bias, which shrinks as N grows (docs/design/pie.md#numerical-checks lists it for
+    Gaussian pairs).
     """
     g = _scores(genuine, "genuine scores")
     i = _scores(impostor, "impostor scores")
@@ -199,7 +204,8 @@ def pse(genuine, impostor, k: int | None = None, bootstrap: int = 200, level: fl
 
 
 def det_curve(genuine, impostor, thresholds: int | np.ndarray = 1000) -> DETCurve:
-    """FAR(t) = #{impostor >= t} / M and FRR(t) = #{genuine < t} / N (spec Section 10).
+    """FAR(t) = #{impostor >= t} / M and FRR(t) = #{genuine < t} / N
+    (docs/design/pie.md#markov-chain-matching).
 
     ``thresholds``: an int T for T thresholds evenly spaced between the global minimum and maximum
     score (the authors used 1000), or an array of thresholds. Vectorized by sorting both samples
@@ -221,7 +227,7 @@ def det_curve(genuine, impostor, thresholds: int | np.ndarray = 1000) -> DETCurv
 
 def identification_error(scores, truth=None, rng: np.random.Generator | int | None = 0
                          ) -> Identification:
-    """Identification error rate of the best-score rule (spec Section 10).
+    """Identification error rate of the best-score rule (docs/design/pie.md#markov-chain-matching).
 
     ``scores`` (n_probes, n_candidates): the score of each candidate user for each probe (higher =
     more similar); ``truth`` (n_probes,) the column of each probe's genuine user (default: the
@@ -249,9 +255,10 @@ def genuine_impostor(scores, truth=None, rng: np.random.Generator | int | None =
     """Genuine scores (n,) and impostor scores from a (probes, candidates) score matrix.
 
     ``impostors="one"``: one impostor score per probe against a uniformly drawn other user, (n,),
-    as the authors sampled them (spec Section 9: M = N = n). ``"all"``: every other candidate's
-    score, (n (m - 1),); with M >> N the k-NN estimate of f_I is finer, which matters when the
-    genuine and impostor scores barely overlap (the estimate with M = n saturates there).
+    as the authors sampled them (docs/design/pie.md#k-nn-divergence-estimator: M = N = n).
+    ``"all"``: every other candidate's score, (n (m - 1),); with M >> N the k-NN estimate of f_I is
+    finer, which matters when the genuine and impostor scores barely overlap (the estimate with M =
+    n saturates there).
     """
     s = np.asarray(scores, dtype=float)
     n, m = s.shape

@@ -9,7 +9,7 @@
   (``reidrisk.pie.bounds.calibrate``).
 
 ``plot_bounds(n, domain, epsilons, calibrations)`` draws the two panels (PNG bytes). Formulas as in
-spec/pie.md Sections 6-7.
+docs/design/pie.md#bayes-error and docs/design/pie.md#bounds-for-ldp-mechanisms.
 """
 
 from __future__ import annotations

@@ -19,9 +19,9 @@ Knowledge models (paper Section 5.2): *maximum knowledge* trains on the personal
 *partial knowledge* trains on other data of the same users (the background period).
 LDP obfuscation goes through the core mechanisms: ``obfuscate`` perturbs every released event
 with a ``reidrisk.mechanisms.GRR`` over the region domain, or a ``GLH`` with one lookup table shared
-by all users and known to the adversary (the authors' set-up, spec Section 2.3), in which case
-``adversary_view`` maps the training data through the same table and both sides live on the g
-hash values.
+by all users and known to the adversary (the authors' set-up, docs/design/pie.md#mechanisms), in
+which case ``adversary_view`` maps the training data through the same table and both sides live on
+the g hash values.
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ from reidrisk.pie.pse import (
 )
 
 DELTA = 1e-8
-"""Smoothing constant of the score (the authors' value, spec Section 10)."""
+"""Smoothing constant of the score (the authors' value,
+docs/design/pie.md#markov-chain-matching)."""
 
 MODELS = ("trans", "visit")
 
@@ -62,7 +63,8 @@ class MatchError(ReidriskError, ValueError):
 
 @dataclass(frozen=True, eq=False)
 class MarkovModel:
-    """Per-user Markov chains fitted on training sequences (spec Section 10).
+    """Per-user Markov chains fitted on training sequences
+    (docs/design/pie.md#markov-chain-matching).
 
     ``users`` (n,); ``k`` the symbol domain; ``delta`` the smoothing constant;
     ``symbols`` (S,) the sorted symbols seen in training and ``log_visit`` (n, S) CSR with
@@ -90,8 +92,8 @@ class MatchResult:
 
     ``scores`` (n_release, n_background) float; ``truth`` (n_release,) the column of each
     release's own user; ``identification`` the best-score rule; ``pse`` the k-NN estimate of
-    D(f_G || f_I) in bits from the genuine scores and one impostor score per release (spec
-    Section 9); ``genuine``/``impostor`` those two samples.
+    D(f_G || f_I) in bits from the genuine scores and one impostor score per release
+    (docs/design/pie.md#k-nn-divergence-estimator); ``genuine``/``impostor`` those two samples.
     """
 
     scores: np.ndarray
@@ -136,7 +138,8 @@ def _csr(r: np.ndarray, c: np.ndarray, data: np.ndarray, shape) -> sp.csr_matrix
 
 
 def fit_markov(train: Sequences, delta: float = DELTA) -> MarkovModel:
-    """Fit pi_u and A_u by maximum likelihood on each user's training sequence (spec Section 10).
+    """Fit pi_u and A_u by maximum likelihood on each user's training sequence
+    (docs/design/pie.md#markov-chain-matching).
 
     Users with an empty training sequence get no nonzero factor (every score 0)."""
     delta = _check_delta(delta)
@@ -205,7 +208,8 @@ def match(background: Sequences, release: Sequences, kind: str = "trans", delta:
           bootstrap: int = 100, rng: np.random.Generator | int | None = 0,
           impostors: str = "one") -> MatchResult:
     """Fit the Markov model on ``background``, score every release against every user, and
-    measure the identification error rate (best-score rule) and the PSE (spec Sections 9-10).
+    measure the identification error rate (best-score rule) and the PSE
+    (docs/design/pie.md#k-nn-divergence-estimator, docs/design/pie.md#markov-chain-matching).
 
     The release's ``users`` say which background user each release belongs to (the ground truth).
     ``rng`` draws the tie-breaking offsets, the impostor pairing, the jitter and the bootstrap.
@@ -268,7 +272,8 @@ def obfuscate(release: Sequences, mechanism: Mechanism, rng: np.random.Generator
 
 def adversary_view(background: Sequences, mechanism: Mechanism | None) -> Sequences:
     """The background as the adversary fits it against ``mechanism``'s reports: unchanged for no
-    mechanism or GRR; mapped through the shared hash table for GLH (spec Section 10)."""
+    mechanism or GRR; mapped through the shared hash table for GLH
+    (docs/design/pie.md#markov-chain-matching)."""
     if mechanism is None or isinstance(mechanism, GRR):
         return background
     if isinstance(mechanism, GLH):

@@ -1,7 +1,7 @@
 """Utility of RR and GLH distribution estimates at a given budget (paper 002 Section 4.4).
 
-spec/pie.md Section 8. Each of n users sends one datum; ``theta`` is the empirical distribution of
-their (fixed) data; only the mechanism's coins are random.
+docs/design/pie.md#distribution-estimation. Each of n users sends one datum; ``theta`` is the
+empirical distribution of their (fixed) data; only the mechanism's coins are random.
 
 Expected l2 loss per symbol (= the variance of the unbiased empirical estimator, eq. 21/43):
 
@@ -47,7 +47,8 @@ from reidrisk.pie.bounds import (
 )
 
 DEFAULT_LEVEL: float = 0.05
-"""Significance level of emp+thr, Bonferroni-corrected over the domain (spec Section 8 [CODE])."""
+"""Significance level of emp+thr, Bonferroni-corrected over the domain
+(docs/design/pie.md#distribution-estimation [CODE])."""
 
 
 def _theta(theta) -> np.ndarray:
@@ -69,9 +70,9 @@ def l2_loss_rr(epsilon, n: int, domain: int, theta) -> np.ndarray | float:
 
     ``(|X| - 2 + e^eps) / (n (e^eps - 1)^2) + theta_x (|X| - 2) / (n (e^eps - 1))``
 
-    Paper 002 Prop. 4.6, eq. 22; spec/pie.md Section 8 [DER, Monte-Carlo verified]. Computed by
-    the core's general form ``reidrisk.estimation.frequency.variance`` with p = p_RR, q = q_RR.
-    ``epsilon`` and ``theta`` broadcast.
+    Paper 002 Prop. 4.6, eq. 22; docs/design/pie.md#distribution-estimation [DER, Monte-Carlo
+    verified]. Computed by the core's general form ``reidrisk.estimation.frequency.variance`` with p
+    = p_RR, q = q_RR. ``epsilon`` and ``theta`` broadcast.
     """
     from reidrisk.estimation.frequency import variance
 
@@ -88,8 +89,8 @@ def l2_loss_glh(epsilon, n: int, g, theta) -> np.ndarray | float:
     ``(e^eps + g - 1)^2 / (n (e^eps - 1)^2 (g - 1)) + theta_x ((g - 1)^2 - e^eps) / (n (e^eps - 1)
     (g - 1))``
 
-    Paper 002 Prop. 4.7, eq. 23; spec/pie.md Section 8 [DER, Monte-Carlo verified] (hash
-    collisions at exactly 1/g). The core's ``variance`` with p = p_GLH, q = 1/g.
+    Paper 002 Prop. 4.7, eq. 23; docs/design/pie.md#distribution-estimation [DER, Monte-Carlo
+    verified] (hash collisions at exactly 1/g). The core's ``variance`` with p = p_GLH, q = 1/g.
     """
     from reidrisk.estimation.frequency import variance
 
@@ -106,7 +107,7 @@ def l2_loss_glh_lambda(mi_loss, n: int, g, theta) -> np.ndarray | float:
     ``(1 - lambda theta_x) / (n lambda^2 (g - 1)) + theta_x (1 - lambda) / (n lambda)``
 
     Paper 002 Thm 4.8, eq. 51; ``g = inf`` gives the limit eq. 24, ``theta_x (1 - lambda) /
-    (n lambda)``. spec/pie.md Section 8 [DER]. Strictly decreasing in g.
+    (n lambda)``. docs/design/pie.md#distribution-estimation [DER]. Strictly decreasing in g.
     """
     lam = _probability(mi_loss, "mi_loss (lambda)", open_low=True, open_high=True)
     n = _count(n, "number of users n")
@@ -146,7 +147,8 @@ def domain_l2_loss_glh(epsilon, n: int, domain: int, g) -> np.ndarray | float:
 # ---------------------------------------------------------------------------------------------
 def bonferroni_z(domain: int, level: float = DEFAULT_LEVEL) -> float:
     """``z = Phi^-1(1 - level / |X|)``: the one-sided significance threshold, Bonferroni-corrected
-    over the domain (spec Section 8 [CODE]; 5.739005 for |X| = 10,500,393 and level 0.05)."""
+    over the domain (docs/design/pie.md#distribution-estimation [CODE]; 5.739005 for |X| =
+    10,500,393 and level 0.05)."""
     from scipy.stats import norm
 
     k = _count(domain, "domain size |X|")
@@ -156,7 +158,7 @@ def bonferroni_z(domain: int, level: float = DEFAULT_LEVEL) -> float:
 
 def noise_sd(epsilon, n: int, domain: int, mechanism: str = "rr", g=None) -> np.ndarray | float:
     """sigma: the square root of the theta-free variance term of eq. 22 (RR) or eq. 23 (GLH)
-    (spec Section 8, emp+thr [CODE])."""
+    (docs/design/pie.md#distribution-estimation, emp+thr [CODE])."""
     e = _epsilon(epsilon)
     n = _count(n, "number of users n")
     k = _count(domain, "domain size |X|")
@@ -176,7 +178,8 @@ def noise_sd(epsilon, n: int, domain: int, mechanism: str = "rr", g=None) -> np.
 
 def threshold(epsilon, n: int, domain: int, mechanism: str = "rr", g=None,
               level: float = DEFAULT_LEVEL) -> np.ndarray | float:
-    """The emp+thr threshold ``tau = z sigma`` (spec Section 8 [CODE])."""
+    """The emp+thr threshold ``tau = z sigma`` (docs/design/pie.md#distribution-estimation
+    [CODE])."""
     sd = np.asarray(noise_sd(epsilon, n, domain, mechanism, g))
     return _out(bonferroni_z(domain, level) * sd, epsilon, g)
 
@@ -186,9 +189,10 @@ def estimate(support_counts, n: int, epsilon: float, domain: int, mechanism: str
     """The empirical estimate ``theta_hat`` (k,) from support counts ``c_x`` (k,) of n reports.
 
     RR: eq. 19, ``(c_x/n - q_RR) / (p_RR - q_RR)``; GLH: eq. 20, ``(c_x/n - 1/g) / (p_GLH - 1/g)``
-    (spec Section 8 [DER+CODE]), both via the core's ``reidrisk.estimation.frequency.invert``.
-    ``thresholded=True`` is emp+thr: entries ``<= tau`` (``threshold``) are set to 0, the rest kept,
-    no renormalisation ([CODE]). ``support_counts`` are what ``GRR/GLH.support_counts`` return.
+    (docs/design/pie.md#distribution-estimation [DER+CODE]), both via the core's
+    ``reidrisk.estimation.frequency.invert``. ``thresholded=True`` is emp+thr: entries ``<= tau``
+    (``threshold``) are set to 0, the rest kept, no renormalisation ([CODE]). ``support_counts`` are
+    what ``GRR/GLH.support_counts`` return.
     """
     from reidrisk.estimation.frequency import invert
 
@@ -222,8 +226,9 @@ def top_symbols(theta, top_k: int) -> np.ndarray:
 
 
 def topk_l2(theta_hat, theta, top_k: int) -> np.ndarray | float:
-    """``sum_{x in top-K(theta)} (theta_hat_x - theta_x)^2`` (spec Section 8 [CODE]);
-    ``theta_hat`` (..., k) may be a stack of estimates."""
+    """``sum_{x in top-K(theta)} (theta_hat_x - theta_x)^2``
+    (docs/design/pie.md#distribution-estimation [CODE]); ``theta_hat`` (..., k) may be a stack of
+    estimates."""
     th = _theta(theta)
     idx = top_symbols(th, top_k)
     d = np.asarray(theta_hat, dtype=np.float64)[..., idx] - th[idx]
@@ -279,8 +284,8 @@ def utility_comparison(codes, domain: int, target_error: float = 0.9, top_k: int
     For each mechanism: the LDP budget is ``calibrate(target, n, domain, "ldp", form=ldp_form)``
     (the same for RR and GLH; GLH then uses OLH's g = max(2, round(e^eps + 1))), the PIE budget
     is ``calibrate(target, n, domain, mechanism, g_max=g_max)``. The codes are randomized
-    ``repeats`` times with the core ``GRR``/``GLH`` (seeded by ``rng``); spec Section 8
-    (the paper's Fig. 10-12 comparison).
+    ``repeats`` times with the core ``GRR``/``GLH`` (seeded by ``rng``);
+    docs/design/pie.md#distribution-estimation (the paper's Fig. 10-12 comparison).
     """
     from reidrisk.mechanisms import GLH, GRR
     from reidrisk.mechanisms.base import as_generator
