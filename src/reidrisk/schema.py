@@ -13,9 +13,9 @@ declared categories (``Attribute.grouped``), as paper 004 does to bring Adult to
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -119,7 +119,7 @@ class Attribute:
         return self.edges is not None
 
     @classmethod
-    def binned(cls, name: str, edges: Sequence[float]) -> "Attribute":
+    def binned(cls, name: str, edges: Sequence[float]) -> Attribute:
         """A numeric attribute binned at declared ``edges`` (ascending; outer edges included)."""
         edges = [float(e) for e in edges]
         labels = [f"[{_fmt(lo)}, {_fmt(hi)})" for lo, hi in zip(edges[:-1], edges[1:])]
@@ -128,7 +128,7 @@ class Attribute:
         return cls(name, tuple(labels), tuple(edges))
 
     @classmethod
-    def grouped(cls, name: str, groups: Mapping[str, Sequence[str]]) -> "Attribute":
+    def grouped(cls, name: str, groups: Mapping[str, Sequence[str]]) -> Attribute:
         """A categorical attribute whose categories merge raw values.
 
         ``groups`` maps each category (in declared order) to the raw labels it absorbs, e.g.
@@ -150,7 +150,7 @@ class Attribute:
         return cls(name, tuple(groups), None, tuple(aliases.items()))
 
     @classmethod
-    def quantile_binned(cls, name: str, values: Iterable[float], bins: int) -> "Attribute":
+    def quantile_binned(cls, name: str, values: Iterable[float], bins: int) -> Attribute:
         """A numeric attribute binned at the empirical quantiles of ``values`` (ties merged, so
         heavily tied columns get fewer than ``bins`` bins, never fewer than 2)."""
         if isinstance(bins, bool) or int(bins) != bins or bins < 2:
@@ -256,7 +256,7 @@ class Attribute:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Attribute":
+    def from_dict(cls, d: dict) -> Attribute:
         try:
             return cls(
                 d["name"],
@@ -311,7 +311,7 @@ class Schema:
         """Domain sizes f_j as an int array of shape (g,)."""
         return np.array([a.size for a in self.attributes], dtype=np.int64)
 
-    def select(self, names: Sequence[str]) -> "Schema":
+    def select(self, names: Sequence[str]) -> Schema:
         return Schema(tuple(self[n] for n in names))
 
     # ---- encode / decode -------------------------------------------------------------------
@@ -364,7 +364,7 @@ class Schema:
         numeric_bins: int = 8,
         max_categories: int = 64,
         columns: Sequence[str] | None = None,
-    ) -> "Schema":
+    ) -> Schema:
         """Infer a schema: numeric columns with more than ``numeric_bins`` distinct values are
         binned at quantiles, others become categorical with categories in sorted order."""
         attrs = []
@@ -389,7 +389,7 @@ class Schema:
                 "attributes": [a.to_dict() for a in self.attributes]}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Schema":
+    def from_dict(cls, d: dict) -> Schema:
         if d.get("format") != "reidrisk-schema":
             raise SchemaError("not a reidrisk schema: the key 'format' must be 'reidrisk-schema'")
         if d.get("version") != SCHEMA_FORMAT_VERSION:
@@ -414,7 +414,7 @@ class Schema:
             raise
 
     @classmethod
-    def load(cls, path: str | Path) -> "Schema":
+    def load(cls, path: str | Path) -> Schema:
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(

@@ -12,7 +12,7 @@ Cells already missing in the input stay missing; the rates below are those of th
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from scipy.optimize import brentq

@@ -8,8 +8,8 @@ to the checkout (``<root>/main`` beside ``<root>/shared/data``; in CI ``<tmp>/re
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from reidrisk.errors import ReidriskError
 

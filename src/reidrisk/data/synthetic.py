@@ -20,8 +20,8 @@ definite with smallest eigenvalue >= 1 - d for every ``d`` in [0, 1)):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from scipy.special import ndtri

@@ -7,7 +7,7 @@ every one of the table's c attributes (missing values are never a cell; spec/REA
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -65,7 +65,7 @@ class Sequences:
             raise ValueError(f"codes must lie in 0..k-1 = 0..{self.k - 1}")
 
     @classmethod
-    def from_lists(cls, seqs, k: int, users=None, labels=None) -> "Sequences":
+    def from_lists(cls, seqs, k: int, users=None, labels=None) -> Sequences:
         """Build from a list of code sequences (tests and small examples)."""
         lengths = np.array([len(s) for s in seqs], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
@@ -97,7 +97,7 @@ class Sequences:
         """(total,) the position of each event within its user's sequence (0-based)."""
         return np.arange(self.codes.size) - np.repeat(self.offsets[:-1], self.lengths)
 
-    def head(self, t: int | None) -> "Sequences":
+    def head(self, t: int | None) -> Sequences:
         """The first ``t`` events of every user (all of them when ``t`` is None or larger)."""
         if t is None:
             return self
@@ -108,7 +108,7 @@ class Sequences:
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         return Sequences(self.users, self.codes[keep], offsets, self.k, self.labels)
 
-    def take(self, rows) -> "Sequences":
+    def take(self, rows) -> Sequences:
         """The users at positions ``rows`` (in that order)."""
         rows = np.asarray(rows, dtype=np.int64)
         lengths = self.lengths[rows]
@@ -117,7 +117,7 @@ class Sequences:
             np.arange(offsets[-1]) - np.repeat(offsets[:-1], lengths))
         return Sequences(self.users[rows], self.codes[idx], offsets, self.k, self.labels)
 
-    def with_codes(self, codes: np.ndarray, k: int, labels=None) -> "Sequences":
+    def with_codes(self, codes: np.ndarray, k: int, labels=None) -> Sequences:
         """The same users and lengths over new codes (e.g. after obfuscation or hashing)."""
         codes = np.asarray(codes, dtype=np.int64)
         if codes.shape != self.codes.shape:

@@ -58,8 +58,8 @@ along the EM path.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -125,7 +125,7 @@ class EMResult:
 
     __iter__ = None  # named fields, not a tuple: ``fit.estimate``, never ``T, it, ok = fit``
 
-    def __getitem__(self, i: int) -> "EMResult":
+    def __getitem__(self, i: int) -> EMResult:
         """Problem ``i`` of a batch result, as a single-problem result."""
         if not np.ndim(self.iterations):
             raise TypeError("a single-problem EMResult has named fields (estimate, iterations, "

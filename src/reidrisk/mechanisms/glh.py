@@ -1,8 +1,8 @@
 """General local hashing (GLH) and optimized local hashing (OLH).
 
-Paper 002 eq. 3 (spec/pie.md section 2.3) and Wang et al. (USENIX Security 2017): the client draws a
-hash function H uniformly from a family mapping {0..k-1} to {0..g-1}, then reports (H, y) where y is
-g-ary randomized response on H(x):
+Paper 002 eq. 3 (docs/design/pie.md#mechanisms) and Wang et al. (USENIX Security 2017): the client
+draws a hash function H uniformly from a family mapping {0..k-1} to {0..g-1}, then reports (H, y)
+where y is g-ary randomized response on H(x):
 
     P((H, y) | x) = (1/|family|) * p'                  if H(x) = y,
                   = (1/|family|) * (1 - p') / (g - 1)  otherwise,    p' = e^eps / (e^eps + g - 1).
@@ -233,7 +233,7 @@ class GLH(Mechanism):
     @classmethod
     def with_random_tables(
         cls, epsilon: float, k: int, m: int, g: int | None = None, rng=None
-    ) -> "GLH":
+    ) -> GLH:
         """GLH over m fully random tables drawn once from ``rng`` (the authors' construction).
 
         The tables are public parameters of the mechanism (every report names its table), so a

@@ -8,8 +8,8 @@ even over all g attributes (epsilon / g each), as in the paper. Missing values s
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -87,7 +87,7 @@ class RecordReports:
         """Per-attribute support-membership matrices (n, f_j)."""
         return [m.support(r) for m, r in zip(self.mechanisms, self.reports)]
 
-    def validate(self) -> "RecordReports":
+    def validate(self) -> RecordReports:
         """Check every report against its mechanism (for reports received from clients)."""
         for attr, mech, rep in zip(self.schema, self.mechanisms, self.reports):
             try:
@@ -96,7 +96,7 @@ class RecordReports:
                 raise MechanismError(f"attribute {attr.name!r}: {exc}") from None
         return self
 
-    def take(self, rows: np.ndarray) -> "RecordReports":
+    def take(self, rows: np.ndarray) -> RecordReports:
         """The reports of a subset of rows."""
         return RecordReports(self.schema, self.mechanisms, tuple(r[rows] for r in self.reports))
 
