@@ -20,13 +20,14 @@ likelihood of c attributes, and returns the engine's ``EMResult`` with the table
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
 from reidrisk.estimation import em as engine
 from reidrisk.estimation.em import DEFAULT_MAX_ITER, EMResult
+
 _CHUNK_ELEMS = 1 << 22
 
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import click
 import numpy as np
@@ -357,7 +357,6 @@ def synth(model, output, n, seed) -> None:
     """Generate synthetic complete records from MODEL and write them (labels) to OUTPUT."""
     from reidrisk.collect.pipeline import CollectModel
     from reidrisk.mechanisms.base import as_generator
-
     from reidrisk.report.progress import Progress
 
     _check_output(output, table=True)

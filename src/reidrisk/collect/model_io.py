@@ -25,18 +25,18 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
 from reidrisk.collect.protocol import Protocol
 from reidrisk.collect.reports_io import (
     ReportsFileError,
-    rebuild_mechanism,
     atomic_write,
     check_declared_loss,
+    rebuild_mechanism,
 )
 from reidrisk.errors import ReidriskError
 from reidrisk.mechanisms.base import as_generator
@@ -164,7 +164,7 @@ class FitReport:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "FitReport":
+    def from_dict(cls, d: dict) -> FitReport:
         pairs = [tuple(p) for p in d["pairs"]]
         return cls(dict(d["settings"]), int(d["n"]), tuple(d["n_present"]),
                    tuple(d["marginal_iterations"]), dict(zip(pairs, d["pair_iterations"])),
@@ -288,21 +288,21 @@ class CollectModel:
         return model_to_dict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "CollectModel":
+    def from_dict(cls, d: dict) -> CollectModel:
         return model_from_dict(d)
 
     def save(self, path: str | Path) -> Path:
         return save_model(self, path)
 
     @classmethod
-    def load(cls, path: str | Path) -> "CollectModel":
+    def load(cls, path: str | Path) -> CollectModel:
         return load_model(path)
 
 
 # ---------------------------------------------------------------------------------------------
 # model <-> dict
 # ---------------------------------------------------------------------------------------------
-def model_to_dict(model: "CollectModel") -> dict:
+def model_to_dict(model: CollectModel) -> dict:
     from reidrisk import __version__
 
     pairs = []
@@ -338,7 +338,7 @@ def _plain(obj):
     return obj
 
 
-def model_from_dict(d: dict, source: str = "model") -> "CollectModel":
+def model_from_dict(d: dict, source: str = "model") -> CollectModel:
     if not isinstance(d, dict) or d.get("format") != MODEL_FORMAT:
         found = d.get("format") if isinstance(d, dict) else type(d).__name__
         raise ModelFileError(
@@ -383,7 +383,7 @@ def model_from_dict(d: dict, source: str = "model") -> "CollectModel":
 # ---------------------------------------------------------------------------------------------
 # files
 # ---------------------------------------------------------------------------------------------
-def save_model(model: "CollectModel", path: str | Path) -> Path:
+def save_model(model: CollectModel, path: str | Path) -> Path:
     """Write the model as JSON to ``path`` atomically; returns the path."""
     path = Path(path)
     text = json.dumps(model_to_dict(model), allow_nan=False, separators=(",", ":"))
@@ -391,7 +391,7 @@ def save_model(model: "CollectModel", path: str | Path) -> Path:
     return path
 
 
-def load_model(path: str | Path) -> "CollectModel":
+def load_model(path: str | Path) -> CollectModel:
     """Read a model written by ``save_model`` (format and version checked)."""
     path = Path(path)
     if not path.is_file():

@@ -267,7 +267,7 @@ class CollectPipeline:
             m_iter.append(int(it))
         return margs, m_iter
 
-    def estimate(self, reports) -> "_Estimates":
+    def estimate(self, reports) -> _Estimates:
         """Steps 1-3 of the module doc: marginals and pair tables (before shrinkage)."""
         from reidrisk.estimation import pair_counts
 
@@ -275,7 +275,7 @@ class CollectPipeline:
         _require_oracles(rr.schema, rr.mechanisms)  # before counting: supports need an oracle
         return self._estimate(rr.schema, rr.mechanisms, pair_counts(rr), rr)
 
-    def _estimate(self, schema, mechs, counts, rr) -> "_Estimates":
+    def _estimate(self, schema, mechs, counts, rr) -> _Estimates:
         """``estimate`` from the counts (``rr`` as in ``_marginals``)."""
         from reidrisk.estimation import FrequencyEstimate, estimate_pairs
 

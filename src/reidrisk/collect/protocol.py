@@ -76,8 +76,8 @@ default model was 0.093 at k = 1 and 0.095 at k = 2, against 0.093 for the unifo
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
 from scipy.stats import binom
@@ -155,7 +155,7 @@ class Protocol:
     def planned(cls, schema: Schema, epsilon: float, *, n: int | None = None,
                 missing_rate: float = 0.0, presence: np.ndarray | None = None,
                 mechanism: str = "subset", among: str = "present",
-                mechanism_options: dict | None = None) -> "Protocol":
+                mechanism_options: dict | None = None) -> Protocol:
         """The attribute-sampling protocol with k from ``choose_attributes_per_person`` (what
         ``--attributes-per-person auto`` does on the command line): plan with the expected number
         of people ``n`` and MCAR ``missing_rate``, or with a ``presence`` matrix (n, g). A schema of one attribute gets k = 1."""
@@ -264,7 +264,7 @@ class Protocol:
                 "mechanism_options": dict(self.mechanism_options)}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Protocol":
+    def from_dict(cls, d: dict) -> Protocol:
         if d.get("format") != PROTOCOL_FORMAT:
             raise ProtocolError(f"not a reidrisk protocol: 'format' must be {PROTOCOL_FORMAT!r}")
         if d.get("version") != PROTOCOL_VERSION:

@@ -42,8 +42,8 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -114,8 +114,15 @@ def _proposed(label: str, exact_table: bool = True, **options):
 def method_specs(keys: Sequence[str] | None = None) -> list[MethodSpec]:
     """The compared configurations of the module doc, in display order (all, or those in ``keys``)."""
     from reidrisk.collect.baselines import (
-        CALM, DFCopula, Indep, MDNCompleteCase, ORapporCompleteCase, PDEETECompleteCase,
-        S2MbCompleteCase, TruePairsCopula, Uniform,
+        CALM,
+        DFCopula,
+        Indep,
+        MDNCompleteCase,
+        ORapporCompleteCase,
+        PDEETECompleteCase,
+        S2MbCompleteCase,
+        TruePairsCopula,
+        Uniform,
     )
 
     specs = [
@@ -445,7 +452,7 @@ def plot_js(comparison: CollectComparison) -> bytes:
 # the section
 # ---------------------------------------------------------------------------------------------
 def collect_section(comparison: CollectComparison, title: str = "Collection: contingency tables",
-                    prefix: str = "collect") -> "Section":
+                    prefix: str = "collect") -> Section:
     """The report ``Section`` of a comparison: what was run, the JS table and the two figures."""
     from reidrisk.report import ReportFigure, Section, escape, html_table
 
@@ -499,7 +506,7 @@ def collect_section(comparison: CollectComparison, title: str = "Collection: con
 
 def demo_collect_section(schema: Schema, codes: np.ndarray, epsilon: float = 5.0,
                          missing_rate: float = 0.5, seed: int | None = 0,
-                         cols: Sequence[int | str] | None = None, reps: int = 1) -> "Section":
+                         cols: Sequence[int | str] | None = None, reps: int = 1) -> Section:
     """``collect_section(compare_methods(...))`` at the paper's default point (epsilon = 5,
     c = 3) for the demo report. Data that already lack values (as the demo's do) are collected with
     ``missing_rate=0``: nothing more is removed."""

@@ -94,7 +94,7 @@ class CollectedReports:
         were told to spend, an upper bound of ``privacy_loss``."""
         return self.protocol.epsilon
 
-    def validate(self) -> "CollectedReports":
+    def validate(self) -> CollectedReports:
         """Check every report against its mechanism and the batch against the protocol."""
         self.reports.validate()
         self.protocol.check_reports(self.reports)

@@ -13,7 +13,12 @@ from reidrisk.copula.model import GaussianCopula, MonteCarloProbability
 from reidrisk.copula.mvn import RectangleProbability, rectangle_probability
 from reidrisk.copula.nearest import is_correlation_matrix, nearest_correlation
 from reidrisk.copula.pairs import (
-    RHO_MAX, PairBatch, PairFit, PairFits, fit_pair_correlation, fit_pair_correlations,
+    RHO_MAX,
+    PairBatch,
+    PairFit,
+    PairFits,
+    fit_pair_correlation,
+    fit_pair_correlations,
 )
 
 __all__ = [

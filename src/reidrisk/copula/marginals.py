@@ -8,7 +8,7 @@ with thresholds t_j[a] = Phi^{-1}(F_j(a-1)), t_j[0] = -inf and t_j[f_j] = +inf.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from scipy.special import ndtri

@@ -6,7 +6,12 @@ JSON files.
 """
 
 from reidrisk.latent.model import (
-    K_GRID, LATENT_FORMAT, LATENT_VERSION, LatentClassModel, LatentError, LatentFit,
+    K_GRID,
+    LATENT_FORMAT,
+    LATENT_VERSION,
+    LatentClassModel,
+    LatentError,
+    LatentFit,
 )
 
 __all__ = ["K_GRID", "LATENT_FORMAT", "LATENT_VERSION", "LatentClassModel", "LatentError", "LatentFit"]

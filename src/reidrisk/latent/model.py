@@ -43,9 +43,9 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -111,7 +111,7 @@ class LatentFit:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "LatentFit":
+    def from_dict(cls, d: dict) -> LatentFit:
         d = dict(d)
         d["selection"] = tuple(tuple(s) for s in d.get("selection", ()))
         return cls(**d)
@@ -377,8 +377,8 @@ class LatentClassModel:
         self.rng = rng
 
     # ---- fitting -------------------------------------------------------------------------------
-    def fit(self, data, schema: Schema | None = None, init: "LatentClassModel | None" = None
-            ) -> "LatentClassModel":
+    def fit(self, data, schema: Schema | None = None, init: LatentClassModel | None = None
+            ) -> LatentClassModel:
         """Fit on raw records (encoded (n, g) array, ``MISSING`` skipped; ``schema`` required),
         on ``RecordReports`` (any registered mechanism, through its exact channel), or on a list of
         them (pooled; every source must share the schema). ``init``: a fitted model to start from
@@ -557,7 +557,7 @@ class LatentClassModel:
         }
 
     @classmethod
-    def from_dict(cls, d: dict, source: str = "model") -> "LatentClassModel":
+    def from_dict(cls, d: dict, source: str = "model") -> LatentClassModel:
         if not isinstance(d, dict) or d.get("format") != LATENT_FORMAT:
             found = d.get("format") if isinstance(d, dict) else type(d).__name__
             raise LatentError(f"{source}: not a latent class model file (format {found!r}, expected {LATENT_FORMAT!r})")
@@ -588,7 +588,7 @@ class LatentClassModel:
         return path
 
     @classmethod
-    def load(cls, path: str | Path) -> "LatentClassModel":
+    def load(cls, path: str | Path) -> LatentClassModel:
         path = Path(path)
         try:
             d = json.loads(path.read_text(encoding="utf-8"))

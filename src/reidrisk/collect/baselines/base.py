@@ -12,7 +12,7 @@ data (the reference ``TruePairsCopula``) say so with ``needs_truth = True`` and 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -44,10 +44,10 @@ class Method(ABC):
         return Protocol(epsilon, attributes_per_person, self.mechanism, among)
 
     @abstractmethod
-    def fit(self, reports) -> "Method":
+    def fit(self, reports) -> Method:
         """Learn from the reports (``RecordReports`` or ``CollectedReports``); returns self."""
 
-    def fit_truth(self, schema: Schema, codes: np.ndarray) -> "Method":
+    def fit_truth(self, schema: Schema, codes: np.ndarray) -> Method:
         raise NotImplementedError(f"{self.label} is fitted on reports, not on the true data")
 
     @abstractmethod

@@ -53,7 +53,7 @@ class CompleteCase(Method):
         self.stop = _tensor.check_stop(stop)
         self.max_iter = int(max_iter)
 
-    def fit(self, reports) -> "CompleteCase":
+    def fit(self, reports) -> CompleteCase:
         from reidrisk.collect.pipeline import unpack
 
         rr, _ = unpack(reports)

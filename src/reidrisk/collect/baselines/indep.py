@@ -23,7 +23,7 @@ class Indep(Method):
         self.estimator = estimator
         self.stop = stop
 
-    def fit(self, reports) -> "Indep":
+    def fit(self, reports) -> Indep:
         from reidrisk.collect.pipeline import CollectPipeline, unpack
 
         rr, _ = unpack(reports)

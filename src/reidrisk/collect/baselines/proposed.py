@@ -24,7 +24,7 @@ class Proposed(Method):
         self.seed = seed
         self.pipeline = CollectPipeline(**options)
 
-    def fit(self, reports) -> "Proposed":
+    def fit(self, reports) -> Proposed:
         import warnings
 
         from reidrisk.collect.pipeline import CollectWarning

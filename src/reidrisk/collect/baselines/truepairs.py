@@ -27,7 +27,7 @@ class TruePairsCopula(Method):
     def fit(self, reports):
         raise NotImplementedError("TruePairsCopula needs the true data: use fit_truth(schema, codes)")
 
-    def fit_truth(self, schema, codes) -> "TruePairsCopula":
+    def fit_truth(self, schema, codes) -> TruePairsCopula:
         from reidrisk.collect.model_io import fit_copula
         from reidrisk.data.tables import contingency
 

@@ -15,14 +15,14 @@ class Uniform(Method):
     label = "Uniform"
     mechanism = "subset"
 
-    def fit(self, reports) -> "Uniform":
+    def fit(self, reports) -> Uniform:
         from reidrisk.collect.pipeline import unpack
 
         rr, _ = unpack(reports)
         self.schema_ = rr.schema
         return self
 
-    def fit_truth(self, schema, codes) -> "Uniform":
+    def fit_truth(self, schema, codes) -> Uniform:
         self.schema_ = schema
         return self
 
