@@ -6,14 +6,26 @@ U1-U6, S1-S2 and re-identification rates with confidence intervals, ``evaluate``
 """
 
 from reidrisk.linkage.anonymize import (
-    ANONYMIZERS, Pipeline, add_noise, average_sa, delete_records, k_anonymize, shuffle_rows, swap_sa,
+    ANONYMIZERS,
+    Pipeline,
+    add_noise,
+    average_sa,
+    delete_records,
+    k_anonymize,
+    shuffle_rows,
+    swap_sa,
     unify,
 )
 from reidrisk.linkage.attacks import ATTACKS, Linking, attack
 from reidrisk.linkage.evaluate import Scorecard, evaluate
 from reidrisk.linkage.release import LinkageError, Release
 from reidrisk.linkage.scores import (
-    Rate, Security, Utility, reid_rate, security_scores, utility_scores,
+    Rate,
+    Security,
+    Utility,
+    reid_rate,
+    security_scores,
+    utility_scores,
 )
 
 __all__ = [

@@ -22,16 +22,22 @@ from __future__ import annotations
 
 import inspect
 import tomllib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from reidrisk.linkage._keys import column_codes, combine, group_ids
+from reidrisk.linkage._keys import combine, group_ids
 from reidrisk.linkage.release import (
-    LinkageError, Release, as_release, check_columns, derive, numeric_matrix,
+    LinkageError,
+    Release,
+    as_release,
+    check_columns,
+    derive,
+    numeric_matrix,
 )
 from reidrisk.mechanisms.base import as_generator
 
@@ -385,7 +391,7 @@ class Pipeline:
     source: str = "the pipeline"
 
     @classmethod
-    def from_dict(cls, spec: Mapping[str, Any], source: str = "the pipeline") -> "Pipeline":
+    def from_dict(cls, spec: Mapping[str, Any], source: str = "the pipeline") -> Pipeline:
         if not isinstance(spec, Mapping):
             raise LinkageError(f"{source}: expected a table with a 'steps' list")
         unknown = set(spec) - {"qi", "sa", "steps"}
@@ -425,7 +431,7 @@ class Pipeline:
         return cls(tuple(steps), source)
 
     @classmethod
-    def from_toml(cls, path: str | Path) -> "Pipeline":
+    def from_toml(cls, path: str | Path) -> Pipeline:
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"pipeline file {str(path)!r} does not exist; check the path")

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
 from reidrisk.linkage.attacks import ATTACKS, attack
 from reidrisk.linkage.release import LinkageError, Release
-from reidrisk.linkage.scores import Rate, Security, Utility, reid_rate, security_scores, utility_scores
+from reidrisk.linkage.scores import (
+    Rate,
+    Security,
+    Utility,
+    reid_rate,
+    security_scores,
+    utility_scores,
+)
 from reidrisk.mechanisms.base import as_generator
 
 

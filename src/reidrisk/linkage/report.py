@@ -11,16 +11,21 @@ anonymization re-identification rates and a table of what each anonymization cos
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
 from reidrisk.linkage.anonymize import (
-    add_noise, average_sa, delete_records, k_anonymize, shuffle_rows, swap_sa, unify,
+    add_noise,
+    average_sa,
+    delete_records,
+    k_anonymize,
+    shuffle_rows,
+    swap_sa,
+    unify,
 )
-from reidrisk.linkage.attacks import ATTACKS
 from reidrisk.linkage.evaluate import Scorecard, evaluate
 from reidrisk.linkage.release import Release, as_release
 from reidrisk.mechanisms.base import as_generator

@@ -25,8 +25,8 @@ interval, and the rate a uniformly random guess among all rows of X would get, 1
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Sequence
 
 import numpy as np
 import pandas as pd

@@ -53,8 +53,8 @@ returns a float for scalar input, else an array. Bad input raises ``BoundError``
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

@@ -15,7 +15,7 @@ docs/design/pie.md#bayes-error and docs/design/pie.md#bounds-for-ldp-mechanisms.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -30,8 +30,8 @@ The benchmark's part (c), LDP-calibrated vs PIE-calibrated epsilon:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

@@ -15,10 +15,10 @@ import html
 import re
 import shutil
 import uuid
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 import jinja2
 
@@ -137,7 +137,7 @@ def render_html(sections: Sequence[Section], title: str, subtitle: str = "") -> 
             for s in sections
         ],
         version=__version__,
-        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import io
 import re
 import warnings
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd

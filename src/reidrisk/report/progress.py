@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Callable, TextIO
+from collections.abc import Callable
+from typing import TextIO
 
 PLAIN_INTERVAL = 5.0
 """Seconds between two plain progress lines (and the least run time that gets a closing line)."""
@@ -61,7 +62,7 @@ class Progress:
             self._bar = tqdm(total=self.total, desc=desc, unit=unit.rstrip("s") or unit,
                              leave=False, file=self.stream)
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc) -> None:

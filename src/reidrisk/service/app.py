@@ -28,7 +28,7 @@ import re
 from pathlib import Path
 
 import numpy as np
-from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
@@ -89,7 +89,7 @@ your true answers. You may skip any question.</p>
 """
 
 
-def too_large() -> "ApiError":
+def too_large() -> ApiError:
     return ApiError(413, f"the request body exceeds {MAX_BODY_BYTES} bytes; send at most "
                          f"{MAX_BATCH} reports per batch")
 

@@ -35,7 +35,8 @@ def serve(data_dir, database_url, host, port, admin_token, code_rate, code_burst
         import uvicorn
 
         from reidrisk.service.app import create_app
-        from reidrisk.service.storage import Storage, database_url as make_url
+        from reidrisk.service.storage import Storage
+        from reidrisk.service.storage import database_url as make_url
     except ImportError as exc:  # pragma: no cover - the service extra is missing
         raise click.ClickException(
             f"the service needs {exc.name!r}: pip install 'reidrisk[service]'") from None

@@ -21,7 +21,7 @@ Tables (version 1)
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import sqlalchemy as sa
 

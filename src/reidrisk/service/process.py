@@ -41,7 +41,7 @@ class ServerProcess:
         self.log = log
         self.proc: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 30.0) -> "ServerProcess":
+    def start(self, timeout: float = 30.0) -> ServerProcess:
         import httpx
 
         env = {**os.environ, "REIDRISK_ADMIN_TOKEN": self.admin_token,
@@ -76,7 +76,7 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.kill()
 
-    def __enter__(self) -> "ServerProcess":
+    def __enter__(self) -> ServerProcess:
         return self.start()
 
     def __exit__(self, *exc) -> None:

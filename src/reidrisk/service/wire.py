@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from reidrisk.collect.protocol import Protocol, ProtocolError, variance_factor
+
 # the reports file's own cell decoder and mechanism rebuilder: one reader of reports
 from reidrisk.collect.reports_io import (
     EMPTY_SET,
@@ -78,7 +79,7 @@ class SurveySpec:
     _missing: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
-    def build(cls, schema: dict, protocol: dict) -> "SurveySpec":
+    def build(cls, schema: dict, protocol: dict) -> SurveySpec:
         """A spec from a schema dict (``Schema.to_dict``) and protocol fields (``epsilon``,
         ``attributes_per_person`` (or its former name ``k``), ``mechanism``, ``among``,
         ``mechanism_options``)."""
@@ -125,7 +126,7 @@ class SurveySpec:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "SurveySpec":
+    def from_dict(cls, d: dict) -> SurveySpec:
         """Rebuild from ``to_dict`` with the reports file's mechanism rebuilder, so a client and the
         server hold exactly the mechanisms the configuration describes."""
         if d.get("format") != SPEC_FORMAT or d.get("version") != SPEC_VERSION:
@@ -142,7 +143,7 @@ class SurveySpec:
         return json.dumps(self.to_dict(), sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "SurveySpec":
+    def from_json(cls, text: str) -> SurveySpec:
         return cls.from_dict(json.loads(text))
 
     # ---- reports -----------------------------------------------------------------------------

@@ -42,6 +42,7 @@ from reidrisk.uniqueness.estimators import (
     snb_uniques,
     zayatz_uniques,
 )
+from reidrisk.uniqueness.floors import FloorError, floor_bound, floor_q
 from reidrisk.uniqueness.model import (
     Database,
     PopulationEstimate,
@@ -51,6 +52,13 @@ from reidrisk.uniqueness.model import (
     count_matches,
     estimate_population,
     neighbor_counts,
+)
+from reidrisk.uniqueness.posterior import (
+    PosteriorError,
+    PosteriorResult,
+    match_count_matrix,
+    match_counts,
+    population_count_posterior,
 )
 from reidrisk.uniqueness.scorer import (
     Classification,
@@ -64,14 +72,6 @@ from reidrisk.uniqueness.scorer import (
     fit_count_prior,
     reliability,
     roc_auc,
-)
-from reidrisk.uniqueness.floors import FloorError, floor_bound, floor_q
-from reidrisk.uniqueness.posterior import (
-    PosteriorError,
-    PosteriorResult,
-    match_count_matrix,
-    match_counts,
-    population_count_posterior,
 )
 
 __all__ = [

@@ -18,9 +18,9 @@ a value of its own (two records missing the same attribute with equal other valu
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Mapping
 
 import numpy as np
 from scipy import optimize
@@ -80,7 +80,7 @@ class SampleFrequencies:
         return self.count(2)
 
     @classmethod
-    def from_class_sizes(cls, class_sizes: np.ndarray) -> "SampleFrequencies":
+    def from_class_sizes(cls, class_sizes: np.ndarray) -> SampleFrequencies:
         """From the sizes of the sample's classes (one entry per class, each >= 1)."""
         s = np.asarray(class_sizes)
         if s.ndim != 1 or s.size == 0:
@@ -91,7 +91,7 @@ class SampleFrequencies:
         return cls(int(s.sum()), sizes, classes.astype(np.int64), None)
 
     @classmethod
-    def from_codes(cls, codes: np.ndarray) -> "SampleFrequencies":
+    def from_codes(cls, codes: np.ndarray) -> SampleFrequencies:
         """From an encoded (n, g) sample matrix: classes are identical rows (MISSING a value)."""
         a = np.asarray(codes)
         if a.ndim != 2 or a.shape[0] == 0:

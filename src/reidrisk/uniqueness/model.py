@@ -67,8 +67,8 @@ T = 1, AUC 0.91), and ``reidrisk uniqueness score`` says so when no database is 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -81,9 +81,18 @@ from reidrisk.mechanisms.record import RecordReports
 from reidrisk.schema import MISSING, Schema, SchemaError
 from reidrisk.uniqueness.floors import DEFAULT_ALPHA, FLOORS, INV_E, floor_q
 from reidrisk.uniqueness.posterior import (
-    PosteriorResult, check_population_size, match_counts, population_count_posterior,
+    PosteriorResult,
+    check_population_size,
+    match_counts,
+    population_count_posterior,
 )
-from reidrisk.uniqueness.scorer import RULES, CountPosterior, count_posterior, decide, fit_count_prior
+from reidrisk.uniqueness.scorer import (
+    RULES,
+    CountPosterior,
+    count_posterior,
+    decide,
+    fit_count_prior,
+)
 
 METHODS: tuple[str, ...] = ("reidrisk", "paper")
 
@@ -168,7 +177,7 @@ class Database:
     @classmethod
     def from_randomized_codes(cls, codes: np.ndarray, schema: Schema, mechanism: str, epsilon: float,
                               rate: float | None = None, name: str = "",
-                              weights: Sequence[float] | None = None) -> "Database":
+                              weights: Sequence[float] | None = None) -> Database:
         """A database of k-RR reports stored as codes (one randomized category per attribute),
         randomized with ``mechanism`` (``"grr"``) at whole-record budget ``epsilon`` split by
         ``weights`` (even by default), as ``RecordRandomizer`` does."""
@@ -577,7 +586,7 @@ class UniquenessModel:
 
     # ---- fitting -------------------------------------------------------------------------------
     def fit(self, databases: Sequence, population_size: int, schema: Schema | None = None
-            ) -> "UniquenessModel":
+            ) -> UniquenessModel:
         """Fit the population model from m >= 1 databases sampled from a population of
         ``population_size`` people.
 

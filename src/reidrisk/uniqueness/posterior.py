@@ -33,8 +33,8 @@ and gain matches; this module reproduces the paper's plain count.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from scipy.special import gammaln

@@ -9,8 +9,8 @@ records, the records most at risk, and accuracy against the truth.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

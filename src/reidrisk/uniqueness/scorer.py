@@ -57,8 +57,8 @@ the report (balanced accuracy, ROC AUC, the reliability curve of P(X = 1)).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from scipy import optimize, stats
