@@ -1,6 +1,6 @@
 """k-ary / generalized randomized response (k-RR, GRR).
 
-Paper 000 eq. 2 (spec/uniqueness.md) and paper 002 eq. 2 (spec/pie.md, section 2.2):
+Paper 000 eq. 2 and paper 002 eq. 2 (docs/design/core.md#grr, docs/design/pie.md#mechanisms):
 keep the true value with probability p = e^eps / (e^eps + k - 1), otherwise report one of the k - 1
 other values uniformly (q = 1 / (e^eps + k - 1) each). Reports are codes; ``MISSING`` passes through.
 This is the subset mechanism of paper 004 with h = 1.
