@@ -1,6 +1,6 @@
 """The subset mechanism (k-subset / S2M): report a random h-subset of the domain.
 
-Paper 004 eq. 2-3 (spec/collection.md, "Client"). For a domain of k values and budget eps:
+Paper 004 eq. 2-3 (docs/design/core.md#subset-mechanism). For a domain of k values and budget eps:
 
     h = max(ceil(k / (1 + e^eps)), 1),      p = e^eps h / (k - h + e^eps h).
 
