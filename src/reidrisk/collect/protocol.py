@@ -162,7 +162,10 @@ class Protocol:
         sizes = list(schema.sizes)
         if len(sizes) < 2:
             return cls(epsilon, None, mechanism, among, mechanism_options or {})
-        factory = (lambda e, f: resolve_mechanism(mechanism, e, f, **(mechanism_options or {})))
+
+        def factory(e, f):
+            return resolve_mechanism(mechanism, e, f, **(mechanism_options or {}))
+
         choice = choose_attributes_per_person(sizes, epsilon, mechanism=factory, among=among,
                                               presence=presence, missing_rate=missing_rate, n=n)
         return cls(epsilon, choice.attributes_per_person, mechanism, among, mechanism_options or {})

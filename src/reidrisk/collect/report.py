@@ -44,11 +44,15 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from reidrisk.mechanisms.base import as_generator
 from reidrisk.schema import MISSING, Schema, SchemaError
+
+if TYPE_CHECKING:
+    from reidrisk.report import Section
 
 PLANNING_MISSING_RATE = 0.5
 """Missing rate assumed when the sampling protocol's k is planned (the paper's default m; the
