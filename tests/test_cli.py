@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from reidrisk import __version__, cli as cli_module
+from reidrisk import __version__
+from reidrisk import cli as cli_module
 from reidrisk.cli import cli
 from reidrisk.schema import Attribute, Schema, SchemaError
 

@@ -7,8 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from reidrisk.collect import CollectWarning, Protocol
-from reidrisk.collect import _tensor
+from reidrisk.collect import CollectWarning, Protocol, _tensor
 from reidrisk.collect.baselines import (
     BASELINES,
     DFCopula,

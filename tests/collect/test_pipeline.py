@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from reidrisk.collect import (
+    CollectedReports,
     CollectError,
     CollectModel,
     CollectPipeline,
-    CollectedReports,
     CollectWarning,
     ModelFileError,
     Protocol,

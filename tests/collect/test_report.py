@@ -9,8 +9,14 @@ import pytest
 
 from reidrisk.collect.protocol import choose_attributes_per_person
 from reidrisk.collect.report import (
-    DEFAULT_COLUMNS_ADULT, collect_section, compare_methods, default_columns, js_bits,
-    method_specs, planned_k, plot_histograms,
+    DEFAULT_COLUMNS_ADULT,
+    collect_section,
+    compare_methods,
+    default_columns,
+    js_bits,
+    method_specs,
+    planned_k,
+    plot_histograms,
 )
 from reidrisk.data.synthetic import make_population
 from reidrisk.data.tables import contingency

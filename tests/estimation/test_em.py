@@ -8,8 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from reidrisk.collect import CollectPipeline, Protocol
-from reidrisk.collect import _tensor
+from reidrisk.collect import CollectPipeline, Protocol, _tensor
 from reidrisk.estimation import (
     EMResult,
     EstimationError,

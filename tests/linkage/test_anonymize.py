@@ -6,8 +6,17 @@ import pytest
 
 from reidrisk.data.microdata import QI_COLUMNS, SA_COLUMNS, make_microdata
 from reidrisk.linkage import (
-    ANONYMIZERS, LinkageError, Pipeline, add_noise, average_sa, delete_records, k_anonymize,
-    security_scores, shuffle_rows, swap_sa, unify,
+    ANONYMIZERS,
+    LinkageError,
+    Pipeline,
+    add_noise,
+    average_sa,
+    delete_records,
+    k_anonymize,
+    security_scores,
+    shuffle_rows,
+    swap_sa,
+    unify,
 )
 
 from .conftest import QI, SA

@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 import pytest
+from mechanism_checks import NAMES, dense, enumerable
 from scipy.special import gammaln, logsumexp
 
-from mechanism_checks import NAMES, dense, enumerable
-from reidrisk.mechanisms import GLH, GRR, OLH, ORappor, OUE, Subset, make_mechanism
+from reidrisk.mechanisms import GLH, GRR, OLH, OUE, ORappor, Subset, make_mechanism
 from reidrisk.mechanisms.glh import DEFAULT_PRIME, LinearHashFamily, optimal_g
 from reidrisk.mechanisms.subset import subset_size
 

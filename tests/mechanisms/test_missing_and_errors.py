@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from mechanism_checks import NAMES, dense
+
 from reidrisk.mechanisms import (
     GLH,
     MECHANISMS,

@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 import pytest
-
 from mechanism_checks import NAMES, enumerable
+
 from reidrisk.collect.baselines.mechanisms import LaplaceIndex, NegativeSurvey
 from reidrisk.collect.protocol import Protocol, resolve_mechanism
 from reidrisk.mechanisms import GLH, GRR, RecordRandomizer, RecordReports, Subset, make_mechanism

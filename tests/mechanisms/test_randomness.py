@@ -5,22 +5,22 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from mechanism_checks import ALPHA, GENERATORS, NAMES, assert_frequencies
 from scipy import stats
 
-from mechanism_checks import ALPHA, GENERATORS, NAMES, assert_frequencies
 from reidrisk.collect.baselines import LaplaceIndex, NegativeSurvey
 from reidrisk.collect.protocol import Protocol
 from reidrisk.mechanisms import (
+    OUE,
     MechanismError,
     ORappor,
-    OUE,
     RecordRandomizer,
+    base,
     is_secure,
     make_mechanism,
     random_bytes,
     secure_generator,
 )
-from reidrisk.mechanisms import base
 from reidrisk.mechanisms.base import as_generator
 from reidrisk.schema import MISSING, Attribute, Schema
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from mechanism_checks import (
     ALPHA,
     GENERATORS,
@@ -20,8 +19,9 @@ from mechanism_checks import (
     dense,
     z_bonferroni,
 )
+
 from reidrisk.collect.baselines import NegativeSurvey
-from reidrisk.mechanisms import GLH, GRR, OLH, ORappor, OUE, Subset, make_mechanism
+from reidrisk.mechanisms import GLH, GRR, OLH, OUE, ORappor, Subset, make_mechanism
 from reidrisk.schema import MISSING
 
 N = 20_000  # reports per input value

@@ -12,8 +12,13 @@ import pytest
 
 from reidrisk.report import plots
 from reidrisk.report.plots import (
-    DPI, MissingGlyphWarning, distributions_figure, error_curves_figure, figure_png,
-    plot_distributions, plot_error_curves,
+    DPI,
+    MissingGlyphWarning,
+    distributions_figure,
+    error_curves_figure,
+    figure_png,
+    plot_distributions,
+    plot_error_curves,
 )
 from reidrisk.schema import Attribute
 

@@ -11,7 +11,12 @@ from reidrisk.mechanisms import RecordRandomizer
 from reidrisk.schema import MISSING, SchemaError
 from reidrisk.uniqueness.baselines import group_sizes
 from reidrisk.uniqueness.model import (
-    Database, UniquenessError, UniquenessModel, count_matches, estimate_population, neighbor_counts,
+    Database,
+    UniquenessError,
+    UniquenessModel,
+    count_matches,
+    estimate_population,
+    neighbor_counts,
 )
 from reidrisk.uniqueness.posterior import match_counts, population_count_posterior
 

@@ -12,8 +12,19 @@ from scipy import stats
 
 from reidrisk.uniqueness.posterior import population_count_posterior
 from reidrisk.uniqueness.scorer import (
-    DEFAULT_EXACT, DEFAULT_RATIO, CountPrior, ScoringError, classification, count_grid,
-    count_posterior, decide, fit_count_prior, nb_logpmf, nb_sf, reliability, roc_auc,
+    DEFAULT_EXACT,
+    DEFAULT_RATIO,
+    CountPrior,
+    ScoringError,
+    classification,
+    count_grid,
+    count_posterior,
+    decide,
+    fit_count_prior,
+    nb_logpmf,
+    nb_sf,
+    reliability,
+    roc_auc,
 )
 
 
