@@ -1,4 +1,7 @@
-"""Server-side estimation from LDP reports (paper 004 Section 4.2; spec/collection.md).
+"""Server-side estimation from LDP reports (paper 004 Section 4.2).
+
+Design: docs/design/core.md#frequency-estimation, docs/design/core.md#em-engine,
+docs/design/core.md#pair-estimation.
 
 * ``em``: the one EM engine (iteration, SQUAREM acceleration, stopping rules) every EM runs on.
 * ``frequency``: single-attribute distributions -- inversion, norm-sub, count EM, exact report EM.
