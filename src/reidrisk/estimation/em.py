@@ -4,7 +4,8 @@ Every EM in reidrisk is a multiplicative maximum-likelihood iteration ``theta <-
 batch of P independent problems (arrays with a leading axis of length P) of one of two kinds:
 
 * ``PoissonCounts``: support counts ``w ~ Poisson(A theta)`` through a linear channel ``A`` (paper
-  004 eq. 8-11, corrected as in spec/collection.md: Shepp-Vardi / Richardson-Lucy),
+  004 eq. 8-11, corrected as in docs/design/core.md#count-em-correction: Shepp-Vardi /
+  Richardson-Lucy),
   ``F(theta) = theta * A^T (w / A theta) / colsum(A)``; used for single attributes (frequency.py),
   pair tables (pairs.py) and c-way tables (collect/_tensor.py);
 * ``ReportMixture``: the exact likelihood of grouped reports ``sum_u C_u log s_u`` with
