@@ -2,7 +2,8 @@
 
 Mutual information of a pair table is paper 004 eq. 14 (natural log by default, as inside the
 algorithms; pass ``base=2`` for bits). The Jensen-Shannon divergence is the evaluation metric of
-paper 004 Section 5 and is reported in base 2, where it lies in [0, 1] (spec/README.md).
+paper 004 Section 5 and is reported in base 2, where it lies in [0, 1]
+(docs/design/core.md#conventions).
 
 All functions accept non-negative weights of any scale and normalise them first (over the last axis
 for vectors, over the last two axes for tables), so a stack of distributions is handled in one call.
