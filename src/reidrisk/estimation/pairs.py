@@ -1,4 +1,6 @@
-"""Pairwise distributions from LDP reports (paper 004 Section 4.2.2, eq. 12-13; spec/collection.md).
+"""Pairwise distributions from LDP reports (paper 004 Section 4.2.2, eq. 12-13).
+
+Design: docs/design/core.md#pair-estimation.
 
 Counting. Let ``B_j`` be the (n, f_j) 0/1 support matrix of attribute j (``Mechanism.support``; zero
 rows where j is missing) and ``B = [B_1 .. B_g]``. Then ``W_jj' = B_j^T B_j'`` counts, among the
@@ -148,7 +150,8 @@ def _exact_gram_dense(blocks: list, n: int, F: int) -> np.ndarray:
 
 
 def pair_counts(record_reports: "RecordReports", dense: bool | None = None) -> PairCounts:
-    """Every pair's support counts ``W_jj'`` as blocks of one Gram matrix (spec/collection.md).
+    """Every pair's support counts ``W_jj'`` as blocks of one Gram matrix
+    (docs/design/core.md#pair-estimation).
 
     ``record_reports``: a ``RecordReports`` (n records, g attributes). ``dense``: force the dense
     (``True``) or sparse (``False``) product; by default dense when more than ``DENSE_DENSITY`` of
