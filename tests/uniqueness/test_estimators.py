@@ -50,10 +50,16 @@ def test_pitman_likelihood_derivatives():
     i = np.arange(1, fr.u, dtype=float)
     t, a, e = 8.0, 0.4, 1e-5
     _, g, H = _pitman_loglik(t, a, fr, i)
-    ll = lambda tt, aa: _pitman_loglik(tt, aa, fr, i)[0]
+
+    def ll(tt, aa):
+        return _pitman_loglik(tt, aa, fr, i)[0]
+
     num_g = [(ll(t + e, a) - ll(t - e, a)) / (2 * e), (ll(t, a + e) - ll(t, a - e)) / (2 * e)]
     np.testing.assert_allclose(g, num_g, rtol=1e-6)
-    gr = lambda tt, aa: _pitman_loglik(tt, aa, fr, i)[1]
+
+    def gr(tt, aa):
+        return _pitman_loglik(tt, aa, fr, i)[1]
+
     num_H = np.column_stack([(gr(t + e, a) - gr(t - e, a)) / (2 * e), (gr(t, a + e) - gr(t, a - e)) / (2 * e)])
     np.testing.assert_allclose(H, num_H, rtol=1e-5)
 
