@@ -7,10 +7,12 @@ Every mechanism in ``reidrisk.mechanisms`` is a pure frequency oracle: the suppo
 
 * ``invert``     -- the unbiased closed-form inversion ``z = (w - q n) / (p - q)`` (eq. 6);
 * ``norm_sub``   -- Euclidean projection of an estimate onto ``{z >= 0, sum z = total}``;
-* ``em_counts``  -- the count-based EM of eq. 8-11, as corrected in spec/collection.md;
+* ``em_counts``  -- the count-based EM of eq. 8-11, corrected
+  (docs/design/core.md#count-em-correction);
 * ``em_reports`` -- the exact report-level maximum-likelihood EM (uses each report's whole set);
 * ``estimate_marginal`` / ``estimate_marginals`` -- the above applied to one / every attribute;
-* ``variance``   -- the exact per-cell variance of the inversion estimate (spec/pie.md, eq. 22).
+* ``variance``   -- the exact per-cell variance of the inversion estimate (paper 002 eq. 22,
+  docs/design/core.md#inversion-variance).
 
 Every EM here runs on the package's one engine, ``reidrisk.estimation.em`` (iteration, SQUAREM
 acceleration, stopping rules); this module only sets up the channels and the starts.
@@ -20,22 +22,10 @@ The default EM (``stop="noise"``)
 The EM starts from the uniform distribution and is SQUAREM-accelerated until the deviance still to
 be gained before the maximum-likelihood fixed point is statistically invisible (``em`` module doc:
 at most about 1e-4 per free parameter, measured at most 4.3e-4). So the default *is* the
-maximum-likelihood estimate within 0.02 standard errors per direction. The rule it replaces
-compared one EM step's gain with that threshold; where the likelihood is flat that stopped at the
-start: at k = 1024 (GRR, epsilon = 1) it returned the uniform start nudged once, and at k <= 20,
-epsilon = 1 it was biased toward uniform by 4.7 (GRR) and 9.8 (OUE) standard errors of the mean
-over 1,000 repetitions (``tests/estimation/test_frequency.py``).
-
-Measured (``benchmarks/em_stop.py``, docs/results/em_stop.md): the default's MSE divided by the
-better of norm-sub and the fully converged EM is 0.97-1.06 in all 52 cells of the grid (GRR,
-subset, OUE at k = 2, 6, 20, epsilon 0.1-3, n = 10^4; GRR and OUE at k = 1024, n = 10^5-10^7,
-spread-out and heavy-head truths) and 0.98-1.00 on two truth families outside it (near-uniform,
-geometric); the rule it replaced reached 266x (OUE, k = 1024, n = 10^7, heavy head). Mean EM steps:
-59. Started from norm-sub instead of uniform the rule needs fewer steps (9) but is worse where
-norm-sub zeroes values the maximum-likelihood estimate keeps (up to 1.14). Where the signal is weak
-(k = 1024, n = 10^5, epsilon = 1, spread-out truth) the maximum-likelihood estimate, and so the
-default, is worse than the uniform guess (MSE 0.035 against 0.002) -- as is norm-sub (0.041);
-shrinkage toward uniform (``reidrisk.collect.pipeline``) is the remedy there, not an early stop.
+maximum-likelihood estimate within 0.02 standard errors per direction. Where the signal is weak
+the maximum-likelihood estimate (and norm-sub) can be worse than the uniform guess; shrinkage toward
+uniform (``reidrisk.collect.pipeline``) is the remedy there, not an early stop. Why this rule, the
+rule it replaced and what was measured: docs/design/core.md#em-engine and docs/results/em_stop.md.
 
 ``stop=("noise", threshold)`` applies the same rule with another threshold than ``NOISE_TOL``;
 ``stop=<float>`` instead stops when no probability changes by more than that amount in one plain
@@ -170,11 +160,12 @@ def variance(theta, n, p, q) -> np.ndarray:
     """Exact variance of the inversion estimate of a probability, per cell.
 
     ``Var(theta_hat_x) = [theta_x p (1 - p) + (1 - theta_x) q (1 - q)] / (n (p - q)^2)``
-    (spec/pie.md eq. 22, general form): the support indicator of value x is Bernoulli(p) for the
-    ``n theta_x`` reports whose true value is x and Bernoulli(q) for the others, independently
-    across reports. Exact for every pure oracle with those marginal indicator probabilities (GRR,
-    subset, OUE, RAPPOR; OLH up to the uniformity of its hash). ``theta`` (..., k) true
-    probabilities, ``n`` reports. Multiply by ``n**2`` for the variance of the counts.
+    (paper 002 eq. 22, general form; docs/design/core.md#inversion-variance): the support indicator
+    of value x is Bernoulli(p) for the ``n theta_x`` reports whose true value is x and Bernoulli(q)
+    for the others, independently across reports. Exact for every pure oracle with those marginal
+    indicator probabilities (GRR, subset, OUE, RAPPOR; OLH up to the uniformity of its hash).
+    ``theta`` (..., k) true probabilities, ``n`` reports. Multiply by ``n**2`` for the variance of
+    the counts.
     """
     p, q = _check_pq(p, q)
     theta = np.asarray(theta, dtype=np.float64)
@@ -188,7 +179,8 @@ def variance(theta, n, p, q) -> np.ndarray:
 # count-based EM
 # ---------------------------------------------------------------------------------------------
 def em_counts(w, n, M, stop="noise", max_iter: int = DEFAULT_MAX_ITER, init=None) -> EMResult:
-    """Count-based EM of paper 004 eq. 8-11, as corrected in spec/collection.md.
+    """Count-based EM of paper 004 eq. 8-11, as corrected in
+    docs/design/core.md#count-em-correction.
 
     Multiplicative maximum-likelihood EM for Poisson counts ``w ~ Poisson(M z)`` (Shepp-Vardi /
     Richardson-Lucy)::
@@ -202,7 +194,7 @@ def em_counts(w, n, M, stop="noise", max_iter: int = DEFAULT_MAX_ITER, init=None
     ``p z_k + q (h n - z_k)`` and eq. 8 omits the ``1/h``. Started from counts that sum to ``h n``,
     the printed iteration produces exactly ``h`` times the iterates above (the denominators agree
     because ``sum z = h n``, and the missing ``1/h`` keeps the sum at ``h n``), so after normalising
-    both have the same iterates and fixed point (spec/collection.md).
+    both have the same iterates and fixed point (docs/design/core.md#count-em-correction).
 
     Each step keeps ``sum(M z) = sum(w)``: for a channel whose columns all sum to ``c`` the total is
     ``sum z = sum(w) / c`` after the first step, which is exactly ``n`` for GRR/subset (every report
@@ -245,7 +237,7 @@ def em_counts(w, n, M, stop="noise", max_iter: int = DEFAULT_MAX_ITER, init=None
 # report-level EM
 # ---------------------------------------------------------------------------------------------
 def em_reports(log_prob, stop="noise", max_iter: int = DEFAULT_MAX_ITER, init=None) -> EMResult:
-    """Exact maximum-likelihood EM over whole reports (spec/collection.md, "exact ML EM").
+    """Exact maximum-likelihood EM over whole reports (docs/design/core.md#exact-em).
 
     ``log_prob`` (n, k): ``log P(y_i | X = x)`` for each report i (``Mechanism.log_prob``). The
     likelihood is ``prod_i sum_x theta_x P(y_i | x)``; EM iterates
