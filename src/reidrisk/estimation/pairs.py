@@ -115,6 +115,27 @@ class PairCounts:
         j = self._check(j)
         return int(self.n_pair[j, j if jp is None else self._check(jp)])
 
+    def __add__(self, other: PairCounts) -> PairCounts:
+        """The counts of two disjoint sets of records together. Every count is a sum over records
+        (``B^T B = sum_i b_i b_i^T``, likewise ``P^T P`` and n), so partitions of a batch add up
+        exactly (int64) to the counts of the whole batch. ``dense``: whether both were dense."""
+        if not isinstance(other, PairCounts):
+            return NotImplemented
+        if not np.array_equal(self.offsets, other.offsets):
+            raise EstimationError(
+                f"cannot add counts over domains {self.sizes.tolist()} and "
+                f"{other.sizes.tolist()}; count every partition with the same schema")
+        return PairCounts(self.gram + other.gram, self.offsets, self.n_pair + other.n_pair,
+                          self.n + other.n, self.dense and other.dense)
+
+    @classmethod
+    def zeros(cls, sizes) -> PairCounts:
+        """The counts of no records over attributes of domain sizes ``sizes`` (the sum's start)."""
+        sizes = [int(f) for f in sizes]
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        F, g = int(offsets[-1]), len(sizes)
+        return cls(np.zeros((F, F), np.int64), offsets, np.zeros((g, g), np.int64), 0, True)
+
 
 def _exact_gram_dense(blocks: list, n: int, F: int) -> np.ndarray:
     """B^T B for B = hstack(blocks) (each (n, f_j), 0/1, dense or sparse), exact, as int64.
