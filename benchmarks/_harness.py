@@ -31,10 +31,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "docs" / "results"
@@ -195,7 +195,7 @@ def machine_info(packages: Iterable[str] = ()) -> dict:
         "env": {var: os.environ.get(var) for var in THREAD_ENV},
         "git": _git(),
         "load_avg_start": load_average(),
-        "date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "date_utc": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
 
 

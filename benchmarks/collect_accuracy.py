@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import math
 import os
 import sys
 import tempfile
@@ -131,7 +130,7 @@ def ablation_specs():
     (attribute sampling, stopping rule, shrinkage, exact EM, fallback, copula matching, exact
     tables), toggled alone; read from ``CollectPipeline().settings()`` so it follows the defaults."""
     from reidrisk.collect import pipeline as pl
-    from reidrisk.collect.report import MethodSpec, PAPER_STOP, _proposed
+    from reidrisk.collect.report import PAPER_STOP, MethodSpec, _proposed
 
     d = pl.CollectPipeline().settings()
     specs = [MethodSpec("abl_no_sampling", "without attribute sampling (k = g)",

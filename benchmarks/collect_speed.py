@@ -66,7 +66,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from _harness import Results, blas_info, fmt_s, fmt_x, md_table
+from _harness import Results, fmt_s, fmt_x, md_table
 
 NAME = "collect_speed"
 PACKAGES = ["copulas", "pandas"]
@@ -345,8 +345,8 @@ def _uniform_decode(values: np.ndarray, edges: list[np.ndarray]) -> np.ndarray:
 
 def part2(res: Results, args) -> str:
     import pandas as pd
-    from copulas.multivariate import GaussianMultivariate
     from copulas import univariate
+    from copulas.multivariate import GaussianMultivariate
 
     from reidrisk.collect.baselines import TruePairsCopula
     from reidrisk.collect.pipeline import CollectPipeline

@@ -46,7 +46,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import Results, md_table  # noqa: E402
-
 from reidrisk.estimation.em import NOISE_TOL, poisson_gain  # noqa: E402
 from reidrisk.estimation.frequency import invert, marginals_from_counts, norm_sub  # noqa: E402
 from reidrisk.mechanisms import make_mechanism  # noqa: E402

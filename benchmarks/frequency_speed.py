@@ -42,8 +42,8 @@ import random
 import sys
 import tempfile
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp

@@ -41,9 +41,13 @@ import _linkage_common as C  # noqa: E402
 import _linkage_peers as P  # noqa: E402
 from _harness import Results, fmt_s, md_table, time_call  # noqa: E402
 from linkage_table13 import (  # noqa: E402
-    ATTACKS, RELEASES, SAMPLE, attack_options, table13_releases, utility_qi,
+    ATTACKS,
+    RELEASES,
+    SAMPLE,
+    attack_options,
+    table13_releases,
+    utility_qi,
 )
-
 from reidrisk.linkage import anonymize as A  # noqa: E402
 from reidrisk.linkage import attacks as K  # noqa: E402
 from reidrisk.linkage import scores as S  # noqa: E402

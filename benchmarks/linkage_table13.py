@@ -32,7 +32,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _linkage_common as C  # noqa: E402
 from _harness import Results, Timing, fmt_s, md_table, time_call  # noqa: E402
-
 from reidrisk.linkage import anonymize as A  # noqa: E402
 from reidrisk.linkage import attacks as K  # noqa: E402
 from reidrisk.linkage import scores as S  # noqa: E402

@@ -31,7 +31,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import Results, fmt_s, md_table, time_call  # noqa: E402
-
 from reidrisk.data.traces import (  # noqa: E402
     load_movielens_histories,
     load_peopleflow_tokyo,

@@ -34,8 +34,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import Results, md_table  # noqa: E402
-
-from reidrisk.collect import Protocol  # noqa: E402
 from reidrisk.schema import Attribute, Schema  # noqa: E402
 from reidrisk.service.process import ServerProcess  # noqa: E402
 from reidrisk.service.wire import SurveySpec  # noqa: E402

@@ -29,14 +29,18 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import Results, md_table  # noqa: E402
-
+from reidrisk.copula import GaussianCopula  # noqa: E402
 from reidrisk.data.synthetic import make_population  # noqa: E402
 from reidrisk.mechanisms import RecordRandomizer  # noqa: E402
 from reidrisk.uniqueness.baselines import (  # noqa: E402
-    ProductDomainTooLarge, group_sizes, idue_q, indep_q, opt_mean, opt_mode,
+    ProductDomainTooLarge,
+    group_sizes,
+    idue_q,
+    indep_q,
+    opt_mean,
+    opt_mode,
 )
 from reidrisk.uniqueness.floors import INV_E  # noqa: E402
-from reidrisk.copula import GaussianCopula  # noqa: E402
 from reidrisk.uniqueness.model import Database, UniquenessModel, estimate_population  # noqa: E402
 from reidrisk.uniqueness.posterior import population_count_posterior  # noqa: E402
 from reidrisk.uniqueness.scorer import classification, decide, reliability  # noqa: E402

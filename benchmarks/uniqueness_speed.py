@@ -27,7 +27,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import Results, fmt_s, fmt_x, md_table, time_call  # noqa: E402
-
 from reidrisk.copula import rectangle_probability  # noqa: E402
 from reidrisk.data.synthetic import make_population  # noqa: E402
 from reidrisk.mechanisms import RecordRandomizer  # noqa: E402
