@@ -168,7 +168,7 @@ def run_point(name, schema, pop, sizes, private, eps, m, seed, ablations=False, 
         pf = population_count_posterior(q, N, paper.rates_, counts, alpha=0.5, floor="poisson")
         pgf = pf.prob_greater(T)
         out["paper, Poisson floor"] = (decide("expected", pgf, pf.expected, T), ranked(pgf, pf.expected))
-        smi = UniquenessModel("paper", copula_method="mi", rng=seed).fit(dbs, N, schema).score(rec, T)
+        smi = UniquenessModel("paper", copula_fit="mi", rng=seed).fit(dbs, N, schema).score(rec, T)
         out["paper, MI pair fit"] = (smi.greater, ranked(smi.p_greater, smi.expected))
         out["paper, rule P > 1/2"] = (decide("probability", sp.p_greater), ranked(sp.p_greater, sp.expected))
     floors = {}

@@ -187,7 +187,7 @@ def test_signal_keeps_the_model(fitted):
 @pytest.mark.parametrize("options", [
     dict(estimator="norm_sub"), dict(estimator="raw"), dict(exact_em=True), dict(exact_em="marginals"),
     dict(stop="discrepancy"), dict(shrink="eb"), dict(shrink="js"),
-    dict(stop=1e-6), dict(copula_method="mi"),
+    dict(stop=1e-6), dict(copula_fit="mi"),
 ])
 def test_every_option_gives_a_valid_model(options, generator):
     """Every option recovers the generating copula. Marginals: each cell within 5 standard

@@ -142,7 +142,7 @@ def test_independence_table_is_outer_product():
 @pytest.mark.parametrize("names", SHAPES)
 def test_recovers_rho_from_exact_table(method, rho, names):
     pa, pb = MARGINALS[names[0]], MARGINALS[names[1]]
-    fit = fit_pair_correlation(bivariate_table(rho, pa, pb), pa, pb, method=method)
+    fit = fit_pair_correlation(bivariate_table(rho, pa, pb), pa, pb, copula_fit=method)
     assert fit.converged
     assert fit.rho == pytest.approx(rho, abs=1e-4)
     assert fit.kl == pytest.approx(0.0, abs=1e-10)
@@ -159,7 +159,7 @@ def test_mi_sign_matters_with_asymmetric_marginals():
         return float(np.sum(t * np.log(t / np.outer(t.sum(1), t.sum(0)))))
 
     assert abs(mi(tables[0]) - mi(tables[1])) > 1e-4
-    assert fit_pair_correlation(tables[0], pa, pb, method="mi").rho == pytest.approx(-0.5, abs=1e-6)
+    assert fit_pair_correlation(tables[0], pa, pb, copula_fit="mi").rho == pytest.approx(-0.5, abs=1e-6)
 
 
 def test_batched_fit_matches_single_fits_and_mixed_shapes():
@@ -168,7 +168,7 @@ def test_batched_fit_matches_single_fits_and_mixed_shapes():
     pairs = np.array([[0, 1], [1, 2], [2, 3], [0, 4], [3, 1], [4, 2]])
     rho = rng.uniform(-0.9, 0.9, size=len(pairs))
     tables = PairBatch(margs, pairs).tables(rho)
-    fits = fit_pair_correlations(margs, pairs, tables, method="table")
+    fits = fit_pair_correlations(margs, pairs, tables, copula_fit="table")
     np.testing.assert_allclose(fits.rho, rho, atol=1e-8)
     single = [fit_pair_correlation(t, margs[a], margs[b]).rho for (a, b), t in zip(pairs, tables)]
     np.testing.assert_allclose(fits.rho, single, atol=1e-10)
@@ -216,8 +216,8 @@ def test_pair_fit_validation_names_the_problem():
         fit_pair_correlation(bad, pa, pb)
     with pytest.raises(CopulaError, match="marginal of attribute j sums to 1.1"):
         fit_pair_correlation(np.outer(pa, pb), [0.5, 0.6], pb)
-    with pytest.raises(CopulaError, match="method"):
-        fit_pair_correlation(np.outer(pa, pb), pa, pb, method="kendall")
+    with pytest.raises(CopulaError, match="copula_fit"):
+        fit_pair_correlation(np.outer(pa, pb), pa, pb, copula_fit="kendall")
 
 
 def test_degenerate_marginal_gives_zero_rho():
@@ -283,7 +283,7 @@ def test_fit_correlation_matrix_recovers_sigma(method):
     margs, corr, tables = _exact_setup(rng, [2, 3, 9, 2, 5, 4])
     # Keys in either order are accepted (the table is transposed).
     tables[(3, 1)] = tables.pop((1, 3)).T
-    fit = fit_correlation(margs, tables, method=method)
+    fit = fit_correlation(margs, tables, copula_fit=method)
     assert not fit.projected
     np.testing.assert_allclose(fit.correlation, corr, atol=1e-6)
     np.testing.assert_allclose(fit_correlation_matrix(margs, tables, method), corr, atol=1e-6)
@@ -463,7 +463,7 @@ def test_round_trip_json(model):
     for p, q in zip(back.marginals_, model.marginals_):
         np.testing.assert_array_equal(p, q)
     np.testing.assert_array_equal(back.sample(1000, rng=5), model.sample(1000, rng=5))
-    assert back.method == model.method
+    assert back.copula_fit == model.copula_fit
     with pytest.raises(CopulaError, match="version"):
         GaussianCopula.from_dict({**payload, "version": 99})
     with pytest.raises(CopulaError, match="format"):
@@ -473,7 +473,7 @@ def test_round_trip_json(model):
 def test_model_validation():
     with pytest.raises(CopulaError, match="not fitted"):
         GaussianCopula().sample(3)
-    with pytest.raises(CopulaError, match="method"):
-        GaussianCopula(method="spearman")
+    with pytest.raises(CopulaError, match="copula_fit"):
+        GaussianCopula(copula_fit="spearman")
     with pytest.raises(CopulaError, match="positive-definite"):
         GaussianCopula.from_parameters([[0.5, 0.5]] * 2, [[1.0, 1.2], [1.2, 1.0]])

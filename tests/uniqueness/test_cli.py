@@ -63,7 +63,7 @@ def test_scores_every_record(files):
 def test_randomized_database_paper_method_and_stdout(files):
     result = run("--population", N, "--db", f"{files / 'db.csv'}:0.2",
                  "--db", f"{files / 'db_krr.csv'}:0.1:grr:15", "--records", files / "records.csv",
-                 "--schema", files / "schema.json", "--id", "person", "--method", "paper")
+                 "--schema", files / "schema.json", "--id", "person", "--preset", "paper")
     assert result.exit_code == 0, result.output
     header = result.stdout.splitlines()[0]
     assert header.startswith("person,expected_count,p_unique,p_gt_1,flag_le_1")

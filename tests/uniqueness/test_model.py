@@ -254,7 +254,7 @@ def test_other_bad_input(population, sample):
         UniquenessModel().fit([db], N)
     with pytest.raises(UniquenessError, match="not fitted"):
         UniquenessModel().score(db[:2])
-    with pytest.raises(UniquenessError, match="method"):
+    with pytest.raises(UniquenessError, match="preset"):
         UniquenessModel("magic")
     with pytest.raises(UniquenessError, match="plain counts"):
         UniquenessModel("paper", counts="channel")

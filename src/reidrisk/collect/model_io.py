@@ -91,9 +91,9 @@ def fit_copula(marginals, pair_tables: dict, pair_n: dict, *, shrink: str | None
 
     margs = [exact_simplex(p) for p in marginals]
     if not pair_tables:
-        return GaussianCopula.from_parameters(margs, np.eye(len(margs)), method=method,
+        return GaussianCopula.from_parameters(margs, np.eye(len(margs)), copula_fit=method,
                                               allow_missing_pairs=True)
-    model = GaussianCopula(method=method, shrink=shrink, allow_missing_pairs=True)
+    model = GaussianCopula(copula_fit=method, shrink=shrink, allow_missing_pairs=True)
     return model.fit(margs, dict(pair_tables), pair_n=dict(pair_n) if pair_n else None)
 
 

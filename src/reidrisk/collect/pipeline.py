@@ -113,6 +113,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import chi2, false_discovery_control
 
+from reidrisk._compat import renamed_attribute, renamed_keywords
 from reidrisk.collect import _tensor
 from reidrisk.collect.model_io import (
     CollectError,
@@ -177,15 +178,16 @@ class CollectPipeline:
     ``None`` (pairs). ``marginal_shrink``: shrink each marginal toward uniform by its noise
     (module doc, default on). ``fallback``: apply the independence/uniform fallback. ``alpha``:
     family-wise level of its tests.
-    ``copula_method``: how a pair correlation is matched to its table (``"table"`` fits the table
+    ``copula_fit`` (formerly ``copula_method``): how a pair correlation is matched to its table (``"table"`` fits the table
     itself, ``"mi"`` the paper's mutual information with the sign from the table).
     ``max_iter``: EM iteration cap.
     """
 
+    @renamed_keywords(copula_method="copula_fit")
     def __init__(self, estimator: str = "em", *, stop="noise", shrink: str | None = None,
                  marginal_shrink: bool = True,
                  exact_em: bool | str = False, fallback: bool = True, alpha: float = DEFAULT_ALPHA,
-                 copula_method: str = "table", max_iter: int = DEFAULT_MAX_ITER) -> None:
+                 copula_fit: str = "table", max_iter: int = DEFAULT_MAX_ITER) -> None:
         if estimator not in ESTIMATORS:
             raise CollectError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
         if shrink not in SHRINK:
@@ -207,14 +209,16 @@ class CollectPipeline:
         self.exact_em = exact_em
         self.fallback = bool(fallback)
         self.alpha = float(alpha)
-        self.copula_method = copula_method
+        self.copula_fit = copula_fit
         self.max_iter = int(max_iter)
 
     def settings(self) -> dict:
         return {"estimator": self.estimator, "stop": self.stop, "shrink": self.shrink,
                 "marginal_shrink": self.marginal_shrink, "exact_em": self.exact_em,
                 "fallback": self.fallback, "alpha": self.alpha,
-                "copula_method": self.copula_method, "max_iter": self.max_iter}
+                "copula_fit": self.copula_fit, "max_iter": self.max_iter}
+
+    copula_method = renamed_attribute("copula_fit", "copula_method")
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.settings().items())
@@ -496,9 +500,9 @@ class CollectPipeline:
         margs = [exact_simplex(p) for p in margs]
         if fallback == "none":
             copula = fit_copula(margs, tables, n_eff, shrink="eb" if self.shrink == "eb" else None,
-                                method=self.copula_method)
+                                method=self.copula_fit)
         else:
-            copula = fit_copula(margs, {}, {}, shrink=None, method=self.copula_method)
+            copula = fit_copula(margs, {}, {}, shrink=None, method=self.copula_fit)
         if fallback != "none":
             warnings.warn(notes[-1], CollectWarning, stacklevel=2)
         report = FitReport(

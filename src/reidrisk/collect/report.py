@@ -69,7 +69,7 @@ PAPER_MAX_ITER = 1000
 """EM iteration cap of the paper-faithful configuration (see ``PAPER_STOP``)."""
 
 PAPER_OPTIONS: dict = dict(estimator="em", stop=PAPER_STOP, max_iter=PAPER_MAX_ITER, shrink=None,
-                           marginal_shrink=False, fallback=False, copula_method="mi")
+                           marginal_shrink=False, fallback=False, copula_fit="mi")
 """``CollectPipeline`` options of the paper-faithful configuration (module doc)."""
 
 DEFAULT_COLUMNS_ADULT = ("race", "native-country", "income")

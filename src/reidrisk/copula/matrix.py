@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reidrisk._compat import renamed_keywords
 from reidrisk.copula.marginals import CopulaError, check_marginals
 from reidrisk.copula.nearest import PROJECTIONS, is_correlation_matrix, nearest_correlation
 from reidrisk.copula.pairs import METHODS, PairFits, fit_pair_correlations
@@ -117,10 +118,11 @@ def collect_pairs(pair_tables, g: int, allow_missing: bool = False):
     return pairs[order], tables
 
 
+@renamed_keywords(method="copula_fit")
 def fit_correlation(
     marginals: Sequence,
     pair_tables,
-    method: str = "table",
+    copula_fit: str = "table",
     n_pairs=None,
     shrink: str | None = None,
     projection: str = "dual",
@@ -131,11 +133,12 @@ def fit_correlation(
 
     pair_tables: mapping (j, j') -> (f_j, f_j') probability table (a ``PairEstimates`` works);
     n_pairs: records behind each table: None (then ``pair_tables.n_present`` if present), a
-    number, a mapping (j, j') -> n, or a (g, g) array. ``method``: "table" | "mi" (see
+    number, a mapping (j, j') -> n, or a (g, g) array. ``copula_fit`` (formerly ``method``):
+    "table" | "mi" (see
     ``reidrisk.copula.pairs``); ``projection``: "dual" | "higham" | "clip".
     """
-    if method not in METHODS:
-        raise CopulaError(f"method must be one of {METHODS}, got {method!r}")
+    if copula_fit not in METHODS:
+        raise CopulaError(f"copula_fit must be one of {METHODS}, got {copula_fit!r}")
     if shrink not in SHRINKAGE:
         raise CopulaError(f"shrink must be one of {SHRINKAGE}, got {shrink!r}")
     if projection not in PROJECTIONS:
@@ -152,7 +155,7 @@ def fit_correlation(
         n = np.array([look(j, k) for j, k in pairs.tolist()], dtype=np.float64)
     if shrink == "eb" and n is None:
         raise CopulaError("shrink='eb' needs the records per pair table: pass n_pairs")
-    fits = fit_pair_correlations(margs, pairs, tables, method=method, n=n)
+    fits = fit_pair_correlations(margs, pairs, tables, copula_fit=copula_fit, n=n)
     rho = fits.rho.copy()
     signal = None
     if shrink == "eb" and rho.size:
@@ -175,13 +178,15 @@ def fit_correlation(
     return CorrelationFit(corr, raw, se, fits, projected, signal)
 
 
+@renamed_keywords(method="copula_fit")
 def fit_correlation_matrix(
     marginals: Sequence,
     pair_tables,
-    method: str = "table",
+    copula_fit: str = "table",
     n_pairs=None,
     shrink: str | None = None,
     **kwargs,
 ) -> np.ndarray:
     """Sigma (g, g) only; see ``fit_correlation`` for the arguments and the details."""
-    return fit_correlation(marginals, pair_tables, method, n_pairs, shrink, **kwargs).correlation
+    return fit_correlation(marginals, pair_tables, copula_fit, n_pairs, shrink,
+                           **kwargs).correlation

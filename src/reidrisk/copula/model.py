@@ -13,6 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
+from reidrisk._compat import renamed_attribute, renamed_keywords
 from reidrisk.copula.bvn import bivariate_table
 from reidrisk.copula.marginals import CopulaError, check_marginals, thresholds
 from reidrisk.copula.matrix import SHRINKAGE, CorrelationFit, fit_correlation
@@ -40,7 +41,8 @@ class MonteCarloProbability:
 class GaussianCopula:
     """Gaussian copula over g categorical attributes (scikit-learn conventions).
 
-    Parameters: ``method`` "table" (maximum-likelihood pair fit, default) or "mi" (the paper's
+    Parameters: ``copula_fit`` (formerly ``method``) "table" (maximum-likelihood pair fit,
+    default) or "mi" (the paper's
     mutual-information match, sign from the table); ``shrink`` None or "eb" (empirical-Bayes
     shrinkage of pair correlations, needs ``pair_n``); ``projection`` "dual", "higham" or "clip"
     (``nearest_correlation``, used when the assembled matrix is not positive definite);
@@ -52,29 +54,32 @@ class GaussianCopula:
     None when built by ``from_parameters``/``from_dict``).
     """
 
+    @renamed_keywords(method="copula_fit")
     def __init__(
         self,
-        method: str = "table",
+        copula_fit: str = "table",
         shrink: str | None = None,
         projection: str = "dual",
         min_eigenvalue: float = 1e-6,
         allow_missing_pairs: bool = False,
     ) -> None:
-        if method not in METHODS:
-            raise CopulaError(f"method must be one of {METHODS}, got {method!r}")
+        if copula_fit not in METHODS:
+            raise CopulaError(f"copula_fit must be one of {METHODS}, got {copula_fit!r}")
         if shrink not in SHRINKAGE:
             raise CopulaError(f"shrink must be one of {SHRINKAGE}, got {shrink!r}")
         if projection not in PROJECTIONS:
             raise CopulaError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
-        self.method = method
+        self.copula_fit = copula_fit
         self.shrink = shrink
         self.projection = projection
         self.min_eigenvalue = float(min_eigenvalue)
         self.allow_missing_pairs = bool(allow_missing_pairs)
 
+    method = renamed_attribute("copula_fit", "method")
+
     def __repr__(self) -> str:
         g = f", g={len(self.marginals_)}" if hasattr(self, "marginals_") else ""
-        return f"GaussianCopula(method={self.method!r}, shrink={self.shrink!r}{g})"
+        return f"GaussianCopula(copula_fit={self.copula_fit!r}, shrink={self.shrink!r}{g})"
 
     # ---- fitting -------------------------------------------------------------------------------
     def fit(self, marginals: Sequence, pair_tables, pair_n=None) -> "GaussianCopula":
@@ -84,7 +89,7 @@ class GaussianCopula:
         pair_n: records behind each pair table (number, mapping, (g, g) array or None).
         """
         result: CorrelationFit = fit_correlation(
-            marginals, pair_tables, method=self.method, n_pairs=pair_n, shrink=self.shrink,
+            marginals, pair_tables, copula_fit=self.copula_fit, n_pairs=pair_n, shrink=self.shrink,
             projection=self.projection, min_eigenvalue=self.min_eigenvalue,
             allow_missing_pairs=self.allow_missing_pairs,
         )
@@ -335,7 +340,7 @@ class GaussianCopula:
             "format": FORMAT,
             "version": FORMAT_VERSION,
             "params": {
-                "method": self.method, "shrink": self.shrink, "projection": self.projection,
+                "copula_fit": self.copula_fit, "shrink": self.shrink, "projection": self.projection,
                 "min_eigenvalue": self.min_eigenvalue,
                 "allow_missing_pairs": self.allow_missing_pairs,
             },
@@ -354,7 +359,10 @@ class GaussianCopula:
                 f"(this reidrisk reads version {FORMAT_VERSION})"
             )
         params = d.get("params", {})
-        known = {"method", "shrink", "projection", "min_eigenvalue", "allow_missing_pairs"}
+        known = {"copula_fit", "shrink", "projection", "min_eigenvalue", "allow_missing_pairs"}
+        if isinstance(params, dict) and "method" in params and "copula_fit" not in params:
+            params = dict(params)  # written before the rename: the pair fit was "method"
+            params["copula_fit"] = params.pop("method")
         if not isinstance(params, dict) or set(params) - known:
             raise CopulaError(f"unknown GaussianCopula params {sorted(set(params) - known)}")
         return cls.from_parameters(d["marginals"], d["correlation"], **params)

@@ -29,6 +29,7 @@ from typing import Sequence
 
 import numpy as np
 
+from reidrisk._compat import renamed_keywords
 from reidrisk.copula.bvn import _owen_cdf, bvn_pdf, bvn_pdf_drho
 from reidrisk.copula.marginals import (
     SUM_TOLERANCE, CopulaError, check_marginal, check_marginals, cumulative, thresholds,
@@ -334,18 +335,20 @@ def _check_tables(batch: PairBatch, tables: Sequence) -> np.ndarray:
     return target / sums[batch.cell_pair]
 
 
+@renamed_keywords(method="copula_fit")
 def fit_pair_correlations(
     marginals: Sequence,
     pairs,
     tables: Sequence,
-    method: str = "table",
+    copula_fit: str = "table",
     n=None,
 ) -> PairFits:
     """Fit rho for every pair at once (paper 004 Section 4.2.3; see the module docstring).
 
     marginals: g probability vectors (declared category order); pairs: (P, 2) attribute indices;
     tables: P estimated pair tables, table p of shape (f[pairs[p, 0]], f[pairs[p, 1]]), each
-    summing to 1; n: None, or the number of records behind each table (scalar or (P,)).
+    summing to 1; n: None, or the number of records behind each table (scalar or (P,));
+    copula_fit (formerly ``method``): "table" or "mi" (module docstring).
 
     The standard error is 1 / sqrt(n I(rho)), I the observed Fisher information per record of the
     multinomial likelihood sum Z log P(rho) at the fitted rho (analytic second derivative); where
@@ -354,8 +357,9 @@ def fit_pair_correlations(
     effective n (the multinomial variance understates the randomization noise). Pairs whose table
     does not depend on rho (a marginal concentrated on one category) get rho = 0.
     """
+    method = copula_fit
     if method not in METHODS:
-        raise CopulaError(f"method must be one of {METHODS}, got {method!r}")
+        raise CopulaError(f"copula_fit must be one of {METHODS}, got {method!r}")
     margs = check_marginals(marginals)
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     g = len(margs)
@@ -406,13 +410,14 @@ def fit_pair_correlations(
     return PairFits(pairs, rho, se, kl, mi_hat, method, converged, int(iters))
 
 
-def fit_pair_correlation(table, marg_j, marg_j2, method: str = "table", n=None) -> PairFit:
+@renamed_keywords(method="copula_fit")
+def fit_pair_correlation(table, marg_j, marg_j2, copula_fit: str = "table", n=None) -> PairFit:
     """Fit rho for one pair table (f_j, f_j') given the marginals of j and j' (see
     ``fit_pair_correlations``, which does many pairs in one batch)."""
     pa, pb = check_marginal(marg_j, "j"), check_marginal(marg_j2, "j'")
-    fits = fit_pair_correlations([pa, pb], [[0, 1]], [table], method=method, n=n)
+    fits = fit_pair_correlations([pa, pb], [[0, 1]], [table], copula_fit=copula_fit, n=n)
     return PairFit(
         rho=float(fits.rho[0]), se=float(fits.se[0]), kl=float(fits.kl[0]),
-        mutual_information=float(fits.mutual_information[0]), method=method,
+        mutual_information=float(fits.mutual_information[0]), method=copula_fit,
         converged=bool(fits.converged[0]),
     )

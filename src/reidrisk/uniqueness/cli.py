@@ -106,8 +106,11 @@ def _thresholds(ctx, param, value):
                    "inferred from all files, when omitted.")
 @click.option("-T", "--threshold", "thresholds", type=float, multiple=True, callback=_thresholds,
               help="Threshold T >= 1 of P(X > T) and of the flag; repeat for several. [default: 1]")
-@click.option("--method", type=click.Choice(["reidrisk", "paper"]), default="reidrisk", show_default=True,
-              help="reidrisk: calibrated prior, randomization-aware counts; paper: paper 000 as printed.")
+@click.option("--preset", type=click.Choice(["reidrisk", "paper"]), default=None,
+              help="reidrisk (default): calibrated prior, randomization-aware counts; paper: paper "
+                   "000 as printed.")
+@click.option("--method", "old_method", type=click.Choice(["reidrisk", "paper"]), default=None,
+              hidden=True, help="Deprecated name of --preset.")
 @click.option("--rule", type=click.Choice(list(RULES)), default=None,
               help="Decision rule of the flag [default: balanced for reidrisk, expected for paper].")
 @click.option("--id", "id_column", default=None, metavar="COLUMN",
@@ -115,7 +118,8 @@ def _thresholds(ctx, param, value):
 @click.option("-o", "--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Output CSV or Parquet (default: CSV on standard output).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the model's random draws.")
-def score(population, dbs, records, schema_path, thresholds, method, rule, id_column, out, seed) -> None:
+def score(population, dbs, records, schema_path, thresholds, preset, old_method, rule, id_column,
+          out, seed) -> None:
     """Score every query record: E[X], P(X = 1), P(X > T) and a flag, where X is the number of
     people in the population who share the record's values (the person included, so X >= 1).
 
@@ -137,6 +141,12 @@ def score(population, dbs, records, schema_path, thresholds, method, rule, id_co
     from reidrisk.uniqueness.model import Database, UniquenessModel
 
     t0 = time.perf_counter()
+    if old_method is not None:
+        if preset is not None:
+            raise click.UsageError("pass --preset only (--method is its deprecated former name)")
+        click.echo("Warning: --method is deprecated; use --preset.", err=True)
+        preset = old_method
+    preset = preset or "reidrisk"
     specs = [parse_db_spec(s) for s in dbs]
     thresholds = thresholds or (1.0,)
     if out is not None:  # before any work: a bad output path should not cost the computation
@@ -179,7 +189,7 @@ def score(population, dbs, records, schema_path, thresholds, method, rule, id_co
         else:
             databases.append(Database(_encode(schema, frames[i], sp.path), sp.rate, sp.path.name))
     rec = _encode(schema, query, records)
-    model = UniquenessModel(method, rule=rule, rng=seed).fit(databases, population, schema=schema)
+    model = UniquenessModel(preset, rule=rule, rng=seed).fit(databases, population, schema=schema)
     frame, at_risk, result = _score_in_chunks(model, rec, list(thresholds))
     if ids is not None:
         frame.insert(0, id_column, ids)
@@ -193,7 +203,7 @@ def score(population, dbs, records, schema_path, thresholds, method, rule, id_co
                         for j, t in enumerate(result.thresholds))
     click.echo(
         f"Scored {len(frame)} records against {len(databases)} database(s), N = {population:,}, "
-        f"method {method} (rule {result.rule}): flagged {flagged}. "
+        f"preset {preset} (rule {result.rule}): flagged {flagged}. "
         f"({time.perf_counter() - t0:.1f} s)" + (f" Wrote {out}." if out is not None else ""),
         err=True,
     )

@@ -73,6 +73,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from reidrisk._compat import renamed_attribute, renamed_keywords
 from reidrisk.copula import GaussianCopula, rectangle_probability
 from reidrisk.errors import ReidriskError
 from reidrisk.latent import LatentClassModel
@@ -482,7 +483,8 @@ class UniquenessModel:
 
     Parameters
     ----------
-    method : "reidrisk" (default) or "paper"; selects the settings in ``PRESETS``.
+    preset : "reidrisk" (default) or "paper"; selects the settings in ``PRESETS`` (formerly
+        ``method``).
     prior : "calibrated" (empirical-Bayes negative binomial, ``scorer``) or "binomial" (eq. 15-16
         with the floor).
     counts : "channel" (the counts' likelihood through the randomization) or "plain" (eq. 17).
@@ -493,7 +495,8 @@ class UniquenessModel:
     world : "auto", "latent" or "copula" (``DEFAULT_WORLD`` for "reidrisk", the copula for
         "paper"): the population model q comes from.
     latent_classes : K of the latent class world ("auto": held-out likelihood, ``reidrisk.latent``).
-    copula_method : pair fit of the copula ("table", as spec/uniqueness.md asks, or "mi").
+    copula_fit : pair fit of the copula ("table", as spec/uniqueness.md asks, or "mi"; formerly
+        ``copula_method``).
     em_stop : stopping rule of the EM on randomized databases (``DEFAULT_EM_STOP``).
     false_dispersion : dispersion of the chance matches in the channel likelihood
         (``DEFAULT_FALSE_DISPERSION``; np.inf = Poisson).
@@ -509,9 +512,10 @@ class UniquenessModel:
     ``timings_`` (seconds per fitting step).
     """
 
+    @renamed_keywords(method="preset", copula_method="copula_fit")
     def __init__(
         self,
-        method: str = "reidrisk",
+        preset: str = "reidrisk",
         *,
         prior: str | None = None,
         counts: str | None = None,
@@ -521,7 +525,7 @@ class UniquenessModel:
         alpha: float | str | None = None,
         world: str | None = None,
         latent_classes: int | str = "auto",
-        copula_method: str = "table",
+        copula_fit: str = "table",
         em_stop: float | str = DEFAULT_EM_STOP,
         false_dispersion: float = DEFAULT_FALSE_DISPERSION,
         qmc_points: int = DEFAULT_QMC_POINTS,
@@ -529,16 +533,16 @@ class UniquenessModel:
         simulation_cap: int = 1_000_000,
         rng: np.random.Generator | int | None = 0,
     ) -> None:
-        if method not in METHODS:
-            raise UniquenessError(f"method must be one of {list(METHODS)}, got {method!r}")
-        preset = PRESETS[method]
-        self.method = method
-        self.prior = preset["prior"] if prior is None else prior
-        self.counts = preset["counts"] if counts is None else counts
-        self.neighbors = preset["neighbors"] if neighbors is None else bool(neighbors)
-        self.rule = preset["rule"] if rule is None else rule
-        self.floor = preset["floor"] if floor is None else floor
-        self.alpha = preset["alpha"] if alpha is None else alpha
+        if preset not in METHODS:
+            raise UniquenessError(f"preset must be one of {list(METHODS)}, got {preset!r}")
+        chosen = PRESETS[preset]
+        self.preset = preset
+        self.prior = chosen["prior"] if prior is None else prior
+        self.counts = chosen["counts"] if counts is None else counts
+        self.neighbors = chosen["neighbors"] if neighbors is None else bool(neighbors)
+        self.rule = chosen["rule"] if rule is None else rule
+        self.floor = chosen["floor"] if floor is None else floor
+        self.alpha = chosen["alpha"] if alpha is None else alpha
         if self.prior not in PRIORS:
             raise UniquenessError(f"prior must be one of {list(PRIORS)}, got {self.prior!r}")
         if self.counts not in COUNTS:
@@ -557,12 +561,12 @@ class UniquenessModel:
                 raise UniquenessError("the balanced rule needs prior='calibrated' (its base rates)")
             if not (self.alpha == "auto" or isinstance(self.alpha, (int, float))):
                 raise UniquenessError(f"alpha must be a number or 'auto', got {self.alpha!r}")
-        world = preset["world"] if world is None else world
+        world = chosen["world"] if world is None else world
         if world not in WORLDS:
             raise UniquenessError(f"world must be one of {list(WORLDS)}, got {world!r}")
         self.world = world
         self.latent_classes = latent_classes
-        self.copula_method = copula_method
+        self.copula_fit = copula_fit
         self.em_stop = em_stop
         if not float(false_dispersion) > 0:
             raise UniquenessError(f"false_dispersion must be > 0 (np.inf: Poisson), got {false_dispersion!r}")
@@ -576,10 +580,13 @@ class UniquenessModel:
 
     def settings(self) -> dict:
         """The effective settings (after the preset)."""
-        return dict(method=self.method, prior=self.prior, counts=self.counts,
+        return dict(preset=self.preset, prior=self.prior, counts=self.counts,
                     neighbors=self.neighbors, rule=self.rule, floor=self.floor, alpha=self.alpha,
-                    world=self.world, copula_method=self.copula_method, em_stop=self.em_stop,
+                    world=self.world, copula_fit=self.copula_fit, em_stop=self.em_stop,
                     qmc_points=self.qmc_points)
+
+    method = renamed_attribute("preset", "method")
+    copula_method = renamed_attribute("copula_fit", "copula_method")
 
     def __repr__(self) -> str:
         return f"UniquenessModel({', '.join(f'{k}={v!r}' for k, v in self.settings().items())})"
@@ -619,7 +626,7 @@ class UniquenessModel:
         self.world_ = self.world if self.world != "auto" else (
             "copula" if self.reference_ is not None else "latent")
         if self.world_ == "copula":
-            self.copula_ = GaussianCopula(method=self.copula_method).fit(
+            self.copula_ = GaussianCopula(copula_fit=self.copula_fit).fit(
                 list(self.estimate_.marginals), self.estimate_.tables)
             timings["copula"] = time.perf_counter() - t1
         else:
@@ -801,7 +808,7 @@ class UniquenessModel:
             world = _fit_latent(sim, self.schema_, self.latent_.n_classes_, gen)
         else:
             est = estimate_population(sim, self.schema_, self.em_stop)
-            world = GaussianCopula(method=self.copula_method).fit(list(est.marginals), est.tables)
+            world = GaussianCopula(copula_fit=self.copula_fit).fit(list(est.marginals), est.tables)
         k = min(self.n_calibration, Ns)
         targets = population[gen.choice(Ns, k, replace=False)]
         y = match_counts(targets, population) - 1
@@ -916,7 +923,7 @@ class UniquenessModel:
             expected, variance, p_unique = post.expected, post.variance, post.p_unique
         for arr in (q, counts, greater):
             arr.flags.writeable = False
-        return UniquenessScores(self.method, self.settings(), self.rule, Nn, q, counts, expected,
+        return UniquenessScores(self.preset, self.settings(), self.rule, Nn, q, counts, expected,
                                 variance, p_unique, thresholds, pg, greater, base, post)
 
 

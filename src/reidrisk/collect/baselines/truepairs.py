@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from reidrisk._compat import renamed_attribute, renamed_keywords
 from reidrisk.collect.baselines.base import Method
 
 
@@ -21,8 +22,11 @@ class TruePairsCopula(Method):
     mechanism = None
     needs_truth = True
 
-    def __init__(self, method: str = "table") -> None:
-        self.method = method
+    @renamed_keywords(method="copula_fit")
+    def __init__(self, copula_fit: str = "table") -> None:
+        self.copula_fit = copula_fit
+
+    method = renamed_attribute("copula_fit", "method")
 
     def fit(self, reports):
         raise NotImplementedError("TruePairsCopula needs the true data: use fit_truth(schema, codes)")
@@ -43,7 +47,7 @@ class TruePairsCopula(Method):
                 if both:
                     tables[(j, k)] = contingency(codes, sizes, [j, k])
                     n[(j, k)] = float(both)
-        self.model_ = fit_copula(margs, tables, n, shrink=None, method=self.method)
+        self.model_ = fit_copula(margs, tables, n, shrink=None, method=self.copula_fit)
         self.schema_ = schema
         return self
 
