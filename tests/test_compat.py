@@ -105,3 +105,80 @@ def test_estimator_keyword_of_the_population_uniques_estimators():
         old = estimate_population_uniques(sample, 3000, method="zayatz")
     assert old.method == new.method == "zayatz"
     assert old.population_uniques == new.population_uniques
+
+
+# ---- preset= and copula_fit= (formerly method= and copula_method=) ----------------------------
+def _copula_inputs():
+    from reidrisk.copula import bivariate_table
+
+    pa, pb = np.array([0.2, 0.3, 0.5]), np.array([0.6, 0.4])
+    return [pa, pb], {(0, 1): bivariate_table(0.4, pa, pb)}
+
+
+def test_copula_fit_keyword_of_the_copula_functions():
+    from reidrisk.copula import GaussianCopula
+    from reidrisk.copula.matrix import fit_correlation, fit_correlation_matrix
+    from reidrisk.copula.pairs import fit_pair_correlation, fit_pair_correlations
+
+    margs, tables = _copula_inputs()
+    table = tables[(0, 1)]
+    new = fit_pair_correlation(table, *margs, copula_fit="mi")
+    with pytest.warns(DeprecationWarning, match="'method' is deprecated; use 'copula_fit'"):
+        old = fit_pair_correlation(table, *margs, method="mi")
+    assert (old.rho, old.method) == (new.rho, "mi")
+    new_p = fit_pair_correlations(margs, [[0, 1]], [table], copula_fit="mi")
+    with pytest.warns(DeprecationWarning, match="'method' is deprecated"):
+        _same(fit_pair_correlations(margs, [[0, 1]], [table], method="mi").rho, new_p.rho)
+    new_c = fit_correlation(margs, tables, copula_fit="mi").correlation
+    with pytest.warns(DeprecationWarning, match="'method' is deprecated"):
+        _same(fit_correlation(margs, tables, method="mi").correlation, new_c)
+    with pytest.warns(DeprecationWarning, match="'method' is deprecated"):
+        _same(fit_correlation_matrix(margs, tables, method="mi"), new_c)
+    with pytest.warns(DeprecationWarning, match="'method' is deprecated; use 'copula_fit'"):
+        old = GaussianCopula(method="mi").fit(margs, tables)
+    _same(old.correlation_, GaussianCopula(copula_fit="mi").fit(margs, tables).correlation_)
+    with pytest.warns(DeprecationWarning, match="attribute 'method' is deprecated"):
+        assert old.method == old.copula_fit == "mi"
+
+
+def test_copula_files_with_the_former_params_key_still_read():
+    from reidrisk.copula import GaussianCopula
+
+    margs, tables = _copula_inputs()
+    model = GaussianCopula(copula_fit="mi").fit(margs, tables)
+    d = model.to_dict()
+    assert d["params"]["copula_fit"] == "mi" and "method" not in d["params"]
+    d["params"]["method"] = d["params"].pop("copula_fit")  # as written before the rename
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # reading an old file is not a deprecated call
+        back = GaussianCopula.from_dict(d)
+    assert back.copula_fit == "mi"
+    _same(back.correlation_, model.correlation_)
+
+
+def test_copula_fit_keyword_of_the_collect_pipeline_and_true_pairs():
+    from reidrisk.collect import CollectPipeline
+    from reidrisk.collect.baselines import TruePairsCopula
+
+    with pytest.warns(DeprecationWarning, match="'copula_method' is deprecated; use 'copula_fit'"):
+        old = CollectPipeline(copula_method="mi")
+    assert old.settings() == CollectPipeline(copula_fit="mi").settings()
+    assert old.settings()["copula_fit"] == "mi"
+    with pytest.warns(DeprecationWarning, match="attribute 'copula_method' is deprecated"):
+        assert old.copula_method == "mi"
+    with pytest.warns(DeprecationWarning, match="'method' is deprecated; use 'copula_fit'"):
+        assert TruePairsCopula(method="mi").copula_fit == "mi"
+
+
+def test_preset_and_copula_fit_keywords_of_the_uniqueness_model():
+    from reidrisk.uniqueness import UniquenessModel
+
+    new = UniquenessModel(preset="paper", copula_fit="mi")
+    with pytest.warns(DeprecationWarning, match="'method' is deprecated; use 'preset'"):
+        old = UniquenessModel(method="paper", copula_fit="mi")
+    assert old.settings() == new.settings() and new.settings()["preset"] == "paper"
+    with pytest.warns(DeprecationWarning, match="'copula_method' is deprecated; use 'copula_fit'"):
+        assert UniquenessModel(copula_method="mi").settings() == \
+            UniquenessModel(copula_fit="mi").settings()
+    with pytest.warns(DeprecationWarning, match="attribute 'method' is deprecated"):
+        assert new.method == "paper"

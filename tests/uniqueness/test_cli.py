@@ -264,3 +264,14 @@ def test_census_database_scores_the_true_population_counts(tmp_path):
     np.testing.assert_array_equal(scores["count_db1"].to_numpy(), truth)
     np.testing.assert_array_equal(scores["expected_count"].to_numpy(), truth)
     np.testing.assert_array_equal(scores["p_unique"].to_numpy(), (truth == 1).astype(float))
+
+
+def test_former_option_method_still_chooses_the_preset_with_a_warning(files):
+    args = ("--population", N, "--db", f"{files / 'db.csv'}:0.2", "--records",
+            files / "records.csv", "--schema", files / "schema.json", "--id", "person")
+    old = run(*args, "--method", "paper")
+    assert old.exit_code == 0, old.output
+    assert "--method is deprecated; use --preset" in old.output
+    assert old.stdout == run(*args, "--preset", "paper").stdout
+    both = run(*args, "--method", "paper", "--preset", "paper")
+    assert both.exit_code == 2 and "pass --preset only" in both.output
