@@ -175,16 +175,20 @@ def reports_frame(reports: RecordReports) -> pd.DataFrame:
 
 
 def reports_metadata(reports: RecordReports, protocol: Protocol) -> dict:
+    return _metadata(reports.schema, reports.mechanisms, protocol, reports.n, reports.privacy_loss)
+
+
+def _metadata(schema: Schema, mechanisms, protocol: Protocol, n: int, privacy_loss: float) -> dict:
     return {
         "format": REPORTS_FORMAT,
         "version": REPORTS_VERSION,
-        "n": reports.n,
-        "privacy_loss": reports.privacy_loss,
-        "schema": reports.schema.to_dict(),
+        "n": int(n),
+        "privacy_loss": float(privacy_loss),
+        "schema": schema.to_dict(),
         "protocol": protocol.to_dict(),
         "attributes": [
             {"name": a.name, "codec": codec_of(m), "mechanism": jsonable(m.params())}
-            for a, m in zip(reports.schema, reports.mechanisms)
+            for a, m in zip(schema, mechanisms)
         ],
     }
 
@@ -259,6 +263,77 @@ def write_reports(path: str | Path, reports: RecordReports | CollectedReports,
         atomic_write(side, lambda tmp: tmp.write_text(text))
         atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False, sep=sep, compression=comp))
     return path
+
+
+PARTITION_ROW_GROUP = 1 << 16
+"""Rows per Parquet row group in a partition file: the unit a chunked reader loads at once."""
+
+
+def _native_column(mech: Mechanism, codec: str, rep):
+    """One attribute's reports as an Arrow array in the ``native`` layout (``write_partition``)."""
+    import pyarrow as pa
+
+    from reidrisk.mechanisms.oue import PackedBits, UnaryEncoding
+
+    if isinstance(rep, PackedBits) or (codec == "bits" and isinstance(mech, UnaryEncoding)):
+        packed = rep if isinstance(rep, PackedBits) else mech.pack(rep)
+        n, width = packed.bits.shape
+        valid = pa.py_buffer(np.packbits(~packed.missing, bitorder="little"))
+        data = pa.py_buffer(np.ascontiguousarray(packed.bits))
+        return pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), n, [valid, data])
+    rep = np.asarray(rep)
+    miss = np.asarray(mech.is_missing(rep), dtype=bool)
+    if codec == "int":
+        return pa.array(rep.astype(np.int64), mask=miss)
+    if codec == "float":
+        return pa.array(rep.astype(np.float64), mask=miss)
+    return pa.array(_encode_column(mech, codec, rep), type=pa.string())
+
+
+def write_partition(path: str | Path, schema: Schema, mechanisms, columns, protocol: Protocol, *,
+                    filesystem=None, row_group_rows: int = PARTITION_ROW_GROUP,
+                    check_rows: int = PARTITION_ROW_GROUP) -> str:
+    """Write one Parquet partition of reports in the compact ``native`` layout; returns its path.
+
+    ``columns``: one report array per attribute (schema order), or, for a unary encoding (OUE,
+    RAPPOR), a ``PackedBits``. Cells are stored as Parquet numbers (``int``/``float`` codecs), as
+    fixed-size binaries of ``np.packbits`` of the bits (``bits``: 8 bits a byte, ceil(k/8) bytes a
+    report, never unpacked whole) or as text (``ints``), null where missing; ``read_reports`` and
+    the chunked reader (``reidrisk.collect.partitioned``) decode them with ``decode_column``. The
+    metadata (module doc) is stored in the file, so each partition describes itself. The batch is
+    checked against the protocol ``check_rows`` rows at a time (packed columns unpacked a chunk at
+    a time). ``filesystem``: a ``pyarrow.fs`` filesystem (default: local, written atomically).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from reidrisk.mechanisms.oue import PackedBits
+
+    mechs = tuple(mechanisms)
+    cols = list(columns)
+    if not (len(schema) == len(mechs) == len(cols)):
+        raise ReportsFileError("write_partition needs one mechanism and one column per attribute")
+    ns = {len(c) for c in cols}
+    if len(ns) != 1:
+        raise ReportsFileError(f"report columns have different lengths {sorted(ns)}")
+    n = ns.pop()
+    loss = 0.0
+    for s in range(0, n, check_rows):
+        part = tuple(c.unpack(s, s + check_rows) if isinstance(c, PackedBits)
+                     else np.asarray(c)[s:s + check_rows] for c in cols)
+        chunk = RecordReports(schema, mechs, part)
+        protocol.check_reports(chunk)
+        loss = max(loss, chunk.privacy_loss)
+    meta = _metadata(schema, mechs, protocol, n, loss)
+    arrays = [_native_column(m, codec_of(m), c) for m, c in zip(mechs, cols)]
+    table = pa.Table.from_arrays(arrays, names=schema.names)
+    table = table.replace_schema_metadata({PARQUET_KEY: json.dumps(meta, indent=1).encode()})
+    if filesystem is None:
+        atomic_write(Path(path), lambda tmp: pq.write_table(table, tmp,
+                                                            row_group_size=row_group_rows))
+    else:
+        pq.write_table(table, str(path), filesystem=filesystem, row_group_size=row_group_rows)
+    return str(path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -361,11 +436,15 @@ def decode_column(path: Path, attr_name: str, mech: Mechanism, codec: str,
     ``path`` and the attribute. The one decoder of report cells (files and the service)."""
     n = len(cells)
     miss = cells.isna().to_numpy()
-    text = cells[~miss].astype(str).str.strip()
     out = _missing_rows(mech, n)
     present_idx = np.flatnonzero(~miss)
     if present_idx.size == 0:
         return out
+    if codec in ("int", "float") and pd.api.types.is_numeric_dtype(cells.dtype):
+        return _decode_native(path, attr_name, codec, cells, out, present_idx)
+    if codec == "bits" and isinstance(cells.iloc[present_idx[0]], (bytes, bytearray)):
+        return _decode_packed(path, attr_name, cells, out, present_idx)
+    text = cells[~miss].astype(str).str.strip()
 
     def bad_cell(pos: int, why: str) -> ReportsFileError:
         row = int(present_idx[pos])
@@ -429,6 +508,51 @@ def decode_column(path: Path, attr_name: str, mech: Mechanism, codec: str,
         return out
     raise ReportsFileError(f"{path.name}: column {attr_name!r} has unknown codec {codec!r}; "
                            f"expected one of {CODECS}")
+
+
+def _decode_native(path: Path, attr_name: str, codec: str, cells: pd.Series, out: np.ndarray,
+                   present_idx: np.ndarray) -> np.ndarray:
+    """Cells stored as numbers (the ``native`` layout): ``int`` codes, ``float`` values."""
+    vals = cells.iloc[present_idx].to_numpy(dtype=np.float64)
+    if codec == "int":
+        frac = vals % 1 != 0
+        if frac.any():
+            row = int(present_idx[np.flatnonzero(frac)[0]])
+            raise ReportsFileError(
+                f"{path.name}: column {attr_name!r}, row {row}: cell {cells.iloc[row]!r} is not an "
+                "integer code")
+        out = np.asarray(out).copy()
+        out[present_idx] = vals.astype(np.int64)
+        return out
+    out = np.asarray(out, dtype=np.float64).copy()
+    out[present_idx] = vals
+    return out
+
+
+def _decode_packed(path: Path, attr_name: str, cells: pd.Series, out: np.ndarray,
+                   present_idx: np.ndarray) -> np.ndarray:
+    """Unary reports stored bit-packed (the ``native`` layout): each cell ``np.packbits`` of the
+    k bits (``PackedBits``), ceil(k/8) bytes with zero padding bits."""
+    from reidrisk.mechanisms.oue import packed_width
+
+    k = out.shape[1]
+    width = packed_width(k)
+    vals = cells.iloc[present_idx].tolist()
+    lens = np.fromiter((len(v) if isinstance(v, (bytes, bytearray)) else -1 for v in vals),
+                       dtype=np.int64, count=len(vals))
+    if (lens != width).any():
+        row = int(present_idx[np.flatnonzero(lens != width)[0]])
+        raise ReportsFileError(
+            f"{path.name}: column {attr_name!r}, row {row}: a packed report must hold {width} bytes "
+            f"(k = {k} bits), got {cells.iloc[row]!r}")
+    bits = np.unpackbits(np.frombuffer(b"".join(vals), dtype=np.uint8).reshape(-1, width), axis=1)
+    if width * 8 > k and bits[:, k:].any():
+        row = int(present_idx[np.flatnonzero(bits[:, k:].any(axis=1))[0]])
+        raise ReportsFileError(f"{path.name}: column {attr_name!r}, row {row}: the packed report "
+                               f"sets a bit past k = {k}")
+    out = np.asarray(out).copy()
+    out[present_idx] = bits[:, :k]
+    return out
 
 
 def has_metadata(path: str | Path) -> bool:
@@ -527,8 +651,21 @@ def _read_label_reports(path: Path, schema: Schema, epsilon: float) -> Collected
     return CollectedReports(RecordReports(schema, tuple(mechs), tuple(reps)), protocol)
 
 
-def _read_described(path: Path) -> CollectedReports:
-    meta, frame = _read_metadata(path)
+@dataclass(frozen=True)
+class ReportsHeader:
+    """What a reports file's metadata declares (``read_header``): enough to decode its cells."""
+
+    meta: dict
+    schema: Schema
+    protocol: Protocol
+    mechanisms: tuple
+    codecs: tuple
+
+
+def read_header(path: str | Path, meta: dict) -> ReportsHeader:
+    """The schema, protocol and rebuilt mechanisms of parsed metadata ``meta`` of ``path``;
+    errors name ``path``."""
+    path = Path(path)
     try:
         schema = Schema.from_dict(meta["schema"])
     except SchemaError as exc:
@@ -540,6 +677,53 @@ def _read_described(path: Path) -> CollectedReports:
             f"{str(path)!r}: the metadata's attributes {[a.get('name') for a in attrs]} do not "
             f"match the schema {schema.names}"
         )
+    mechs, codecs = [], []
+    for attr, entry in zip(schema, attrs):
+        mech = rebuild_mechanism(attr.name, attr.size, entry.get("mechanism", {}))
+        codec = entry.get("codec")
+        if codec != codec_of(mech):
+            raise ReportsFileError(
+                f"{str(path)!r}: column {attr.name!r} declares codec {codec!r}, but {mech.name!r} "
+                f"reports use {codec_of(mech)!r}"
+            )
+        mechs.append(mech)
+        codecs.append(codec)
+    return ReportsHeader(meta, schema, protocol, tuple(mechs), tuple(codecs))
+
+
+def decode_frame(path: str | Path, header: ReportsHeader, frame: pd.DataFrame) -> CollectedReports:
+    """Decode and validate a frame of report cells (all rows of a file, or a chunk of them)
+    declared by ``header``: every cell, every report against its mechanism, the batch against the
+    protocol and the declared privacy loss (module doc). Errors name ``path``, column and row."""
+    path = Path(path)
+    schema, protocol = header.schema, header.protocol
+    absent = [c for c in schema.names if c not in frame.columns]
+    extra = [c for c in frame.columns if c not in schema.names]
+    if absent or extra:
+        raise ReportsFileError(
+            f"{str(path)!r}: columns do not match the schema (absent: {absent}, unexpected: {extra})"
+        )
+    reps = []
+    for attr, mech, codec in zip(schema, header.mechanisms, header.codecs):
+        rep = decode_column(path, attr.name, mech, codec, frame[attr.name])
+        try:
+            rep = mech.validate_reports(rep)
+        except MechanismError as exc:
+            raise ReportsFileError(f"{path.name}: column {attr.name!r}: {exc}") from None
+        reps.append(rep)
+    collected = CollectedReports(RecordReports(schema, header.mechanisms, tuple(reps)), protocol)
+    try:
+        protocol.check_reports(collected.reports)
+    except ProtocolError as exc:
+        raise ReportsFileError(f"{path.name}: {exc}") from None
+    check_declared_loss(f"reports file {str(path)!r}", header.meta, collected.privacy_loss)
+    return collected
+
+
+def _read_described(path: Path) -> CollectedReports:
+    meta, frame = _read_metadata(path)
+    header = read_header(path, meta)
+    schema = header.schema
     if frame is None:
         sep = "\t" if path.name.lower().endswith(".tsv") else ","
         try:
@@ -565,29 +749,7 @@ def _read_described(path: Path) -> CollectedReports:
             f"{str(path)!r} has {len(frame)} rows but its metadata declares n = {meta['n']}; the "
             "file is truncated or was edited"
         )
-    mechs, reps = [], []
-    for attr, entry in zip(schema, attrs):
-        mech = rebuild_mechanism(attr.name, attr.size, entry.get("mechanism", {}))
-        codec = entry.get("codec")
-        if codec != codec_of(mech):
-            raise ReportsFileError(
-                f"{str(path)!r}: column {attr.name!r} declares codec {codec!r}, but {mech.name!r} "
-                f"reports use {codec_of(mech)!r}"
-            )
-        rep = decode_column(path, attr.name, mech, codec, frame[attr.name])
-        try:
-            rep = mech.validate_reports(rep)
-        except MechanismError as exc:
-            raise ReportsFileError(f"{path.name}: column {attr.name!r}: {exc}") from None
-        mechs.append(mech)
-        reps.append(rep)
-    collected = CollectedReports(RecordReports(schema, tuple(mechs), tuple(reps)), protocol)
-    try:
-        protocol.check_reports(collected.reports)
-    except ProtocolError as exc:
-        raise ReportsFileError(f"{path.name}: {exc}") from None
-    check_declared_loss(f"reports file {str(path)!r}", meta, collected.privacy_loss)
-    return collected
+    return decode_frame(path, header, frame)
 
 
 def check_declared_loss(source: str, meta: dict, implied: float,
@@ -615,8 +777,8 @@ def check_declared_loss(source: str, meta: dict, implied: float,
 
 
 __all__ = [
-    "CollectedReports", "REPORTS_FORMAT", "REPORTS_VERSION", "ReportsFileError",
-    "check_declared_loss", "codec_of", "decode_column", "has_metadata", "jsonable",
-    "read_reports", "rebuild_mechanism", "reports_frame",
-    "sidecar_path", "write_reports",
+    "CollectedReports", "PARTITION_ROW_GROUP", "REPORTS_FORMAT", "REPORTS_VERSION",
+    "ReportsFileError", "ReportsHeader", "check_declared_loss", "codec_of", "decode_column",
+    "decode_frame", "has_metadata", "jsonable", "read_header", "read_reports", "rebuild_mechanism",
+    "reports_frame", "sidecar_path", "write_partition", "write_reports",
 ]

@@ -101,6 +101,34 @@ class UnaryEncoding(Mechanism):
             block[xs == MISSING] = MISSING_BITS
         return out
 
+    def perturb_packed(self, values, rng=None) -> PackedBits:
+        """Randomize codes (n,) straight into bit-packed reports (``PackedBits``): 8x smaller.
+
+        The same channel and the same draws as ``perturb``: the rows are randomized ``perturb``'s
+        chunk at a time (``_CHUNK_CELLS // k`` rows, which is how ``perturb`` consumes ``rng``),
+        each chunk packed (``np.packbits`` along the bits) into the (n, ceil(k/8)) output before the
+        next is drawn, so for the same seed ``perturb_packed(x, s).unpack() == perturb(x, s)`` and
+        the peak memory is the packed output plus one chunk (a few MiB), not n x k bytes.
+        """
+        rng = as_generator(rng)
+        x = check_codes(values, self.k)
+        n = x.size
+        bits = np.empty((n, packed_width(self.k)), dtype=np.uint8)
+        chunk = max(1, _CHUNK_CELLS // self.k)
+        for s in range(0, n, chunk):
+            block = self.perturb(x[s : s + chunk], rng=rng)
+            block[x[s : s + chunk] == MISSING] = 0
+            bits[s : s + chunk] = np.packbits(block, axis=1)
+        return PackedBits(bits, x == MISSING, self.k)
+
+    def pack(self, reports) -> PackedBits:
+        """Bit-pack unpacked reports (uint8 (n, k), rows of ``MISSING_BITS`` where missing)."""
+        y = self._as_reports(reports)
+        missing = np.asarray(self.is_missing(y), dtype=bool)
+        bits = np.packbits(y == 1, axis=1)
+        bits[missing] = 0
+        return PackedBits(bits, missing, self.k)
+
     # ---- channel ---------------------------------------------------------------------------------
     def _log_terms(self) -> tuple[float, float, float, float]:
         p, q = self.p_bit, self.q_bit
@@ -188,6 +216,51 @@ class UnaryEncoding(Mechanism):
         check_whole_rows(miss, y, self.name, MISSING_BITS,
                          f"a missing report has every entry {MISSING_BITS}")
         return y.astype(np.uint8, copy=False)
+
+
+def packed_width(k: int) -> int:
+    """Bytes of one bit-packed report of a k-bit unary encoding: ceil(k / 8)."""
+    return -(-int(k) // 8)
+
+
+class PackedBits:
+    """Unary reports bit-packed (8 reports bits per byte): the compact form of an (n, k) uint8
+    report matrix, for storing and counting large batches (``UnaryEncoding.perturb_packed``).
+
+    ``bits`` uint8 (n, ceil(k/8)): ``np.packbits`` of each row (first bit in the high bit; zero
+    bytes on a missing row); ``missing`` bool (n,); ``k`` the number of bits. ``unpack(start,
+    stop)`` gives rows start:stop in the mechanisms' report layout (uint8 (m, k), a row of
+    ``MISSING_BITS`` where missing), so a batch is unpacked a chunk at a time.
+    """
+
+    __slots__ = ("bits", "missing", "k")
+
+    def __init__(self, bits, missing, k: int) -> None:
+        bits = np.asarray(bits, dtype=np.uint8)
+        missing = np.asarray(missing, dtype=bool)
+        if bits.ndim != 2 or bits.shape[1] != packed_width(k):
+            raise MechanismError(f"packed unary reports of k = {k} bits must be (n, "
+                                 f"{packed_width(k)}) bytes, got shape {bits.shape}")
+        if missing.shape != (bits.shape[0],):
+            raise MechanismError(f"the missing mask must be ({bits.shape[0]},), got "
+                                 f"{missing.shape}")
+        self.bits, self.missing, self.k = bits, missing, int(k)
+
+    def __len__(self) -> int:
+        return self.bits.shape[0]
+
+    @property
+    def nbytes(self) -> int:
+        return self.bits.nbytes + self.missing.nbytes
+
+    def unpack(self, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """Rows start:stop as uint8 (m, k) reports (``MISSING_BITS`` rows where missing)."""
+        out = np.unpackbits(self.bits[start:stop], axis=1, count=self.k)
+        out[self.missing[start:stop]] = MISSING_BITS
+        return out
+
+    def take(self, rows) -> PackedBits:
+        return PackedBits(self.bits[rows], self.missing[rows], self.k)
 
 
 class OUE(UnaryEncoding):

@@ -1,0 +1,77 @@
+"""Counting partitioned reports on a Dask cluster (the ``reidrisk[dask]`` extra).
+
+The count tables of a collection are sums over reports (``reidrisk.collect.partitioned``), so a
+cluster computes them as a map and a reduction: each worker runs ``count_partition`` (the same
+function, the same ``pair_counts`` kernel as the single-machine chunked reader) on the partitions
+it is given, reading them itself from the shared storage (a path every worker sees, or any fsspec
+URL), and the scheduler sums the (F x F) tables in a tree of fan-in ``split_every``, so neither
+the client nor any worker ever holds more than ``split_every`` tables. Only the small tables
+travel; the reports stay in storage. The result is the same integers as ``count_reports`` on one
+machine.
+
+The fit itself (``CollectPipeline.fit_counts``) then runs on the client: it reads only the counts
+(O(F^2), independent of the number of reports), so it does not need the cluster.
+
+    from distributed import Client, LocalCluster
+    from reidrisk.collect.dask_counts import count_dask
+
+    with LocalCluster(n_workers=2, threads_per_worker=1) as cluster, Client(cluster) as client:
+        counts = count_dask("s3://bucket/reports/", client=client)
+"""
+
+from __future__ import annotations
+
+from reidrisk.collect.partitioned import Partition, count_partition, partitions, sum_counts
+from reidrisk.estimation.pairs import PairCounts
+
+SPLIT_EVERY = 8
+"""Fan-in of the reduction tree: tables summed per task."""
+
+
+def _require_dask():
+    try:
+        import dask
+    except ImportError:  # pragma: no cover - exercised only without the extra
+        raise ImportError("counting on Dask needs the dask extra: pip install 'reidrisk[dask]'"
+                          ) from None
+    return dask
+
+
+def count_graph(parts: list[Partition], *, chunk_rows: int | None = None,
+                split_every: int = SPLIT_EVERY):
+    """The Dask graph (one ``dask.delayed``) of the counts of ``parts``: one ``count_partition``
+    task per partition, then ``sum_counts`` tasks of ``split_every`` inputs each, level by level,
+    down to one table."""
+    dask = _require_dask()
+    if not parts:
+        raise ValueError("no partitions to count")
+    if int(split_every) < 2:
+        raise ValueError(f"split_every must be at least 2, got {split_every}")
+    count = dask.delayed(count_partition, pure=True)
+    add = dask.delayed(sum_counts, pure=True)
+    level = [count(p, chunk_rows=chunk_rows, dask_key_name=f"count-partition-{i}")
+             for i, p in enumerate(parts)]
+    depth = 0
+    while len(level) > 1:
+        depth += 1
+        level = [add(*level[i:i + split_every], dask_key_name=f"sum-counts-{depth}-{i}")
+                 for i in range(0, len(level), split_every)]
+    return level[0]
+
+
+def count_dask(source, client=None, *, chunk_rows: int | None = None,
+               storage_options: dict | None = None, split_every: int = SPLIT_EVERY) -> PairCounts:
+    """The count tables of every report of ``source`` computed on Dask: the partitions are
+    counted on the workers (``count_partition``) and summed by the scheduler's tree reduction
+    (``count_graph``). ``client``: a ``distributed.Client`` (default: the current one, else
+    Dask's default scheduler). ``source``: a directory or URL every worker can read, or the
+    list of ``partitions(...)``. Equal, integer for integer, to ``count_reports(source)``."""
+    _require_dask()
+    parts = partitions(source, storage_options)
+    graph = count_graph(parts, chunk_rows=chunk_rows, split_every=split_every)
+    if client is not None:
+        return client.compute(graph).result()
+    return graph.compute()
+
+
+__all__ = ["SPLIT_EVERY", "count_dask", "count_graph"]

@@ -1,0 +1,364 @@
+"""Reports in partitioned Parquet: counted a chunk at a time, on one machine or on Dask.
+
+Every estimator of ``reidrisk.collect`` reads the reports only through their count tables
+(``reidrisk.estimation.pairs.PairCounts``: the Gram matrix ``B^T B`` of report memberships, the
+presence Gram ``P^T P`` and n; paper 004 eq. 5, 12-13). Each is a sum over reports, so the counts of
+a batch are the sums of the counts of its parts, exactly (integers). A batch too large for memory is
+therefore stored as a directory of Parquet files (*partitions*, each describing itself with the
+reports metadata of ``reidrisk.collect.reports_io``), read one row group chunk at a time,
+counted chunk by chunk with ``pair_counts`` and the counts summed; the model is then fitted from the
+counts alone (``CollectPipeline.fit_counts``). Memory is bounded by one chunk plus the count tables
+(F x F int64, F the total number of categories), whatever the number of reports.
+
+The same ``count_partition`` is the unit of work on a cluster: ``reidrisk.collect.dask_counts``
+maps it over the partitions on Dask workers and sums the tables by a tree reduction.
+
+API (stable):
+
+* ``partitions(source, storage_options=None) -> list[Partition]``: the files of a directory (or
+  one file), local or any fsspec URL (``s3://bucket/reports/``, ``gs://``, ``memory://``...);
+* ``read_partition_header(partition) -> ReportsHeader``: schema, protocol, mechanisms of a file;
+* ``iter_reports(source, chunk_rows=None) -> Iterator[RecordReports]``: decoded, validated chunks;
+* ``count_partition(partition, chunk_rows=None) -> PairCounts``;
+* ``count_reports(source, chunk_rows=None, progress=True) -> PairCounts``: all partitions;
+* ``fit_partitioned(source, pipeline=None, client=None) -> CollectModel``;
+* ``write_partitioned(directory, reports, protocol, rows_per_partition)`` and
+  ``PartitionWriter`` (one partition per ``write``, for batches produced a chunk at a time).
+
+Files are decoded by the one reader of reports cells (``reports_io.decode_frame``); partitions
+written here use its compact layout (``reports_io.write_partition``: numbers, and unary reports
+bit-packed), and text-layout Parquet files written by ``write_reports`` are read as well.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import operator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from reidrisk.collect.reports_io import (
+    PARQUET_KEY,
+    PARTITION_ROW_GROUP,
+    CollectedReports,
+    ReportsFileError,
+    ReportsHeader,
+    _parse_meta,
+    decode_frame,
+    read_header,
+    write_partition,
+)
+from reidrisk.estimation.pairs import PairCounts, pair_counts
+from reidrisk.mechanisms.record import RecordReports
+
+if TYPE_CHECKING:  # pragma: no cover
+    from reidrisk.collect.pipeline import CollectModel, CollectPipeline
+    from reidrisk.collect.protocol import Protocol
+    from reidrisk.schema import Schema
+
+CHUNK_CELLS = 1 << 22
+"""Default chunk size in report-matrix cells (rows x total categories F): a chunk's float32
+support matrix is then at most 16 MiB, so the reader's memory does not grow with n."""
+
+_SAME_KEYS = ("schema", "protocol", "attributes")
+
+
+def default_chunk_rows(sizes: Iterable[int]) -> int:
+    """Rows per chunk for attributes of domain sizes ``sizes``: ``CHUNK_CELLS / F``, between
+    1,024 and 65,536 (one Parquet row group of ``write_partition``)."""
+    F = max(1, int(sum(int(f) for f in sizes)))
+    return int(min(PARTITION_ROW_GROUP, max(1024, CHUNK_CELLS // F)))
+
+
+# ---------------------------------------------------------------------------------------------
+# where the partitions are
+# ---------------------------------------------------------------------------------------------
+def _is_url(source) -> bool:
+    return isinstance(source, str) and "://" in source
+
+
+def filesystem(source, storage_options: dict | None = None):
+    """``(pyarrow filesystem, path)`` of a local path or an fsspec URL (fsspec resolves the URL:
+    any protocol it knows, with ``storage_options`` such as credentials or endpoints)."""
+    import pyarrow.fs as pafs
+
+    if _is_url(source):
+        try:
+            import fsspec
+        except ImportError:  # pragma: no cover - fsspec comes with dask and pandas' io extras
+            raise ReportsFileError(
+                f"reading {source!r} needs fsspec: pip install fsspec (or reidrisk[dask])") from None
+        fs, path = fsspec.core.url_to_fs(source, **(storage_options or {}))
+        return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path
+    return pafs.LocalFileSystem(), str(Path(source).expanduser().resolve())
+
+
+@dataclass(frozen=True)
+class Partition:
+    """One Parquet file of reports: ``url`` (local path or fsspec URL), ``rows`` (from its
+    footer), ``storage_options`` for the URL. Small and picklable: what is sent to a worker."""
+
+    url: str
+    rows: int
+    storage_options: dict | None = field(default=None, compare=False)
+
+    @property
+    def name(self) -> str:
+        return self.url.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _join(source: str, path: str, root: str) -> str:
+    """The URL of ``path`` (inside the filesystem of ``source``, whose own path is ``root``)."""
+    if not _is_url(source):
+        return path
+    return source.rstrip("/") + path[len(root.rstrip("/")):]
+
+
+def partitions(source, storage_options: dict | None = None) -> list[Partition]:
+    """The partitions of ``source``: a directory (searched recursively; files whose name starts
+    with ``.`` or ``_`` are skipped, as by ``pyarrow.dataset``), one Parquet file, or a list of
+    either; local or an fsspec URL. Sorted by path, so every run sees the same order."""
+    import pyarrow.dataset as ds
+    import pyarrow.fs as pafs
+
+    if isinstance(source, Partition):
+        return [source]
+    if isinstance(source, (list, tuple)):
+        return [p for s in source for p in partitions(s, storage_options)]
+    source = str(source)
+    fs, root = filesystem(source, storage_options)
+    info = fs.get_file_info(root)
+    if info.type == pafs.FileType.NotFound:
+        raise FileNotFoundError(f"reports {source!r} do not exist; check the path or URL")
+    if info.type == pafs.FileType.File:
+        files = [root]
+    else:
+        dataset = ds.dataset(root, format="parquet", filesystem=fs)
+        files = sorted(dataset.files)
+        if not files:
+            raise ReportsFileError(f"{source!r} holds no Parquet files of reports")
+    out = []
+    for f in files:
+        url = source if info.type == pafs.FileType.File else _join(source, f, root)
+        out.append(Partition(url, _footer(fs, f, url).num_rows, storage_options))
+    return out
+
+
+def _footer(fs, path: str, url: str):
+    import pyarrow.parquet as pq
+
+    try:
+        with fs.open_input_file(path) as fh:
+            return pq.ParquetFile(fh).metadata
+    except Exception as exc:  # noqa: BLE001 - any unreadable file: name it
+        raise ReportsFileError(f"{url!r} is not a readable Parquet file: {exc}") from None
+
+
+def _open(partition: Partition):
+    import pyarrow.parquet as pq
+
+    fs, path = filesystem(partition.url, partition.storage_options)
+    try:
+        return pq.ParquetFile(fs.open_input_file(path))
+    except Exception as exc:  # noqa: BLE001
+        raise ReportsFileError(f"{partition.url!r} is not a readable Parquet file: {exc}") from None
+
+
+def _header_of(partition: Partition, pfile) -> ReportsHeader:
+    raw = (pfile.schema_arrow.metadata or {}).get(PARQUET_KEY)
+    if raw is None:
+        raise ReportsFileError(
+            f"{partition.url!r} carries no reidrisk reports metadata; every partition must be "
+            "written with it (reidrisk.collect.partitioned.write_partitioned)")
+    meta = _parse_meta(Path(partition.name), raw)
+    if "n" in meta and int(meta["n"]) != pfile.metadata.num_rows:
+        raise ReportsFileError(
+            f"{partition.url!r} has {pfile.metadata.num_rows} rows but its metadata declares "
+            f"n = {meta['n']}; the file is truncated or was edited")
+    return read_header(partition.url, meta)
+
+
+def read_partition_header(partition: Partition | str, storage_options: dict | None = None
+                          ) -> ReportsHeader:
+    """The metadata of one partition (schema, protocol, rebuilt mechanisms, codecs)."""
+    if not isinstance(partition, Partition):
+        partition = partitions(partition, storage_options)[0]
+    return _header_of(partition, _open(partition))
+
+
+def _same(a: ReportsHeader, b: ReportsHeader) -> bool:
+    return all(json.dumps(a.meta[k], sort_keys=True) == json.dumps(b.meta[k], sort_keys=True)
+               for k in _SAME_KEYS)
+
+
+def describe(source, storage_options: dict | None = None) -> ReportsHeader:
+    """The header shared by every partition of ``source``; refuses partitions that disagree on the
+    schema, protocol or mechanisms (their counts could not be added)."""
+    parts = partitions(source, storage_options)
+    first = read_partition_header(parts[0])
+    for p in parts[1:]:
+        if not _same(first, read_partition_header(p)):
+            raise ReportsFileError(
+                f"partition {p.url!r} was written with another schema, protocol or mechanisms than "
+                f"{parts[0].url!r}; counts can only be summed over one collection")
+    return first
+
+
+# ---------------------------------------------------------------------------------------------
+# reading and counting
+# ---------------------------------------------------------------------------------------------
+def _iter_partition(partition: Partition, chunk_rows: int | None,
+                    header: ReportsHeader | None = None) -> Iterator[CollectedReports]:
+    pfile = _open(partition)
+    own = _header_of(partition, pfile)
+    if header is not None and not _same(header, own):
+        raise ReportsFileError(f"partition {partition.url!r} was written with another schema, "
+                               "protocol or mechanisms than the first partition")
+    rows = chunk_rows or default_chunk_rows(own.schema.sizes)
+    for batch in pfile.iter_batches(batch_size=int(rows)):
+        yield decode_frame(partition.name, own, batch.to_pandas())
+
+
+def iter_reports(source, *, chunk_rows: int | None = None, storage_options: dict | None = None
+                 ) -> Iterator[RecordReports]:
+    """The reports of every partition of ``source``, ``chunk_rows`` rows at a time (default
+    ``default_chunk_rows``), decoded and validated by ``reports_io.decode_frame`` (every cell,
+    every report, the protocol, the declared privacy loss). Rows in error messages count from the
+    start of their chunk. Memory: one chunk."""
+    parts = partitions(source, storage_options)
+    header = read_partition_header(parts[0])
+    for p in parts:
+        for chunk in _iter_partition(p, chunk_rows, header):
+            yield chunk.reports
+
+
+def count_partition(partition: Partition | str, *, chunk_rows: int | None = None,
+                    storage_options: dict | None = None) -> PairCounts:
+    """The count tables (``pair_counts``) of one partition, summed over its chunks: exactly the
+    counts of all its reports at once. The unit of work of the chunked reader and of the Dask
+    path (``reidrisk.collect.dask_counts``)."""
+    if not isinstance(partition, Partition):
+        (partition,) = partitions(partition, storage_options)
+    total = None
+    for chunk in _iter_partition(partition, chunk_rows):
+        c = pair_counts(chunk.reports)
+        total = c if total is None else total + c
+    if total is None:  # no rows
+        total = PairCounts.zeros(read_partition_header(partition).schema.sizes)
+    return total
+
+
+def sum_counts(*counts: PairCounts) -> PairCounts:
+    """The exact sum of count tables of disjoint sets of reports (``PairCounts.__add__``)."""
+    if not counts:
+        raise ValueError("sum_counts needs at least one PairCounts")
+    return functools.reduce(operator.add, counts)
+
+
+def count_reports(source, *, chunk_rows: int | None = None, storage_options: dict | None = None,
+                  progress: bool = True) -> PairCounts:
+    """The count tables of every report of ``source`` (partitioned Parquet, local or fsspec URL),
+    read and counted one chunk at a time on this machine, with a progress bar over the reports
+    (``reidrisk.report.progress``). Equal, integer for integer, to ``pair_counts`` of all the
+    reports at once and to the Dask path's result."""
+    from reidrisk.report.progress import Progress
+
+    parts = partitions(source, storage_options)
+    header = describe(parts)
+    total = PairCounts.zeros(header.schema.sizes)
+    with Progress(sum(p.rows for p in parts), "counting reports", unit="reports",
+                  enabled=progress) as bar:
+        for p in parts:
+            for chunk in _iter_partition(p, chunk_rows, header):
+                total = total + pair_counts(chunk.reports)
+                bar.update(chunk.n, note=p.name)
+    return total
+
+
+def fit_partitioned(source, pipeline: CollectPipeline | None = None, *,
+                    chunk_rows: int | None = None, storage_options: dict | None = None,
+                    client=None, progress: bool = True) -> CollectModel:
+    """Fit the collection model from partitioned reports: the counts (on this machine by
+    ``count_reports``, or on the Dask cluster of ``client`` by ``dask_counts.count_dask``), then
+    ``pipeline.fit_counts`` (default ``CollectPipeline()``) here. The fit reads only the count
+    tables (O(F^2) memory), so it does not grow with the number of reports."""
+    from reidrisk.collect.pipeline import CollectPipeline
+
+    pipeline = CollectPipeline() if pipeline is None else pipeline
+    parts = partitions(source, storage_options)
+    header = describe(parts)
+    if client is not None:
+        from reidrisk.collect.dask_counts import count_dask
+
+        counts = count_dask(parts, client=client, chunk_rows=chunk_rows)
+    else:
+        counts = count_reports(parts, chunk_rows=chunk_rows, progress=progress)
+    return pipeline.fit_counts(counts, header.schema, header.mechanisms, header.protocol)
+
+
+# ---------------------------------------------------------------------------------------------
+# writing
+# ---------------------------------------------------------------------------------------------
+class PartitionWriter:
+    """Writes a collection as partitions ``part-00000.parquet``, ``part-00001.parquet``... in
+    ``directory`` (local or fsspec URL; created if absent), one per ``write(columns)``: one
+    report array per attribute, or a ``PackedBits`` for unary encodings (see
+    ``reports_io.write_partition``). For batches produced a chunk at a time with bounded memory.
+    """
+
+    def __init__(self, directory, schema: Schema, mechanisms, protocol: Protocol, *,
+                 storage_options: dict | None = None, start: int = 0) -> None:
+        self.directory = str(directory)
+        self.schema, self.mechanisms, self.protocol = schema, tuple(mechanisms), protocol
+        self._fs, self._root = filesystem(self.directory, storage_options)
+        self._fs.create_dir(self._root, recursive=True)
+        self._local = not _is_url(self.directory)
+        self.index = int(start)
+        self.written: list[str] = []
+
+    def write(self, columns) -> str:
+        name = f"part-{self.index:05d}.parquet"
+        self.index += 1
+        path = f"{self._root.rstrip('/')}/{name}"
+        write_partition(path, self.schema, self.mechanisms, columns, self.protocol,
+                        filesystem=None if self._local else self._fs)
+        url = path if self._local else f"{self.directory.rstrip('/')}/{name}"
+        self.written.append(url)
+        return url
+
+    def __enter__(self) -> PartitionWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+def write_partitioned(directory, reports: RecordReports | CollectedReports,
+                      protocol: Protocol | None = None, *, rows_per_partition: int = 1_000_000,
+                      storage_options: dict | None = None) -> list[str]:
+    """Write ``reports`` as partitions of at most ``rows_per_partition`` rows in ``directory``
+    (``PartitionWriter``); returns their paths/URLs in order."""
+    if isinstance(reports, CollectedReports):
+        protocol = reports.protocol if protocol is None else protocol
+        reports = reports.reports
+    if protocol is None:
+        raise ReportsFileError("write_partitioned needs the protocol the reports follow")
+    if int(rows_per_partition) < 1:
+        raise ReportsFileError(f"rows_per_partition must be at least 1, got {rows_per_partition}")
+    w = PartitionWriter(directory, reports.schema, reports.mechanisms, protocol,
+                        storage_options=storage_options)
+    for s in range(0, max(reports.n, 1), int(rows_per_partition)):
+        w.write([np.asarray(r)[s:s + int(rows_per_partition)] for r in reports.reports])
+    return w.written
+
+
+__all__ = [
+    "CHUNK_CELLS", "Partition", "PartitionWriter", "count_partition", "count_reports",
+    "default_chunk_rows", "describe", "filesystem", "fit_partitioned", "iter_reports",
+    "partitions", "read_partition_header", "sum_counts", "write_partitioned",
+]
