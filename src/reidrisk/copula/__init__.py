@@ -1,5 +1,5 @@
 """Gaussian copula over categorical marginals (paper 004 Section 4.2.3-4.2.5, eq. 15-24 and
-Algorithm 2; spec/collection.md "Gaussian copula").
+Algorithm 2; docs/design/core.md#gaussian-copula).
 
 Fit per-pair correlations from estimated marginals and pair tables (all pairs in one batch),
 assemble Sigma, project it to the nearest correlation matrix when needed, then generate records
