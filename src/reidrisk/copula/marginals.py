@@ -1,6 +1,6 @@
 """Categorical marginals of the Gaussian copula: validation, CDFs and normal-scale thresholds.
 
-Paper 004, Section 4.2.3-4.2.4 (eq. 15-18) as read in spec/collection.md: attribute j with
+Paper 004, Section 4.2.3-4.2.4 (eq. 15-18; docs/design/core.md#marginals): attribute j with
 categories 0..f_j-1 in declared order and probabilities p_j has the CDF F_j(a) = p_j[0] + ... +
 p_j[a]. A latent standard normal X_j falls in category a exactly when t_j[a] <= X_j < t_j[a+1],
 with thresholds t_j[a] = Phi^{-1}(F_j(a-1)), t_j[0] = -inf and t_j[f_j] = +inf.
