@@ -508,7 +508,7 @@ def calm_section(agg_sweep, agg, records_df, datasets) -> list[str]:
     out = ["## reidrisk against CALM", ""]
     for ds in datasets:
         rows = []
-        for sweep, col in (("m", "m"), ("ε", "eps")):
+        for _sweep, col in (("m", "m"), ("ε", "eps")):
             if ds in POINT_ONLY:
                 sub = _point(agg, ds, DEFAULT_M, DEFAULT_EPS, DEFAULT_C)
                 pts = [(DEFAULT_M, DEFAULT_EPS)]

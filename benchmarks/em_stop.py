@@ -63,7 +63,7 @@ def previous_default(w, n, mech, max_iter=10_000):
     col = a + k * q
     z = np.full(k, n / k)
     mu = a * z + q * z.sum()
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 - the count is returned after the loop
         r = np.divide(w, mu, out=np.zeros(k), where=mu > 0)
         z_new = z * (a * r + q * r.sum()) / col
         mu_new = a * z_new + q * z_new.sum()

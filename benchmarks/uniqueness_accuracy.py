@@ -481,7 +481,7 @@ def main(argv=None):
                         rows.setdefault(k, []).append(c)
             summ = add_points(res, rows, {"sweep": "m", "dataset": name, "private": private,
                                           "epsilon": 1.0 if private else None, "m": m, "s": RATE})
-            for (method, t, metric), (mean, _) in summ.items():
+            for (method, _t, metric), (mean, _) in summ.items():
                 m_curves.setdefault((panel(name, private), metric), {}).setdefault(method, []).append(mean)
             for method in SWEEP_METHODS:  # keep the curves aligned when a method is absent
                 for metric in ("accuracy", "balanced_accuracy"):
