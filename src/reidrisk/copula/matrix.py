@@ -1,5 +1,5 @@
 """Assemble the copula correlation matrix Sigma from all pair fits (paper 004 Section 4.2.3 and
-Algorithm 2 lines 14-23, as read in spec/collection.md).
+Algorithm 2 lines 14-23; docs/design/core.md#correlation-matrix).
 
 Each off-diagonal entry is a pair fit (``fit_pair_correlations``, all pairs in one batch); an
 optional empirical-Bayes shrinkage toward 0 damps noisy pairs; if the assembled matrix is not
