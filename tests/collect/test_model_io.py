@@ -70,12 +70,15 @@ def test_older_model_files_get_the_recomputed_loss(tmp_path, model):
     assert math.isclose(CollectModel.load(path).privacy_loss, 4.0, rel_tol=1e-9)
 
 
-def test_model_files_with_the_former_protocol_key_still_load(tmp_path, model):
-    """Files written before the rename store the attributes per person under "k"."""
+def test_model_files_with_the_former_keys_still_load(tmp_path, model):
+    """Files written before the renames store the attributes per person under "k" and the
+    copula's pair fit under "method"."""
     d = model.to_dict()
     proto = d["protocol"]
     assert proto["attributes_per_person"] == 2 and "k" not in proto
     proto["k"] = proto.pop("attributes_per_person")
+    params = d["copula"]["params"]
+    params["method"] = params.pop("copula_fit")
     path = tmp_path / "old_key.json"
     path.write_text(json.dumps(d))
     back = CollectModel.load(path)
