@@ -1,5 +1,5 @@
 """The Gaussian copula over categorical marginals (paper 004 Section 4.2.3-4.2.5, eq. 15-24,
-Algorithm 2; spec/collection.md "Gaussian copula"; spec/uniqueness.md step 4).
+Algorithm 2; docs/design/core.md#gaussian-copula; docs/design/uniqueness.md#model).
 
 A record is generated as x ~ N(0, Sigma), value_j = F_j^{-1}(Phi(x_j)), i.e. the category a with
 t_j[a] <= x_j < t_j[a+1] on the normal scale (``thresholds``), so Phi is never evaluated. A cell of
