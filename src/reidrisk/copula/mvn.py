@@ -1,8 +1,8 @@
 """Multivariate normal rectangle probabilities, vectorized over many rectangles.
 
-The exact cell probability of the copula (spec/collection.md, "The exact cell probability is also
-available as a multivariate normal rectangle probability"; spec/uniqueness.md step 4) is
-P(a < X < b) for X ~ N(0, R), R a correlation matrix (c, c):
+The exact cell probability of the copula (docs/design/core.md#rectangle-probabilities; the paper
+estimates it by sampling; docs/design/uniqueness.md#model) is P(a < X < b) for X ~ N(0, R), R a
+correlation matrix (c, c):
 
 * c = 1: Phi(b) - Phi(a); c = 2: four corners of the exact bivariate CDF (``bvn_cdf``).
 * c >= 3: Genz's separation of variables (A. Genz, "Numerical computation of multivariate normal
