@@ -1,5 +1,5 @@
 """Nearest correlation matrix (paper 004 Section 4.2.3: "if Sigma is not positive definite, project
-to the nearest correlation matrix", spec/collection.md).
+to the nearest correlation matrix"; docs/design/core.md#correlation-matrix).
 
 ``"higham"``: N. J. Higham, "Computing the nearest correlation matrix - a problem from finance",
 IMA J. Numer. Anal. 22 (2002), Algorithm 3.3 with unit weights: alternating projections with
