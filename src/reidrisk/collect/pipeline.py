@@ -83,10 +83,10 @@ below):
    uniform, and the model lost to the uniform table; the score test kept 4-5.
 
 Measured (mean 3-way JS divergence, m = 0.5, 4 repetitions, 16 random queries, k from
-``choose_k``): on Communities (102 quintile-binned attributes, 2,215 people, epsilon = 5, k = 2)
+``choose_attributes_per_person``): on Communities (102 quintile-binned attributes, 2,215 people, epsilon = 5, k = 2)
 0.176 without, 0.144 with (uniform table 0.153); at the default point on Adult, Adult 10 %, and
 the g = 10 and g = 100 synthetic sets the two agree within 0.001. Where signal is weak but present
-and k is forced to 2 (Adult and g = 100 at epsilon = 1; ``choose_k`` picks k = 1 there) it costs:
+and k is forced to 2 (Adult and g = 100 at epsilon = 1; ``choose_attributes_per_person`` picks k = 1 there) it costs:
 0.107 against 0.094 and 0.092 against 0.060.
 
 Fallback

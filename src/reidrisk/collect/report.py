@@ -13,7 +13,7 @@ report and the benchmark describe the same configurations:
 
 ``reidrisk``
     The default configuration: attribute sampling (each person reports ``k`` attributes with
-    epsilon / k each, ``k = planned_k(...)``, i.e. ``choose_k`` planned for a missing rate of
+    epsilon / k each, ``k = planned_k(...)``, i.e. ``choose_attributes_per_person`` planned for a missing rate of
     ``PLANNING_MISSING_RATE``, not the true one), then ``CollectPipeline()`` with its defaults and the
     copula's exact cell probabilities.
 ``paper``

@@ -8,7 +8,7 @@
 * ``baselines``: the comparison methods of the paper's evaluation (Copula, OptMean, OptMode,
   IDUE_OUE / IDUE_RAPPOR, independence).
 * ``model``: ``UniquenessModel`` fitted on sampled (optionally randomized) databases; scores any
-  records: E[X], P(X = 1), P(X > T). ``method="paper"`` is eq. 9-19 as printed.
+  records: E[X], P(X = 1), P(X > T). ``preset="paper"`` is eq. 9-19 as printed.
 * ``scorer``: the default posterior engine (a fitted count prior and a count likelihood that
   models the randomization), decisions and their evaluation (AUC, reliability).
 * ``report``: the demo report's uniqueness section.

@@ -17,7 +17,7 @@ holding raw records or LDP reports (``RecordReports``, any registered mechanism)
    (``scorer.CountPrior``) by empirical Bayes, on the records of a raw database when there is one,
    otherwise on a population simulated from the fitted copula and sampled, randomized and
    re-estimated exactly like the real databases (a parametric bootstrap).
-   ``method="paper"``: the paper's prior, Binomial(N, q) with the existence floor (eq. 9-19).
+   ``preset="paper"``: the paper's prior, Binomial(N, q) with the existence floor (eq. 9-19).
 
 ``score(records, T)`` then computes for each query record the copula probability q of its cell (a
 multivariate normal rectangle probability by randomized quasi-Monte Carlo, vectorized over
