@@ -1,8 +1,9 @@
 """Fit the copula correlation of attribute pairs from estimated pair tables, all pairs at once.
 
 Paper 004, Section 4.2.3 (eq. 14 and the "suboptimal approach" after eq. 24), as read in
-spec/collection.md: for each pair (j, j') choose rho so that the discretized bivariate normal table
-(``bivariate_table``, fixed marginals F_j, F_j') reproduces the estimated pair table Z_jj'.
+docs/design/core.md#pair-correlations: for each pair (j, j') choose rho so that the discretized
+bivariate normal table (``bivariate_table``, fixed marginals F_j, F_j') reproduces the estimated
+pair table Z_jj'.
 
 Two criteria:
 
