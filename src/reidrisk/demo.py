@@ -6,8 +6,8 @@ values completely at random, and then for every mechanism and every budget
 1. randomizes every record on the "client side" (``RecordRandomizer``; paper 004 Algorithm 1: every
    present attribute j is randomized with budget epsilon / g, missing values stay missing),
 2. estimates every single-attribute distribution (EM of paper 004 eq. 8-11 as corrected in
-   spec/collection.md, and the norm-sub projection of the inversion, eq. 6) and every pairwise
-   distribution (pair EM on the Gram counts, paper 004 eq. 12-13),
+   docs/design/core.md#count-em-correction, and the norm-sub projection of the inversion, eq. 6) and
+   every pairwise distribution (pair EM on the Gram counts, paper 004 eq. 12-13),
 3. scores the estimates against the true tables of the data the clients hold, over present values
    only: Jensen-Shannon divergence in bits (paper 004 Section 5.1) and total variation distance.
 
@@ -15,7 +15,7 @@ The results go to an HTML report (``reidrisk.report``) and a terminal summary.
 
 Budgets
 -------
-``epsilons`` are whole-record budgets (spec/README.md, Conventions), split evenly over the g
+``epsilons`` are whole-record budgets (docs/design/core.md#conventions), split evenly over the g
 attributes as in the paper. The default sweep 1..16 with the default g = 6 attributes is 0.17..2.7
 per attribute: from budgets at which the estimates of the larger domains are barely better than a
 uniform guess to budgets at which every marginal and pair is close to the truth, so the curves show
