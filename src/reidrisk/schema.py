@@ -3,7 +3,7 @@
 Every capability works on an *encoded* integer matrix of shape (n, g): column j holds the index of
 the record's category in ``schema.attributes[j].categories`` (declared order), or ``MISSING`` (-1)
 where the value is absent. A missing value is a state of its own, never a category: it is not
-randomized and not counted (spec/README.md, Conventions).
+randomized and not counted (docs/design/core.md#conventions).
 
 Numeric columns are binned first, by declared edges or by quantiles; the bins become ordered
 categories labelled ``"[lo, hi)"``. A categorical attribute may also merge raw values into fewer
