@@ -2,7 +2,8 @@
 
 Paper 004 scores an estimated c-way contingency table against the table of the true data, both
 normalized to probability distributions (Section 5.1). A row counts towards a table only if it has
-every one of the table's c attributes (missing values are never a cell; spec/README.md).
+every one of the table's c attributes (missing values are never a cell;
+docs/design/core.md#schema-and-missing-values).
 """
 
 from __future__ import annotations
