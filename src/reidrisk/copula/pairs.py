@@ -245,7 +245,7 @@ def _solve_table(batch: PairBatch, target: np.ndarray):
         hi[wide] = _GRID[np.minimum(best + 1, _GRID.size - 1)]
     converged = np.zeros(n, dtype=bool)
     it = 0
-    for it in range(1, _MAX_ITER + 1):
+    for it in range(1, _MAX_ITER + 1):  # noqa: B007 - the count is returned
         prob, d1, d2 = batch.derivatives(x)
         # floored at 1e-150 (not _FLOOR) so that (d1 / prob)^2 stays finite in float64
         inv = 1.0 / np.maximum(prob, _SCORE_FLOOR)
@@ -289,7 +289,7 @@ def _solve_mi(batch: PairBatch, target_mi: np.ndarray, sign: float):
     x = np.where(at_max, RHO_MAX, np.where(none, 0.0, x))
     converged = at_max | none
     it = 0
-    for it in range(1, _MAX_ITER + 1):
+    for it in range(1, _MAX_ITER + 1):  # noqa: B007 - the count is returned
         prob, d1, _ = batch.derivatives(sign * x, second=False)
         mi, dmi = _model_mi(batch, prob, d1)
         g = mi - target_mi
