@@ -1,5 +1,6 @@
 """Paper 004 end to end: randomized reports with missing values -> fitted model -> synthetic records
-and contingency tables over any c attributes (Section 4.2, Algorithm 2; spec/collection.md).
+and contingency tables over any c attributes (Section 4.2, Algorithm 2;
+docs/design/collect.md#pipeline).
 
 ``CollectPipeline(...).fit(reports)`` runs, on the reports of n people (missing values allowed):
 
@@ -20,31 +21,13 @@ The result is a ``CollectModel``: ``synthesize(n, rng)`` draws complete records 
 24-32) and ``table(cols)`` answers a c-way contingency query (line 33), exactly (multivariate normal
 rectangle probabilities) or by counting synthetic records as the paper does.
 
-Defaults, and what was measured to choose them
------------------------------------------------
-Adult (15 attributes, 32,561 records), MCAR m = 0.5, eps = 5, mean JS divergence (base 2) of 40
-random 3-way tables, 3 repetitions, paper's split (k = 15) / attribute sampling (k = 2):
-
-* ``exact_em=False`` (default): the count EM of eq. 8-11 (corrected) for marginals and pairs,
-  0.087 / 0.0338. The exact likelihood of each report for the marginals (``exact_em="marginals"``)
-  gave 0.090 / 0.0338 (marginal JS 0.0148 against 0.0151: equal within noise; at k = 2 the subset
-  mechanism has h = 1, i.e. GRR, where the two EMs coincide); for the pairs too
-  (``exact_em=True``) it costs about 40x more at k = 15 (many slow EM steps on 105 pairs).
-* ``stop="noise"`` (default; ``reidrisk.estimation.em``: SQUAREM-accelerated EM stopped when the
-  deviance still to gain before the maximum-likelihood fixed point is statistically invisible).
-  The numbers in this list were measured with the earlier rule (stop when one plain step's gain is
-  invisible: an early stop where the likelihood is flat); on ``benchmarks/collect_accuracy.py
-  --quick`` the change moved the default point's 3-way JS by -0.1 % to +2.5 % (Adult 0.1943 ->
-  0.1941, Adult 10 % 0.2454 -> 0.2461, g = 100 synthetic 0.0081 -> 0.0083, the others equal).
-  ``"discrepancy"`` (stop
-  as soon as the fit explains the support counts to within their sampling noise: Morozov's
-  principle, ``reidrisk.estimation.em``) stopped too early: 0.105 / 0.0393. ``estimator=
-  "norm_sub"``: 0.107 / 0.0337. A float tolerance and ``None`` are also accepted.
-* ``shrink=None`` (default): see below. ``"eb"`` gave 0.087 / 0.0331 and ``"js"`` 0.087 / 0.0336
-  here, but ``"eb"`` was 10-15% worse at k = 3 and 4 in an earlier run (0.0417 against 0.0367,
-  0.0433 against 0.0376), so neither is the default. At k = 15 no pair dependence was detectable
-  (the model fell back to independence), as the prototype found ("the pair tables are mostly
-  noise").
+Defaults
+--------
+``exact_em=False`` (the count EM of eq. 8-11, corrected, for marginals and pairs), ``stop="noise"``
+(``reidrisk.estimation.em``: SQUAREM-accelerated EM stopped when the deviance still to gain before
+the maximum-likelihood fixed point is statistically invisible), ``estimator="em"``, ``shrink=None``,
+``marginal_shrink=True``, ``fallback=True``. What was measured to choose them, and their
+history: docs/design/collect.md#measurements.
 
 Shrinkage options
 -----------------
@@ -77,26 +60,23 @@ below):
    (Benjamini-Hochberg over the g attributes) are set to uniform; a note names them. The test is
    a score test: ``n ||d||^2 / a``, chi-square with f - 1 degrees of freedom, with the noise level
    under the null (a uniform value makes the second moment of the inversion vector invariant under
-   permutations, ``a I + b 1 1^T``, with ``a`` estimated from the Gram block). The Wald form with the
-   covariance estimated freely was anti-conservative with few reports: on Communities at k = 2
-   (about 43 reports per attribute) it kept 7-21 of 102 marginals where about 6 differ from
-   uniform, and the model lost to the uniform table; the score test kept 4-5.
+   permutations, ``a I + b 1 1^T``, with ``a`` estimated from the Gram block).
+   Why a score test and not the Wald form: docs/design/collect.md#fallback.
 
-Measured (mean 3-way JS divergence, m = 0.5, 4 repetitions, 16 random queries, k from
-``choose_attributes_per_person``): on Communities (102 quintile-binned attributes, 2,215 people, epsilon = 5, k = 2)
-0.176 without, 0.144 with (uniform table 0.153); at the default point on Adult, Adult 10 %, and
-the g = 10 and g = 100 synthetic sets the two agree within 0.001. Where signal is weak but present
-and k is forced to 2 (Adult and g = 100 at epsilon = 1; ``choose_attributes_per_person`` picks k = 1 there) it costs:
-0.107 against 0.094 and 0.092 against 0.060.
+The measured gain and cost: docs/design/collect.md#measurements.
 
 Fallback
 --------
 A model should never be worse than knowing nothing. Each marginal is tested against the uniform
-distribution and each pair against independence, with the inversion estimate's exact noise level
-(statistic ``||estimate - null||^2`` divided by its expectation under the null, against the
-chi-square quantile ``chi2_{df}(1 - alpha / t) / df`` for t = g + g (g - 1) / 2 tests: a Bonferroni
-correction, so that when the data hold no signal at all every test accepts with probability at
-least 1 - alpha; isotropic-noise approximation). If no pair shows
+distribution and each pair against independence, at level ``alpha / t`` for t = g + g (g - 1) / 2
+tests (a Bonferroni correction, so that when the data hold no signal at all every test accepts with
+probability at least 1 - alpha), with the inversion estimate's exact noise level under the null:
+the marginal's score test above, and for a pair ``n_jj' tr(K1^+ D K2^+ D^T)``, chi-square with
+(f_j - 1)(f_j' - 1) degrees of freedom, D the inversion estimate's departure from independence and
+K1, K2 the centred second moments of the two attributes' inversion vectors (their Kronecker
+product over n_jj' is D's covariance under independence; ``^+`` the pseudo-inverse). A test's
+"signal" (``FitReport.marginal_signal``, ``pair_signal``) is its statistic over the chi-square
+critical value; above 1 is a detection (docs/design/collect.md#fallback). If no pair shows
 detectable dependence the copula is replaced by independence (``fallback="independence"``); if
 moreover no marginal differs detectably from uniform the model is the uniform distribution
 (``fallback="uniform"``). Either is recorded in the model, added to its notes and announced with a
@@ -401,7 +381,7 @@ class CollectPipeline:
         nj = [counts.n_present(j) for j in range(g)]
         w = [counts.counts(j).astype(np.float64) for j in range(g)]
 
-        # Wald tests against the null models (module doc, "Fallback")
+        # score tests against the null models (module doc, "Fallback")
         level = self.alpha / (g + g * (g - 1) // 2)  # Bonferroni over all tests
         second = [_second_moment(counts.block(j, j), nj[j], m) for j, m in enumerate(mechs)]
         m_signal, m_shrink, m_pval = [], [], []
