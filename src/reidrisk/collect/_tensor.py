@@ -7,7 +7,8 @@ for F = prod f_j cells, never forming the Kronecker matrix. On top of that:
 
 * ``support_tensor``  -- the c-way support counts W of the reports complete on c attributes;
 * ``invert``          -- W x_j M_j^{-1} (the unbiased inversion, paper 004 eq. 6 on every axis);
-* ``em``              -- the count-based EM of eq. 8-11 (corrected as in spec/collection.md) on the
+* ``em``              -- the count-based EM of eq. 8-11 (corrected as in
+  docs/design/core.md#count-em-correction) on the
   product channel;
 * ``exact_em``        -- the report-level maximum-likelihood EM on c axes: each report's likelihood
   is the product of its per-attribute likelihoods ``L_j[i, x_j]`` (``Mechanism.log_prob``).
@@ -180,7 +181,7 @@ def likelihoods(log_prob: np.ndarray) -> np.ndarray:
 
 def exact_em(log_probs: Sequence[np.ndarray], *, stop="noise", max_iter: int = DEFAULT_MAX_ITER,
              init: np.ndarray | None = None, group: bool = True) -> EMResult:
-    """Report-level maximum-likelihood EM of a c-way table (spec/collection.md, "exact ML EM").
+    """Report-level maximum-likelihood EM of a c-way table (docs/design/core.md#exact-em).
 
     ``log_probs``: c arrays (n, f_j) of ``log P(y_ij | x_j)`` for the n reports complete on the c
     attributes (``Mechanism.log_prob``). With ``group`` (discrete reports) the distinct rows of each
