@@ -22,7 +22,8 @@ at a missing rate ``m`` a pair is reported together about ``1 / (1 - m)^2`` time
 missingness pattern in the clear: here the server sees only a random subset of it. A person with
 fewer than ``k`` present attributes reports all of them, each still at ``epsilon / k`` (spending
 less than ``epsilon``): one budget per attribute keeps one mechanism, one channel and one estimator
-per attribute (spec/collection.md allows other splits only with an estimator for mixed budgets).
+per attribute (other splits would need an estimator for mixed budgets:
+docs/design/collect.md#client-protocol).
 
 Choosing k (``choose_attributes_per_person``)
 ---------------------------------------------
