@@ -9,10 +9,10 @@ holding raw records or LDP reports (``RecordReports``, any registered mechanism)
    mechanisms are combined with weights equal to their effective sample sizes);
 2. fits the world model q comes from (``world``): the Gaussian copula of those tables
    (``reidrisk.copula.GaussianCopula``; the pair correlations are fitted so the discretized table
-   matches, spec/uniqueness.md step 3), or a latent class model fitted on the databases' records,
-   or through their channels on the reports (``reidrisk.latent``; Manrique-Vallier & Reiter, JASA
-   2012). ``world="auto"`` (default): the copula when a database is raw, the latent class model
-   when every database is randomized (see ``DEFAULT_WORLD`` for the measurements);
+   matches, docs/design/uniqueness.md#model), or a latent class model fitted on the databases'
+   records, or through their channels on the reports (``reidrisk.latent``; Manrique-Vallier &
+   Reiter, JASA 2012). ``world="auto"`` (default): the copula when a database is raw, the latent
+   class model when every database is randomized (see ``DEFAULT_WORLD`` for the measurements);
 3. ``method="reidrisk"`` (default): fits the prior of each record's population count
    (``scorer.CountPrior``) by empirical Bayes, on the records of a raw database when there is one,
    otherwise on a population simulated from the fitted copula and sampled, randomized and
@@ -24,8 +24,8 @@ multivariate normal rectangle probability by randomized quasi-Monte Carlo, vecto
 records), its counts in the databases, and the posterior of its population count X: E[X], P(X = 1),
 P(X > T) and the decision "X > T".
 
-The two configurations (spec/uniqueness.md)
--------------------------------------------
+The two configurations (docs/design/uniqueness.md#the-two-configurations)
+-------------------------------------------------------------------------
 ``"paper"``  Paper 000 as printed: q floored (``floor="lambertw"``, eq. 14 with N for n, or
 ``"poisson"``), X ~ Binomial(N, q) truncated at 1 (eq. 16), conditioned on the plain counts c_i
 (eq. 17-18, ``posterior.population_count_posterior``), classified by the estimated count
@@ -49,19 +49,10 @@ the raw database's own counts.
 How far P(X = 1) can be trusted
 -------------------------------
 With a raw database the prior is fitted on real counts, and P(X = 1) is calibrated within the
-noise of the check (benchmarks/uniqueness_accuracy.py, "Calibration"). With only LDP databases it
-is fitted on a simulated population, and it is only as calibrated as that population is clumped
-like the real one. How many people share all their values is a property of the whole joint
-distribution: under k-RR at epsilon = 1 per attribute on Adult's 9 attributes a report keeps all its
-values with probability about 1e-5, so the reports say next to nothing about it beyond the pair
-tables. Measured there (10 seeds x 1,000 records): 80.5 % of people share their values with
-someone; 66 % in a population drawn from the copula of the *whole raw population's* pair tables
-(the best a pairwise model can know); 44 % in one drawn from the copula fitted to the k-RR
-database; and the predictions are too high (records predicted unique with probability 0.85 were
-unique in 0.38 of cases; largest reliability gap 0.472), and still 0.417 with the prior simulated
-from the whole-population copula. The latent class world (the default without a raw database)
-lowers that gap to 0.373 (its fitted world: 42 % share their values), still far from calibrated. The ranking of records stays useful (balanced accuracy 0.82 at
-T = 1, AUC 0.91), and ``reidrisk uniqueness score`` says so when no database is raw.
+noise of the check. With only LDP databases it is fitted on a simulated population and is only as
+calibrated as that population is clumped like the real one: the ranking of records stays useful,
+the probabilities are too high, and ``reidrisk uniqueness score`` says so when no database is raw.
+Measurements: docs/design/uniqueness.md#how-far-px--1-can-be-trusted.
 """
 
 from __future__ import annotations
@@ -125,11 +116,12 @@ DEFAULT_EM_STOP: float | str = "auto"
 """EM stopping rule for randomized databases. ``"auto"``: stop when no probability moves by more than
 ``EM_STOP_SCALE / sqrt(n)`` in one step, n = the reports pooled for the estimate (3e-4 at n = 3,000):
 the threshold follows the 1/sqrt(n) scale of the estimates' standard errors. The early stop
-regularizes (spec/collection.md); measured with k-RR on Adult and on the synthetic population at
-epsilon = 0.3..10 per attribute and n = 3,000..30,000, it ranked q better on Adult than running the
-EM to its noise-level fixed point (``stop="noise"``), whose estimates of large domains (41 countries
-at epsilon = 1) follow the noise; see the ablation in benchmarks/uniqueness_accuracy.py. A number
-is a fixed threshold; ``"noise"`` or None are passed to ``estimate_pairs`` as they are."""
+regularizes (docs/design/uniqueness.md#model); measured with k-RR on Adult and on the synthetic
+population at epsilon = 0.3..10 per attribute and n = 3,000..30,000, it ranked q better on Adult
+than running the EM to its noise-level fixed point (``stop="noise"``), whose estimates of large
+domains (41 countries at epsilon = 1) follow the noise; see the ablation in
+benchmarks/uniqueness_accuracy.py. A number is a fixed threshold; ``"noise"`` or None are passed to
+``estimate_pairs`` as they are."""
 
 DEFAULT_FALSE_DISPERSION: float = 1.0
 """Dispersion r of the chance matches of a randomized database, NegBin(r, phi): their mean phi comes
@@ -257,7 +249,8 @@ class PopulationEstimate:
 
 def _efficiency(theta: np.ndarray, p: float, q: float) -> float:
     """Variance of the raw-data estimate over that of the inversion estimate through (p, q),
-    averaged over the cells (spec/pie.md eq. 22): 1 for raw data, smaller under randomization."""
+    averaged over the cells (paper 002 eq. 22; docs/design/core.md#inversion-variance): 1 for raw
+    data, smaller under randomization."""
     if q == 0.0 and p == 1.0:
         return 1.0
     raw = np.sum(theta * (1.0 - theta))
@@ -495,7 +488,7 @@ class UniquenessModel:
     world : "auto", "latent" or "copula" (``DEFAULT_WORLD`` for "reidrisk", the copula for
         "paper"): the population model q comes from.
     latent_classes : K of the latent class world ("auto": held-out likelihood, ``reidrisk.latent``).
-    copula_fit : pair fit of the copula ("table", as spec/uniqueness.md asks, or "mi"; formerly
+    copula_fit : pair fit of the copula ("table", docs/design/uniqueness.md#model, or "mi"; formerly
         ``copula_method``).
     em_stop : stopping rule of the EM on randomized databases (``DEFAULT_EM_STOP``).
     false_dispersion : dispersion of the chance matches in the channel likelihood
@@ -695,10 +688,10 @@ class UniquenessModel:
 
     # ---- cell probabilities ------------------------------------------------------------------
     def cell_probability(self, records: np.ndarray) -> np.ndarray:
-        """q (r,): probability of each record's cell under the fitted copula (spec/uniqueness.md
-        step 4): a normal rectangle probability by randomized QMC (``qmc_points`` points, fixed
-        scrambling seed, so a record's q does not depend on the other records). A missing value
-        leaves its attribute unconstrained."""
+        """q (r,): probability of each record's cell under the fitted copula
+        (docs/design/uniqueness.md#model, step 4): a normal rectangle probability by randomized QMC
+        (``qmc_points`` points, fixed scrambling seed, so a record's q does not depend on the other
+        records). A missing value leaves its attribute unconstrained."""
         self._check_fitted()
         rec = self._check_records(records)
         return self._q(rec)
