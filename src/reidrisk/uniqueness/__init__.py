@@ -13,7 +13,7 @@
   models the randomization), decisions and their evaluation (AUC, reliability).
 * ``report``: the demo report's uniqueness section.
 
-See spec/uniqueness.md.
+Design: docs/design/uniqueness.md (equations, corrections, choices).
 """
 
 from reidrisk.uniqueness.baselines import (
