@@ -3,7 +3,7 @@
 A record's values come from a real person, so at least one person in the population has them. The
 paper raises a model probability ``q`` to the smallest value for which the chance that someone in a
 population of ``N`` has the values reaches a target ``alpha`` (the paper's alpha-hat), approximating
-X ~ Binomial(N, q) by Poisson(N q). Two readings are offered (spec/uniqueness.md, "Floor on q"):
+X ~ Binomial(N, q) by Poisson(N q). Two readings are offered (docs/design/uniqueness.md#floor-on-q):
 
 ``"lambertw"`` (paper fidelity, eq. 13-14)
     approximate P(X >= 1) by P(X = 1): ``N q e^{-N q} = alpha``, whose smaller root is
