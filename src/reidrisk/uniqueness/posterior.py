@@ -1,10 +1,10 @@
 """Posterior over a record's population count given its matches in sampled databases (paper 000).
 
-Question (spec/uniqueness.md): for a record ``x`` with model probability ``q`` (the probability of
-its cell under a population model, e.g. the copula of ``reidrisk.copula``), a population of ``N``
-people and ``m`` databases, database ``D_i`` a sample of the population at rate ``s_i`` holding
-``c_i`` records equal to ``x``: what is the distribution of ``X``, the number of people in the
-population whose values equal ``x``?
+Question (docs/design/uniqueness.md#question): for a record ``x`` with model probability ``q`` (the
+probability of its cell under a population model, e.g. the copula of ``reidrisk.copula``), a
+population of ``N`` people and ``m`` databases, database ``D_i`` a sample of the population at rate
+``s_i`` holding ``c_i`` records equal to ``x``: what is the distribution of ``X``, the number of
+people in the population whose values equal ``x``?
 
 Model (paper 000, eq. 15-19)::
 
@@ -395,7 +395,8 @@ def population_count_posterior(
     sizes: Sequence[int] | None = None,
     max_width: int = 1 << 24,
 ) -> PosteriorResult:
-    """Posterior of each record's population count X (paper 000 eq. 9-19, spec/uniqueness.md).
+    """Posterior of each record's population count X (paper 000 eq. 9-19;
+    docs/design/uniqueness.md#conditioning-on-the-databases).
 
     Parameters
     ----------
