@@ -2,8 +2,10 @@
 
 Paper 000 (Section IV.C, eq. 15-19) conditions a binomial prior ``X ~ Binomial(N, q)``, truncated to
 ``X >= 1``, on the records ``c_i`` of each sampled database that equal the query record. This module
-is the general form of that step used by ``UniquenessModel`` (spec/uniqueness.md, "Conditioning on
-the databases"; the paper's exact form is ``posterior.population_count_posterior``):
+is the general form of that step used by ``UniquenessModel``
+(docs/design/uniqueness.md#conditioning-on-the-databases,
+docs/design/uniqueness.md#the-two-configurations; the paper's exact form is
+``posterior.population_count_posterior``):
 
 Prior (``CountPrior``)
     The query record belongs to a real person, so ``X = 1 + Y`` with ``Y`` the number of *other*
