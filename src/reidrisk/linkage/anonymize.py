@@ -6,7 +6,7 @@ anonymizations compose (``shuffle_rows(k_anonymize(X, qi, 3))``). ``Pipeline`` a
 them declared in a small TOML file. Everything is vectorized with pandas/NumPy (group transforms,
 lexsorts); no loop runs over rows.
 
-The anonymizations (paper 001, Table 9; spec/linkage.md "Anonymizations to provide"):
+The anonymizations (paper 001, Table 9; docs/design/linkage.md#anonymizations):
 
 - ``k_anonymize`` (D_a): global recoding of the QI columns until every QI vector occurs >= k times,
   then suppression (deletion) of the rows still in smaller classes as a last resort;
