@@ -2,7 +2,7 @@
 
 Each attack sees the original table X and the release Y (never the true mapping) and returns a
 ``Linking``: for each row of Y the row position in X it claims, -1 when it gives up. Read as in
-spec/linkage.md:
+docs/design/linkage.md#attacks:
 
 - E1 identify-rand: candidates = rows of X with the same QI vector; one of them uniformly at random.
 - E2 identify-sa: candidates as E1; the one nearest on one SA column (``sa_column``).
@@ -268,9 +268,9 @@ def identify_sa21(original, release, *, qi=(), sa, rng=None, scale: bool = False
 
 
 def euc1(original, release, *, qi, sa, rng=None, scale: bool = False) -> Linking:
-    """EUC1 (paper 001, Section 3.2, Algorithm 1 as read in spec/linkage.md): among the rows of X
-    with the row's QI vector (over ``qi``), the one at the smallest Euclidean distance over ``sa``;
-    no such row -> -1 (gave up)."""
+    """EUC1 (paper 001, Section 3.2, Algorithm 1 as read in docs/design/linkage.md#attacks): among
+    the rows of X with the row's QI vector (over ``qi``), the one at the smallest Euclidean distance
+    over ``sa``; no such row -> -1 (gave up)."""
     return _euc("EUC1", original, release, qi, sa, rng, scale, False)
 
 
