@@ -1,4 +1,5 @@
-"""Tests of reidrisk.copula (paper 004 eq. 15-24, Algorithm 2; spec/collection.md)."""
+"""Tests of reidrisk.copula (paper 004 eq. 15-24, Algorithm 2;
+docs/design/core.md#gaussian-copula)."""
 
 from __future__ import annotations
 
