@@ -1,6 +1,7 @@
 """Single-attribute estimation: inversion, norm-sub, count EM, report EM (paper 004 eq. 4-11).
 
-Tolerances come from the exact variance of the inversion (spec/pie.md eq. 22, general form):
+Tolerances come from the exact variance of the inversion (paper 002 eq. 22, general form;
+docs/design/core.md#inversion-variance):
 means within 4 standard errors, variances within chi-square quantiles, Bonferroni-corrected over
 cells; the exact-expectation checks are deterministic and tight.
 """
@@ -106,7 +107,7 @@ def test_mse_of_inversion_shrinks_like_one_over_n(mech_name):
 
 
 def test_variance_matches_the_rr_closed_form():
-    # spec/pie.md eq. 22 for k-RR: (k - 2 + e^eps)/(n (e^eps - 1)^2) + theta (k - 2)/(n (e^eps - 1))
+    # paper 002 eq. 22 for k-RR: (k - 2 + e^eps)/(n (e^eps - 1)^2) + theta (k - 2)/(n (e^eps - 1))
     k, n, eps = 7, 1234, 0.8
     m = mech("grr", eps, k)
     theta = np.linspace(0, 1, 5)
@@ -244,8 +245,9 @@ def _printed_paper_iteration(w, n, p, q, h, z0, iters):
 
 
 def test_printed_paper_iteration_has_the_same_fixed_point():
-    """spec/collection.md: the printed iteration keeps sum z = h n; started there it produces h
-    times the corrected iterates, and after normalising both reach the same fixed point."""
+    """docs/design/core.md#count-em-correction: the printed iteration keeps sum z = h n; started
+    there it produces h times the corrected iterates, and after normalising both reach the same
+    fixed point."""
     rng = np.random.default_rng(41)
     k, n = 8, 20_000
     m = Subset(1.0, k)
