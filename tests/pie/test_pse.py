@@ -28,8 +28,8 @@ CASES = [(2.0, 1.0, 0.0, 1.0), (1.0, 0.5, 0.0, 1.5), (3.0, 1.0, 0.0, 2.0)]
 def test_gaussian_kl_within_005_bits_at_1e5(case):  # ~0.6 s each
     # the acceptance target: within 0.05 bits at 10^5 samples. At this size the
     # estimator's sampling sd is about 0.025 bits (half-sample interval; seeded repeats agree)
-    # and its bias below 0.02 (spec Section 12), so 0.05 is a 2-sd margin that a wrong
-    # constant (e.g. ln M/N instead of ln M/(N-1), or nats) would break.
+    # and its bias below 0.02 (docs/design/pie.md#numerical-checks), so 0.05 is a 2-sd margin that a
+    # wrong constant (e.g. ln M/N instead of ln M/(N-1), or nats) would break.
     m1, s1, m0, s0 = case
     rng = np.random.default_rng(12345)
     g = rng.normal(m1, s1, 100_000)
@@ -41,7 +41,8 @@ def test_gaussian_kl_within_005_bits_at_1e5(case):  # ~0.6 s each
 def test_gaussian_kl_small_sample_within_its_interval(case):
     # N = M = 5,000: the tolerance is 3 of the estimator's own sampling sds (the half-sample
     # interval's width / 3.92, calibrated against seeded repeats in the slow test below) plus the
-    # bias the spec measured at 10^4 samples for these pairs (<= 0.01 bits).
+    # bias measured at 10^4 samples (docs/design/pie.md#numerical-checks) for these pairs (<= 0.01
+    # bits).
     m1, s1, m0, s0 = case
     rng = np.random.default_rng(7)
     est = pse(rng.normal(m1, s1, 5000), rng.normal(m0, s0, 5000), bootstrap=100, rng=3)
