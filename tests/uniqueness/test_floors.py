@@ -49,7 +49,7 @@ def test_floor_q_is_max_and_vectorized():
     np.testing.assert_array_equal(floor_q(q, N, alpha, "none"), q)
     # the lambertw floor is ABOVE the poisson floor for the same alpha: under Poisson(lam = N q),
     # P(X = 1) = lam e^-lam < P(X >= 1) = 1 - e^-lam for every lam > 0, so P(X = 1) reaches alpha
-    # only at a larger lam (spec/uniqueness.md, "Floor on q": q = -W0(-alpha) / N against
+    # only at a larger lam (docs/design/uniqueness.md#floor-on-q: q = -W0(-alpha) / N against
     # q = -ln(1 - alpha) / N); the closed forms, computed here with scipy, give 0.2592 / N and
     # 0.2231 / N at alpha = 0.2
     lam_w = -lambertw(-alpha, 0).real
