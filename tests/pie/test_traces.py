@@ -21,7 +21,7 @@ from reidrisk.pie.traces import (
 
 
 def brute_force_score(train_seq, k, observed, kind, delta=DELTA):
-    """s_u(y) straight from spec Section 10, one pair at a time."""
+    """s_u(y) straight from docs/design/pie.md#markov-chain-matching, one pair at a time."""
     train_seq = list(train_seq)
     pi = np.zeros(k)
     for x in train_seq:
