@@ -1,5 +1,5 @@
-"""reidrisk.pie.bounds: every bound against exact computation on random small cases (spec/pie.md
-Section 12), the Figure-4 reference table, the inverse, and bad input."""
+"""reidrisk.pie.bounds: every bound against exact computation on random small cases
+(docs/design/pie.md#numerical-checks), the Figure-4 reference table, the inverse, and bad input."""
 
 import itertools
 import math
@@ -42,7 +42,8 @@ def cases(seed, count, n_max=8, k_max=8):
 
 
 def all_function_tables(k, g):
-    """H = every function [k] -> [g]: an exactly universal family (spec Section 12)."""
+    """H = every function [k] -> [g]: an exactly universal family
+    (docs/design/pie.md#numerical-checks)."""
     return np.array(list(itertools.product(range(g), repeat=k)), dtype=np.int64)
 
 
@@ -59,8 +60,8 @@ def test_rr_bound_never_violated_on_random_cases():
         assert i_uy <= b.alpha_ldp(eps, n, "min") + TOL
         if i_ux > 1e-6:
             worst = max(worst, i_uy / (b.lambda_rr(eps, k) * i_ux))
-    # the constant lambda_RR is close to tight (spec: 0.9993 at the sup); a bound an order of
-    # magnitude too loose would leave the largest ratio far below 1
+    # the constant lambda_RR is close to tight (docs/design/pie.md#numerical-checks: 0.9993 at the
+    # sup); a bound an order of magnitude too loose would leave the largest ratio far below 1
     assert worst > 0.5
 
 
@@ -97,10 +98,10 @@ def test_glh_bound_never_violated_on_random_cases():
         lam = b.lambda_glh(eps, g)
         assert i_uy <= lam * i_ux + TOL
         assert i_uy <= b.alpha_glh(eps, n, k, g) + TOL
-        assert i_uy <= lam * math.log2(g) + TOL  # the spec's extra valid cap
+        assert i_uy <= lam * math.log2(g) + TOL  # the extra valid cap (not in the paper)
         if i_ux > 1e-6:
             worst = max(worst, i_uy / (lam * i_ux))
-    assert worst > 0.3  # spec Section 12: largest ratio 0.734
+    assert worst > 0.3  # docs/design/pie.md#numerical-checks: largest ratio 0.734
 
 
 def test_glh_bound_holds_for_one_shared_table():
@@ -171,9 +172,9 @@ def test_bayes_bounds_never_violated_uniform_and_skewed_priors():
 
 
 def test_spec_example_n64_eps3():
-    # spec Section 12: n = |X| = 64, eps = 3, uniform U: (12) with alpha_RR gives 0.604. The
-    # spec's exact beta (0.848) and exact-I bound (0.729) come from a joint it does not state;
-    # with point masses (each user one datum) exact beta = 1 - p_RR and the chain
+    # docs/design/pie.md#numerical-checks: n = |X| = 64, eps = 3, uniform U: (12) with alpha_RR
+    # gives 0.604. The exact beta there (0.848) and exact-I bound (0.729) come from a joint it does
+    # not state; with point masses (each user one datum) exact beta = 1 - p_RR and the chain
     # bound(alpha) <= bound(I) <= beta must hold
     n = k = 64
     joint = np.eye(n) / n
@@ -189,7 +190,7 @@ def test_spec_example_n64_eps3():
 @pytest.mark.parametrize("n, a09, a05", [(10**4, 0.329, 5.644), (10**5, 0.661, 7.305),
                                          (10**6, 0.993, 8.966), (1_370_637, 1.0386, 9.1932)])
 def test_design_rule_table(n, a09, a05):
-    # spec Section 6, "design rule" table
+    # docs/design/pie.md#bayes-error, "design rule" table
     assert b.information_budget(0.9, n) == pytest.approx(a09, abs=6e-4)
     assert b.information_budget(0.5, n) == pytest.approx(a05, abs=6e-4)
 
@@ -199,7 +200,7 @@ def test_design_rule_table(n, a09, a05):
     (10**5, 0.8000, 0.7500, 0.6667), (10**6, 0.8333, 0.8000, 0.7500),
     (1_370_637, 0.8371, 0.8053, 0.7583)])
 def test_pseudonymisation_example(n, uni, c10, c100):
-    # spec Section 6, Prop. 3.10 worked example: |X| = 5, Y = X, I <= log 5
+    # docs/design/pie.md#bayes-error, Prop. 3.10 worked example: |X| = 5, Y = X, I <= log 5
     i = math.log2(5)
     assert b.bayes_error_bound(i, n) == pytest.approx(uni, abs=6e-5)
     assert b.bayes_error_bound(i, n, max_prior=10 / n) == pytest.approx(c10, abs=6e-5)
@@ -210,7 +211,9 @@ def test_pseudonymisation_example(n, uni, c10, c100):
 
 
 # ---- Figure 4 ---------------------------------------------------------------------------------
-FIG4_SPEC = {  # spec Section 11: eps -> (alpha min form, alpha tanh form, lambda_RR, alpha_RR)
+# docs/design/pie.md#reference-values: eps -> (alpha min form, alpha tanh form, lambda_RR,
+# alpha_RR)
+FIG4_SPEC = {
     0.1: (0.01443, 0.00721, 1.00e-8, 2.04e-7),
     1: (1.4427, 0.6667, 1.64e-7, 3.34e-6),
     5: (7.2135, 7.1169, 1.40e-5, 2.86e-4),
@@ -282,9 +285,11 @@ def test_calibrate_rr_matches_closed_form_and_spec():
     c = b.calibrate(0.9, n, k, "rr")
     lam = b.information_budget(0.9, n) / math.log2(n)
     assert c.mi_loss == pytest.approx(lam, rel=1e-9)
-    assert lam == pytest.approx(0.05095, abs=5e-6)  # spec Section 7, "max lambda"
+    # docs/design/pie.md#bounds-for-ldp-mechanisms, "max lambda"
+    assert lam == pytest.approx(0.05095, abs=5e-6)
     assert c.epsilon == pytest.approx(math.log1p(lam * k / (1 - lam)), rel=1e-9)
-    # spec: lambda = 0.05 (just under the max) needs eps = 13.22 and guarantees 0.9009
+    # docs/design/pie.md#bounds-for-ldp-mechanisms: lambda = 0.05 (just under the max) needs eps =
+    # 13.22 and guarantees 0.9009
     assert math.log1p(0.05 * k / 0.95) == pytest.approx(13.22, abs=5e-3)
     assert b.bayes_error_bound(0.05 * math.log2(n), n) == pytest.approx(0.9009, abs=5e-5)
 
