@@ -4,7 +4,7 @@ Section 5, Fig. 4-7): reidrisk's default configuration, paper 004's method as pr
 baselines, CALM (Zhang et al., CCS 2018, the standard method for k-way marginals under LDP), two
 floors (Indep, Uniform) and the copula on the true pair tables.
 
-Protocol (paper 004 Section 5.1, spec/collection.md "Evaluation"). For every repetition: values of
+Protocol (paper 004 Section 5.1, docs/design/collect.md#evaluation). For every repetition: values of
 the true data are removed completely at random at rate m; each method's clients randomize what is
 left under the whole-record budget epsilon (methods with the same client protocol share one
 randomization); each server estimates the c-way table of randomly chosen attributes (``--queries``
