@@ -110,14 +110,21 @@ def oracle_name(cells: int, epsilon: float, oracle: str = "adaptive") -> str:
 def oracle_variance(cells: int, epsilon: float, oracle: str = "adaptive") -> float:
     """Summed variance over the ``cells`` cells of one report's inversion estimate (multiply by
     1 / N for N reports): ``[p (1 - p) + (D - 1) q (1 - q)] / (p - q)^2`` (module doc, step 1)."""
+    e = math.exp(epsilon)
     if oracle_name(cells, epsilon, oracle) == "grr":
-        e = math.exp(epsilon)
         p, q = e / (e + cells - 1), 1.0 / (e + cells - 1)
     else:  # OLH: p' on the hashed value, 1/g for any other value (collisions uniform)
-        e = math.exp(epsilon)
         g = max(2, round(e + 1.0))
         p, q = e / (e + g - 1), 1.0 / g
-    return (p * (1 - p) + (cells - 1) * q * (1 - q)) / (p - q) ** 2
+    return summed_variance(cells, p, q)
+
+
+def summed_variance(cells: int, p: float, q: float) -> float:
+    """``reidrisk.estimation.variance`` of one report summed over the cells (it does not depend on
+    the distribution, whose probabilities sum to 1)."""
+    from reidrisk.estimation import variance
+
+    return float(variance(np.full(cells, 1.0 / cells), 1, p, q).sum())
 
 
 @dataclass(frozen=True)
@@ -450,7 +457,7 @@ class CALM(Method):
             else:
                 raw.append((invert(w, n, p, q) / n).reshape(dims))
                 cells = int(np.prod(dims))  # mean per-cell variance (module doc, step 1)
-                var.append((p * (1 - p) + (cells - 1) * q * (1 - q)) / ((p - q) ** 2 * n * cells))
+                var.append(summed_variance(cells, p, q) / (n * cells))
             ns.append(int(n))
         self.schema_ = reports.schema
         self.design_ = design
