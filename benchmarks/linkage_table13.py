@@ -478,15 +478,15 @@ def render(parts, seeds, sweep_pts, pngs, scale, adult_full, ml, res) -> str:
         "the many households of similar total spending.",
         f"- **D_c (shuffling, 'cheating').** The paper reports 0 for every attack; ours links "
         f"every row (EUC1 {r(_m(syn, 'Dc', 'EUC1'))}). Shuffling only breaks a link that is "
-        "read from the row order; our attacks never read the order (the spec forbids the "
-        "paper's 'assign the same index' fallback), so a shuffled release is exactly as "
+        "read from the row order; our attacks never read the order (docs/design/linkage.md#attacks "
+        "rules out the paper's 'assign the same index' fallback), so a shuffled release is exactly as "
         "linkable as the original. U5 is 0 here because our U5 compares each released row "
         "with its true original row; the paper's 0.12 penalizes the changed order instead.",
         f"- **D_d / D_e (unification).** E1 and EUC1 fall to the share of rows that already had "
         f"the unified value ({r(_m(syn, 'Dd', 'EUC1'))} and {r(_m(syn, 'De', 'EUC1'))}; paper "
         "0.07 and 0.11: we set the most frequent value, the paper some rarer one), and EUC2 "
         f"stays at {r(_m(syn, 'Dd', 'EUC2'))} as in the paper. Our E2 follows E1 "
-        f"({r(_m(syn, 'Dd', 'E2'))}) where the paper's E2 is 1: the spec reads E2 as choosing "
+        f"({r(_m(syn, 'Dd', 'E2'))}) where the paper's E2 is 1: we read E2 as choosing "
         "among the rows with the same QI vector, so it gives up like EUC1 when there are none; "
         "the paper's E2 evidently fell back to all rows like EUC2. U2/U3 change only for D_e "
         "(a column inside QI1-QI6), as in the paper.",
