@@ -49,7 +49,8 @@ from reidrisk.pie.traces import (  # noqa: E402
 )
 
 SEED = 20210
-# docs/design/pie.md#reference-values, "Figure 4-type reference values" (n = 1,370,637, |X| = 10,500,393)
+# docs/design/pie.md#reference-values, "Figure 4-type reference values" (n = 1,370,637, |X| =
+# 10,500,393)
 FIG4_N, FIG4_X = 1_370_637, 10_500_393
 FIG4_SPEC = {  # eps: (alpha min form, alpha tanh form, lambda_RR, alpha_RR)
     0.1: (0.01443, 0.00721, 1.00e-8, 2.04e-7),
@@ -59,7 +60,8 @@ FIG4_SPEC = {  # eps: (alpha min form, alpha tanh form, lambda_RR, alpha_RR)
     15: (20.386, 20.386, 0.2374, 4.840),
     20: (20.386, 20.386, 0.9788, 19.955),
 }
-# docs/design/pie.md#reference-values, Figure 5 (Foursquare LT, n = 1,370,637; MovieLens RH, n = 185,107)
+# docs/design/pie.md#reference-values, Figure 5 (Foursquare LT, n = 1,370,637; MovieLens RH, n =
+# 185,107)
 PAPER_FIG5 = {  # T: (LT trans, LT visit, RH trans, RH visit)
     1: (12.493, 12.451, 3.084, 3.084),
     2: (17.911, 16.058, 7.837, 5.015),
@@ -144,7 +146,8 @@ def rises(values) -> bool:
 # ---- (b) Fig. 9: one obfuscated location ---------------------------------------------------------
 def fano_sweep(res: Results, background, personal, epsilons, repeats, boot, rng, bounds):
     """Each user releases the first location of the personal period through RR or GLH (one datum
-    per user, docs/design/pie.md#reference-values); the adversary trained on the whole background period."""
+    per user, docs/design/pie.md#reference-values); the adversary trained on the whole background
+    period."""
     first = personal.head(1)
     n, k = personal.n, personal.k
     rows = []
@@ -353,8 +356,8 @@ def figure4_section(res: Results, bounds: Bounds, checks) -> str:
                     "1" if f == "lambda_rr" else "bits")
         res.add({"eps": r.epsilon, "n": FIG4_N, "domain": FIG4_X, "g": r.g}, "alpha_glh",
                 r.alpha_glh, "bits")
-    checks.append(("Figure-4 table equals the reference values to 3 significant digits (24 numbers)", all_ok,
-                   "all equal" if all_ok else "see the table"))
+    checks.append(("Figure-4 table equals the reference values to 3 significant digits "
+                   "(24 numbers)", all_ok, "all equal" if all_ok else "see the table"))
     return "\n".join([
         "## (a) Figure-4 reference table\n",
         f"alpha (bits) vs epsilon for n = {FIG4_N:,} users and |X| = {FIG4_X:,} POIs, from "
@@ -570,7 +573,8 @@ def main() -> None:
           for kind in ("trans", "visit") for lab, col in (("all pairs", 5), ("M = n", None))]),
     ])
 
-    # PSE vs the number of users (the authors' convergence check, docs/design/pie.md#reference-values)
+    # PSE vs the number of users (the authors' convergence check,
+    # docs/design/pie.md#reference-values)
     sizes = (100, 300) if quick else (250, 500, 1000, 2000)
     conv = []
     for size in sizes:
@@ -587,8 +591,8 @@ def main() -> None:
     md.append("\n### PSE vs the number of users\n")
     md.append("Maximum knowledge, trans, all 40 events; random "
               "subsets of the Osaka users). The authors' estimate also grows with n (Foursquare: "
-              "16.81 bits at n = 1e5 to 19.96 at n = 1,370,637, docs/design/pie.md#reference-values), "
-              "so PSE values at "
+              "16.81 bits at n = 1e5 to 19.96 at n = 1,370,637, "
+              "docs/design/pie.md#reference-values), so PSE values at "
               "n = 2,000 are not comparable one to one with theirs:\n")
     md.append(md_table(["n", "log2 n", "PSE, M = n", "PSE, all pairs", "error"],
                        [[size, f"{math.log2(size):.2f}", pse_cell(r.pse), f"{d_all:.2f}",
