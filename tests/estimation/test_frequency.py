@@ -21,8 +21,14 @@ from reidrisk.estimation import (
     em_reports,
     estimate_marginal,
     estimate_marginals,
+    estimate_pairs,
+    inversion_noise,
     invert,
+    james_stein_noise,
+    js_divergence,
+    marginals_from_counts,
     norm_sub,
+    shrink_toward_uniform,
     variance,
 )
 from reidrisk.estimation.em import poisson_gain
@@ -296,7 +302,10 @@ def test_noise_stop_does_not_stop_at_the_start_when_the_likelihood_is_flat():
 @pytest.mark.slow
 @pytest.mark.parametrize("mech_name", ["grr", "oue"])
 def test_default_em_is_not_biased_toward_uniform(mech_name):
-    """k = 10, epsilon = 1, n = 10^5, a truth with every probability at least 6 standard errors
+    """The EM itself (``shrink=False``: the shrinkage toward uniform is a bias toward uniform by
+    design, tested in ``test_shrunk_estimate_beats_the_mle_and_the_uniform_guess``) must run to
+    its maximum-likelihood estimate, not stop on the way from the uniform start.
+    k = 10, epsilon = 1, n = 10^5, a truth with every probability at least 6 standard errors
     from 0 (so the maximum-likelihood estimate is interior and unbiased to O(1/n)); 1000
     independent randomizations. The error of each estimate is projected on the unit direction
     from the truth toward the uniform distribution; its mean must be within 4 standard errors of
@@ -312,10 +321,110 @@ def test_default_em_is_not_biased_toward_uniform(mech_name):
     truth = np.bincount(x, minlength=k) / n
     u = np.full(k, 1.0 / k) - truth
     u /= np.linalg.norm(u)
-    d = np.array([(estimate_marginal(m, m.perturb(x, rng), "em").probs - truth) @ u
+    d = np.array([(estimate_marginal(m, m.perturb(x, rng), "em", shrink=False).probs - truth) @ u
                   for _ in range(reps)])
     sem = d.std(ddof=1) / np.sqrt(reps)
     assert abs(d.mean()) < 4 * sem, d.mean() / sem
+
+
+# ---------------------------------------------------------------------------------------------
+# shrinkage toward uniform (the default of the front ends)
+# ---------------------------------------------------------------------------------------------
+def test_shrink_toward_uniform_hand_values():
+    """lam = max(0, 1 - noise / ||d||^2), result u + lam (p - u); a target replaces u."""
+    p = np.array([0.5, 0.3, 0.2])
+    out, lam = shrink_toward_uniform(p, np.array([3.0, 4.0]), 5.0)  # ||d||^2 = 25
+    assert lam == pytest.approx(0.8)
+    np.testing.assert_allclose(out, 1 / 3 + 0.8 * (p - 1 / 3), rtol=0, atol=1e-15)
+    assert shrink_toward_uniform(p, np.array([1.0, 0.0]), 5.0)[1] == 0.0  # positive part
+    np.testing.assert_allclose(shrink_toward_uniform(p, np.zeros(2), 0.0)[0], 1 / 3)
+    t = np.array([0.2, 0.2, 0.6])
+    out, lam = shrink_toward_uniform(p, np.array([2.0]), 1.0, target=t)
+    np.testing.assert_allclose(out, t + 0.75 * (p - t), rtol=0, atol=1e-15)
+    assert james_stein_noise(9.0, 9) == pytest.approx(7.0)
+    assert james_stein_noise(9.0, 2) == 0.0
+    with pytest.raises(EstimationError, match="noise"):
+        shrink_toward_uniform(p, np.ones(2), -1.0)
+
+
+@pytest.mark.parametrize("mech_name", ["grr", "subset", "oue", "olh"])
+def test_inversion_noise_is_the_trace_in_the_sum_zero_directions(mech_name):
+    """``inversion_noise`` against the covariance of 2000 inversions of the same data: the sum of
+    the per-cell sample variances of the centred inversion (theta - mean over cells) estimates the
+    trace; for near-normal vectors Var(tr S) = 2 tr(C^2) / (R - 1), estimated by tr(S^2); the
+    closed form must be within 5 of those standard errors."""
+    rng = np.random.default_rng(31)
+    n, reps, k = 300, 2000, THETA.size
+    m = mech(mech_name, 1.0, k)
+    w = repeated_counts(m, exact_codes(THETA, n), reps, rng)
+    theta = invert(w, n, m.p_support, m.q_support) / n
+    d = theta - theta.mean(axis=1, keepdims=True)
+    S = np.cov(d, rowvar=False)
+    se = np.sqrt(2 * np.trace(S @ S) / (reps - 1))
+    assert abs(np.trace(S) - inversion_noise(n, m)) < 5 * se
+
+
+@pytest.mark.parametrize("mech_name", ["grr", "oue"])
+def test_inversion_noise_of_a_pair(mech_name):
+    """The pair form of ``inversion_noise`` against 800 inversions of the same records (as in the
+    single test: trace of the sample covariance of the centred tables, 5 standard errors)."""
+    rng = np.random.default_rng(32)
+    schema, codes = correlated_records(200, [3, 4], rng, missing=0.0)
+    reps = 800
+    tabs = np.stack([estimate_pairs(randomize(schema, codes, mech_name, 2.0, rng),
+                                    "inversion")[(0, 1)].ravel() for _ in range(reps)])
+    d = tabs - tabs.mean(axis=1, keepdims=True)
+    S = np.cov(d, rowvar=False)
+    se = np.sqrt(2 * np.trace(S @ S) / (reps - 1))
+    m1, m2 = (mech(mech_name, 1.0, f) for f in (3, 4))  # RecordRandomizer splits 2.0 over two
+    assert abs(np.trace(S) - inversion_noise(200, m1, m2)) < 5 * se
+
+
+def test_shrink_is_the_default_and_can_be_turned_off(mech_name):
+    """The front ends shrink (``FrequencyEstimate.shrink`` < 1 at a small budget) and
+    ``shrink=False`` returns the estimator as it is; the raw inversion is never shrunk."""
+    rng = np.random.default_rng(33)
+    m = mech(mech_name, 0.5, 8)
+    rep = m.perturb(exact_codes(np.linspace(1, 2, 8) / 12, 500), rng)
+    for method in ("em", "norm_sub"):
+        raw = estimate_marginal(m, rep, method, shrink=False)
+        est = estimate_marginal(m, rep, method)
+        assert raw.shrink == 1.0 and 0 <= est.shrink < 1
+        np.testing.assert_allclose(est.probs, 1 / 8 + est.shrink * (raw.probs - 1 / 8),
+                                   rtol=0, atol=1e-12)
+        assert est.probs.sum() == pytest.approx(1.0, abs=1e-12) and np.all(est.probs >= 0)
+    inv = estimate_marginal(m, rep, "inversion")
+    np.testing.assert_array_equal(inv.probs, estimate_marginal(m, rep, "inversion",
+                                                               shrink=False).probs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mech_name, epsilon", [("grr", 0.5), ("oue", 0.25)])
+def test_shrunk_estimate_beats_the_mle_and_the_uniform_guess(mech_name, epsilon):
+    """At a small budget (k = 20, n = 2000, Zipf truth) the default (shrunk) estimate has a lower
+    mean squared error and a lower mean Jensen-Shannon divergence than both the maximum-likelihood
+    estimate (``shrink=False``) and the uniform guess, over 300 randomizations of the same data:
+    each paired mean difference is below 0 by more than 3 of its standard errors (one-sided,
+    normal approximation of a mean of 300 independent values; measured margins were 6-70
+    standard errors, so the comparison is decided). Without shrinkage the estimate is the MLE,
+    whose error here is 1.7-3.7x the uniform guess's."""
+    rng = np.random.default_rng(34)
+    k, n, reps = 20, 2000, 300
+    theta = 1.0 / np.arange(1, k + 1)
+    theta /= theta.sum()
+    m = mech(mech_name, epsilon, k)
+    x = exact_codes(theta, n)
+    truth = np.bincount(x, minlength=k) / n
+    W = repeated_counts(m, x, reps, rng)
+    u = np.full(k, 1.0 / k)
+    loss = {"mse": lambda e: np.sum((e - truth) ** 2), "js": lambda e: js_divergence(truth, e)}
+    for name, f in loss.items():
+        shrunk = np.array([f(marginals_from_counts([m], [w], [n])[0].probs) for w in W])
+        mle = np.array([f(marginals_from_counts([m], [w], [n], shrink=False)[0].probs)
+                        for w in W])
+        for other in (mle, np.full(reps, f(u))):
+            diff = shrunk - other
+            assert diff.mean() + 3 * diff.std(ddof=1) / np.sqrt(reps) < 0, (name, diff.mean())
 
 
 def test_noise_stop_threshold_can_be_set():

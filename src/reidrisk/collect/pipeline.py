@@ -105,6 +105,7 @@ from reidrisk.collect.model_io import (
 from reidrisk.collect.protocol import Protocol, variance_factor
 from reidrisk.collect.reports_io import CollectedReports
 from reidrisk.estimation.em import DEFAULT_MAX_ITER, EstimationError, parse_stop
+from reidrisk.estimation.frequency import shrink_toward_uniform
 from reidrisk.mechanisms.record import RecordReports
 from reidrisk.schema import Schema
 
@@ -232,13 +233,13 @@ class CollectPipeline:
             ests = None
         elif self.needs_reports:
             ests = [estimate_marginal(m, rr.reports[j], "exact_em", name=a.name, stop=self.stop,
-                                      max_iter=self.max_iter)
+                                      max_iter=self.max_iter, shrink=False)
                     for j, (a, m) in enumerate(zip(schema, mechs))]
         else:
             ests = marginals_from_counts(mechs, [counts.counts(j) for j in range(len(mechs))],
                                          [npair[j, j] for j in range(len(mechs))],
                                          self.estimator, names=schema.names, stop=self.stop,
-                                         max_iter=self.max_iter)
+                                         max_iter=self.max_iter, shrink=False)
         margs, m_iter = [], []
         for j in range(len(mechs)):
             if ests is None:
@@ -281,7 +282,8 @@ class CollectPipeline:
                   for j, p in enumerate(margs)]
             # the pair EM reads only the layout (schema, mechanisms) besides the counts
             est = estimate_pairs(_Layout(schema, mechs), self.estimator, together, stop=stop,
-                                 max_iter=self.max_iter, counts=counts, marginals=fe)
+                                 max_iter=self.max_iter, counts=counts, marginals=fe,
+                                 shrink=False)
             for pr in together:
                 T = np.clip(np.asarray(est.tables[pr], dtype=np.float64), 0.0, None)
                 tables[pr], p_iter[pr] = T / T.sum(), int(est.iterations[pr])
@@ -402,9 +404,7 @@ class CollectPipeline:
             m_pval.append(float(chi2.sf(stat, f - 1)))
             if self.marginal_shrink and self.estimator != "raw":
                 # E||d||^2 = ||signal||^2 + tr(cov): keep the estimated share of signal (module doc)
-                dd = float(d @ d)
-                lam = max(0.0, 1.0 - float(np.trace(cov)) / dd) if dd > 0 else 0.0
-                margs[j] = 1.0 / f + lam * (margs[j] - 1.0 / f)
+                margs[j], lam = shrink_toward_uniform(margs[j], d, np.trace(cov))
                 m_shrink.append(lam)
         if self.marginal_shrink and self.estimator != "raw":
             # marginals not discovered at false-discovery rate MARGINAL_FDR stay uniform
@@ -446,10 +446,8 @@ class CollectPipeline:
                 n_eff[(j, k)] = float(npr * max(1.0 - sq, 1e-12) / max(V * npr, 1e-12))
             if self.shrink == "js" and self.estimator != "raw":
                 V_int = float(np.trace(K1) * np.trace(K2)) / npr
-                dd = float(np.sum(D ** 2))
-                lam = max(0.0, 1.0 - V_int / dd) if dd > 0 else 0.0
                 ind = np.outer(T.sum(axis=1), T.sum(axis=0))
-                tables[(j, k)] = ind + lam * (T - ind)
+                tables[(j, k)], lam = shrink_toward_uniform(T, D, V_int, target=ind)
                 p_shrink[(j, k)] = lam
         missing_pairs = [pr for pr, npr in est.n_pair.items() if npr == 0]
         if missing_pairs:

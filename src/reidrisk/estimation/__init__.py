@@ -16,9 +16,12 @@ from reidrisk.estimation.frequency import (
     em_reports,
     estimate_marginal,
     estimate_marginals,
+    inversion_noise,
     invert,
+    james_stein_noise,
     marginals_from_counts,
     norm_sub,
+    shrink_toward_uniform,
     variance,
 )
 from reidrisk.estimation.information import (
@@ -39,6 +42,7 @@ from reidrisk.estimation.pairs import (
 __all__ = [
     "EMResult", "EstimationError", "FrequencyEstimate", "PairCounts", "PairEstimates",
     "em_counts", "em_reports", "em_tables", "entropy", "estimate_marginal", "estimate_marginals",
-    "estimate_pairs", "invert", "invert_tables", "js_divergence", "kl_divergence",
-    "marginals_from_counts", "mutual_information", "norm_sub", "pair_counts", "variance",
+    "estimate_pairs", "inversion_noise", "invert", "invert_tables", "james_stein_noise",
+    "js_divergence", "kl_divergence", "marginals_from_counts", "mutual_information", "norm_sub",
+    "pair_counts", "shrink_toward_uniform", "variance",
 ]

@@ -10,9 +10,11 @@ Every mechanism in ``reidrisk.mechanisms`` is a pure frequency oracle: the suppo
 * ``em_counts``  -- the count-based EM of eq. 8-11, corrected
   (docs/design/core.md#count-em-correction);
 * ``em_reports`` -- the exact report-level maximum-likelihood EM (uses each report's whole set);
-* ``estimate_marginal`` / ``estimate_marginals`` -- the above applied to one / every attribute;
+* ``estimate_marginal`` / ``estimate_marginals`` -- the above applied to one / every attribute,
+  shrunk toward uniform by default (below);
 * ``variance``   -- the exact per-cell variance of the inversion estimate (paper 002 eq. 22,
-  docs/design/core.md#inversion-variance).
+  docs/design/core.md#inversion-variance);
+* ``shrink_toward_uniform``, ``inversion_noise``, ``james_stein_noise`` -- that shrinkage.
 
 Every EM here runs on the package's one engine, ``reidrisk.estimation.em`` (iteration, SQUAREM
 acceleration, stopping rules); this module only sets up the channels and the starts.
@@ -24,22 +26,44 @@ be gained before the maximum-likelihood fixed point is statistically invisible (
 at most about 1e-4 per free parameter, measured at most 4.3e-4). So the default *is* the
 maximum-likelihood estimate within 0.02 standard errors per direction. Where the signal is weak
 the maximum-likelihood estimate (and norm-sub) can be worse than the uniform guess; shrinkage toward
-uniform (``reidrisk.collect.pipeline``) is the remedy there, not an early stop. Why this rule, the
-rule it replaced and what was measured: docs/design/core.md#em-engine and docs/results/em_stop.md.
+uniform (below) is the remedy there, not an early stop. Why this rule, the rule it replaced and
+what was measured: docs/design/core.md#em-engine and docs/results/em_stop.md.
 
 ``stop=("noise", threshold)`` applies the same rule with another threshold than ``NOISE_TOL``;
 ``stop=<float>`` instead stops when no probability changes by more than that amount in one plain
 EM step (an early stop along the EM path); ``stop=None`` runs exactly ``max_iter`` plain steps.
+
+Shrinkage toward uniform (``shrink=True``, default of the front ends)
+----------------------------------------------------------------------
+Where the budget is small the maximum-likelihood estimate follows the LDP noise and is further from
+the truth than the uniform guess. The front ends (``estimate_marginal``, ``estimate_marginals``,
+``marginals_from_counts``; ``reidrisk.estimation.pairs.estimate_pairs`` for pair tables) therefore
+keep only the estimated share of signal in the estimate's departure from uniform: positive-part
+James-Stein shrinkage, ``p <- u + lam (p - u)`` with ``lam = max(0, 1 - c / ||d||^2)``, where
+``d`` is the unbiased inversion's departure from uniform in its D = k - 1 sum-zero directions and
+``c = (D - 2) / D tr C`` James and Stein's constant for its exact covariance ``C`` given the
+reports' true values (``inversion_noise``: the channel gives ``tr C`` in closed form, the same for
+every truth; ``james_stein_noise``). For Gaussian noise the James-Stein estimate's risk is below
+the unbiased estimate's for every truth when D >= 3 (nothing is shrunk for k <= 3, where no such
+estimator exists), and near the smaller of that and the uniform guess's. The weight is computed
+from the inversion and applied to each method's estimate (EM, norm-sub, exact EM: a convex
+combination with u, so it stays a distribution); the raw ``"inversion"`` keeps its unbiasedness
+and is never shrunk. ``shrink=False`` gives the estimators as they are (for ``"em"`` the
+maximum-likelihood estimate); ``FrequencyEstimate.shrink`` records ``lam``. Measured, with the
+alternatives that were tried (the weight applied to the inversion then projected; the constant
+``tr C`` instead of ``(D - 2) / D tr C``): docs/results/em_stop.md.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from reidrisk._compat import renamed_keywords
+from reidrisk.estimation import em as engine
 from reidrisk.estimation.em import (
     DEFAULT_MAX_ITER,
     NOISE_TOL,
@@ -52,7 +76,6 @@ from reidrisk.estimation.em import (
     parse_stop,
     positive_start,
 )
-from reidrisk.estimation import em as engine
 
 if TYPE_CHECKING:  # pragma: no cover
     from reidrisk.mechanisms.base import Mechanism
@@ -62,8 +85,9 @@ METHODS = ("em", "inversion", "norm_sub", "exact_em")
 
 __all__ = [
     "DEFAULT_MAX_ITER", "EMResult", "EstimationError", "FrequencyEstimate", "METHODS", "NOISE_TOL",
-    "em_counts", "em_reports", "estimate_marginal", "estimate_marginals", "invert",
-    "marginals_from_counts", "norm_sub", "variance",
+    "em_counts", "em_reports", "estimate_marginal", "estimate_marginals", "inversion_noise",
+    "invert", "james_stein_noise", "marginals_from_counts", "norm_sub", "shrink_toward_uniform",
+    "variance",
 ]
 
 
@@ -79,6 +103,8 @@ class FrequencyEstimate:
     (``probs * n_present``). ``n_present``: number of reports that have the attribute.
     ``method``: estimator used. ``iterations``: EM steps (0 for closed forms). ``converged``: EM met
     its stopping rule (``True`` for closed forms). ``name``: attribute name, when known.
+    ``shrink``: the share of the estimate's departure from uniform that was kept by the shrinkage
+    toward uniform (``shrink_toward_uniform``; 1 = not shrunk).
     """
 
     probs: np.ndarray
@@ -88,6 +114,7 @@ class FrequencyEstimate:
     iterations: int = 0
     converged: bool = True
     name: str | None = None
+    shrink: float = 1.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "probs", _frozen(self.probs))
@@ -173,6 +200,106 @@ def variance(theta, n, p, q) -> np.ndarray:
     if np.any(n <= 0):
         raise EstimationError(f"variance needs n > 0 reports, got {n!r}")
     return (theta * p * (1 - p) + (1 - theta) * q * (1 - q)) / (n * (p - q) ** 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# shrinkage toward uniform
+# ---------------------------------------------------------------------------------------------
+def shrink_toward_uniform(probs, departure, noise, target=None) -> tuple[np.ndarray, float]:
+    """Positive-part James-Stein shrinkage of a distribution toward the uniform one.
+
+    ``departure``: an unbiased estimate's departure from uniform in the sum-zero directions (any
+    shape; only ``||departure||^2`` is read), ``noise``: the expected ``||departure||^2`` that is
+    noise, i.e. the trace of its covariance in those directions (``E||d||^2 = ||signal||^2 +
+    noise``), or James and Stein's ``(dim - 2) sigma^2`` (``james_stein_noise``). The weight is
+    ``lam = max(0, 1 - noise / ||d||^2)`` (James and Stein 1961, positive part), and ``probs`` (a
+    table of probabilities summing to 1, any shape; all its cells form the distribution) keeps
+    that share of its departure:
+    ``u + lam (probs - u)``. Convex in ``probs`` and ``u``, so the result stays a distribution.
+    ``target``: another distribution to shrink toward (like ``probs``; then ``departure`` and
+    ``noise`` are those of the departure from it). Returns ``(shrunk probs, lam)``.
+    """
+    probs = np.asarray(probs, dtype=np.float64)
+    dd = float(np.sum(np.square(departure)))
+    noise = float(noise)
+    if not (np.isfinite(noise) and noise >= 0):
+        raise EstimationError(f"noise must be a finite number >= 0, got {noise!r}")
+    lam = max(0.0, 1.0 - noise / dd) if dd > 0 else 0.0
+    u = 1.0 / probs.size if target is None else np.asarray(target, dtype=np.float64)
+    return u + lam * (probs - u), lam
+
+
+def james_stein_noise(trace, dims: int) -> float:
+    """James and Stein's constant ``(dims - 2) sigma^2`` for a departure with ``dims`` free
+    directions and covariance trace ``trace`` (isotropic approximation ``sigma^2 = trace / dims``):
+    the ``noise`` with which ``shrink_toward_uniform`` is the positive-part James-Stein estimator,
+    whose risk is below the unbiased estimate's for every signal when ``dims >= 3`` (for Gaussian
+    noise; James and Stein 1961, Baranchik 1964). ``dims <= 2``: 0 (no shrinkage; none dominates
+    there). The pure oracles' covariance in the sum-zero directions is close to isotropic where
+    shrinkage matters (small budgets: every cell's variance is dominated by ``q (1 - q)``)."""
+    dims = int(dims)
+    return float(trace) * (dims - 2) / dims if dims > 2 else 0.0
+
+
+def _per_report_noise(mech, total_known: bool = True) -> tuple[float, float]:
+    """``(t, v)``: ``t = sum_x Var(b_x | true value)`` and ``v = Var(sum_x b_x | true value)`` of
+    one report's inversion vector ``b`` through a pure oracle's channel ``M = a I + q 1 1^T``
+    (``a = p - q``, support indicators ``B``, support size ``|S| = sum B``).
+
+    Every oracle supports the true value with probability p and each other value with probability
+    q, whatever the true value is, so ``E|S| = mu = p + (k - 1) q`` and, where the values are
+    supported independently (unary encodings; local hashing, whose other values' memberships are
+    pairwise independent given the true one), ``Var|S| = s2 = p (1 - p) + (k - 1) q (1 - q)``;
+    where every report supports the same number of values (GRR, subset) ``s2 = 0``. (Another
+    oracle is treated as fixed-size: that overstates ``t`` and so shrinks more, never less.)
+
+    * ``total_known`` (``invert``, eq. 6, which uses the number of reports): ``b = (B - q) / a``,
+      ``t = s2_0 / a^2`` with ``s2_0 = p (1 - p) + (k - 1) q (1 - q)`` (the sum of ``variance``'s
+      cells times n), ``v = s2 / a^2``;
+    * otherwise (``M^{-1} B``, the pair tables' inversion): ``b = (B - c |S| 1) / a`` with
+      ``c = q / mu``; ``a^2 ||b||^2 = |S| - (2 c - k c^2) |S|^2`` gives
+      ``t = (mu - (2 c - k c^2)(s2 + mu^2)) / a^2 - 1`` and ``sum b = |S| / mu``, ``v = s2 / mu^2``
+      (equal to the first form for fixed-size oracles).
+    """
+    from reidrisk.mechanisms.glh import GLH
+    from reidrisk.mechanisms.oue import UnaryEncoding
+
+    p, q = _check_pq(mech.p_support, mech.q_support)
+    p, q, k = float(p), float(q), mech.k
+    a = p - q
+    s2_0 = p * (1 - p) + (k - 1) * q * (1 - q)
+    s2 = s2_0 if isinstance(mech, (UnaryEncoding, GLH)) else 0.0
+    if total_known:
+        return s2_0 / a ** 2, s2 / a ** 2
+    mu = p + (k - 1) * q
+    c = q / mu
+    return (mu - (2 * c - k * c * c) * (s2 + mu * mu)) / a ** 2 - 1.0, s2 / mu ** 2
+
+
+def inversion_noise(n, mech, mech2=None) -> float:
+    """Trace of the covariance of the inversion estimate in its sum-zero directions, given the true
+    values of the ``n`` reports: the ``noise`` of ``shrink_toward_uniform``.
+
+    One attribute (``mech``; the inversion ``theta = (w / n - q) / (p - q)`` of eq. 6):
+    ``(t - v / k) / n`` with ``(t, v)`` from ``_per_report_noise``: ``tr Cov = t / n`` less the
+    part along the constant vector, ``Var(sum theta) / k = v / (k n)``. A pair (``mech``,
+    ``mech2``; the table ``M_1^{-1} W M_2^{-T} / n`` of eq. 12-13): the report's vector is
+    ``b_1 (x) b_2`` with ``b_1``, ``b_2`` independent given the true values, ``E b_i`` the true
+    value's indicator and ``E||b_i||^2 = 1 + t_i``, ``E (sum b_i)^2 = 1 + v_i``, so the trace is
+    ``((1 + t_1)(1 + t_2) - 1) / n`` less ``((1 + v_1)(1 + v_2) - 1) / (f_1 f_2 n)``. Exact for the
+    fixed database the reports came from (the estimand of the frequency estimators); the sampling
+    noise of the database itself is not counted.
+    """
+    n = float(n)
+    if not n > 0:
+        raise EstimationError(f"inversion_noise needs n > 0 reports, got {n}")
+    if mech2 is None:
+        t1, v1 = _per_report_noise(mech)
+        return (t1 - v1 / mech.k) / n
+    t1, v1 = _per_report_noise(mech, total_known=False)
+    t2, v2 = _per_report_noise(mech2, total_known=False)
+    cells = mech.k * mech2.k
+    return (((1 + t1) * (1 + t2) - 1) - ((1 + v1) * (1 + v2) - 1) / cells) / n
 
 
 # ---------------------------------------------------------------------------------------------
@@ -331,13 +458,13 @@ class _Channels:
             self.colsum = M1.sum(axis=1)[:, :, None] * M2.sum(axis=1)[:, None, :]
 
     @classmethod
-    def structured(cls, a1, q1, a2, q2, f1: int, f2: int, P: int) -> "_Channels":
+    def structured(cls, a1, q1, a2, q2, f1: int, f2: int, P: int) -> _Channels:
         cols = [_col(np.broadcast_to(np.asarray(x, dtype=np.float64), (P,)))
                 for x in (a1, q1, a2, q2)]
         return cls(params=(*cols, f1, f2))
 
     @classmethod
-    def dense(cls, M1, M2) -> "_Channels":
+    def dense(cls, M1, M2) -> _Channels:
         return cls(mats=(np.asarray(M1, dtype=np.float64), np.asarray(M2, dtype=np.float64)))
 
     def _structured(self, Z):
@@ -374,7 +501,7 @@ class _Channels:
         Y = np.linalg.solve(M1, W)
         return np.swapaxes(np.linalg.solve(M2, np.swapaxes(Y, 1, 2)), 1, 2)
 
-    def take(self, keep) -> "_Channels":
+    def take(self, keep) -> _Channels:
         if self.params is not None:
             a1, q1, a2, q2, f1, f2 = self.params
             return _Channels(params=(a1[keep], q1[keep], a2[keep], q2[keep], f1, f2))
@@ -406,23 +533,23 @@ def _em_tables(W3, n, ch: _Channels, stop="noise", max_iter: int = DEFAULT_MAX_I
 # per-attribute front ends
 # ---------------------------------------------------------------------------------------------
 @renamed_keywords(method="estimator")
-def marginals_from_counts(mechs: Sequence["Mechanism"], ws, ns, estimator: str = "em", *,
+def marginals_from_counts(mechs: Sequence[Mechanism], ws, ns, estimator: str = "em", *,
                           names: Sequence[str | None] | None = None, stop="noise",
-                          max_iter: int = DEFAULT_MAX_ITER, inits=None
+                          max_iter: int = DEFAULT_MAX_ITER, inits=None, shrink: bool = True
                           ) -> list[FrequencyEstimate]:
     """Several attributes' estimates from their support counts ``ws[j]`` (k_j,) and ``ns[j]``
     present reports (``estimate_marginals`` without counting; estimators ``"em"``, ``"inversion"``,
     ``"norm_sub"``). EM attributes with equal domain size are iterated as one batch, each from
-    ``inits[j]`` (positive, any scale; None: uniform)."""
+    ``inits[j]`` (positive, any scale; None: uniform). ``shrink`` as in ``estimate_marginal``."""
     method = _check_method(estimator, METHODS[:3])
     names = [None] * len(mechs) if names is None else list(names)
     return _marginals_from_counts([np.asarray(w, dtype=np.float64).ravel() for w in ws],
                                   [int(n) for n in ns], list(mechs), names, method, stop=stop,
-                                  max_iter=max_iter, inits=inits)
+                                  max_iter=max_iter, inits=inits, shrink=shrink)
 
 
 def _from_counts(w, n_present, mech, method, name=None, *, stop="noise",
-                 max_iter=DEFAULT_MAX_ITER, init=None) -> FrequencyEstimate:
+                 max_iter=DEFAULT_MAX_ITER, init=None, shrink: bool = True) -> FrequencyEstimate:
     """One attribute's estimate from its support counts ``w`` (k,) and ``n_present`` reports."""
     if method in ("inversion", "norm_sub"):
         ch = _mech_channel(mech)
@@ -432,10 +559,11 @@ def _from_counts(w, n_present, mech, method, name=None, *, stop="noise",
             z = np.linalg.solve(ch.M, np.asarray(w, dtype=np.float64))
         if method == "norm_sub":
             z = norm_sub(z, n_present)
-        return FrequencyEstimate(z / n_present, z, n_present, method, name=name)
+        est = FrequencyEstimate(z / n_present, z, n_present, method, name=name)
+        return _shrunk(est, w, mech, ch) if shrink else est
     if method == "em":
         return _marginals_from_counts([w], [n_present], [mech], [name], method, stop=stop,
-                                      max_iter=max_iter, inits=[init])[0]
+                                      max_iter=max_iter, inits=[init], shrink=shrink)[0]
     raise EstimationError(f"unknown method {method!r}; choose one of {list(METHODS)}")
 
 
@@ -454,10 +582,10 @@ def _no_reports(name) -> EstimationError:
 
 
 @renamed_keywords(method="estimator")
-def estimate_marginal(mech: "Mechanism", reports, estimator: str = "em", *,
+def estimate_marginal(mech: Mechanism, reports, estimator: str = "em", *,
                       name: str | None = None,
-                      stop="noise", max_iter: int = DEFAULT_MAX_ITER, init=None
-                      ) -> FrequencyEstimate:
+                      stop="noise", max_iter: int = DEFAULT_MAX_ITER, init=None,
+                      shrink: bool = True) -> FrequencyEstimate:
     """Estimate one attribute's distribution from its reports (paper 004 Section 4.2.1).
 
     ``mech``: the attribute's mechanism; ``reports``: its report array (missing rows allowed; only
@@ -471,6 +599,12 @@ def estimate_marginal(mech: "Mechanism", reports, estimator: str = "em", *,
 
     ``stop``/``max_iter``/``init`` go to the EMs. An attribute without present reports raises
     ``EstimationError`` naming it (``name``) rather than returning an arbitrary distribution.
+
+    ``shrink=True`` (default; module doc, "Shrinkage toward uniform"): the estimate of every method
+    but ``"inversion"`` keeps only the estimated share of signal in its departure from uniform
+    (``shrink_toward_uniform`` with the inversion's departure and its exact noise,
+    ``inversion_noise``); the share is ``FrequencyEstimate.shrink``. ``shrink=False``: the
+    estimator as it is (for ``"em"`` the maximum-likelihood estimate).
     """
     method = _check_method(estimator)
     missing = np.asarray(mech.is_missing(reports), dtype=bool)
@@ -480,24 +614,30 @@ def estimate_marginal(mech: "Mechanism", reports, estimator: str = "em", *,
     if method == "exact_em":
         rep = np.asarray(reports)[~missing]
         fit = em_reports(mech.log_prob(rep), stop=stop, max_iter=max_iter, init=init)
-        return FrequencyEstimate(fit.estimate, fit.estimate * n_present, n_present, method,
-                                 fit.iterations, fit.converged, name)
+        est = FrequencyEstimate(fit.estimate, fit.estimate * n_present, n_present, method,
+                                fit.iterations, fit.converged, name)
+        if not shrink:
+            return est
+        w = np.asarray(mech.support_counts(reports)[0], dtype=np.float64).ravel()
+        return _shrunk(est, w, mech)
     w = np.asarray(mech.support_counts(reports)[0], dtype=np.float64).ravel()
-    return _from_counts(w, n_present, mech, method, name, stop=stop, max_iter=max_iter, init=init)
+    return _from_counts(w, n_present, mech, method, name, stop=stop, max_iter=max_iter, init=init,
+                        shrink=shrink)
 
 
 def _marginals_from_counts(ws, ns, mechs, names, method, *, stop="noise",
-                           max_iter: int = DEFAULT_MAX_ITER, channels=None, inits=None
-                           ) -> list[FrequencyEstimate]:
+                           max_iter: int = DEFAULT_MAX_ITER, channels=None, inits=None,
+                           shrink: bool = True) -> list[FrequencyEstimate]:
     """Estimates of several attributes from their support counts ``ws[j]`` and ``ns[j]`` present
     reports. For ``"em"`` attributes with equal domain size are iterated together as one batch
     (``_em_tables`` with ``M_2 = [1]``: the same EM as ``em_counts``, one attribute per table),
-    each from ``inits[j]`` (None: ``_default_start``)."""
+    each from ``inits[j]`` (None: ``_default_start``); ``shrink``: ``_shrunk`` on each result."""
     for j, nj in enumerate(ns):
         if nj == 0:
             raise _no_reports(names[j])
     if method != "em":
-        return [_from_counts(np.asarray(w, dtype=np.float64), int(nj), m, method, nm)
+        return [_from_counts(np.asarray(w, dtype=np.float64), int(nj), m, method, nm,
+                             shrink=shrink)
                 for w, nj, m, nm in zip(ws, ns, mechs, names)]
     chans = channels if channels is not None else [_mech_channel(m) for m in mechs]
     inits = [None] * len(mechs) if inits is None else list(inits)
@@ -520,7 +660,25 @@ def _marginals_from_counts(ws, ns, mechs, names, method, *, stop="noise",
             probs = z / z.sum()
             out[j] = FrequencyEstimate(probs, probs * ns[j], int(ns[j]), "em",
                                        int(fit.iterations[i]), bool(fit.converged[i]), names[j])
+            if shrink:
+                out[j] = _shrunk(out[j], ws[j], mechs[j], chans[j])
     return out
+
+
+def _shrunk(est: FrequencyEstimate, w, mech, chan: _MechChannel | None = None
+            ) -> FrequencyEstimate:
+    """``est`` shrunk toward uniform (``shrink_toward_uniform``) by the departure of the inversion
+    of its support counts ``w`` and that inversion's exact noise (``inversion_noise``). The raw
+    inversion (whose contract is unbiasedness) and channels not of the p/q form (whose inversion
+    noise is not the oracles' closed form) are returned as they are."""
+    chan = _mech_channel(mech) if chan is None else chan
+    if est.method == "inversion" or not chan.structured:
+        return est
+    n = est.n_present
+    theta = invert(w, n, mech.p_support, mech.q_support) / n
+    noise = james_stein_noise(inversion_noise(n, mech), mech.k - 1)
+    probs, lam = shrink_toward_uniform(est.probs, theta - theta.mean(), noise)
+    return replace(est, probs=probs, counts=probs * n, shrink=lam)
 
 
 def _start_of(init, w, n, mech, chan) -> np.ndarray:
@@ -542,19 +700,22 @@ def _default_start(w, n, mech, chan) -> np.ndarray:
 
 
 @renamed_keywords(method="estimator")
-def estimate_marginals(record_reports: "RecordReports", estimator: str = "em", *, stop="noise",
-                       max_iter: int = DEFAULT_MAX_ITER) -> list[FrequencyEstimate]:
+def estimate_marginals(record_reports: RecordReports, estimator: str = "em", *, stop="noise",
+                       max_iter: int = DEFAULT_MAX_ITER, shrink: bool = True
+                       ) -> list[FrequencyEstimate]:
     """Estimate every attribute's distribution from a ``RecordReports``, in schema order.
 
-    Same estimators as ``estimate_marginal``; for ``"em"`` the attributes with equal domain size
-    are iterated together in one batch (each stops on its own rule), which gives the same estimates
-    as ``estimate_marginal`` up to rounding.
+    Same estimators (and ``shrink``) as ``estimate_marginal``; for ``"em"`` the attributes with
+    equal domain size are iterated together in one batch (each stops on its own rule), which gives
+    the same estimates as ``estimate_marginal`` up to rounding.
     """
     method = _check_method(estimator)
     names = [a.name for a in record_reports.schema]
     mechs = record_reports.mechanisms
     if method == "exact_em":
-        return [estimate_marginal(m, r, method, name=nm, stop=stop, max_iter=max_iter)
+        return [estimate_marginal(m, r, method, name=nm, stop=stop, max_iter=max_iter,
+                                  shrink=shrink)
                 for nm, m, r in zip(names, mechs, record_reports.reports)]
     ws, ns = zip(*(m.support_counts(r) for m, r in zip(mechs, record_reports.reports)))
-    return _marginals_from_counts(ws, ns, mechs, names, method, stop=stop, max_iter=max_iter)
+    return _marginals_from_counts(ws, ns, mechs, names, method, stop=stop, max_iter=max_iter,
+                                  shrink=shrink)

@@ -27,9 +27,10 @@ mechanism whose support matrix is not of the p/q form falls back to batched dens
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -45,8 +46,12 @@ from reidrisk.estimation.frequency import (
     _em_tables,
     _marginals_from_counts,
     _mech_channel,
+    inversion_noise,
+    james_stein_noise,
     norm_sub,
+    shrink_toward_uniform,
 )
+from reidrisk.schema import MISSING
 
 if TYPE_CHECKING:  # pragma: no cover
     from reidrisk.mechanisms.record import RecordReports
@@ -137,65 +142,159 @@ class PairCounts:
         return cls(np.zeros((F, F), np.int64), offsets, np.zeros((g, g), np.int64), 0, True)
 
 
-def _exact_gram_dense(blocks: list, n: int, F: int) -> np.ndarray:
-    """B^T B for B = hstack(blocks) (each (n, f_j), 0/1, dense or sparse), exact, as int64.
+def _row_writer(mech, reports):
+    """How the support rows of one attribute are written into a chunk buffer, and their count.
 
-    Row chunks are densified into one reused float32 buffer (<= ``_CHUNK_BYTES``, small enough to
-    stay in cache, and < 2^24 rows, so all partial sums are exact integers) and multiplied with one
-    BLAS product each; results accumulate in float64. Sparse blocks are scattered into the buffer
-    straight from their CSR arrays.
+    Returns ``(fill, nnz)``: ``fill(buf, start, stop, off)`` sets the support of reports
+    ``start:stop`` into columns ``off:off + f`` of the zeroed float32 buffer ``buf`` (rows
+    ``0:stop - start``, one spare column at the end of each row); ``nnz``: the number of ones of the
+    whole support matrix. GRR, subset and unary encodings (arrays or ``PackedBits``) are written
+    straight from their reports -- a code is the column of its one, a bit is the entry -- and any
+    other mechanism through its own ``support`` of the chunk's rows, so no (n, f) support matrix
+    of the whole batch is built.
     """
-    offs = np.concatenate([[0], np.cumsum([b.shape[1] for b in blocks])])
-    rows = int(max(1, min(_CHUNK_ROWS_MAX, _CHUNK_BYTES // max(4 * F, 1), n)))
-    G = np.zeros((F, F), dtype=np.float64)
-    buf = np.empty((rows, F), dtype=np.float32)
-    csr = [b.tocsr() if sp.issparse(b) else None for b in blocks]
-    for j, c in enumerate(csr):
-        if c is not None and not c.has_canonical_format:  # duplicates add up, as in toarray()
-            csr[j] = c = c.copy()
-            c.sum_duplicates()
+    from reidrisk.mechanisms import GRR, Subset, UnaryEncoding
+
+    kind = type(mech)
+    if kind.support is GRR.support and isinstance(reports, np.ndarray) and reports.ndim == 1:
+        y = reports
+        nnz = int(np.count_nonzero(y != MISSING))
+
+        def fill(buf, start, stop, off):
+            _scatter_codes(buf, y[start:stop, None], off)
+        return fill, nnz
+    if kind.support is Subset.support and isinstance(reports, np.ndarray) and reports.ndim == 2:
+        y = reports
+        nnz = int(np.count_nonzero(y[:, 0] != MISSING)) * y.shape[1] if y.shape[0] else 0
+
+        def fill(buf, start, stop, off):
+            _scatter_codes(buf, y[start:stop], off)
+        return fill, nnz
+    if kind.support is UnaryEncoding.support and hasattr(reports, "unpack"):
+        packed = reports  # PackedBits: unpacked a chunk at a time
+        nnz = int(np.unpackbits(packed.bits[~packed.missing]).sum(dtype=np.int64)) \
+            if len(packed) else 0
+
+        def fill(buf, start, stop, off):
+            y = packed.unpack(start, stop)
+            np.equal(y, 1, out=buf[: stop - start, off:off + y.shape[1]], casting="unsafe")
+        return fill, nnz
+    if kind.support is UnaryEncoding.support and isinstance(reports, np.ndarray) \
+            and reports.ndim == 2:
+        y = reports
+        nnz = int(np.count_nonzero(y == 1))
+
+        def fill(buf, start, stop, off):
+            np.equal(y[start:stop], 1, out=buf[: stop - start, off:off + y.shape[1]],
+                     casting="unsafe")
+        return fill, nnz
+    support = mech.support(reports)  # any other mechanism: its own support matrix
+    if sp.issparse(support):
+        support = support.tocsr()
+        if not support.has_canonical_format:  # duplicates add up, as in toarray()
+            support = support.copy()
+            support.sum_duplicates()
+        nnz = int(support.nnz)
+    else:
+        nnz = int(np.count_nonzero(support))
+    return functools.partial(_fill_support, support), nnz
+
+
+def _scatter_codes(buf, codes, off) -> None:
+    """Ones at columns ``off + codes`` of the rows of ``buf``; a ``MISSING`` code sets the spare
+    last column instead (ignored), so no mask is taken."""
+    m, width = codes.shape[0], buf.shape[1]
+    col = np.add(codes, off, dtype=np.intp)
+    col[codes == MISSING] = width - 1
+    col += (np.arange(m, dtype=np.intp) * width)[:, None]
+    buf.reshape(-1)[col.ravel()] = 1.0
+
+
+def _fill_support(support, buf, start, stop, off) -> None:
+    """Rows ``start:stop`` of a support matrix (dense or CSR) into the chunk buffer."""
+    part = support[start:stop]
+    if not sp.issparse(part):
+        buf[: stop - start, off:off + part.shape[1]] = part
+        return
+    r = np.repeat(np.arange(stop - start), np.diff(part.indptr))
+    buf[r, off + part.indices] = part.data
+
+
+def _exact_gram(fills: list, sizes: list, n: int) -> np.ndarray:
+    """``B^T B`` (F, F) int64 for B the row-wise concatenation of the attributes' supports
+    (``fills`` from ``_row_writer``), exactly.
+
+    Row chunks of at most ``_CHUNK_BYTES`` are written into one reused float32 buffer and added
+    into a float32 accumulator by the BLAS's symmetric rank-k update (``ssyrk``: ``C += B_c^T
+    B_c``, upper triangle, half the work of a general product); the accumulator is flushed into
+    int64 before any entry could pass 2^24 (the last integer float32 holds exactly), i.e. every
+    ``_CHUNK_ROWS_MAX`` rows. The buffer has one spare column (where missing codes go), which the
+    update includes and the result drops.
+    """
+    from scipy.linalg.blas import ssyrk
+
+    offs = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    F = int(offs[-1])
+    width = F + 1
+    G = np.zeros((F, F), dtype=np.int64)
+    if n == 0 or F == 0:
+        return G
+    rows = int(max(1, min(_CHUNK_ROWS_MAX, _CHUNK_BYTES // (4 * width), n)))
+    buf = np.empty((rows, width), dtype=np.float32)
+    acc = np.zeros((width, width), dtype=np.float32, order="F")
+    since = 0
     for start in range(0, n, rows):
         stop = min(n, start + rows)
-        Bc = buf[: stop - start]
-        for j, b in enumerate(blocks):
-            c = csr[j]
-            if c is None:
-                Bc[:, offs[j]:offs[j + 1]] = b[start:stop]
-                continue
-            Bc[:, offs[j]:offs[j + 1]] = 0.0
-            lo, hi = c.indptr[start], c.indptr[stop]
-            r = np.repeat(np.arange(stop - start), np.diff(c.indptr[start:stop + 1]))
-            Bc[r, offs[j] + c.indices[lo:hi]] = c.data[lo:hi]
-        G += Bc.T @ Bc
-    return np.rint(G).astype(np.int64)
+        m = stop - start
+        if since + m > _CHUNK_ROWS_MAX:
+            G += np.rint(acc[:F, :F]).astype(np.int64)
+            acc[:] = 0.0
+            since = 0
+        Bc = buf[:m]
+        Bc.fill(0.0)
+        for fill, off in zip(fills, offs[:-1]):
+            fill(Bc, start, stop, int(off))
+        # C += A A^T with A = Bc^T (F-contiguous view of the C-contiguous buffer: no copy)
+        acc = ssyrk(1.0, Bc.T, beta=1.0, c=acc, trans=0, lower=0, overwrite_c=1)
+        since += m
+    G += np.rint(acc[:F, :F]).astype(np.int64)
+    upper = np.triu(G)
+    return upper + np.triu(upper, 1).T
 
 
-def pair_counts(record_reports: "RecordReports", dense: bool | None = None) -> PairCounts:
-    """Every pair's support counts ``W_jj'`` as blocks of one Gram matrix
-    (docs/design/core.md#pair-estimation).
+def pair_counts(record_reports: RecordReports, dense: bool | None = None) -> PairCounts:
+    """Every pair's support counts ``W_jj'`` as blocks of one Gram matrix (spec/collection.md).
 
     ``record_reports``: a ``RecordReports`` (n records, g attributes). ``dense``: force the dense
     (``True``) or sparse (``False``) product; by default dense when more than ``DENSE_DENSITY`` of
-    the entries of B are non-zero (one BLAS product ``B^T B``: OUE/RAPPOR/OLH, small domains),
-    else a sparse ``B^T @ B`` (GRR/subset over large domains). Cost O(n F^2) dense, O(n s^2) sparse
-    with s supported values per record. No per-record Python work.
+    the entries of B are non-zero (OUE/RAPPOR/OLH, small domains), else a sparse ``B^T @ B``
+    (GRR/subset over large domains, few attributes per report). Cost O(n F^2) dense, O(n s^2)
+    sparse with s supported values per record. No per-record Python work.
+
+    The dense product writes row chunks of B straight from the reports (``_row_writer``) and adds
+    them up with the BLAS's symmetric rank-k update (``_exact_gram``): on one thread about as fast
+    as a bare float32 ``B.T @ B`` of the whole one-hot matrix (``docs/results/scale.md``) while
+    holding only one chunk of B. Counts are exact integers either way.
     """
-    supports = record_reports.supports()
-    present = np.asarray(record_reports.present(), dtype=bool)
+    mechs, reports = record_reports.mechanisms, record_reports.reports
     n = record_reports.n
-    sizes = [int(s.shape[1]) for s in supports]
+    sizes = [int(m.k) for m in mechs]
     F = int(sum(sizes))
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    writers = [_row_writer(m, r) for m, r in zip(mechs, reports)]
     if dense is None:
-        nnz = sum(int(s.nnz) if sp.issparse(s) else int(np.count_nonzero(s)) for s in supports)
+        nnz = sum(w[1] for w in writers)
         dense = n > 0 and nnz > DENSE_DENSITY * n * F
     if dense:
-        gram = _exact_gram_dense(supports, n, F)
+        gram = _exact_gram([w[0] for w in writers], sizes, n)
     else:
+        supports = record_reports.supports()
         B = sp.hstack([sp.csr_matrix(s, dtype=np.float64) for s in supports], format="csr")
         B.data[:] = 1.0  # membership, whatever the stored 0/1 dtype was
         gram = np.rint((B.T @ B).toarray()).astype(np.int64)
-    n_pair = _exact_gram_dense([present], n, present.shape[1])
+    present = np.asarray(record_reports.present(), dtype=bool)
+    g = present.shape[1]
+    n_pair = _exact_gram([functools.partial(_fill_support, present)], [g], n)
     return PairCounts(gram, offsets, n_pair, n, bool(dense))
 
 
@@ -256,6 +355,8 @@ class PairEstimates(Mapping):
     reports having both attributes, per pair. ``iterations`` / ``converged``: per pair (0 / True for
     closed forms). ``marginals``: the single-attribute estimates (the EM's starting point).
     ``names``: attribute names in schema order; ``table(a, b)`` accepts names or indices.
+    ``shrink``: per pair, the share of the table's departure from uniform kept by the shrinkage
+    toward uniform (1 = not shrunk; empty when ``estimate_pairs(..., shrink=False)``).
     """
 
     tables: dict
@@ -265,6 +366,7 @@ class PairEstimates(Mapping):
     converged: dict
     marginals: tuple[FrequencyEstimate, ...]
     names: tuple[str, ...] = field(default=())
+    shrink: dict = field(default_factory=dict)
 
     def __getitem__(self, key) -> np.ndarray:
         j, jp = key
@@ -316,11 +418,11 @@ def _normalize_pairs(pairs, g: int) -> list[tuple[int, int]]:
 
 
 @renamed_keywords(method="estimator")
-def estimate_pairs(record_reports: "RecordReports", estimator: str = "em",
+def estimate_pairs(record_reports: RecordReports, estimator: str = "em",
                    pairs: Iterable | None = None,
                    *, stop="noise", max_iter: int = DEFAULT_MAX_ITER,
-                   counts: PairCounts | None = None, marginals: list | None = None
-                   ) -> PairEstimates:
+                   counts: PairCounts | None = None, marginals: list | None = None,
+                   shrink: bool = True) -> PairEstimates:
     """Estimate the distribution of every attribute pair (paper 004 Section 4.2.2, eq. 12-13).
 
     Each pair (j, j') uses only the ``n~_jj'`` reports having both attributes (eq. 13), through the
@@ -335,6 +437,13 @@ def estimate_pairs(record_reports: "RecordReports", estimator: str = "em",
     ``pairs``: iterable of (j, j') (default: all j < j'). ``stop``/``max_iter`` as in ``em_counts``.
     A pair without reports having both attributes raises ``EstimationError`` naming it. Pairs with
     equal shapes are iterated together (one 3-D array per shape).
+
+    ``shrink=True`` (default): as for the marginals (``reidrisk.estimation.frequency``, "Shrinkage
+    toward uniform"), every table but the raw inversion keeps only the estimated share of signal in
+    its departure from the uniform table (``shrink_toward_uniform`` with the pair inversion's
+    departure and its exact noise ``inversion_noise(n, m_j, m_j')``), and the marginals computed
+    here are shrunk too; given ``marginals`` are used as they are. ``shrink=False``: the
+    estimator as it is (for ``"em"`` the maximum-likelihood table).
     """
     method = _check_method(estimator, PAIR_METHODS)
     schema, mechs = record_reports.schema, record_reports.mechanisms
@@ -350,7 +459,7 @@ def estimate_pairs(record_reports: "RecordReports", estimator: str = "em",
     if marginals is None:
         marginals = _marginals_from_counts(
             [counts.counts(j) for j in range(g)], [counts.n_present(j) for j in range(g)],
-            mechs, names, method, stop=stop, max_iter=max_iter, channels=chans)
+            mechs, names, method, stop=stop, max_iter=max_iter, channels=chans, shrink=shrink)
     marginals = tuple(marginals)
     for j, jp in plist:
         if counts.n_present(j, jp) == 0:
@@ -359,7 +468,7 @@ def estimate_pairs(record_reports: "RecordReports", estimator: str = "em",
                 "joint distribution cannot be estimated; collect reports with both or leave the "
                 "pair out (pairs=...)"
             )
-    tables, n_present, iterations, converged = {}, {}, {}, {}
+    tables, n_present, iterations, converged, kept = {}, {}, {}, {}, {}
     # orient every pair as (smaller domain, larger domain) so that e.g. (2, 9) and (9, 2) tables
     # share one batch; tables are transposed back at the end
     groups: dict[tuple[int, int, bool], list[tuple[int, int]]] = {}
@@ -392,6 +501,14 @@ def estimate_pairs(record_reports: "RecordReports", estimator: str = "em",
                 Z = norm_sub(Z.reshape(len(prs), -1), npair).reshape(Z.shape)
             T = Z / npair[:, None, None]
             its, conv = np.zeros(len(prs), dtype=np.int64), np.ones(len(prs), dtype=bool)
+        lams = np.ones(len(prs))
+        if shrink and structured and method != "inversion":
+            T_inv = ch.inverse(W) / npair[:, None, None]
+            T = T.copy()
+            for i, (j, jp) in enumerate(prs):
+                noise = james_stein_noise(inversion_noise(npair[i], mechs[j], mechs[jp]),
+                                          f1 * f2 - 1)
+                T[i], lams[i] = shrink_toward_uniform(T[i], T_inv[i] - T_inv[i].mean(), noise)
         for i, (j, jp) in enumerate(prs):
             key, t = ((j, jp), np.array(T[i])) if j < jp else ((jp, j), np.array(T[i].T))
             t.setflags(write=False)
@@ -399,6 +516,8 @@ def estimate_pairs(record_reports: "RecordReports", estimator: str = "em",
             n_present[key] = int(npair[i])
             iterations[key] = int(its[i])
             converged[key] = bool(conv[i])
+            if shrink:
+                kept[key] = float(lams[i])
     order = {pr: i for i, pr in enumerate(plist)}
     tables = dict(sorted(tables.items(), key=lambda kv: order[kv[0]]))
-    return PairEstimates(tables, n_present, method, iterations, converged, marginals, names)
+    return PairEstimates(tables, n_present, method, iterations, converged, marginals, names, kept)

@@ -305,7 +305,7 @@ def estimate_population(databases: Sequence[Database], schema: Schema, em_stop=D
             first.schema, first.mechanisms,
             tuple(np.concatenate([r.reports[j] for r in reps], axis=0) for j in range(g)))
         stop = EM_STOP_SCALE / np.sqrt(max(pooled.n, 1)) if em_stop == "auto" else em_stop
-        pe = estimate_pairs(pooled, estimator="em", stop=stop)
+        pe = estimate_pairs(pooled, estimator="em", stop=stop, shrink=False)
         margs = [np.clip(np.asarray(fe.probs, dtype=np.float64), 0.0, None) for fe in pe.marginals]
         margs = [m / m.sum() if m.sum() > 0 else np.full(m.size, 1.0 / m.size) for m in margs]
         eff = np.array([_efficiency(margs[j], m.p_support, m.q_support)
