@@ -263,7 +263,8 @@ def _exact_gram(fills: list, sizes: list, n: int) -> np.ndarray:
 
 
 def pair_counts(record_reports: RecordReports, dense: bool | None = None) -> PairCounts:
-    """Every pair's support counts ``W_jj'`` as blocks of one Gram matrix (spec/collection.md).
+    """Every pair's support counts ``W_jj'`` as blocks of one Gram matrix
+    (docs/design/core.md#pair-estimation).
 
     ``record_reports``: a ``RecordReports`` (n records, g attributes). ``dense``: force the dense
     (``True``) or sparse (``False``) product; by default dense when more than ``DENSE_DENSITY`` of
