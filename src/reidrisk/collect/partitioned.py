@@ -253,6 +253,24 @@ def count_partition(partition: Partition | str, *, chunk_rows: int | None = None
     return total
 
 
+def count_columns(schema: Schema, mechanisms, columns, *, chunk_rows: int | None = None
+                  ) -> PairCounts:
+    """The count tables of reports held in memory, one chunk of rows at a time: ``columns`` has
+    one report array per attribute or, for a unary encoding, a ``PackedBits`` (unpacked a chunk at
+    a time, so an (n, k) bit matrix is never formed). Equal to ``pair_counts`` of the whole."""
+    from reidrisk.mechanisms.oue import PackedBits
+
+    mechs, cols = tuple(mechanisms), list(columns)
+    n = len(cols[0]) if cols else 0
+    rows = int(chunk_rows or default_chunk_rows(schema.sizes))
+    total = PairCounts.zeros(schema.sizes)
+    for s in range(0, n, rows):
+        part = tuple(c.unpack(s, s + rows) if isinstance(c, PackedBits) else c[s:s + rows]
+                     for c in cols)
+        total = total + pair_counts(RecordReports(schema, mechs, part))
+    return total
+
+
 def sum_counts(*counts: PairCounts) -> PairCounts:
     """The exact sum of count tables of disjoint sets of reports (``PairCounts.__add__``)."""
     if not counts:
@@ -357,8 +375,36 @@ def write_partitioned(directory, reports: RecordReports | CollectedReports,
     return w.written
 
 
+def simulate_partitioned(directory, schema: Schema, protocol: Protocol, n: int, *,
+                         rows_per_partition: int = 1_000_000, missing_rate: float = 0.0,
+                         rng=None, storage_options: dict | None = None) -> list[str]:
+    """A simulated collection of ``n`` people written as partitions (for tests and benchmarks):
+    per partition, uniform codes with MCAR ``missing_rate`` randomized as ``protocol.randomize``
+    does, except that unary encodings (OUE, RAPPOR) draw their reports packed
+    (``perturb_packed``), so memory is one partition's packed reports, never n x k bits."""
+    from reidrisk.mechanisms.base import as_generator
+    from reidrisk.mechanisms.oue import UnaryEncoding
+    from reidrisk.schema import MISSING
+
+    rng = as_generator(rng)
+    mechs = protocol.mechanisms(schema)
+    rows = int(rows_per_partition)
+    w = PartitionWriter(directory, schema, mechs, protocol, storage_options=storage_options)
+    for s in range(0, max(int(n), 1), rows):
+        m = min(rows, int(n) - s)
+        codes = np.column_stack([rng.integers(0, f, m) for f in schema.sizes]).astype(np.int32)
+        if missing_rate > 0:
+            codes[rng.random(codes.shape) < missing_rate] = MISSING
+        sent = np.where(protocol.select(codes != MISSING, rng), codes, MISSING).astype(np.int32)
+        del codes
+        w.write([mech.perturb_packed(sent[:, j], rng) if isinstance(mech, UnaryEncoding)
+                 else mech.perturb(sent[:, j], rng) for j, mech in enumerate(mechs)])
+    return w.written
+
+
 __all__ = [
     "CHUNK_CELLS", "Partition", "PartitionWriter", "count_partition", "count_reports",
-    "default_chunk_rows", "describe", "filesystem", "fit_partitioned", "iter_reports",
-    "partitions", "read_partition_header", "sum_counts", "write_partitioned",
+    "count_columns", "default_chunk_rows", "describe", "filesystem", "fit_partitioned",
+    "iter_reports", "partitions", "read_partition_header", "simulate_partitioned", "sum_counts",
+    "write_partitioned",
 ]

@@ -513,7 +513,7 @@ def decode_column(path: Path, attr_name: str, mech: Mechanism, codec: str,
 def _decode_native(path: Path, attr_name: str, codec: str, cells: pd.Series, out: np.ndarray,
                    present_idx: np.ndarray) -> np.ndarray:
     """Cells stored as numbers (the ``native`` layout): ``int`` codes, ``float`` values."""
-    vals = cells.iloc[present_idx].to_numpy(dtype=np.float64)
+    vals = cells.to_numpy(dtype=np.float64, na_value=np.nan)[present_idx]
     if codec == "int":
         frac = vals % 1 != 0
         if frac.any():

@@ -1,0 +1,115 @@
+"""Memory high-water marks and times of the partitioned reports path (reidrisk.collect.partitioned).
+
+Each measurement runs in a fresh Python process, so its peak resident set (``ru_maxrss`` of that
+process, which only grows) is the peak of that step alone. Used by docs/scale.md and callable from
+other benchmark scripts::
+
+    from scale_memory import make_grr, make_oue, measure
+    make_grr(directory, n=10**7, g=30)        # partitioned Parquet of 10^7 x 30 GRR reports
+    measure("count", directory)               # {"seconds", "peak_rss_bytes", "reports", ...}
+
+Steps (``measure(step, directory, ...)``):
+
+* ``count``: ``count_reports`` of the partitions (chunked reader + counting kernel);
+* ``oue-packed``: ``OUE.perturb_packed`` of n codes over k values (the packed array in memory);
+* ``simulate-grr`` / ``simulate-oue``: writing the partitions (``simulate_partitioned``).
+
+    python benchmarks/scale_memory.py simulate-grr /tmp/grr -n 10000000 -g 30
+    python benchmarks/scale_memory.py count /tmp/grr
+    python benchmarks/scale_memory.py simulate-oue /tmp/oue -n 10000000 -k 1024
+    python benchmarks/scale_memory.py oue-packed /tmp/unused -n 10000000 -k 1024
+    python benchmarks/scale_memory.py count /tmp/oue
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+THREADS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+SIZES = (2, 3, 5, 8, 10, 12, 16, 20)  # cycled over the attributes: F = 285 for g = 30
+
+
+def _schema(sizes):
+    from reidrisk.schema import Attribute, Schema
+
+    return Schema(tuple(Attribute(f"a{j}", tuple(str(v) for v in range(f)))
+                        for j, f in enumerate(sizes)))
+
+
+def _peak() -> int:
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # Linux: KiB
+
+
+def _run_step(step: str, directory: str, n: int, g: int, k: int, rows: int) -> dict:
+    from reidrisk.collect.partitioned import count_reports, simulate_partitioned
+    from reidrisk.collect.protocol import Protocol
+
+    t0 = time.perf_counter()
+    out: dict = {"step": step, "directory": directory}
+    if step == "count":
+        counts = count_reports(directory, progress=False)
+        out.update(reports=counts.n, categories=int(counts.gram.shape[0]))
+    elif step == "simulate-grr":
+        sizes = [SIZES[j % len(SIZES)] for j in range(g)]
+        simulate_partitioned(directory, _schema(sizes), Protocol(float(g), None, "grr"), n,
+                             rows_per_partition=rows, missing_rate=0.1, rng=1)
+        out.update(reports=n, attributes=g, categories=sum(sizes))
+    elif step == "simulate-oue":
+        simulate_partitioned(directory, _schema([k]), Protocol(1.0, None, "oue"), n,
+                             rows_per_partition=rows, rng=1)
+        out.update(reports=n, attributes=1, categories=k)
+    elif step == "oue-packed":
+        import numpy as np
+
+        from reidrisk.mechanisms.oue import OUE
+
+        x = np.random.default_rng(0).integers(0, k, n).astype(np.int32)
+        packed = OUE(1.0, k).perturb_packed(x, rng=1)
+        out.update(reports=n, categories=k, packed_bytes=packed.nbytes)
+    else:
+        raise SystemExit(f"unknown step {step!r}")
+    out["seconds"] = time.perf_counter() - t0
+    out["peak_rss_bytes"] = _peak()
+    out["load_average"] = list(os.getloadavg())
+    return out
+
+
+def measure(step: str, directory: str | Path, *, n: int = 10**7, g: int = 30, k: int = 1024,
+            rows_per_partition: int = 1_000_000) -> dict:
+    """Run one step in a fresh process (one BLAS thread) and return its measurements."""
+    cmd = [sys.executable, __file__, step, str(directory), "-n", str(n), "-g", str(g),
+           "-k", str(k), "--rows", str(rows_per_partition)]
+    res = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                         env={**os.environ, **THREADS})
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def make_grr(directory, n: int = 10**7, g: int = 30, rows_per_partition: int = 1_000_000) -> dict:
+    return measure("simulate-grr", directory, n=n, g=g, rows_per_partition=rows_per_partition)
+
+
+def make_oue(directory, n: int = 10**7, k: int = 1024, rows_per_partition: int = 1_000_000) -> dict:
+    return measure("simulate-oue", directory, n=n, k=k, rows_per_partition=rows_per_partition)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("step")
+    ap.add_argument("directory")
+    ap.add_argument("-n", type=int, default=10**7)
+    ap.add_argument("-g", type=int, default=30)
+    ap.add_argument("-k", type=int, default=1024)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    a = ap.parse_args()
+    print(json.dumps(_run_step(a.step, a.directory, a.n, a.g, a.k, a.rows)))
+
+
+if __name__ == "__main__":
+    main()
