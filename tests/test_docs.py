@@ -1,0 +1,156 @@
+"""The documentation that ships with the package: every reference to the design notes resolves.
+
+Docstrings, comments, benchmarks and docs cite the design notes as ``docs/design/<note>.md#<section>``
+(docs/design/README.md). These tests fail when a file cites a note or a section that does not exist,
+when a link inside the notes is broken, when a note cites a bibliography key that
+docs/design/bibliography.md does not define, or when anything still points at the internal working
+notes that are not part of the repository.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DESIGN = ROOT / "docs" / "design"
+SCANNED = ("src", "tests", "benchmarks", "docs")
+SUFFIXES = {".py", ".md", ".toml", ".txt", ".js", ".html", ".cfg", ".ini", ".yaml", ".yml", ".rst"}
+
+_WORKING = "sp" + "ec"  # spelt in two parts so that this file does not match its own patterns
+OUTSIDE_REFERENCES = re.compile(
+    rf"\b{_WORKING}/"                       # a path into the working notes
+    rf"|\b{_WORKING} Sections?\b"           # "... Section 8"
+    rf"|\b{_WORKING}'s\b"                   # "the ...'s table"
+    rf"|\bthe {_WORKING}\b"                 # "as the ... reads it"
+    rf"|\({_WORKING}: [0-9]"               # "(...: 0.9993 at the sup)"
+    rf"|#\s*{_WORKING}:"                    # a comment "# ...: lambda = 0.05 ..."
+)
+DESIGN_REF = re.compile(r"docs/design/([A-Za-z0-9_.-]+\.md)(?:#([A-Za-z0-9_-]+))?")
+MD_LINK = re.compile(r"\]\(([^)\s]+?)\)")
+BIB_KEY = re.compile(r"\*\*\[([A-Za-z0-9]+)\]\*\*")
+CITATION = re.compile(r"(?<![\]\w])\[([^\]\n]+)\](?!\()")
+KEY_SHAPE = re.compile(r"^[A-Z][A-Za-z]+[0-9]{4}[ab]?$")
+
+
+def shipped_files() -> list[Path]:
+    files = [ROOT / "README.md"]
+    for top in SCANNED:
+        files += [p for p in (ROOT / top).rglob("*") if p.is_file() and p.suffix in SUFFIXES
+                  and ".venv" not in p.parts and "__pycache__" not in p.parts]
+    return sorted(files)
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = unicodedata.normalize("NFKC", heading.strip()).lower()
+    text = "".join(ch for ch in text if ch.isalnum() or ch in " -_")
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    """Anchors of every heading of a Markdown file (repeated headings get -1, -2, ...)."""
+    seen: dict[str, int] = {}
+    out: set[str] = set()
+    fenced = False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+            continue
+        m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if fenced or not m:
+            continue
+        base = slug(m.group(1))
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        out.add(base if n == 0 else f"{base}-{n}")
+    return out
+
+
+def _where(path: Path, text: str, pos: int) -> str:
+    return f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, pos) + 1}"
+
+
+def test_slug_follows_github():
+    assert slug("Count EM correction") == "count-em-correction"
+    assert slug("PIE and PIE privacy") == "pie-and-pie-privacy"
+    assert slug("How far P(X = 1) can be trusted") == "how-far-px--1-can-be-trusted"
+    assert slug("k-NN divergence estimator") == "k-nn-divergence-estimator"
+
+
+def test_no_reference_to_the_working_notes():
+    bad = []
+    for path in shipped_files():
+        text = path.read_text(encoding="utf-8", errors="replace")
+        bad += [f"{_where(path, text, m.start())}: {m.group(0)!r}"
+                for m in OUTSIDE_REFERENCES.finditer(text)]
+    assert not bad, ("these point at notes that are not in the repository; cite "
+                     "docs/design/<note>.md#<section> instead:\n" + "\n".join(bad))
+
+
+def test_every_design_reference_resolves():
+    cache: dict[str, set[str]] = {}
+    bad, count = [], 0
+    for path in shipped_files():
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for m in DESIGN_REF.finditer(text):
+            count += 1
+            note, anchor = m.group(1), m.group(2)
+            target = DESIGN / note
+            if not target.is_file():
+                bad.append(f"{_where(path, text, m.start())}: no note {note}")
+                continue
+            if anchor is not None:
+                known = cache.setdefault(note, anchors(target))
+                if anchor not in known:
+                    bad.append(f"{_where(path, text, m.start())}: {note} has no section #{anchor}")
+    assert count > 0
+    assert not bad, "broken references to the design notes:\n" + "\n".join(bad)
+
+
+def test_links_inside_the_design_notes_resolve():
+    notes = sorted(DESIGN.glob("*.md"))
+    assert {p.name for p in notes} >= {"README.md", "bibliography.md", "core.md", "collect.md",
+                                       "uniqueness.md", "linkage.md", "pie.md"}
+    bad = []
+    for path in notes:
+        text = path.read_text(encoding="utf-8")
+        for m in MD_LINK.finditer(text):
+            link = m.group(1)
+            if re.match(r"^[a-z]+://", link):
+                continue
+            file_part, _, anchor = link.partition("#")
+            target = (path.parent / file_part).resolve() if file_part else path
+            if not target.exists():
+                bad.append(f"{_where(path, text, m.start())}: no file {file_part}")
+            elif anchor and anchor not in anchors(target):
+                bad.append(f"{_where(path, text, m.start())}: {target.name} has no #{anchor}")
+    assert not bad, "broken links in docs/design:\n" + "\n".join(bad)
+
+
+def test_every_cited_key_is_in_the_bibliography():
+    keys = set(BIB_KEY.findall((DESIGN / "bibliography.md").read_text(encoding="utf-8")))
+    assert {"Sei2022", "Ito", "Murakami2021", "Sei2023"} <= keys  # the four papers
+    bad = []
+    for path in sorted(DESIGN.glob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        for m in CITATION.finditer(text):
+            for part in m.group(1).split(";"):
+                words = part.strip().replace(",", " ").split()
+                key = words[0] if words else ""
+                if (KEY_SHAPE.match(key) or key in {"Ito", "PIEPrivacy"}) and key not in keys:
+                    bad.append(f"{_where(path, text, m.start())}: [{key}]")
+    assert not bad, "cited but not in docs/design/bibliography.md:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("bad_ref", ["docs/" + "design/core.md#no-such-section",
+                                     "docs/" + "design/nothing.md#grr"])
+def test_a_broken_reference_is_caught(bad_ref):
+    """The checker itself: a made-up note or section is reported."""
+    m = DESIGN_REF.search(bad_ref)
+    note, anchor = m.group(1), m.group(2)
+    target = DESIGN / note
+    assert not target.is_file() or anchor not in anchors(target)
