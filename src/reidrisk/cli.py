@@ -16,7 +16,6 @@ from __future__ import annotations
 import importlib
 import json
 import math
-import sys
 from pathlib import Path
 
 import click
@@ -242,4 +241,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

@@ -141,7 +141,7 @@ def simulate(data, output, schema_path, epsilon, mechanism, per_person_text, k_t
     rng = as_generator(seed)
     if missing_rate > 0:
         codes = mcar(codes, missing_rate, rng)
-    if k == "auto":
+    if isinstance(k, str):  # "auto"
         if len(schema) < 2:
             k = None
         else:
@@ -168,6 +168,7 @@ def _parse_stop(value: str):
     from reidrisk.estimation.em import EstimationError, parse_stop
 
     text = value.strip().lower()
+    stop: str | float | tuple[str, float] | None
     if text == "none":
         stop = None
     elif text.startswith("noise:"):
@@ -213,7 +214,8 @@ def fit_cmd(reports, model, estimator, stop_text, shrink, exact_em, fallback) ->
 
     _check_output(model)
     collected = read_reports(reports)
-    exact = {"marginals": "marginals", "all": True, "none": False}[exact_em]
+    exact_modes: dict[str, bool | str] = {"marginals": "marginals", "all": True, "none": False}
+    exact = exact_modes[exact_em]
     pipe = CollectPipeline(estimator, stop=_parse_stop(stop_text),
                            shrink=None if shrink == "none" else shrink, exact_em=exact,
                            fallback=fallback)

@@ -28,6 +28,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -41,6 +42,9 @@ from reidrisk.collect.reports_io import (
 from reidrisk.errors import ReidriskError
 from reidrisk.mechanisms.base import as_generator
 from reidrisk.schema import Schema, SchemaError
+
+if TYPE_CHECKING:
+    from reidrisk.copula import GaussianCopula
 
 MODEL_FORMAT = "reidrisk-collect-model"
 MODEL_VERSION = 1
@@ -206,7 +210,7 @@ class CollectModel:
     pair_tables: dict
     pair_n: dict
     pair_n_eff: dict
-    copula: object
+    copula: GaussianCopula
     report: FitReport
 
     @property

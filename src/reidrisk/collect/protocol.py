@@ -79,6 +79,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy.stats import binom
@@ -331,19 +332,20 @@ def pair_coverage(attributes_per_person: int, g: int, *, among: str = "present",
     if not 0 <= m < 1:
         raise ProtocolError(f"missing_rate must be in [0, 1), got {missing_rate!r}")
     r = 1.0 - m
+    # p2, p1: the shares c2, c1 above, in expectation over MCAR presence
     if among == "all":
-        c2 = k * (k - 1) / (g * (g - 1)) if g > 1 else 0.0
-        c1 = k / g
+        p2 = k * (k - 1) / (g * (g - 1)) if g > 1 else 0.0
+        p1 = k / g
     else:
         s2 = 2 + np.arange(g - 1)  # present count given both j and j' present
         w2 = binom.pmf(np.arange(g - 1), g - 2, r) if g >= 2 else np.ones(1)
         t2 = np.minimum(k, s2)
-        c2 = float(np.sum(w2 * t2 * (t2 - 1) / (s2 * (s2 - 1))))
+        p2 = float(np.sum(w2 * t2 * (t2 - 1) / (s2 * (s2 - 1))))
         s1 = 1 + np.arange(g)
         w1 = binom.pmf(np.arange(g), g - 1, r)
-        c1 = float(np.sum(w1 * np.minimum(k, s1) / s1))
-    out = np.full((g, g), n * r * r * c2)
-    np.fill_diagonal(out, n * r * c1)
+        p1 = float(np.sum(w1 * np.minimum(k, s1) / s1))
+    out = np.full((g, g), n * r * r * p2)
+    np.fill_diagonal(out, n * r * p1)
     return out
 
 
@@ -398,7 +400,8 @@ def _factory(mechanism) -> Callable[[float, int], Mechanism]:
 
 
 @renamed_keywords(ks="candidates")
-def expected_pair_errors(sizes: Sequence[int], epsilon: float, candidates: Sequence[int], *,
+def expected_pair_errors(sizes: Sequence[int] | np.ndarray, epsilon: float,
+                         candidates: Sequence[int] | np.ndarray, *,
                          mechanism: str | Callable[[float, int], Mechanism] = "subset",
                          among: str = "present", presence: np.ndarray | None = None,
                          missing_rate: float = 0.0, n: int | None = None) -> np.ndarray:
@@ -431,7 +434,8 @@ def expected_pair_errors(sizes: Sequence[int], epsilon: float, candidates: Seque
 
 
 @renamed_keywords(ks="candidates")
-def expected_marginal_errors(sizes: Sequence[int], epsilon: float, candidates: Sequence[int], *,
+def expected_marginal_errors(sizes: Sequence[int] | np.ndarray, epsilon: float,
+                             candidates: Sequence[int] | np.ndarray, *,
                              mechanism: str | Callable[[float, int], Mechanism] = "subset",
                              among: str = "present", presence: np.ndarray | None = None,
                              missing_rate: float = 0.0, n: int | None = None) -> np.ndarray:
@@ -455,7 +459,7 @@ def expected_marginal_errors(sizes: Sequence[int], epsilon: float, candidates: S
 
 
 def choose_attributes_per_person(
-        sizes: Sequence[int], epsilon: float, *,
+        sizes: Sequence[int] | np.ndarray, epsilon: float, *,
         mechanism: str | Callable[[float, int], Mechanism] = "subset", among: str = "present",
         presence: np.ndarray | None = None, missing_rate: float = 0.0,
         n: int | None = None) -> SamplingChoice:
@@ -472,7 +476,8 @@ def choose_attributes_per_person(
         raise ProtocolError("choosing attributes_per_person needs the presence matrix or n "
                             "(people) and missing_rate")
     ks = np.arange(1, g + 1)
-    opts = dict(mechanism=mechanism, among=among, presence=presence, missing_rate=missing_rate, n=n)
+    opts: dict[str, Any] = dict(mechanism=mechanism, among=among, presence=presence,
+                                missing_rate=missing_rate, n=n)
     pair = expected_pair_errors(sizes, epsilon, ks, **opts)
     marg = expected_marginal_errors(sizes, epsilon, ks, **opts)
     errs = pair + marg

@@ -17,7 +17,7 @@ from reidrisk.schema import MISSING
 
 def contingency(
     codes: np.ndarray,
-    sizes: Sequence[int],
+    sizes: Sequence[int] | np.ndarray,
     cols: Sequence[int],
     normalize: bool = True,
 ) -> np.ndarray:
