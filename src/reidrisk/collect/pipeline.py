@@ -150,18 +150,33 @@ class _Estimates:
 class CollectPipeline:
     """The proposed method of paper 004 (module doc): ``fit(reports) -> CollectModel``.
 
-    ``estimator``: ``"em"`` (eq. 8-11 on counts, default), ``"norm_sub"`` (inversion projected on
-    the simplex) or ``"raw"`` (report frequencies, no noise mitigation: DF+Copula).
-    ``exact_em``: where to use the report-level EM (exact likelihood of each whole report) instead
-    of the count EM: ``False`` (default: nowhere), ``"marginals"``, or ``True`` (marginals and
-    pairs; slow with many attributes); it applies to ``estimator="em"`` only. ``stop``: EM stopping rule.
-    ``shrink``: ``"eb"``, ``"js"`` or
-    ``None`` (pairs). ``marginal_shrink``: shrink each marginal toward uniform by its noise
-    (module doc, default on). ``fallback``: apply the independence/uniform fallback. ``alpha``:
-    family-wise level of its tests.
-    ``copula_fit`` (formerly ``copula_method``): how a pair correlation is matched to its table (``"table"`` fits the table
-    itself, ``"mi"`` the paper's mutual information with the sign from the table).
-    ``max_iter``: EM iteration cap.
+    Design: docs/design/collect.md#pipeline.
+
+    Parameters
+    ----------
+    estimator : {"em", "norm_sub", "raw"}
+        ``"em"`` (default): the count EM of eq. 8-11; ``"norm_sub"``: the inversion projected on
+        the simplex; ``"raw"``: the report frequencies, no noise mitigation (DF+Copula).
+    stop
+        EM stopping rule (``reidrisk.estimation.em``; default ``"noise"``).
+    shrink : {None, "eb", "js"}
+        Shrinkage of the pair dependence by its LDP noise (module doc; default ``None``: none).
+    marginal_shrink : bool
+        Shrink each marginal toward uniform by its noise (module doc; default on).
+    exact_em : {False, "marginals", True}
+        Where to use the report-level EM (exact likelihood of each whole report) instead of the
+        count EM: ``False`` (default: nowhere), ``"marginals"``, or ``True`` (marginals and pairs;
+        slow with many attributes). Applies to ``estimator="em"`` only.
+    fallback : bool
+        Apply the independence/uniform fallback (module doc; default on).
+    alpha : float
+        Family-wise level of the fallback's tests, in (0, 1).
+    copula_fit : {"table", "mi"}
+        How a pair correlation is matched to its table (formerly ``copula_method``): ``"table"``
+        fits the table itself, ``"mi"`` the paper's mutual information with the sign from the
+        table.
+    max_iter : int
+        EM iteration cap.
     """
 
     @renamed_keywords(copula_method="copula_fit")
