@@ -138,10 +138,23 @@ def _check_pq(p, q) -> tuple[np.ndarray, np.ndarray]:
 def invert(w, n, p, q) -> np.ndarray:
     """Unbiased inversion of support counts: ``z = (w - q n) / (p - q)``.
 
-    Paper 004 eq. 6 in closed form: for ``M = (p - q) I + q 1 1^T`` and ``sum z = n`` (known),
-    ``M z = (p - q) z + q n 1``. ``w``: support counts (..., k); ``n``: number of present reports
-    (scalar or broadcastable to ``w[..., 0]``). Returns counts (..., k), float64; entries may be
-    negative. ``E[z] = z_true`` exactly; variance per cell: ``n**2 * variance(z/n, n, p, q)``.
+    Paper 004 eq. 6 in closed form (docs/design/core.md#frequency-estimation): for
+    ``M = (p - q) I + q 1 1^T`` and ``sum z = n`` (known), ``M z = (p - q) z + q n 1``.
+    ``E[z] = z_true`` exactly; variance per cell: ``n**2 * variance(z/n, n, p, q)``.
+
+    Parameters
+    ----------
+    w : array_like (..., k)
+        Support counts.
+    n : float or array_like
+        Number of present reports (scalar or broadcastable to ``w[..., 0]``).
+    p, q : float
+        The channel's support probabilities of the true value and of any other value.
+
+    Returns
+    -------
+    numpy.ndarray (..., k)
+        Counts, float64; entries may be negative.
     """
     p, q = _check_pq(p, q)
     w = np.asarray(w, dtype=np.float64)
@@ -588,23 +601,33 @@ def estimate_marginal(mech: Mechanism, reports, estimator: str = "em", *,
                       shrink: bool = True) -> FrequencyEstimate:
     """Estimate one attribute's distribution from its reports (paper 004 Section 4.2.1).
 
-    ``mech``: the attribute's mechanism; ``reports``: its report array (missing rows allowed; only
-    present reports are used, ``n_present`` of them). ``estimator`` (formerly ``method``):
+    Design: docs/design/core.md#frequency-estimation. An attribute without present reports raises
+    ``EstimationError`` naming it rather than returning an arbitrary distribution.
 
-    * ``"em"`` (default): ``em_counts`` on the support counts (eq. 8-11, corrected);
-    * ``"inversion"``: the raw unbiased ``invert`` (may be negative; ``probs`` sums to 1 exactly for
-      GRR/subset, in expectation otherwise);
-    * ``"norm_sub"``: the inversion projected onto the simplex (``norm_sub``);
-    * ``"exact_em"``: ``em_reports`` on the exact report likelihood (O(n k) per step).
+    Parameters
+    ----------
+    mech : Mechanism
+        The attribute's mechanism.
+    reports : array_like
+        Its report array; missing rows are allowed, only the ``n_present`` present reports are used.
+    estimator : {"em", "inversion", "norm_sub", "exact_em"}
+        (formerly ``method``)
 
-    ``stop``/``max_iter``/``init`` go to the EMs. An attribute without present reports raises
-    ``EstimationError`` naming it (``name``) rather than returning an arbitrary distribution.
-
-    ``shrink=True`` (default; module doc, "Shrinkage toward uniform"): the estimate of every method
-    but ``"inversion"`` keeps only the estimated share of signal in its departure from uniform
-    (``shrink_toward_uniform`` with the inversion's departure and its exact noise,
-    ``inversion_noise``); the share is ``FrequencyEstimate.shrink``. ``shrink=False``: the
-    estimator as it is (for ``"em"`` the maximum-likelihood estimate).
+        * ``"em"`` (default): ``em_counts`` on the support counts (eq. 8-11, corrected);
+        * ``"inversion"``: the raw unbiased ``invert`` (may be negative; ``probs`` sums to 1
+          exactly for GRR/subset, in expectation otherwise);
+        * ``"norm_sub"``: the inversion projected onto the simplex (``norm_sub``);
+        * ``"exact_em"``: ``em_reports`` on the exact report likelihood (O(n k) per step).
+    name : str, optional
+        The attribute's name, used in error messages.
+    stop, max_iter, init
+        Passed to the EMs (``reidrisk.estimation.em``).
+    shrink : bool
+        ``True`` (default; module doc, "Shrinkage toward uniform"): the estimate of every method
+        but ``"inversion"`` keeps only the estimated share of signal in its departure from uniform
+        (``shrink_toward_uniform`` with the inversion's departure and its exact noise,
+        ``inversion_noise``); the share is ``FrequencyEstimate.shrink``. ``False``: the estimator
+        as it is (for ``"em"`` the maximum-likelihood estimate).
     """
     method = _check_method(estimator)
     missing = np.asarray(mech.is_missing(reports), dtype=bool)
