@@ -27,7 +27,7 @@ def test_laplace_index_density_and_no_support_set():
     np.testing.assert_allclose(lp, [[math.log(0.5) - 0.5, math.log(0.5) - 0.5,
                                      math.log(0.5) - 1.5]], atol=1e-12)
     with pytest.raises(MechanismError, match="no support set"):
-        m.p_support
+        _ = m.p_support
 
 
 def test_registry_names():
