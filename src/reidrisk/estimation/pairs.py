@@ -427,24 +427,36 @@ def estimate_pairs(record_reports: RecordReports, estimator: str = "em",
     """Estimate the distribution of every attribute pair (paper 004 Section 4.2.2, eq. 12-13).
 
     Each pair (j, j') uses only the ``n~_jj'`` reports having both attributes (eq. 13), through the
-    Gram counts of ``pair_counts`` (pass ``counts`` to reuse them). ``estimator`` (formerly
-    ``method``):
+    Gram counts of ``pair_counts`` (docs/design/core.md#pair-estimation). A pair without reports
+    having both attributes raises ``EstimationError`` naming it. Pairs with equal shapes are
+    iterated together (one 3-D array per shape).
 
-    * ``"em"`` (default): ``em_tables`` started from the outer product of the marginal EM
-      estimates (``marginals``, computed from the Gram diagonal when not given);
-    * ``"inversion"``: ``invert_tables``, raw and unbiased (may be negative);
-    * ``"norm_sub"``: the inversion projected onto ``{Z >= 0, sum Z = n~_jj'}``.
+    Parameters
+    ----------
+    record_reports : RecordReports
+        The reports of n records over g attributes.
+    estimator : {"em", "inversion", "norm_sub"}
+        (formerly ``method``)
 
-    ``pairs``: iterable of (j, j') (default: all j < j'). ``stop``/``max_iter`` as in ``em_counts``.
-    A pair without reports having both attributes raises ``EstimationError`` naming it. Pairs with
-    equal shapes are iterated together (one 3-D array per shape).
-
-    ``shrink=True`` (default): as for the marginals (``reidrisk.estimation.frequency``, "Shrinkage
-    toward uniform"), every table but the raw inversion keeps only the estimated share of signal in
-    its departure from the uniform table (``shrink_toward_uniform`` with the pair inversion's
-    departure and its exact noise ``inversion_noise(n, m_j, m_j')``), and the marginals computed
-    here are shrunk too; given ``marginals`` are used as they are. ``shrink=False``: the
-    estimator as it is (for ``"em"`` the maximum-likelihood table).
+        * ``"em"`` (default): ``em_tables`` started from the outer product of the marginal EM
+          estimates (``marginals``, computed from the Gram diagonal when not given);
+        * ``"inversion"``: ``invert_tables``, raw and unbiased (may be negative);
+        * ``"norm_sub"``: the inversion projected onto ``{Z >= 0, sum Z = n~_jj'}``.
+    pairs : iterable of (j, j'), optional
+        Default: all j < j'.
+    stop, max_iter
+        As in ``em_counts``.
+    counts : PairCounts, optional
+        The Gram counts of ``pair_counts``, to reuse them.
+    marginals : list, optional
+        Marginal estimates to start the EM from (used as they are).
+    shrink : bool
+        ``True`` (default): as for the marginals (``reidrisk.estimation.frequency``, "Shrinkage
+        toward uniform"), every table but the raw inversion keeps only the estimated share of
+        signal in its departure from the uniform table (``shrink_toward_uniform`` with the pair
+        inversion's departure and its exact noise ``inversion_noise(n, m_j, m_j')``), and the
+        marginals computed here are shrunk too. ``False``: the estimator as it is (for ``"em"``
+        the maximum-likelihood table).
     """
     method = _check_method(estimator, PAIR_METHODS)
     schema, mechs = record_reports.schema, record_reports.mechanisms
