@@ -128,10 +128,21 @@ def resolve_mechanism(name: str, epsilon: float, k: int, **kwargs) -> Mechanism:
 class Protocol:
     """How clients report: whole-record budget, attributes per person, mechanism, sampling rule.
 
-    ``epsilon``: budget of one person's whole report. ``attributes_per_person`` (k in the module
-    doc; formerly ``k``): attributes each person reports (``None`` = all g, the paper's protocol).
-    ``mechanism``: registry name of the per-attribute randomizer (``"subset"`` is the paper's). ``among``: ``"present"`` or ``"all"`` (module doc).
-    ``mechanism_options``: extra keyword arguments of the mechanism (e.g. a hash range).
+    Design: docs/design/collect.md#client-protocol.
+
+    Parameters
+    ----------
+    epsilon : float
+        Budget of one person's whole report.
+    attributes_per_person : int, optional
+        k in the module doc (formerly ``k``): attributes each person reports (``None`` = all g,
+        the paper's protocol).
+    mechanism : str
+        Registry name of the per-attribute randomizer (``"subset"``, the default, is the paper's).
+    among : {"present", "all"}
+        Which attributes are sampled (module doc).
+    mechanism_options
+        Extra keyword arguments of the mechanism (e.g. a hash range).
     """
 
     epsilon: float
