@@ -208,11 +208,18 @@ def lambda_glh(epsilon, g) -> np.ndarray | float:
 def alpha_ldp(epsilon, n: int, form: str = "min") -> np.ndarray | float:
     """PIE bound (bits) of any epsilon-LDP mechanism (paper 002 Prop. 4.1, eq. 14).
 
-    ``form="min"``: ``min{eps log e, eps^2 log e, log n}`` --
-    docs/design/pie.md#bounds-for-ldp-mechanisms [REC] (the paper's printed form is uncertain; the
-    ``log n`` cap is certain). ``form="tanh"``: ``min{eps tanh(eps/2) log e, log n}`` -- the tighter
-    bound from Lemma B.2's proof [DER, verified]; it is never above the min form. ``n``: number of
-    users (>= 2).
+    docs/design/pie.md#bounds-for-ldp-mechanisms.
+
+    Parameters
+    ----------
+    epsilon : float or array_like
+        The LDP budget (> 0).
+    n : int
+        Number of users (>= 2).
+    form : {"min", "tanh"}
+        ``"min"``: ``min{eps log e, eps^2 log e, log n}`` [REC] (the paper's printed form is
+        uncertain; the ``log n`` cap is certain). ``"tanh"``: ``min{eps tanh(eps/2) log e, log n}``,
+        the tighter bound from Lemma B.2's proof [DER, verified]; never above the min form.
     """
     e = _epsilon(epsilon)
     n = _count(n, "number of users n")
@@ -231,8 +238,18 @@ def alpha_rr(epsilon, n: int, domain: int, releases: int = 1) -> np.ndarray | fl
 
     Paper 002 Thm 4.2, eq. 16 (one release, t = 1) and Thm 4.3 (t releases of arbitrarily
     correlated data, each with fresh coins); docs/design/pie.md#bounds-for-ldp-mechanisms [DER].
-    ``n`` users (>= 2), ``domain`` = |X| (>= 2), ``releases`` = t (>= 1). For different budgets per
-    release use ``alpha_composed``.
+    For different budgets per release use ``alpha_composed``.
+
+    Parameters
+    ----------
+    epsilon : float or array_like
+        The budget of one release (> 0).
+    n : int
+        Number of users (>= 2).
+    domain : int
+        |X|, the size of the data domain (>= 2).
+    releases : int
+        t, the number of releases (>= 1).
     """
     n = _count(n, "number of users n")
     k = _count(domain, "domain size |X|")
@@ -244,8 +261,21 @@ def alpha_glh(epsilon, n: int, domain: int, g, releases: int = 1) -> np.ndarray 
     """PIE bound (bits) of epsilon-GLH: ``alpha_GLH = t lambda_GLH min{log n, log |X|}``.
 
     Paper 002 Thm 4.4, eq. 18 (one release) and Thm 4.5 (t releases, each with an independent
-    hash); docs/design/pie.md#bounds-for-ldp-mechanisms [DER]. ``g``: hash range (integer >= 2, may
-    be an array). The extra valid cap ``lambda_GLH log g`` (not in the paper) is not applied.
+    hash); docs/design/pie.md#bounds-for-ldp-mechanisms [DER]. The extra valid cap
+    ``lambda_GLH log g`` (not in the paper) is not applied.
+
+    Parameters
+    ----------
+    epsilon : float or array_like
+        The budget of one release (> 0).
+    n : int
+        Number of users (>= 2).
+    domain : int
+        |X|, the size of the data domain (>= 2).
+    g : int or array_like
+        Hash range (integer >= 2).
+    releases : int
+        t, the number of releases (>= 1).
     """
     n = _count(n, "number of users n")
     k = _count(domain, "domain size |X|")
@@ -257,10 +287,26 @@ def alpha(epsilon, n: int, domain: int, mechanism: str = "rr", g=None, releases:
           form: str = "min") -> np.ndarray | float:
     """The PIE bound alpha (bits) of ``mechanism`` over t = ``releases`` releases.
 
-    ``"ldp"``: any epsilon-LDP mechanism, Prop. 4.1 (eq. 14, ``form`` as in ``alpha_ldp``); over t
-    releases the composed mechanism is (t eps)-LDP, so eps is replaced by t eps (sequential
-    composition of LDP; the log n cap still holds). ``"rr"``: Thm 4.2/4.3. ``"glh"``: Thm 4.4/4.5
-    (``g`` required). docs/design/pie.md#bounds-for-ldp-mechanisms.
+    docs/design/pie.md#bounds-for-ldp-mechanisms.
+
+    Parameters
+    ----------
+    epsilon : float or array_like
+        The budget of one release (> 0).
+    n : int
+        Number of users (>= 2).
+    domain : int
+        |X|, the size of the data domain (>= 2).
+    mechanism : {"rr", "glh", "ldp"}
+        ``"ldp"``: any epsilon-LDP mechanism, Prop. 4.1 (eq. 14); over t releases the composed
+        mechanism is (t eps)-LDP, so eps is replaced by t eps (sequential composition of LDP; the
+        log n cap still holds). ``"rr"``: Thm 4.2/4.3. ``"glh"``: Thm 4.4/4.5.
+    g : int, optional
+        Hash range, required for ``"glh"``.
+    releases : int
+        t, the number of releases (>= 1).
+    form : {"min", "tanh"}
+        As in ``alpha_ldp`` (``"ldp"`` only).
     """
     m = _mechanism(mechanism)
     if m == "rr":
@@ -326,9 +372,18 @@ def bayes_error_bound(information, n: int | None = None, max_prior=None) -> np.n
 
     Paper 002 Prop. 3.7 (eqs. 9, 10) with ``I = I(U;S)`` or ``I(U;Y)``, and Cor. 3.9 (eqs. 11,
     12) with ``I = alpha``; docs/design/pie.md#bayes-error [DER] (generalised Fano inequality of Han
-    & Verdu). ``max_prior`` = ``max_u p_U(u) = 1 - beta*``; ``None`` means the uniform prior over
-    ``n`` users (``log(1/(1 - beta*)) = log n``, eq. 10/12). The bound may be negative (vacuous); it
-    is returned as computed so the caller can tell how far from useful it is.
+    & Verdu). The bound may be negative (vacuous); it is returned as computed so the caller can
+    tell how far from useful it is.
+
+    Parameters
+    ----------
+    information : float or array_like
+        ``I(U;S)``, ``I(U;Y)`` or alpha, in bits.
+    n : int, optional
+        Number of users; with ``max_prior=None`` the prior is uniform over them
+        (``log(1/(1 - beta*)) = log n``, eq. 10/12).
+    max_prior : float, optional
+        ``max_u p_U(u) = 1 - beta*`` (eq. 9/11).
     """
     i = _information(information)
     bits = _prior_bits(n, max_prior)
