@@ -41,13 +41,21 @@ class MonteCarloProbability:
 class GaussianCopula:
     """Gaussian copula over g categorical attributes (scikit-learn conventions).
 
-    Parameters: ``copula_fit`` (formerly ``method``) "table" (maximum-likelihood pair fit,
-    default) or "mi" (the paper's
-    mutual-information match, sign from the table); ``shrink`` None or "eb" (empirical-Bayes
-    shrinkage of pair correlations, needs ``pair_n``); ``projection`` "dual", "higham" or "clip"
-    (``nearest_correlation``, used when the assembled matrix is not positive definite);
-    ``min_eigenvalue`` of the fitted Sigma;
-    ``allow_missing_pairs`` treats absent pair tables as independent.
+    Design: docs/design/core.md#gaussian-copula.
+
+    Parameters
+    ----------
+    copula_fit : {"table", "mi"}
+        (formerly ``method``) ``"table"``: maximum-likelihood pair fit (default); ``"mi"``: the
+        paper's mutual-information match, sign from the table.
+    shrink : {None, "eb"}
+        Empirical-Bayes shrinkage of the pair correlations (needs ``pair_n`` in ``fit``).
+    projection : {"dual", "higham", "clip"}
+        ``nearest_correlation`` method, used when the assembled matrix is not positive definite.
+    min_eigenvalue : float
+        Smallest eigenvalue of the fitted Sigma.
+    allow_missing_pairs : bool
+        Treat absent pair tables as independent.
 
     Learned: ``marginals_`` (list of (f_j,) arrays), ``correlation_`` (g, g), ``thresholds_`` (list
     of (f_j + 1,) normal-scale cut points with -inf/+inf ends), ``fit_result_`` (CorrelationFit,
