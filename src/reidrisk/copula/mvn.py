@@ -56,11 +56,25 @@ def rectangle_probability(
 ) -> RectangleProbability:
     """P(lower < X < upper) for X ~ N(0, corr), for m rectangles at once.
 
-    lower, upper: (m, c) bounds (+-inf allowed); corr: (c, c) positive-definite correlation matrix.
     For c >= 3 the randomized-QMC estimate (``n_replicates`` independent scrambles) starts at 512
     points per rectangle and is redone with 4 times more points for the rectangles whose standard
-    error exceeds max(rtol * prob, atol), up to ``max_points``. ``rng`` seeds the scrambling
-    (fixed by default so results are reproducible).
+    error exceeds max(rtol * prob, atol), up to ``max_points``
+    (docs/design/core.md#rectangle-probabilities).
+
+    Parameters
+    ----------
+    lower, upper : array_like (m, c)
+        Bounds of the m rectangles (+-inf allowed).
+    corr : array_like (c, c)
+        Positive-definite correlation matrix.
+    rtol, atol : float
+        Target standard error: max(rtol * prob, atol) per rectangle.
+    max_points : int
+        Most QMC points per rectangle and scramble.
+    n_replicates : int
+        Independent scrambles; their spread gives the standard error.
+    rng : numpy.random.Generator or int, optional
+        Seeds the scrambling (fixed by default, so results are reproducible).
     """
     lo = np.atleast_2d(np.asarray(lower, dtype=np.float64))
     up = np.atleast_2d(np.asarray(upper, dtype=np.float64))
