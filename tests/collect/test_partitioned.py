@@ -3,8 +3,6 @@ and the errors at the boundary."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -29,7 +27,7 @@ from reidrisk.collect.protocol import Protocol
 from reidrisk.collect.reports_io import ReportsFileError, read_reports, write_reports
 from reidrisk.estimation import EstimationError
 from reidrisk.estimation.pairs import PairCounts, pair_counts
-from reidrisk.mechanisms.oue import OUE, PackedBits
+from reidrisk.mechanisms.oue import OUE
 from reidrisk.schema import MISSING, Attribute, Schema
 
 SCHEMA = Schema((
@@ -248,8 +246,3 @@ def test_partition_writer_refuses_reports_breaking_the_protocol(tmp_path, codes)
         PartitionWriter(tmp_path, SCHEMA, mechs, proto).write([np.zeros(3, np.int64)] * 4)
     assert not list(tmp_path.glob("*.parquet"))
 
-
-def test_packed_bits_shape_is_checked():
-    with pytest.raises(Exception, match=r"must be \(n, 2\) bytes"):
-        PackedBits(np.zeros((4, 3), np.uint8), np.zeros(4, bool), 10)
-    assert json.loads(json.dumps({"ok": True}))

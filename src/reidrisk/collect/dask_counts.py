@@ -21,6 +21,8 @@ The fit itself (``CollectPipeline.fit_counts``) then runs on the client: it read
 
 from __future__ import annotations
 
+import uuid
+
 from reidrisk.collect.partitioned import Partition, count_partition, partitions, sum_counts
 from reidrisk.estimation.pairs import PairCounts
 
@@ -47,14 +49,16 @@ def count_graph(parts: list[Partition], *, chunk_rows: int | None = None,
         raise ValueError("no partitions to count")
     if int(split_every) < 2:
         raise ValueError(f"split_every must be at least 2, got {split_every}")
-    count = dask.delayed(count_partition, pure=True)
-    add = dask.delayed(sum_counts, pure=True)
-    level = [count(p, chunk_rows=chunk_rows, dask_key_name=f"count-partition-{i}")
+    # keys unique to this graph: files may change between two runs over the same paths
+    run = uuid.uuid4().hex[:12]
+    count = dask.delayed(count_partition, pure=False)
+    add = dask.delayed(sum_counts, pure=False)
+    level = [count(p, chunk_rows=chunk_rows, dask_key_name=f"count-partition-{run}-{i}")
              for i, p in enumerate(parts)]
     depth = 0
     while len(level) > 1:
         depth += 1
-        level = [add(*level[i:i + split_every], dask_key_name=f"sum-counts-{depth}-{i}")
+        level = [add(*level[i:i + split_every], dask_key_name=f"sum-counts-{run}-{depth}-{i}")
                  for i in range(0, len(level), split_every)]
     return level[0]
 
