@@ -342,12 +342,25 @@ def em_counts(w, n, M, stop="noise", max_iter: int = DEFAULT_MAX_ITER, init=None
     estimates the distribution. An interior fixed point solves ``M z = w``, i.e. it equals the
     inversion; EM differs where the inversion leaves the simplex.
 
-    ``w``: support counts (k,); ``n``: number of present reports (scale of the default uniform start
-    and of ``init``); ``M``: (k, k) channel, ``M[v, x] = P(v supported | x)``. ``stop``,
-    ``max_iter``: the rules of the one engine (``reidrisk.estimation.em``; default ``"noise"``,
-    SQUAREM-accelerated). ``init``: positive start (k,), any scale (rescaled to sum n); zeros stay
-    zero under multiplicative updates, so they are lifted to 1e-12 of the mean. Float64 throughout.
-    Returns ``EMResult(estimate=z (k,), iterations, converged)``.
+    Parameters
+    ----------
+    w : array_like (k,)
+        Support counts.
+    n : float
+        Number of present reports (scale of the default uniform start and of ``init``).
+    M : array_like (k, k)
+        The channel, ``M[v, x] = P(v supported | x)``.
+    stop, max_iter
+        The rules of the one engine (``reidrisk.estimation.em``; default ``"noise"``,
+        SQUAREM-accelerated).
+    init : array_like (k,), optional
+        Positive start, any scale (rescaled to sum n); zeros stay zero under multiplicative
+        updates, so they are lifted to 1e-12 of the mean.
+
+    Returns
+    -------
+    EMResult
+        ``estimate`` = z (k,), ``iterations``, ``converged``. Float64 throughout.
     """
     w = np.asarray(w, dtype=np.float64)
     M = np.asarray(M, dtype=np.float64)
