@@ -86,9 +86,26 @@ def _json(v):
 def evaluate(original: pd.DataFrame, release: pd.DataFrame | Release, *, qi: Sequence[str],
              sa: Sequence[str], truth: np.ndarray | None = None, attacks: Sequence[str] | None = None,
              rng=None, scale: bool = False) -> Scorecard:
-    """Score ``release`` against ``original``: U1-U6, S1-S2 and, when the true mapping is known
-    (``truth``, or the ``Release``'s own), the rate of every attack in ``attacks`` (default: all of
-    ``ATTACKS``). Without a true mapping no rate can be computed; the scorecard says so."""
+    """Score ``release`` against ``original``: U1-U6, S1-S2 and, when the true mapping is known,
+    the rate of every attack (docs/design/linkage.md#scores). Without a true mapping no rate can
+    be computed; the scorecard says so.
+
+    Parameters
+    ----------
+    original : pandas.DataFrame
+        The original table X.
+    release : pandas.DataFrame or Release
+        The release Y (a ``Release`` carries its true mapping).
+    qi, sa : sequence of str
+        The quasi-identifier and sensitive-attribute columns.
+    truth : numpy.ndarray, optional
+        The true mapping (row of X of each row of Y; default: the ``Release``'s own).
+    attacks : sequence of str, optional
+        Keys of ``ATTACKS`` to run (default: all).
+    rng : numpy.random.Generator or int, optional
+        Breaks the attacks' ties.
+    scale : bool
+        Standardize the SA columns before distances (default off, as in the paper)."""
     if isinstance(release, Release):
         truth = release.truth if truth is None else truth
         y = release.data
