@@ -105,7 +105,8 @@ def evaluate(original: pd.DataFrame, release: pd.DataFrame | Release, *, qi: Seq
     rng : numpy.random.Generator or int, optional
         Breaks the attacks' ties.
     scale : bool
-        Standardize the SA columns before distances (default off, as in the paper)."""
+        Standardize the SA columns before distances in every attack but ``assign`` (which
+        always scales); default off, as in the paper."""
     if isinstance(release, Release):
         truth = release.truth if truth is None else truth
         y = release.data
