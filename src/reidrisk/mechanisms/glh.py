@@ -199,9 +199,21 @@ class TableHashFamily:
 class GLH(Mechanism):
     """General local hashing with range g (paper 002 eq. 3); ``g=None`` picks the OLH optimum.
 
-    ``prime`` sets the modulus of the linear hash family; ``tables`` (m, k) switches to a finite
-    family of lookup tables (see ``GLH.with_random_tables``). Reports: int64 (n, 3) = (a, b, y) for
-    the linear family, (n, 2) = (j, y) for tables; a row of ``MISSING`` for a missing input.
+    Reports: int64 (n, 3) = (a, b, y) for the linear family, (n, 2) = (j, y) for tables; a row of
+    ``MISSING`` for a missing input. Design: docs/design/core.md#glh-and-olh.
+
+    Parameters
+    ----------
+    epsilon : float
+        The budget.
+    k : int
+        Domain size.
+    g : int, optional
+        Hash range (>= 2); ``None`` picks the OLH optimum ``max(2, round(e^eps + 1))``.
+    prime : int, optional
+        Modulus of the linear hash family (default 2^31 - 1).
+    tables : numpy.ndarray (m, k), optional
+        Switches to a finite family of lookup tables (see ``GLH.with_random_tables``).
     """
 
     name = "glh"
