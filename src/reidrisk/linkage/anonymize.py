@@ -163,7 +163,22 @@ def k_anonymize(table: pd.DataFrame | Release, qi: Sequence[str], k: int, *, sup
     A generalized column is published as objects: a value alone in its group keeps its original
     value, merged values get the group label. ``details[-1]`` records the merged groups of each
     column (``generalized``: {column: {label: [values]}}), the levels applied and the number of
-    suppressed rows. ``rng`` is accepted for a uniform signature and not used (deterministic).
+    suppressed rows.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame or Release
+        The original table or a previous release.
+    qi : sequence of str
+        The quasi-identifier columns.
+    k : int
+        Smallest allowed QI class size.
+    suppress : bool
+        Suppress the last rows in small classes (default); ``False`` keeps generalizing instead.
+    max_suppress : float
+        Share of the rows that may be suppressed (at least ``k - 1`` rows may be).
+    rng
+        Accepted for a uniform signature and not used (deterministic).
     """
     rel = as_release(table)
     data = rel.data
@@ -225,9 +240,24 @@ def add_noise(table: pd.DataFrame | Release, sa: Sequence[str], scale: float, *,
               kind: str = "additive", relative: bool = True, rng=None) -> Release:
     """Gaussian noise on the SA columns (paper 001, Section 4.2 "Addition of random noise", D_b).
 
-    additive: y = x + e, e ~ N(0, sigma^2) with sigma = scale * (the column's standard deviation in
-    the input) when ``relative`` (default), else sigma = scale (the column's units);
-    multiplicative: y = x * (1 + scale * z), z ~ N(0, 1). Independent draws per cell.
+    Independent draws per cell.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame or Release
+        The original table or a previous release.
+    sa : sequence of str
+        The columns to perturb.
+    scale : float
+        Noise scale (see ``kind``).
+    kind : {"additive", "multiplicative"}
+        ``"additive"``: y = x + e, e ~ N(0, sigma^2) with sigma = scale * (the column's standard
+        deviation in the input) when ``relative``, else sigma = scale (the column's units).
+        ``"multiplicative"``: y = x * (1 + scale * z), z ~ N(0, 1).
+    relative : bool
+        Scale the additive noise by each column's standard deviation (default).
+    rng : numpy.random.Generator or int, optional
+        The noise's generator.
     """
     rel = as_release(table)
     sa = check_columns(rel.data, sa, "SA")
