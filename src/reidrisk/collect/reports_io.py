@@ -585,8 +585,22 @@ def read_reports(path: str | Path, schema: Schema | None = None, mechanism: str 
     holds k-RR reports as category *labels*, one column per attribute (``read_table``'s rules; empty
     or ``?`` = missing), which is how a randomized database is often published.
 
-    Raises ``ReportsFileError`` (or ``MechanismError``/``ProtocolError``/``SchemaError``) naming the
-    file, column, row and value of the first problem.
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The reports file.
+    schema : Schema, optional
+        Must be the file's when it has metadata; required for a file without.
+    mechanism : str, optional
+        Must agree with the file's metadata; ``"grr"`` declares a file without metadata.
+    epsilon : float, optional
+        Whole-record budget; must agree with the file's metadata, required for a file without.
+
+    Raises
+    ------
+    ReportsFileError
+        (or ``MechanismError``/``ProtocolError``/``SchemaError``) naming the file, column, row and
+        value of the first problem.
     """
     path = Path(path)
     if not path.is_file():
