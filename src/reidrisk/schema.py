@@ -119,7 +119,7 @@ class Attribute:
         return self.edges is not None
 
     @classmethod
-    def binned(cls, name: str, edges: Sequence[float]) -> Attribute:
+    def binned(cls, name: str, edges: Sequence[float] | np.ndarray) -> Attribute:
         """A numeric attribute binned at declared ``edges`` (ascending; outer edges included)."""
         edges = [float(e) for e in edges]
         labels = [f"[{_fmt(lo)}, {_fmt(hi)})" for lo, hi in zip(edges[:-1], edges[1:])]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -23,6 +24,9 @@ import pandas as pd
 from reidrisk.errors import ReidriskError
 from reidrisk.mechanisms.record import RecordReports
 from reidrisk.schema import Schema
+
+if TYPE_CHECKING:
+    from reidrisk.service.wire import SurveySpec
 
 RETRY_STATUS = (408, 425, 429, 500, 502, 503, 504)
 
@@ -64,7 +68,7 @@ class SurveyClient:
         self.retries = int(retries)
         self.backoff = float(backoff)
         self.http = http if http is not None else httpx.Client(base_url=base_url, timeout=timeout)
-        self._spec = None
+        self._spec: SurveySpec | None = None
 
     # ---- configuration -----------------------------------------------------------------------
     @property

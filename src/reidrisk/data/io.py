@@ -50,7 +50,7 @@ class EncodedData:
 
     def complete_rows(self) -> np.ndarray:
         """Boolean mask (n,) of the rows with no missing value."""
-        return (self.codes >= 0).all(axis=1)
+        return np.asarray((self.codes >= 0).all(axis=1))
 
 
 def table_format(path: str | Path) -> str:

@@ -155,16 +155,16 @@ def read_traces(path: str | Path, regions, users=None) -> Sequences:
     uid = _integers(frame, "user_id", path)
     tid = _integers(frame, "time_id", path)
     rid = _integers(frame, "reg_id", path)
-    labels = (np.arange(1, int(regions) + 1) if np.isscalar(regions)
+    labels = (np.arange(1, int(regions) + 1) if np.ndim(regions) == 0
               else np.unique(np.asarray(regions, dtype=np.int64)))
     code = np.searchsorted(labels, rid)
     unknown = (code >= labels.size) | (labels[np.minimum(code, labels.size - 1)] != rid)
     if unknown.any():
-        row = int(np.flatnonzero(unknown)[0])
+        bad = int(np.flatnonzero(unknown)[0])
         domain = (f"1..{labels[-1]}" if np.array_equal(labels, np.arange(1, labels.size + 1))
                   else f"the {labels.size} ids of the region table")
         raise TraceError(
-            f"{str(path)!r}, row {row + 2}: unknown region reg_id={rid[row]} "
+            f"{str(path)!r}, row {bad + 2}: unknown region reg_id={rid[bad]} "
             f"({int(unknown.sum())} such rows); region ids must be in {domain}. Pass the region "
             "table or domain size that covers it"
         )
@@ -176,9 +176,9 @@ def read_traces(path: str | Path, regions, users=None) -> Sequences:
     row_of = np.searchsorted(sorted_users, uid)
     outside = (row_of >= ulist.size) | (sorted_users[np.minimum(row_of, ulist.size - 1)] != uid)
     if outside.any():
-        row = int(np.flatnonzero(outside)[0])
+        bad = int(np.flatnonzero(outside)[0])
         raise TraceError(
-            f"{str(path)!r}, row {row + 2}: unknown user user_id={uid[row]} "
+            f"{str(path)!r}, row {bad + 2}: unknown user user_id={uid[bad]} "
             f"({int(outside.sum())} such rows); it is not among the {ulist.size} users of the "
             "background knowledge, so the match cannot be scored. Remove it or add its "
             "background trace"

@@ -127,7 +127,8 @@ class EMResult:
         if not np.ndim(self.iterations):
             raise TypeError("a single-problem EMResult has named fields (estimate, iterations, "
                             "converged) and no items")
-        return EMResult(self.estimate[i], int(self.iterations[i]), bool(self.converged[i]))
+        return EMResult(self.estimate[i], int(np.asarray(self.iterations)[i]),
+                        bool(np.asarray(self.converged)[i]))
 
 
 @dataclass(frozen=True)

@@ -213,7 +213,7 @@ def det_curve(genuine, impostor, thresholds: int | np.ndarray = 1000) -> DETCurv
     """
     g = np.sort(_scores(genuine, "genuine scores"))
     i = np.sort(_scores(impostor, "impostor scores"))
-    if np.isscalar(thresholds):
+    if np.ndim(thresholds) == 0:
         lo = min(g[0], i[0])
         hi = max(g[-1], i[-1])
         t = np.linspace(lo, hi, int(thresholds))

@@ -45,7 +45,7 @@ def _curves(n: int, domain: int, eps: np.ndarray) -> dict[str, np.ndarray]:
 def calibrations(n: int, domain: int, targets: Sequence[float] = DEFAULT_TARGETS) -> list:
     """``(target, mechanism, Calibration or None)`` for each target and mechanism ("ldp", "rr",
     "glh"); None when no epsilon can certify the target for n users."""
-    out = []
+    out: list[tuple[float, str, b.Calibration | None]] = []
     for t in targets:
         for m in ("ldp", "rr", "glh"):
             try:

@@ -17,6 +17,7 @@ import re
 import warnings
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -134,7 +135,7 @@ def error_curves_figure(
     mechanisms = list(dict.fromkeys(table["mechanism"]))
     methods = list(dict.fromkeys(table["method"]))
     colors = _colors(mechanisms)
-    styles = {m: _LINESTYLES[i % len(_LINESTYLES)] for i, m in enumerate(methods)}
+    styles: dict[str, Any] = {m: _LINESTYLES[i % len(_LINESTYLES)] for i, m in enumerate(methods)}
     fig = new_figure(5.2 * len(panels), 4.2)
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, (target, panel_title) in zip(axes, panels):

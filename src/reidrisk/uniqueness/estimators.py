@@ -281,6 +281,7 @@ def _pitman_fit(freq: SampleFrequencies):
             f0 = negll(v0)[0]
             if best is None or f0 < best[0]:
                 best = (f0, v0)
+    assert best is not None  # the grid above is not empty
     res = optimize.minimize(negll, best[1], jac=True, method="L-BFGS-B",
                             options={"maxiter": 500, "gtol": 1e-9, "ftol": 1e-14})
     theta, alpha = unpack(res.x)
@@ -344,7 +345,7 @@ def pitman_uniques(sample, N: int) -> UniquesEstimate:
     grad = uniques * np.array([d_t, d_a])
     try:
         cov = np.linalg.inv(-H)
-        se = float(math.sqrt(max(grad @ cov @ grad, 0.0)))
+        se = float(math.sqrt(max(float(grad @ cov @ grad), 0.0)))
         se_t, se_a = (float(math.sqrt(max(v, 0.0))) for v in np.diag(cov))
     except np.linalg.LinAlgError:
         se = se_t = se_a = math.nan

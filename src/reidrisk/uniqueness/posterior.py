@@ -151,7 +151,7 @@ class PosteriorResult:
 # ---------------------------------------------------------------------------------------------
 # validation
 # ---------------------------------------------------------------------------------------------
-def check_population_size(N, error: type[Exception] = None) -> int:
+def check_population_size(N, error: type[Exception] | None = None) -> int:
     """N as an int; raises ``error`` (default ``PosteriorError``) unless N is a whole number >= 1."""
     try:
         n = int(N)

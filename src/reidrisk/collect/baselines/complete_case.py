@@ -71,7 +71,7 @@ class CompleteCase(Method):
 
     def complete_rows(self, cols: list[int]) -> np.ndarray:
         """Boolean (n,) mask of the reports having every attribute of ``cols``."""
-        return self.present_[:, cols].all(axis=1)
+        return np.asarray(self.present_[:, cols].all(axis=1))
 
     def _table(self, cols: list[int]) -> np.ndarray:
         rows = self.complete_rows(cols)
