@@ -246,3 +246,39 @@ def test_partition_writer_refuses_reports_breaking_the_protocol(tmp_path, codes)
         PartitionWriter(tmp_path, SCHEMA, mechs, proto).write([np.zeros(3, np.int64)] * 4)
     assert not list(tmp_path.glob("*.parquet"))
 
+
+
+# ---- command line ------------------------------------------------------------------------------
+def test_collect_fit_reads_a_directory_of_partitions(tmp_path):
+    from click.testing import CliRunner
+
+    from reidrisk.cli import cli
+    from reidrisk.collect.model_io import load_model
+
+    rng = np.random.default_rng(8)
+    color = rng.integers(0, 3, 2_000)
+    codes = np.column_stack([color, (2 * color) % 6, color % 2, 3 * color]).astype(np.int32)
+    proto = Protocol(12.0, attributes_per_person=None, mechanism="grr")
+    rr = proto.randomize(SCHEMA, codes, rng=9)
+    write_partitioned(tmp_path / "parts", rr, proto, rows_per_partition=600)
+    write_reports(tmp_path / "all.parquet", rr, proto)
+    r = CliRunner().invoke(cli, ["collect", "fit", str(tmp_path / "parts"), str(tmp_path / "p.json"),
+                                 "--chunk-rows", "250"])
+    assert r.exit_code == 0, r.output
+    assert "from 2000 reports" in r.output
+    r = CliRunner().invoke(cli, ["collect", "fit", str(tmp_path / "all.parquet"),
+                                 str(tmp_path / "f.json")])
+    assert r.exit_code == 0, r.output
+    a, b = load_model(tmp_path / "p.json"), load_model(tmp_path / "f.json")
+    np.testing.assert_allclose(a.correlation, b.correlation, rtol=0, atol=1e-12)
+    for x, y in zip(a.marginals, b.marginals):
+        np.testing.assert_allclose(x, y, rtol=0, atol=1e-12)
+    # user errors: one line, exit code 2, no traceback
+    for args, msg in [
+        ([str(tmp_path / "parts"), str(tmp_path / "m.json"), "--exact-em", "all"], "drop --exact-em"),
+        ([str(tmp_path / "all.parquet"), str(tmp_path / "m.json"), "--chunk-rows", "9"],
+         "apply to partitioned reports"),
+        ([str(tmp_path / "nope"), str(tmp_path / "m.json")], "does not exist"),
+    ]:
+        r = CliRunner().invoke(cli, ["collect", "fit", *args])
+        assert r.exit_code == 2 and msg in r.output and "Traceback" not in r.output, r.output

@@ -194,7 +194,7 @@ def _number(text: str, value: str) -> float:
 
 
 @group.command("fit")
-@click.argument("reports", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("reports", type=click.Path(path_type=str))
 @click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--estimator", type=click.Choice(["em", "norm_sub", "raw"]), default="em",
               show_default=True, help="Single and pair estimator (raw = DF+Copula, no mitigation).")
@@ -207,21 +207,43 @@ def _number(text: str, value: str) -> float:
               help="Where to use the report-level EM (exact likelihood of whole reports).")
 @click.option("--fallback/--no-fallback", default=True, show_default=True,
               help="Fall back to independence / uniform when the reports show no signal.")
-def fit_cmd(reports, model, estimator, stop_text, shrink, exact_em, fallback) -> None:
-    """Fit the copula model of paper 004 from a REPORTS file and write it to MODEL (JSON)."""
+@click.option("--chunk-rows", type=click.IntRange(min=1), default=None,
+              help="Partitioned reports: rows read and counted at a time (default: by the number "
+                   "of categories, about 4M cells).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Partitioned reports: count them on this Dask scheduler (e.g. "
+                   "tcp://host:8786; needs reidrisk[dask]); the workers must reach REPORTS.")
+def fit_cmd(reports, model, estimator, stop_text, shrink, exact_em, fallback, chunk_rows,
+            scheduler) -> None:
+    """Fit the copula model of paper 004 from REPORTS and write it to MODEL (JSON).
+
+    REPORTS is a reports file, or partitioned reports: a directory of Parquet partitions or an
+    fsspec URL of one (s3://..., gs://...), read and counted a chunk at a time with bounded
+    memory (reidrisk.collect.partitioned), on this machine or on a Dask cluster (--scheduler).
+    """
     from reidrisk.collect.pipeline import CollectPipeline, CollectWarning
     from reidrisk.collect.reports_io import read_reports
 
+    model = Path(model)
     _check_output(model)
-    collected = read_reports(reports)
+    partitioned = "://" in reports or Path(reports).is_dir()
+    if not partitioned and (chunk_rows is not None or scheduler is not None):
+        raise InputError("--chunk-rows and --scheduler apply to partitioned reports (a directory "
+                         "or URL of Parquet partitions), not to one file")
     exact_modes: dict[str, bool | str] = {"marginals": "marginals", "all": True, "none": False}
     exact = exact_modes[exact_em]
+    if partitioned and exact:
+        raise InputError("--exact-em reads every report at once; partitioned reports are fitted "
+                         "from their counts: drop --exact-em")
     pipe = CollectPipeline(estimator, stop=_parse_stop(stop_text),
                            shrink=None if shrink == "none" else shrink, exact_em=exact,
                            fallback=fallback)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CollectWarning)  # reported below from the model's notes
-        fitted = pipe.fit(collected)
+        if partitioned:
+            fitted = _fit_partitioned(reports, pipe, chunk_rows, scheduler)
+        else:
+            fitted = pipe.fit(read_reports(Path(reports)))
     fitted.save(model)
     rep = fitted.report
     click.echo(f"Fitted {len(fitted.schema)} attributes from {rep.n} reports in {rep.seconds:.1f} s; "
@@ -229,6 +251,23 @@ def fit_cmd(reports, model, estimator, stop_text, shrink, exact_em, fallback) ->
     for note in rep.notes:
         click.echo(f"Note: {note}", err=True)
 
+
+def _fit_partitioned(reports: str, pipe, chunk_rows: int | None, scheduler: str | None):
+    from reidrisk.collect.partitioned import fit_partitioned
+
+    if scheduler is None:
+        return fit_partitioned(reports, pipe, chunk_rows=chunk_rows)
+    try:
+        from distributed import Client
+    except ImportError:
+        raise InputError("--scheduler needs Dask: pip install 'reidrisk[dask]'") from None
+    try:
+        client = Client(scheduler, timeout=30)
+    except OSError as exc:
+        raise InputError(f"cannot reach the Dask scheduler {scheduler!r} ({exc}); check the "
+                         "address and that the scheduler is running") from None
+    with client:
+        return fit_partitioned(reports, pipe, chunk_rows=chunk_rows, client=client)
 
 
 # ---- table ---------------------------------------------------------------------------------
