@@ -61,7 +61,7 @@ class Population:
         return contingency(self.codes, self.sizes, cols, normalize=normalize)
 
 
-def _check_sizes(sizes: Sequence[int]) -> np.ndarray:
+def _check_sizes(sizes: Sequence[int] | np.ndarray) -> np.ndarray:
     arr = np.asarray(sizes)
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"sizes must be a non-empty list of domain sizes, got {sizes!r}")
@@ -103,7 +103,7 @@ def _loadings(g: int, rng: np.random.Generator, structure: str) -> np.ndarray:
     return w / np.linalg.norm(w, axis=1, keepdims=True)
 
 
-def _check_dependence(dependence: float) -> float:
+def _check_dependence(dependence: float | np.ndarray) -> float:
     d = float(dependence)
     if not 0.0 <= d < 1.0:
         raise ValueError(
@@ -131,7 +131,7 @@ def _correlation_from(loadings: np.ndarray, d: float) -> np.ndarray:
     return r
 
 
-def _check_correlation(r: np.ndarray, g: int) -> np.ndarray:
+def _check_correlation(r: float | np.ndarray, g: int) -> np.ndarray:
     r = np.array(r, dtype=float)  # a copy: the Population freezes it
     if r.shape != (g, g):
         raise ValueError(
@@ -152,7 +152,7 @@ def thresholds(p: np.ndarray) -> np.ndarray:
 
 def make_population(
     n: int,
-    sizes: Sequence[int],
+    sizes: Sequence[int] | np.ndarray,
     dependence: float | np.ndarray = 0.5,
     rng: np.random.Generator | int | None = None,
     marginals: str | Sequence[Sequence[float]] = "random",

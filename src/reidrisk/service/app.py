@@ -329,6 +329,7 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
         it (``GroupWriter``). ``read_body``: an awaitable giving the body's bytes."""
         survey = survey_cached(sid)
         cred = credential_for(token, sid, CODE)
+        assert cred is not None  # only an administrator's researcher token has none
         ok, wait = limiter.allow(cred.id)
         if not ok:
             raise ApiError(429, f"too many requests for this submission code; retry in "
@@ -533,6 +534,6 @@ def _bind(fn, kind: str):
     def endpoint(**kwargs):
         return fn(kind=kind, **kwargs)
 
-    endpoint.__signature__ = sig.replace(parameters=params)
+    endpoint.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
     endpoint.__name__ = f"{fn.__name__}_{kind}"
     return endpoint

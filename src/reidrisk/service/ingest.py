@@ -47,7 +47,8 @@ class GroupWriter:
                      rows: list) -> dict:
         """Queue validated-in-shape reports; return the answer after their group's commit."""
         loop = asyncio.get_running_loop()
-        if self._task is None or self._task.done() or self._loop is not loop:
+        if (self._queue is None or self._task is None or self._task.done()
+                or self._loop is not loop):
             # (re)start the writer on this event loop (a test client may run several loops)
             self._queue = asyncio.Queue()
             self._loop = loop
@@ -60,6 +61,7 @@ class GroupWriter:
         from fastapi.concurrency import run_in_threadpool
 
         q = self._queue
+        assert q is not None  # set by submit before it starts this task
         while True:
             first = await q.get()
             group, size = [first], len(first.ids)

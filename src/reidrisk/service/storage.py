@@ -133,10 +133,12 @@ class Storage:
 
     def _insert(self):
         if self.is_sqlite:
-            from sqlalchemy.dialects.sqlite import insert
-        else:
-            from sqlalchemy.dialects.postgresql import insert
-        return insert
+            from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+            return sqlite_insert
+        from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+
+        return postgresql_insert
 
     # ---- surveys -----------------------------------------------------------------------------
     def create_survey(self, name: str, spec: SurveySpec) -> Survey:
@@ -263,6 +265,7 @@ class Storage:
             inserted = {r[0] for r in conn.execute(stmt, rows)} if rows else set()
             row = conn.execute(sa.select(m.counts).where(m.counts.c.survey_id == survey.id)
                                .with_for_update()).first()
+            assert row is not None  # created with the survey
             n_total = int(row.n)
             if inserted:
                 new = np.fromiter((rid in inserted for rid in ids), dtype=bool, count=len(ids))
@@ -282,6 +285,7 @@ class Storage:
         F, g = sum(sizes), len(sizes)
         with self._read() as c:
             row = c.execute(sa.select(m.counts).where(m.counts.c.survey_id == survey.id)).first()
+        assert row is not None  # created with the survey
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         gram = _from_blob(row.gram, (F, F))
         return PairCounts(gram, offsets, _from_blob(row.n_pair, (g, g)), int(row.n),

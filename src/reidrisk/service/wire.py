@@ -158,7 +158,7 @@ class SurveySpec:
             raise ReportError(
                 f"report {index}: unknown attribute {unknown[0]!r}; this survey's attributes are "
                 f"{names}", index)
-        row = []
+        row: list[str | None] = []
         for a, codec in zip(names, self.codecs):
             v = values.get(a)
             if v is None:
@@ -217,7 +217,7 @@ class SurveySpec:
             return None
         n = len(col)
         cells = np.fromiter(col, dtype=object, count=n)
-        present = np.not_equal(cells, None)
+        present = np.not_equal(cells, None)  # type: ignore[call-overload]  # elementwise, on objects
         texts = cells[present].tolist()
         if not all(type(t) is str and _CODES.match(t) for t in texts):
             return None  # not from cells_of: the decoder says why
