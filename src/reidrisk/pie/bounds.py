@@ -508,7 +508,38 @@ def calibrate(target_error: float, n: int, domain: int, mechanism: str = "rr", *
     and the loss falls with g (Thm 4.8), so the search is capped: beyond ``|X|`` the hash no
     longer compresses the report and GLH is RR with more communication.
 
-    Raises ``BoundError`` when the target cannot be certified at any epsilon (``n`` too small).
+    Parameters
+    ----------
+    target_error : float
+        The Bayes error to guarantee, in [0, 1).
+    n : int
+        Number of users (>= 2).
+    domain : int
+        |X|, the size of the data domain (>= 2).
+    mechanism : {"rr", "glh", "ldp"}
+        The mechanism whose bound is inverted.
+    g : int, optional
+        GLH's hash range; ``None`` chooses it (above).
+    g_max : int, optional
+        Largest hash range searched when ``g=None``.
+    releases : int
+        t, the number of releases (>= 1).
+    max_prior : float, optional
+        ``max_u p_U(u)``; ``None``: the uniform prior over ``n`` users.
+    form : {"min", "tanh"}
+        Form of Prop. 4.1 (as in ``alpha_ldp``).
+    use_ldp_bound : bool
+        Let Prop. 4.1 certify RR and GLH too (default).
+
+    Returns
+    -------
+    Calibration
+        The budget, the bound that certified it (``certified_by``) and, for GLH, the hash range.
+
+    Raises
+    ------
+    BoundError
+        When the target cannot be certified at any epsilon (``n`` too small).
     """
     from scipy.optimize import brentq
 
