@@ -479,7 +479,28 @@ ATTACKS: dict[str, Callable[..., Linking]] = {
 
 def attack(name: str, original, release, *, qi: Sequence[str], sa: Sequence[str], rng=None,
            **options) -> Linking:
-    """Run the attack ``name`` (a key of ``ATTACKS``) on ``release`` against ``original``."""
+    """Run the attack ``name`` on ``release`` against ``original`` (docs/design/linkage.md#attacks).
+
+    Parameters
+    ----------
+    name : str
+        A key of ``ATTACKS``: ``"E1"``-``"E4"``, ``"EUC1"``, ``"EUC2"`` or ``"assign"``.
+    original : pandas.DataFrame
+        The original table X.
+    release : pandas.DataFrame
+        The release Y.
+    qi, sa : sequence of str
+        The quasi-identifier and sensitive-attribute columns the attack uses.
+    rng : numpy.random.Generator or int, optional
+        Breaks ties.
+    **options
+        The attack's own options (e.g. ``scale``, ``sa_column``).
+
+    Returns
+    -------
+    Linking
+        For each row of Y the row position in X it claims, -1 when it gives up.
+    """
     if name not in ATTACKS:
         raise LinkageError(f"attack {name!r} is unknown; use one of {list(ATTACKS)}")
     return ATTACKS[name](original, release, qi=qi, sa=sa, rng=rng, **options)
