@@ -22,9 +22,12 @@ install: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(VENV)/bin/reidrisk demo
 
-# the fast set (the default `pytest` run, slow tests deselected), then the slow set; both must
-# pass. Exit code 5 (no test selected) is not a failure.
+# the linter (ruff: src, tests, benchmarks) and the type checker (mypy: src/reidrisk), both
+# configured in pyproject.toml, then the fast set (the default `pytest` run, slow tests
+# deselected) and the slow set; each must pass. Exit code 5 (no test selected) is not a failure.
 test: $(VENV)/.installed
+	$(VENV)/bin/ruff check
+	$(VENV)/bin/mypy
 	$(PY) -m pytest || [ $$? -eq 5 ]
 	$(PY) -m pytest -m slow || [ $$? -eq 5 ]
 
