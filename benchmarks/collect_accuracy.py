@@ -230,7 +230,7 @@ def _table(method, cols: list[int], sizes, rng) -> tuple[np.ndarray, bool]:
 
 def run_task(task: Task) -> list[dict]:
     """Fit every method for one repetition; one record per (method, c, query)."""
-    from reidrisk.collect.report import js_bits, planned_k, run_method
+    from reidrisk.collect.report import js_bits, planned_attributes_per_person, run_method
     from reidrisk.data.missing import mcar
     from reidrisk.data.tables import contingency
 
@@ -252,7 +252,7 @@ def run_task(task: Task) -> list[dict]:
                           for _ in range(task.queries)]
     truths = {(c, i): contingency(codes, sizes, cols)
               for c, qs in queries.items() for i, cols in enumerate(qs)}
-    k = planned_k(sizes, task.eps, n)
+    k = planned_attributes_per_person(sizes, task.eps, n)
     specs = {s.key: s for s in all_specs(True)}
     cache: dict = {}
     out = []

@@ -146,12 +146,12 @@ def server_run(config: str, schema, reports, n: int, cols: list[int], seed: int)
 
 def make_reports(config: str, schema, codes, seed: int):
     from reidrisk.collect.protocol import Protocol
-    from reidrisk.collect.report import planned_k
+    from reidrisk.collect.report import planned_attributes_per_person
     from reidrisk.data.missing import mcar
 
     rng = np.random.default_rng(seed)
     observed = mcar(codes, M, rng)
-    k = planned_k(schema.sizes, EPS, codes.shape[0]) if config == "reidrisk" else None
+    k = planned_attributes_per_person(schema.sizes, EPS, codes.shape[0]) if config == "reidrisk" else None
     protocol = Protocol(EPS, k, "subset")
     return protocol.randomize(schema, observed, rng), protocol.attributes_for(len(schema))
 
@@ -351,7 +351,7 @@ def part2(res: Results, args) -> str:
     from reidrisk.collect.baselines import TruePairsCopula
     from reidrisk.collect.pipeline import CollectPipeline
     from reidrisk.collect.protocol import Protocol
-    from reidrisk.collect.report import js_bits, planned_k
+    from reidrisk.collect.report import js_bits, planned_attributes_per_person
     from reidrisk.data.adult import load_adult_encoded
     from reidrisk.data.tables import contingency
 
@@ -379,7 +379,7 @@ def part2(res: Results, args) -> str:
     peer_js = [js_bits(t, contingency(peer_codes, sizes, q)) for t, q in zip(truths, triples)]
 
     # reidrisk at epsilon = 10, m = 0, default configuration
-    k = planned_k(sizes, 10.0, n)
+    k = planned_attributes_per_person(sizes, 10.0, n)
     ours_js, ours_fit, ours_synth = [], [], []
     for r in range(args.peer_reps):
         reports = Protocol(10.0, k, "subset").randomize(schema, codes, np.random.default_rng(100 + r))

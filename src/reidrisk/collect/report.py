@@ -13,7 +13,7 @@ report and the benchmark describe the same configurations:
 
 ``reidrisk``
     The default configuration: attribute sampling (each person reports ``k`` attributes with
-    epsilon / k each, ``k = planned_k(...)``, i.e. ``choose_attributes_per_person`` planned for a missing rate of
+    epsilon / k each, ``k = planned_attributes_per_person(...)``, i.e. ``choose_attributes_per_person`` planned for a missing rate of
     ``PLANNING_MISSING_RATE``, not the true one), then ``CollectPipeline()`` with its defaults and the
     copula's exact cell probabilities.
 ``paper``
@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from reidrisk._compat import renamed_attribute, renamed_function, renamed_keywords
 from reidrisk.mechanisms.base import as_generator
 from reidrisk.schema import MISSING, Schema, SchemaError
 
@@ -85,7 +86,7 @@ class MethodSpec:
 
     ``key``: short name used in result files; ``label``: name shown in tables and figures;
     ``build()``: a fresh, unfitted ``reidrisk.collect.baselines.Method``; ``sampling``: the clients
-    report ``planned_k`` attributes each (else all present ones, the paper's split);
+    report ``planned_attributes_per_person`` attributes each (else all present ones, the paper's split);
     ``truth``: fitted on the true data (``fit_truth``), a reference rather than a method.
     """
 
@@ -96,8 +97,8 @@ class MethodSpec:
     truth: bool = False
 
 
-def planned_k(sizes: Sequence[int], epsilon: float, n: int,
-              missing_rate: float = PLANNING_MISSING_RATE) -> int:
+def planned_attributes_per_person(sizes: Sequence[int], epsilon: float, n: int,
+                                  missing_rate: float = PLANNING_MISSING_RATE) -> int:
     """Attributes per person of the sampling protocol: ``choose_attributes_per_person`` for n
     people at an assumed
     MCAR rate (``reidrisk.collect.protocol``). Returns g when g < 2."""
@@ -153,14 +154,16 @@ def method_specs(keys: Sequence[str] | None = None) -> list[MethodSpec]:
     return [by_key[k] for k in keys]
 
 
+@renamed_keywords(k="attributes_per_person")
 def run_method(spec: MethodSpec, schema: Schema, truth_codes: np.ndarray, observed: np.ndarray,
                epsilon: float, rng: np.random.Generator | int | None = None,
-               k: int | None = None, reports_cache: dict | None = None):
+               attributes_per_person: int | None = None, reports_cache: dict | None = None):
     """Fit one configuration; returns ``(method, seconds)``.
 
     ``truth_codes``: the complete original data (only ``truth`` specs read it); ``observed``: the
     data after missing values were injected, which the clients randomize under the method's
-    protocol with ``k`` attributes per person (``None`` = all, the paper's split; ignored unless
+    protocol with ``attributes_per_person`` (formerly ``k``; ``None`` = all, the paper's split;
+    ignored unless
     ``spec.sampling``). ``reports_cache`` (optional dict) shares one randomization between methods
     with the same client protocol, as their clients would send the same kind of report.
     ``seconds`` is the server's fitting time (randomization excluded).
@@ -172,7 +175,7 @@ def run_method(spec: MethodSpec, schema: Schema, truth_codes: np.ndarray, observ
             t0 = time.perf_counter()
             method.fit_truth(schema, truth_codes)
             return method, time.perf_counter() - t0
-    protocol = method.protocol(epsilon, k if spec.sampling else None)
+    protocol = method.protocol(epsilon, attributes_per_person if spec.sampling else None)
     key = (protocol.mechanism, protocol.attributes_for(len(schema)), protocol.among, float(epsilon))
     reports = None if reports_cache is None else reports_cache.get(key)
     if reports is None:
@@ -231,8 +234,8 @@ class CollectComparison:
     ``schema``; ``cols`` (c attribute indices); ``truth``: the true c-way table (probabilities,
     shape ``(f_cols[0], ..., f_cols[c-1])``); ``methods``: one ``MethodResult`` per configuration;
     ``epsilon``, ``missing_rate`` (injected), ``missing_share`` (share of values the clients lacked
-    in the first repetition, the data's own missing values included), ``k`` (attributes per person
-    of the sampling protocol), ``n`` (records), ``reps`` and ``seed``.
+    in the first repetition, the data's own missing values included), ``attributes_per_person``
+    (of the sampling protocol; formerly ``k``), ``n`` (records), ``reps`` and ``seed``.
     """
 
     schema: Schema
@@ -242,10 +245,12 @@ class CollectComparison:
     epsilon: float
     missing_rate: float
     missing_share: float
-    k: int
+    attributes_per_person: int
     n: int
     reps: int
     seed: int | None
+
+    k = renamed_attribute("attributes_per_person", "k")
 
     @property
     def col_names(self) -> list[str]:
@@ -303,7 +308,7 @@ def compare_methods(
     if not 0.0 <= float(missing_rate) < 1.0:
         raise ValueError(f"missing_rate must be in [0, 1), got {missing_rate!r}")
     truth = contingency(codes, schema.sizes, idx)
-    k = planned_k(schema.sizes, epsilon, n)
+    k = planned_attributes_per_person(schema.sizes, epsilon, n)
     specs = method_specs(methods)
     gen = as_generator(rng)
     seed = None if rng is None or isinstance(rng, np.random.Generator) else int(rng)
@@ -475,8 +480,8 @@ def collect_section(comparison: CollectComparison, title: str = "Collection: con
         f"contingency table of <strong>{escape(names)}</strong>, compared here with the table of "
         "the true data by the Jensen-Shannon divergence in bits (0 = identical, 1 = disjoint; paper "
         "004 Section 5.1).</p>"
-        f"<p><em>reidrisk</em> is the default configuration: each person reports {comparison.k} of "
-        f"the {g} attributes with &epsilon;/{comparison.k} each, and the server fits the copula "
+        f"<p><em>reidrisk</em> is the default configuration: each person reports {comparison.attributes_per_person} "
+        f"of the {g} attributes with &epsilon;/{comparison.attributes_per_person} each, and the server fits the copula "
         "model with its noise-aware defaults. <em>paper 004</em> is the method as printed "
         f"(&epsilon;/{g} per attribute, EM, mutual-information copula, table counted from generated "
         "records). O-RAPPOR, S2Mb, MDN and PDE/ETE estimate the table only from the people who "
@@ -522,5 +527,8 @@ __all__ = [
     "CollectComparison", "DEFAULT_COLUMNS_ADULT", "HISTOGRAM_MAX_TICKS", "MethodResult", "MethodSpec",
     "PAPER_MAX_ITER", "PAPER_OPTIONS", "PAPER_STOP", "PLANNING_MISSING_RATE", "collect_section",
     "compare_methods", "default_columns", "demo_collect_section", "histograms_figure", "js_bits",
-    "method_specs", "planned_k", "plot_histograms", "plot_js", "run_method",
+    "method_specs", "planned_attributes_per_person", "planned_k", "plot_histograms", "plot_js",
+    "run_method",
 ]
+
+planned_k = renamed_function(planned_attributes_per_person, "planned_k")
