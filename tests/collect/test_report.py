@@ -15,6 +15,7 @@ from reidrisk.collect.report import (
     default_columns,
     js_bits,
     method_specs,
+    planned_attributes_per_person,
     planned_k,
     plot_histograms,
 )
@@ -60,11 +61,13 @@ def test_js_bits_ignores_subnormal_cells():
 
 def test_planned_k_is_the_chosen_attributes_per_person_at_the_planning_rate():
     sizes = [6, 8, 5, 9, 9, 7, 9, 6, 5, 2, 3, 3, 7, 8, 2]
-    k = planned_k(sizes, 5.0, 32_561)
+    k = planned_attributes_per_person(sizes, 5.0, 32_561)
     assert k == choose_attributes_per_person(
         sizes, 5.0, n=32_561, missing_rate=0.5).attributes_per_person
     assert 2 <= k <= len(sizes)
-    assert planned_k([4], 1.0, 100) == 1
+    assert planned_attributes_per_person([4], 1.0, 100) == 1
+    with pytest.warns(DeprecationWarning, match="'planned_k' is deprecated"):
+        assert planned_k(sizes, 5.0, 32_561) == k
 
 
 def test_method_specs_cover_the_paper_and_the_floors():
@@ -102,7 +105,9 @@ def test_comparison_scores_every_method(population, comparison):
     assert by["uniform"].js == pytest.approx((expected, expected))
     # the copula on the true pairs reads the data, not the reports: identical in both repetitions
     assert by["true_pairs_copula"].js[0] == pytest.approx(by["true_pairs_copula"].js[1])
-    assert 2 <= comparison.k <= 4
+    assert 2 <= comparison.attributes_per_person <= 4
+    with pytest.warns(DeprecationWarning, match="attribute 'k' is deprecated"):
+        assert comparison.k == comparison.attributes_per_person
     assert set(comparison.js()) == {m.label for m in comparison.methods}
 
 
@@ -157,3 +162,15 @@ def test_sd_column_only_with_several_runs(population, comparison):
                           missing_rate=0.3, methods=["uniform"], reps=1, rng=5)
     assert "sd over runs" not in collect_section(one).body
     assert "sd over runs" in collect_section(comparison).body
+
+
+def test_run_method_former_keyword_k_warns_and_agrees():
+    from reidrisk.collect.baselines import Indep
+    from reidrisk.collect.report import MethodSpec, run_method
+
+    pop = make_population(200, [3, 3, 3], rng=1)
+    spec = MethodSpec("indep", "Indep", lambda: Indep("norm_sub"), sampling=True)
+    new, _ = run_method(spec, pop.schema, pop.codes, pop.codes, 4.0, 5, attributes_per_person=1)
+    with pytest.warns(DeprecationWarning, match="'k' is deprecated; use 'attributes_per_person'"):
+        old, _ = run_method(spec, pop.schema, pop.codes, pop.codes, 4.0, 5, k=1)
+    np.testing.assert_array_equal(old.table([0, 1]), new.table([0, 1]))
