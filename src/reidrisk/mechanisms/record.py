@@ -69,7 +69,7 @@ class RecordReports:
     def privacy_loss(self) -> float:
         """The guarantee of the release: the largest privacy loss of one record's report (the
         maximum of ``spent()`` over records; 0 for an empty set). Under attribute sampling
-        (``Protocol(epsilon, k)``, k < g) this is at most ``epsilon``, not the sum over all g
+        (``Protocol(epsilon, attributes_per_person=k)``, k < g) this is at most ``epsilon``, not the sum over all g
         attributes. Which attributes are present is not randomized: the missingness pattern
         is released as it is (``reidrisk.collect.protocol`` module doc)."""
         return float(self.spent().max()) if self.n else 0.0
