@@ -97,3 +97,26 @@ def test_count_graph_is_a_tree_of_the_given_fan_in(tmp_path):
     np.testing.assert_array_equal(graph.compute(scheduler="sync").gram, pair_counts(rr).gram)
     with pytest.raises(ValueError, match="split_every must be at least 2"):
         count_graph(partitions(tmp_path), split_every=1)
+
+
+@pytest.mark.slow
+def test_collect_fit_counts_on_a_scheduler_address(tmp_path, client):
+    from click.testing import CliRunner
+
+    from reidrisk.cli import cli
+    from reidrisk.collect.model_io import load_model
+
+    proto = Protocol(12.0, attributes_per_person=None, mechanism="grr")
+    rr = proto.randomize(SCHEMA, _codes(3_000, 7), rng=8)
+    write_partitioned(tmp_path / "parts", rr, proto, rows_per_partition=400)
+    address = client.scheduler.address
+    r = CliRunner().invoke(cli, ["collect", "fit", str(tmp_path / "parts"), str(tmp_path / "d.json"),
+                                 "--scheduler", address])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(cli, ["collect", "fit", str(tmp_path / "parts"), str(tmp_path / "l.json")])
+    assert r.exit_code == 0, r.output
+    a, b = load_model(tmp_path / "d.json"), load_model(tmp_path / "l.json")
+    np.testing.assert_allclose(a.correlation, b.correlation, rtol=0, atol=1e-9)
+    r = CliRunner().invoke(cli, ["collect", "fit", str(tmp_path / "parts"), str(tmp_path / "x.json"),
+                                 "--scheduler", "tcp://127.0.0.1:9"])
+    assert r.exit_code == 2 and "cannot reach the Dask scheduler" in r.output, r.output

@@ -262,7 +262,7 @@ def _fit_partitioned(reports: str, pipe, chunk_rows: int | None, scheduler: str 
     except ImportError:
         raise InputError("--scheduler needs Dask: pip install 'reidrisk[dask]'") from None
     try:
-        client = Client(scheduler, timeout=30)
+        client = Client(scheduler, timeout=10)
     except OSError as exc:
         raise InputError(f"cannot reach the Dask scheduler {scheduler!r} ({exc}); check the "
                          "address and that the scheduler is running") from None
