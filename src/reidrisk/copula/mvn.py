@@ -157,4 +157,5 @@ def _sov(lo: np.ndarray, up: np.ndarray, chol: np.ndarray, w: np.ndarray) -> np.
         if i < c - 1:
             u = np.clip(base + sgn * w[None, :, i] * width, 1e-300, 1.0 - 1e-16)
             ys[i] = sgn * ndtri(u)
+    assert f is not None  # c >= 1 factors
     return f

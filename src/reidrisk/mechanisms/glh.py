@@ -234,7 +234,7 @@ class GLH(Mechanism):
         if tables is not None:
             if prime is not None:
                 raise MechanismError("pass either prime (linear hash family) or tables, not both")
-            self.family = TableHashFamily(tables, self.k, self.g)
+            self.family: TableHashFamily | LinearHashFamily = TableHashFamily(tables, self.k, self.g)
         else:
             prime = DEFAULT_PRIME if prime is None else prime
             self.family = LinearHashFamily(prime, self.k, self.g)

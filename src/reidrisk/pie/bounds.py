@@ -704,7 +704,7 @@ def product_channel(*channels) -> np.ndarray:
     composition theorems 4.3 and 4.5 exactly."""
     if not channels:
         raise BoundError("product_channel needs at least one channel")
-    out = np.asarray(channels[0], dtype=np.float64)
+    out: np.ndarray = np.asarray(channels[0], dtype=np.float64)
     for c in channels[1:]:
         out = np.kron(out, np.asarray(c, dtype=np.float64))
     return out
