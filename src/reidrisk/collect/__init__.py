@@ -1,5 +1,7 @@
 """Collection under local differential privacy with missing values (paper 004), end to end.
 
+Design: docs/design/collect.md.
+
 Clients randomize each record under a ``Protocol`` (the paper's even budget split over all g
 attributes, or attribute sampling: k attributes per person with epsilon / k each,
 ``choose_attributes_per_person``);
