@@ -1,5 +1,7 @@
 """The methods paper 004 compares against (Section 5), two it omits, and one reference.
 
+Design: docs/design/collect.md#baselines.
+
 Every method has the same life cycle (``reidrisk.collect.baselines.base.Method``): its client
 protocol for a budget split (``protocol(epsilon, attributes_per_person)``), ``fit(reports)`` and
 ``table(cols)``.
