@@ -2,6 +2,8 @@
 pickle -- and the copula glue. ``reidrisk.collect.pipeline`` builds models and imports this module;
 this module imports nothing of the pipeline (no import circle).
 
+Design: docs/design/collect.md#pipeline.
+
 Format ``reidrisk-collect-model``, version 1: one JSON object with
 
 * ``format``, ``version``, ``reidrisk`` (the writing package's version);
