@@ -1,5 +1,7 @@
 """Latent class model: a mixture of K products of categorical distributions.
 
+Design: docs/design/core.md#latent-class-model.
+
 p(x) = sum_h w_h prod_a theta_{h,a}[x_a]  (Manrique-Vallier & Reiter, JASA 2012, eq. 1: the model
 behind the Bayesian disclosure-risk estimators; Goodman 1974 for the latent class model itself).
 
