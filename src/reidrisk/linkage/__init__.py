@@ -1,5 +1,7 @@
 """reidrisk.linkage: anonymize a table, attack the release, score it (paper 001, PWSCUP 2015).
 
+Design: docs/design/linkage.md.
+
 ``anonymize`` builds releases (``Release``: the table and its hidden true mapping), ``attacks`` links
 released rows back to the original (E1-E4, EUC1, EUC2 and a global assignment), ``scores`` gives
 U1-U6, S1-S2 and re-identification rates with confidence intervals, ``evaluate`` a scorecard.
