@@ -1,5 +1,7 @@
 """Scores of a release (paper 001, Table 1): utility U1-U6, security S1-S2 and re-identification rates.
 
+Design: docs/design/linkage.md#scores.
+
 The paper names the PWSCUP 2015 scores without formulas; the definitions below are ours and stable.
 X is the original table, Y the release, s the SA columns, q the QI columns; "mean" is the
 arithmetic mean; lower utility scores are better (0 = nothing lost).
