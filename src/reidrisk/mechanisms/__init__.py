@@ -1,4 +1,7 @@
-"""LDP mechanisms: one module per mechanism over a small base (see ``base.Mechanism``)."""
+"""LDP mechanisms: one module per mechanism over a small base (see ``base.Mechanism``).
+
+Design: docs/design/core.md#mechanisms.
+"""
 
 from __future__ import annotations
 
