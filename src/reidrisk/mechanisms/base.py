@@ -1,5 +1,7 @@
 """The base of every LDP mechanism: validated budget, exact channel, vectorized perturbation.
 
+Design: docs/design/core.md#mechanisms.
+
 Every mechanism here is a *pure* frequency oracle (Wang et al., USENIX Security 2017): each report
 ``y`` *supports* a set of input values ``S(y)`` and
 
