@@ -1,5 +1,7 @@
 """Unary-encoding mechanisms and optimized unary encoding (OUE).
 
+Design: docs/design/core.md#oue-and-rappor.
+
 Unary encoding (Wang et al., USENIX Security 2017, "Locally differentially private protocols for
 frequency estimation", section 4.3): the input x becomes a length-k bit vector that is one-hot at x;
 each bit is then reported independently, bit x as 1 with probability ``p_bit`` and every other bit
