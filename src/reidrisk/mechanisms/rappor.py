@@ -1,5 +1,7 @@
 """Symmetric one-hot RAPPOR (O-RAPPOR over a known domain; basic one-time RAPPOR).
 
+Design: docs/design/core.md#oue-and-rappor.
+
 Kairouz, Bonawitz and Ramage (ICML 2016) and Erlingsson et al. (CCS 2014): the input is one-hot
 encoded over the k known values and every bit is flipped independently with probability
 f = 1 / (1 + e^{eps/2}). So bit x is 1 with probability p = e^{eps/2} / (1 + e^{eps/2}) and any
