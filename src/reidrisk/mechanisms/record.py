@@ -1,5 +1,7 @@
 """Randomizing whole records: one mechanism per attribute, an explicit budget split.
 
+Design: docs/design/core.md#records-and-the-budget-split.
+
 Paper 004 Algorithm 1: every present attribute j is randomized with budget epsilon_j, and by
 sequential composition the record's report is (sum over its reported j of epsilon_j)-LDP
 (``RecordReports.privacy_loss``: the largest such sum over the records). The default split is
