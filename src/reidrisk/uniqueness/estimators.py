@@ -1,5 +1,7 @@
 """Population-uniqueness estimators on a raw (non-private) sample: Pitman, Zayatz, SNB, Dankar.
 
+Design: docs/design/uniqueness.md#the-two-configurations.
+
 The field's standard estimators of how many population members are unique on their
 quasi-identifiers, computed from a simple random sample of ``n`` records drawn from a population
 of ``N`` (sampling fraction ``pi = n / N``). All of them use only the sample's
