@@ -1,5 +1,7 @@
 """Baselines of the paper 000 evaluation (Section V) for "how many people share a record's values".
 
+Design: docs/design/uniqueness.md#evaluation.
+
 * ``copula_baseline``: the population model applied directly, ``E = N q`` with X ~ Binomial(N, q):
   no existence floor, no truncation at X >= 1, no database correction.
 * ``opt_mean`` / ``opt_mode`` (and ``opt_median``): constant predictors from the population's
