@@ -1,5 +1,7 @@
 """Bivariate normal CDF (exact, vectorized) and the discretized bivariate table of a copula pair.
 
+Design: docs/design/core.md#pair-correlations.
+
 The CDF uses Owen's T function (Owen 1956):
 
     Phi2(h, k; rho) = Phi(h)/2 + Phi(k)/2 - T(h, a_h) - T(k, a_k) - beta,
