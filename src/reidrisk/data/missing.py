@@ -1,5 +1,7 @@
 """Injecting missing values into complete encoded data.
 
+Design: docs/design/core.md#schema-and-missing-values.
+
 Paper 004 (Section 5.1 and 6) evaluates with values missing completely at random (MCAR) at rate m:
 each cell is removed independently with probability m (``mcar``). Section 6 names missing at
 random (MAR), where missingness depends on other observed attributes, as the next case; ``mar``
