@@ -296,7 +296,8 @@ class CollectPipeline:
             fe = [FrequencyEstimate(p, p * npair[j, j], int(npair[j, j]), self.estimator)
                   for j, p in enumerate(margs)]
             # the pair EM reads only the layout (schema, mechanisms) besides the counts
-            est = estimate_pairs(_Layout(schema, mechs), self.estimator, together, stop=stop,
+            est = estimate_pairs(_Layout(schema, mechs),  # type: ignore[arg-type]  # duck-typed
+                                 self.estimator, together, stop=stop,
                                  max_iter=self.max_iter, counts=counts, marginals=fe,
                                  shrink=False)
             for pr in together:
@@ -424,7 +425,7 @@ class CollectPipeline:
         if self.marginal_shrink and self.estimator != "raw":
             # marginals not discovered at false-discovery rate MARGINAL_FDR stay uniform
             keep = false_discovery_control(np.asarray(m_pval), method="bh") <= MARGINAL_FDR
-            for j in np.flatnonzero(~keep):
+            for j in np.flatnonzero(~keep).tolist():
                 margs[j] = np.full(mechs[j].k, 1.0 / mechs[j].k)
                 m_shrink[j] = 0.0
             if not keep.all():

@@ -53,6 +53,7 @@ from reidrisk.mechanisms.base import as_generator
 from reidrisk.schema import MISSING, Schema, SchemaError
 
 if TYPE_CHECKING:
+    from reidrisk.collect.baselines.base import Method
     from reidrisk.report import Section
 
 PLANNING_MISSING_RATE = 0.5
@@ -92,12 +93,12 @@ class MethodSpec:
 
     key: str
     label: str
-    build: Callable[[], object]
+    build: Callable[[], Method]
     sampling: bool = False
     truth: bool = False
 
 
-def planned_attributes_per_person(sizes: Sequence[int], epsilon: float, n: int,
+def planned_attributes_per_person(sizes: Sequence[int] | np.ndarray, epsilon: float, n: int,
                                   missing_rate: float = PLANNING_MISSING_RATE) -> int:
     """Attributes per person of the sampling protocol: ``choose_attributes_per_person`` for n
     people at an assumed

@@ -276,7 +276,11 @@ def _native_column(mech: Mechanism, codec: str, rep):
     from reidrisk.mechanisms.oue import PackedBits, UnaryEncoding
 
     if isinstance(rep, PackedBits) or (codec == "bits" and isinstance(mech, UnaryEncoding)):
-        packed = rep if isinstance(rep, PackedBits) else mech.pack(rep)
+        if isinstance(rep, PackedBits):
+            packed = rep
+        else:
+            assert isinstance(mech, UnaryEncoding)  # the condition above
+            packed = mech.pack(rep)
         n, width = packed.bits.shape
         valid = pa.py_buffer(np.packbits(~packed.missing, bitorder="little"))
         data = pa.py_buffer(np.ascontiguousarray(packed.bits))

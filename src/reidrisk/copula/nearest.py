@@ -128,8 +128,8 @@ def nearest_correlation(
         ds = x - r
         y_new = x.copy()
         np.fill_diagonal(y_new, 1.0)
-        change = np.linalg.norm(y_new - y) / max(np.linalg.norm(y_new), 1.0)
-        gap = np.linalg.norm(y_new - x) / max(np.linalg.norm(y_new), 1.0)
+        change = np.linalg.norm(y_new - y) / max(float(np.linalg.norm(y_new)), 1.0)
+        gap = np.linalg.norm(y_new - x) / max(float(np.linalg.norm(y_new)), 1.0)
         y = y_new
         if change < tol and gap < tol:
             break

@@ -868,7 +868,8 @@ class UniquenessModel:
                     phi[rows, i] = n_p * np.maximum(np.prod(tilde, axis=1) - keep * np.prod(theta, axis=1), 0.0)
         return kappa, phi
 
-    def score(self, records: np.ndarray, T: Sequence[float] | float = (1,), N: int | None = None,
+    def score(self, records: np.ndarray, T: Sequence[float] | np.ndarray | float = (1,),
+              N: int | None = None,
               keep_pmf: bool = True) -> UniquenessScores:
         """Posterior of each record's population count X: E[X], P(X = 1), P(X > T) and the decision.
 

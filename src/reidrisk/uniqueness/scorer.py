@@ -906,7 +906,7 @@ def roc_auc(score: np.ndarray, label: np.ndarray) -> float:
     return float((ranks[label].sum() - n1 * (n1 + 1) / 2.0) / (n1 * n0))
 
 
-def classification(predicted: np.ndarray, truth_counts: np.ndarray, T: float,
+def classification(predicted: np.ndarray | bool, truth_counts: np.ndarray, T: float,
                    score: np.ndarray | None = None) -> Classification:
     """Accuracy, balanced accuracy and AUC of the decisions ``predicted`` (bool, or a constant)
     against the true counts and threshold T."""
