@@ -277,8 +277,8 @@ def _per_report_noise(mech, total_known: bool = True) -> tuple[float, float]:
     from reidrisk.mechanisms.glh import GLH
     from reidrisk.mechanisms.oue import UnaryEncoding
 
-    p, q = _check_pq(mech.p_support, mech.q_support)
-    p, q, k = float(p), float(q), mech.k
+    p_arr, q_arr = _check_pq(mech.p_support, mech.q_support)
+    p, q, k = float(p_arr), float(q_arr), mech.k
     a = p - q
     s2_0 = p * (1 - p) + (k - 1) * q * (1 - q)
     s2 = s2_0 if isinstance(mech, (UnaryEncoding, GLH)) else 0.0
@@ -383,7 +383,8 @@ def em_counts(w, n, M, stop="noise", max_iter: int = DEFAULT_MAX_ITER, init=None
         if np.size(init) == k else init
     fit = _em_tables(w[None, :, None], n, _Channels.dense(M[None], np.ones((1, 1, 1))),
                      stop=stop, max_iter=max_iter, init=init1)
-    return EMResult(fit.estimate[0, :, 0], int(fit.iterations[0]), bool(fit.converged[0]))
+    return EMResult(fit.estimate[0, :, 0], int(np.asarray(fit.iterations)[0]),
+                    bool(np.asarray(fit.converged)[0]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -651,7 +652,7 @@ def estimate_marginal(mech: Mechanism, reports, estimator: str = "em", *,
         rep = np.asarray(reports)[~missing]
         fit = em_reports(mech.log_prob(rep), stop=stop, max_iter=max_iter, init=init)
         est = FrequencyEstimate(fit.estimate, fit.estimate * n_present, n_present, method,
-                                fit.iterations, fit.converged, name)
+                                int(fit.iterations), bool(fit.converged), name)
         if not shrink:
             return est
         w = np.asarray(mech.support_counts(reports)[0], dtype=np.float64).ravel()
@@ -695,7 +696,8 @@ def _marginals_from_counts(ws, ns, mechs, names, method, *, stop="noise",
             z = fit.estimate[i, :, 0]
             probs = z / z.sum()
             out[j] = FrequencyEstimate(probs, probs * ns[j], int(ns[j]), "em",
-                                       int(fit.iterations[i]), bool(fit.converged[i]), names[j])
+                                       int(np.asarray(fit.iterations)[i]),
+                                       bool(np.asarray(fit.converged)[i]), names[j])
             if shrink:
                 out[j] = _shrunk(out[j], ws[j], mechs[j], chans[j])
     return out

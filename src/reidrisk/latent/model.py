@@ -48,6 +48,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -353,6 +354,11 @@ class LatentClassModel:
     ``trace_`` (objective after every EM step of the final fit).
     """
 
+    # set by fit
+    schema_: Schema
+    weights_: np.ndarray
+    probs_: tuple[np.ndarray, ...]
+
     def __init__(self, n_classes: int | str | Sequence[int] = "auto", *, weight_prior: float = 1.0,
                  category_prior: float = 1.0, n_starts: int = 3, max_iter: int = 200,
                  tol: float = 1e-5, rng: np.random.Generator | int | None = 0) -> None:
@@ -360,7 +366,7 @@ class LatentClassModel:
             if n_classes != "auto":
                 raise LatentError(f"n_classes must be a positive integer, a list of them or 'auto', got {n_classes!r}")
         else:
-            ks = [n_classes] if np.ndim(n_classes) == 0 else list(n_classes)
+            ks = list(np.atleast_1d(n_classes))
             if not ks or any(int(k) != k or int(k) < 1 for k in ks):
                 raise LatentError(f"n_classes must be >= 1 (whole numbers), got {n_classes!r}")
         for name, v in (("weight_prior", weight_prior), ("category_prior", category_prior)):
@@ -370,7 +376,7 @@ class LatentClassModel:
             raise LatentError(f"n_starts must be >= 1, got {n_starts!r}")
         if int(max_iter) < 1:
             raise LatentError(f"max_iter must be >= 1, got {max_iter!r}")
-        self.n_classes = n_classes
+        self.n_classes: Any = n_classes  # an int, 'auto' or a list of ints (checked above)
         self.weight_prior = float(weight_prior)
         self.category_prior = float(category_prior)
         self.n_starts = int(n_starts)
@@ -462,6 +468,7 @@ class LatentClassModel:
                 worse += 1
                 if worse >= 2:
                     break
+        assert best is not None  # the grid is not empty
         return best[0], best[1], results
 
     # ---- using the model -----------------------------------------------------------------------

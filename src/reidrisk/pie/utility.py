@@ -60,7 +60,7 @@ def _pq_rr(e: np.ndarray, k: int):
     return ee / (k + ee - 1.0), 1.0 / (k + ee - 1.0)
 
 
-def _pq_glh(e: np.ndarray, g: np.ndarray):
+def _pq_glh(e: np.ndarray, g: np.ndarray | float):
     ee = np.exp(e)
     return ee / (g + ee - 1.0), 1.0 / g
 
@@ -315,11 +315,11 @@ def utility_comparison(codes, domain: int, target_error: float = 0.9, top_k: int
             if not math.isfinite(eps):
                 continue
             if m == "rr":
-                mech_obj = GRR(eps, k)
+                mech_obj: GRR | GLH = GRR(eps, k)
             else:
                 g = optimal_g(eps) if g is None else g
                 mech_obj = GLH(eps, k, g)
-            est = {"emp": [], "emp+thr": []}
+            est: dict[str, list] = {"emp": [], "emp+thr": []}
             for _ in range(reps):
                 w, n_present = mech_obj.support_counts(mech_obj.perturb(x, gen))
                 for name, thr in (("emp", False), ("emp+thr", True)):
@@ -335,7 +335,7 @@ def utility_comparison(codes, domain: int, target_error: float = 0.9, top_k: int
                 rel = np.atleast_1d(topk_relative_error(s, theta, kk))
                 rows.append(UtilityRow(
                     mechanism=m, calibration=label, estimator=name, epsilon=float(eps),
-                    g=None if m == "rr" else int(g), n=n, domain=k, top_k=kk,
+                    g=None if m == "rr" or g is None else int(g), n=n, domain=k, top_k=kk,
                     target_error=float(target_error), loss=float(losses.mean()),
                     loss_se=float(losses.std(ddof=1) / math.sqrt(reps)) if reps > 1 else math.nan,
                     expected_loss=exp_emp if name == "emp" else math.nan,

@@ -160,7 +160,7 @@ def _check_features(F, k: int | None = None) -> np.ndarray:
     return F
 
 
-def nb_logpmf(y: np.ndarray, a: np.ndarray, mu: np.ndarray) -> np.ndarray:
+def nb_logpmf(y: np.ndarray | float, a: np.ndarray | float, mu: np.ndarray) -> np.ndarray:
     """log NegBin(y; a, mu) (mean mu, variance mu + mu^2/a); y may be non-integer (log-gamma form).
 
     ``a = inf`` (or above e^30) gives Poisson(mu); ``mu = 0`` puts all mass at y = 0. Broadcasts.
@@ -678,14 +678,15 @@ def _narrow(b_lo, b_hi, active, ratio, bound, exact, args, N):
     is dropped however narrow the posterior.
     """
     g_lo, g_hi = _grids(b_lo, b_hi, ratio, exact)
-    dens = _log_density(g_lo, g_hi, *args, N)
+    mu, a, s, c, kap, phi, r_false = args
+    dens = _log_density(g_lo, g_hi, mu, a, s, c, kap, phi, r_false, N)
     peak = dens.max(axis=1)
     keep = dens >= peak[:, None] - _WINDOW_NATS
     if bound.any():
-        mu, a, s, c, kap, phi, r_false = args
         modes = np.column_stack([_prior_mode(mu, a) + 1.0, np.floor(c / (s[None, :] * kap))])
         modes = np.clip(modes, b_lo[:, None], b_hi[:, None])
-        peak = np.maximum(peak, _log_density(modes, modes, *args, N).max(axis=1))
+        peak = np.maximum(peak, _log_density(modes, modes, mu, a, s, c, kap, phi, r_false, N)
+                          .max(axis=1))
         env = _log_envelope(g_lo, g_hi, mu, a, s, c, kap, phi, N)
         keep = np.where(bound[:, None], env >= peak[:, None] - _WINDOW_NATS, keep)
     cols = np.arange(keep.shape[1])[None, :]
