@@ -182,7 +182,8 @@ def _load_schema(schema: Schema | str | Path | None) -> Schema | None:
     return Schema.load(path)
 
 
-def _prepare(data, schema, n, missing_rate, sizes, dependence, entropy, log):
+def _prepare(data, schema, n, missing_rate, sizes, dependence, entropy, log
+             ) -> tuple[Schema, np.ndarray, str, float, np.ndarray]:
     """(schema, codes, source, injected missing rate, codes before the injection) ready for
     collection."""
     if data is None:
@@ -342,7 +343,7 @@ def run_demo(
     if n is not None and (isinstance(n, bool) or int(n) != n or n < 2):
         raise ValueError(f"n must be an integer >= 2, got {n!r}")
     seed_seq = np.random.SeedSequence(seed)
-    entropy = int(seed_seq.entropy)
+    entropy = int(seed_seq.entropy)  # type: ignore[arg-type]  # an int: seeded by an int or fresh
 
     schema, codes, source, rate, before = _prepare(data, schema, n, missing_rate, tuple(sizes),
                                                    dependence, entropy, log)
@@ -367,7 +368,8 @@ def run_demo(
     if plot_epsilon is None:
         plot_epsilon = eps_list[len(eps_list) // 2]
     else:
-        plot_epsilon = min(eps_list, key=lambda e: abs(math.log(e) - math.log(plot_epsilon)))
+        wanted = plot_epsilon
+        plot_epsilon = min(eps_list, key=lambda e: abs(math.log(e) - math.log(wanted)))
 
     measurements: list[Measurement] = []
     examples: dict[str, dict[str, tuple[np.ndarray, ...]]] = {}
