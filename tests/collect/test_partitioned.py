@@ -223,11 +223,15 @@ def test_bad_packed_and_native_cells_name_column_and_row(tmp_path, codes):
     proto, rr = _collect(codes, "grr")
     (f,) = write_partitioned(tmp_path / "grr", rr, proto, rows_per_partition=2_000)
     vals = pq.read_table(f).column("size").to_pylist()
-    row = next(i for i, c in enumerate(vals) if c is not None)
+    row = next(i for i, c in enumerate(vals) if c is not None and i >= 300)
     vals[row] = 6  # outside 0..5
     _rewrite_column(f, "size", pa.array(vals, type=pa.int64()))
     with pytest.raises(ReportsFileError, match="column 'size'"):
         count_reports(tmp_path / "grr", progress=False)
+    chunk = 256 * (row // 256)  # a later chunk names where it starts in the partition
+    with pytest.raises(ReportsFileError, match=rf"report\[{row - chunk}\] = 6.*chunk starting "
+                                               rf"at row {chunk} of"):
+        count_reports(tmp_path / "grr", chunk_rows=256, progress=False)
 
 
 def test_truncated_partition_is_refused(tmp_path, codes):

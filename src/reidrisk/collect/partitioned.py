@@ -220,16 +220,26 @@ def _iter_partition(partition: Partition, chunk_rows: int | None,
         raise ReportsFileError(f"partition {partition.url!r} was written with another schema, "
                                "protocol or mechanisms than the first partition")
     rows = chunk_rows or default_chunk_rows(own.schema.sizes)
+    start = 0
     for batch in pfile.iter_batches(batch_size=int(rows)):
-        yield decode_frame(partition.name, own, batch.to_pandas())
+        try:
+            chunk = decode_frame(partition.name, own, batch.to_pandas())
+        except ReportsFileError as exc:
+            if not start:
+                raise
+            raise ReportsFileError(f"{exc} (rows of the chunk starting at row {start} of "
+                                   f"{partition.url!r}, counted from 0)") from None
+        start += batch.num_rows
+        yield chunk
 
 
 def iter_reports(source, *, chunk_rows: int | None = None, storage_options: dict | None = None
                  ) -> Iterator[RecordReports]:
     """The reports of every partition of ``source``, ``chunk_rows`` rows at a time (default
     ``default_chunk_rows``), decoded and validated by ``reports_io.decode_frame`` (every cell,
-    every report, the protocol, the declared privacy loss). Rows in error messages count from the
-    start of their chunk. Memory: one chunk."""
+    every report, the protocol, the declared privacy loss). A row in an error message counts from
+    the start of its chunk, whose first row in the partition the message names. Memory: one
+    chunk."""
     parts = partitions(source, storage_options)
     header = read_partition_header(parts[0])
     for p in parts:
