@@ -77,6 +77,12 @@ class SurveySpec:
     mechanisms: tuple[Mechanism, ...]
     codecs: tuple[str, ...]
     _missing: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _names: tuple = field(default=(), init=False, repr=False, compare=False)
+    _name_set: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_names", tuple(self.schema.names))
+        object.__setattr__(self, "_name_set", frozenset(self._names))
 
     @classmethod
     def build(cls, schema: dict, protocol: dict) -> SurveySpec:
@@ -152,14 +158,13 @@ class SurveySpec:
         if not isinstance(values, dict):
             raise ReportError(f"report {index}: 'values' must be an object mapping attribute "
                               "names to randomized report cells", index)
-        names = self.schema.names
-        unknown = [k for k in values if k not in names]
-        if unknown:
+        if not self._name_set.issuperset(values):
+            unknown = [k for k in values if k not in self._name_set]
             raise ReportError(
                 f"report {index}: unknown attribute {unknown[0]!r}; this survey's attributes are "
-                f"{names}", index)
+                f"{list(self._names)}", index)
         row: list[str | None] = []
-        for a, codec in zip(names, self.codecs):
+        for a, codec in zip(self._names, self.codecs):
             v = values.get(a)
             if v is None:
                 row.append(None)
