@@ -60,6 +60,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -81,6 +82,7 @@ from reidrisk.uniqueness.posterior import (
 from reidrisk.uniqueness.scorer import (
     RULES,
     CountPosterior,
+    CountPrior,
     count_posterior,
     decide,
     fit_count_prior,
@@ -165,7 +167,14 @@ class Database:
 
     @property
     def n(self) -> int:
-        return int(self.data.n if self.randomized else np.asarray(self.data).shape[0])
+        return int(self.reports.n if self.randomized else np.asarray(self.data).shape[0])
+
+    @property
+    def reports(self) -> RecordReports:
+        """The LDP reports of a randomized database."""
+        if not isinstance(self.data, RecordReports):
+            raise UniquenessError(f"database {self.name or '?'} holds raw records, not reports")
+        return self.data
 
     @classmethod
     def from_randomized_codes(cls, codes: np.ndarray, schema: Schema, mechanism: str, epsilon: float,
@@ -209,24 +218,24 @@ def _support_probs(db: Database, g: int) -> tuple[np.ndarray, np.ndarray]:
     """(p, q) per attribute: P(report supports the true value), P(it supports a given other one)."""
     if not db.randomized:
         return np.ones(g), np.zeros(g)
-    mechs = db.data.mechanisms
+    mechs = db.reports.mechanisms
     return (np.array([m.p_support for m in mechs], dtype=np.float64),
             np.array([m.q_support for m in mechs], dtype=np.float64))
 
 
 def _single_valued(db: Database) -> bool:
-    return (not db.randomized) or all(m.name == "grr" for m in db.data.mechanisms)
+    return (not db.randomized) or all(m.name == "grr" for m in db.reports.mechanisms)
 
 
 def _codes_of(db: Database) -> np.ndarray:
     """Raw codes, or the k-RR reports as codes (one reported category per attribute)."""
     if not db.randomized:
         return np.asarray(db.data)
-    return np.column_stack([np.asarray(r, dtype=np.int64) for r in db.data.reports])
+    return np.column_stack([np.asarray(r, dtype=np.int64) for r in db.reports.reports])
 
 
 def _present(db: Database) -> np.ndarray:
-    return db.data.present() if db.randomized else np.asarray(db.data) != MISSING
+    return db.reports.present() if db.randomized else np.asarray(db.data) != MISSING
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,7 +307,7 @@ def estimate_population(databases: Sequence[Database], schema: Schema, em_stop=D
     by_mech: dict[tuple, list[RecordReports]] = {}
     for d in databases:
         if d.randomized:
-            by_mech.setdefault(_mech_key(d.data), []).append(d.data)
+            by_mech.setdefault(_mech_key(d.reports), []).append(d.reports)
     for reps in by_mech.values():
         first = reps[0]
         pooled = first if len(reps) == 1 else RecordReports(
@@ -368,7 +377,7 @@ def count_matches(records: np.ndarray, db: Database, chunk: int = 1 << 22) -> np
             else:
                 out[rows] = int(_present(db).shape[0])
         return out
-    supports = db.data.supports()
+    supports = db.reports.supports()
     n = db.n
     for cols, rows in _patterns(records):
         if not cols.size:
@@ -387,6 +396,7 @@ def count_matches(records: np.ndarray, db: Database, chunk: int = 1 << 22) -> np
                     acc = acc.multiply(col)
                 else:
                     acc = acc & col if not hasattr(col, "multiply") else col.multiply(acc)
+            assert acc is not None  # cols is not empty
             out[rr] = np.asarray(acc.sum(axis=0)).ravel().astype(np.int64)
     return out
 
@@ -614,8 +624,8 @@ class UniquenessModel:
         self.estimate_ = estimate_population(dbs, schema, self.em_stop)
         timings["estimation"] = time.perf_counter() - t0
         t1 = time.perf_counter()
-        self.copula_ = None
-        self.latent_ = None
+        self.copula_: GaussianCopula | None = None
+        self.latent_: LatentClassModel | None = None
         self.world_ = self.world if self.world != "auto" else (
             "copula" if self.reference_ is not None else "latent")
         if self.world_ == "copula":
@@ -626,10 +636,10 @@ class UniquenessModel:
             self.latent_ = _fit_latent(dbs, schema, self.latent_classes, self._gen)
             timings["latent"] = time.perf_counter() - t1
         t2 = time.perf_counter()
-        self.prior_ = None
-        self.alpha_ = self.alpha if self.alpha != "auto" else None
+        self.prior_: CountPrior | None = None
+        self.alpha_: Any = self.alpha if self.alpha != "auto" else None  # a number once chosen
         self.alpha_source_ = "given"
-        self._calibration_features = None
+        self._calibration_features: np.ndarray | None = None
         if self.prior == "calibrated":
             self._fit_prior()
         elif self.alpha == "auto":
@@ -640,7 +650,7 @@ class UniquenessModel:
         return self
 
     def _schema(self, dbs: list[Database], schema: Schema | None) -> Schema:
-        found = [d.data.schema for d in dbs if d.randomized]
+        found = [d.reports.schema for d in dbs if d.randomized]
         if schema is None:
             if not found:
                 raise UniquenessError(
@@ -659,7 +669,7 @@ class UniquenessModel:
     def _check_db(self, d: Database, i: int, schema: Schema, N: int) -> Database:
         label = d.name or f"#{i}"
         if d.randomized:
-            d.data.validate()
+            d.reports.validate()
         else:
             try:
                 codes = schema.validate_codes(np.asarray(d.data))
@@ -731,6 +741,7 @@ class UniquenessModel:
         """Up to ``n_calibration`` complete records of the raw reference database: (its codes, the
         records, their copula q, their other matches in it, and the probability ``thin`` that
         another member of a record's cell is among them: the rate times the complete share)."""
+        assert self.reference_ is not None  # only called with a raw reference database
         codes = np.asarray(self.databases_[self.reference_].data)
         complete = np.flatnonzero((codes != MISSING).all(axis=1))
         take = complete if complete.size <= self.n_calibration else np.sort(
@@ -748,7 +759,7 @@ class UniquenessModel:
         biased up for the rare records the prior is about, while the query records are (mostly) not
         in the databases; cross-fitting removes that mismatch."""
         gen = self._gen
-        fold = gen.integers(0, _CROSSFIT_FOLDS, size=codes.shape[0])
+        fold = np.asarray(gen.integers(0, _CROSSFIT_FOLDS, size=codes.shape[0]))
         q = np.empty(take.size)
         others = [d.data if d.randomized else np.asarray(d.data)
                   for i, d in enumerate(self.databases_) if i != self.reference_]
@@ -756,6 +767,7 @@ class UniquenessModel:
             rows = np.flatnonzero(fold[take] == f)
             if rows.size == 0:
                 continue
+            assert self.latent_ is not None  # cross-fitting refits the latent world
             world = LatentClassModel(self.latent_.n_classes_, rng=gen).fit(
                 [codes[fold != f]] + others, self.schema_)
             q[rows] = world.prob(codes[take[rows]])
@@ -782,7 +794,9 @@ class UniquenessModel:
         simulated query records."""
         gen = self._gen
         Ns = int(min(self.N_, max(self.simulation_cap, 2 * int(self.sizes_.max()))))
-        population = (self.latent_ if self.world_ == "latent" else self.copula_).sample(Ns, gen).astype(np.int64)
+        fitted = self.latent_ if self.world_ == "latent" else self.copula_
+        assert fitted is not None  # fit set the world it chose
+        population = fitted.sample(Ns, gen).astype(np.int64)
         sim = []
         for d in self.databases_:
             n = min(d.n, Ns)
@@ -792,12 +806,14 @@ class UniquenessModel:
             mask = present[gen.choice(present.shape[0], n, replace=n > present.shape[0])]
             codes[~mask] = MISSING
             if d.randomized:
-                mechs = d.data.mechanisms
+                mechs = d.reports.mechanisms
                 reports = tuple(m.perturb(codes[:, j], gen) for j, m in enumerate(mechs))
                 sim.append(Database(RecordReports(self.schema_, mechs, reports), d.rate, d.name))
             else:
                 sim.append(Database(codes, d.rate, d.name))
+        world: LatentClassModel | GaussianCopula
         if self.world_ == "latent":
+            assert self.latent_ is not None
             world = _fit_latent(sim, self.schema_, self.latent_.n_classes_, gen)
         else:
             est = estimate_population(sim, self.schema_, self.em_stop)
@@ -808,7 +824,7 @@ class UniquenessModel:
         q = self._q(targets, world)
         return self._features(q, None, Ns), y, Ns
 
-    def base_rates(self, T: Sequence[float], N: int | None = None) -> np.ndarray:
+    def base_rates(self, T: Sequence[float] | np.ndarray, N: int | None = None) -> np.ndarray:
         """P(X > T) over the population for each T: the mean of the prior P(X > T) over the records
         the prior was fitted on (a sample of the population, real or simulated)."""
         self._check_fitted()
@@ -817,6 +833,7 @@ class UniquenessModel:
         N = self.N_ if N is None else _check_N(N)
         t = np.atleast_1d(np.asarray(T, dtype=np.float64))
         F = self._calibration_features
+        assert F is not None  # set with the prior
         return np.array([self.prior_.prob_at_least(v, F, N).mean() for v in t])
 
     # ---- alpha by the data (paper configuration) ---------------------------------------------
@@ -891,6 +908,7 @@ class UniquenessModel:
         q = self._q(rec)
         counts = np.column_stack([count_matches(rec, d) for d in self.databases_])
         base = None
+        post: PosteriorResult | CountPosterior
         if self.prior == "binomial":
             post = population_count_posterior(q, Nn, self.rates_, counts, alpha=self.alpha_,
                                               floor=self.floor, sizes=self.sizes_)
@@ -902,19 +920,22 @@ class UniquenessModel:
         else:
             nb = None
             if self._use_neighbors():
+                assert self.reference_ is not None  # _use_neighbors checks it
                 nb = neighbor_counts(rec, np.asarray(self.databases_[self.reference_].data))
             F = self._features(q, nb, Nn)
+            assert self.prior_ is not None  # fit calibrates it for this prior
             mu, a = self.prior_.parameters(F, Nn)
             if self.counts == "channel":
                 kappa, phi = self._channel(rec)
             else:
                 kappa, phi = None, None
-            post = count_posterior(mu, a, Nn, self.rates_, counts, kappa, phi, T=thresholds,
-                                   keep_pmf=keep_pmf, false_dispersion=self.false_dispersion)
-            pg = post.p_greater
+            cpost = count_posterior(mu, a, Nn, self.rates_, counts, kappa, phi, T=thresholds,
+                                    keep_pmf=keep_pmf, false_dispersion=self.false_dispersion)
+            pg = cpost.p_greater
             base = self.base_rates(thresholds, Nn) if self.rule == "balanced" else None
-            greater = decide(self.rule, pg, post.expected, thresholds, base)
-            expected, variance, p_unique = post.expected, post.variance, post.p_unique
+            greater = decide(self.rule, pg, cpost.expected, thresholds, base)
+            expected, variance, p_unique = cpost.expected, cpost.variance, cpost.p_unique
+            post = cpost
         for arr in (q, counts, greater):
             arr.flags.writeable = False
         return UniquenessScores(self.preset, self.settings(), self.rule, Nn, q, counts, expected,

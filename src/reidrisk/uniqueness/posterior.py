@@ -387,12 +387,12 @@ def _blocks(sorted_width: np.ndarray):
 def population_count_posterior(
     q: np.ndarray | Sequence[float],
     N: int,
-    databases: Sequence[float] = (),
+    databases: Sequence[float] | np.ndarray = (),
     counts: np.ndarray | None = None,
     alpha: float = DEFAULT_ALPHA,
     floor: str = DEFAULT_FLOOR,
     support_mass: float = DEFAULT_SUPPORT_MASS,
-    sizes: Sequence[int] | None = None,
+    sizes: Sequence[int] | np.ndarray | None = None,
     max_width: int = 1 << 24,
 ) -> PosteriorResult:
     """Posterior of each record's population count X (paper 000 eq. 9-19;
