@@ -8,8 +8,8 @@ c attributes therefore has the probability of a c-dimensional normal rectangle.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -90,7 +90,7 @@ class GaussianCopula:
         return f"GaussianCopula(copula_fit={self.copula_fit!r}, shrink={self.shrink!r}{g})"
 
     # ---- fitting -------------------------------------------------------------------------------
-    def fit(self, marginals: Sequence, pair_tables, pair_n=None) -> "GaussianCopula":
+    def fit(self, marginals: Sequence, pair_tables, pair_n=None) -> GaussianCopula:
         """Fit from g estimated marginals (declared category order) and pair tables.
 
         pair_tables: mapping (j, j') -> (f_j, f_j') probability table (``PairEstimates`` works);
@@ -106,7 +106,7 @@ class GaussianCopula:
         return self
 
     @classmethod
-    def from_parameters(cls, marginals: Sequence, correlation, **params) -> "GaussianCopula":
+    def from_parameters(cls, marginals: Sequence, correlation, **params) -> GaussianCopula:
         """A copula with given marginals and correlation matrix (must be positive definite)."""
         model = cls(**params)
         model._set(check_marginals(marginals), correlation)
@@ -271,8 +271,8 @@ class GaussianCopula:
             prob = self._match(rows, cells, cols)
             se = np.sqrt(prob * (1.0 - prob) / n_samples)
             return MonteCarloProbability(prob, se, n_samples)
-        from scipy.stats import qmc as _qmc
         from scipy.special import ndtri
+        from scipy.stats import qmc as _qmc
 
         if n_replicates < 2:
             raise CopulaError("qmc needs n_replicates >= 2")
@@ -357,7 +357,7 @@ class GaussianCopula:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "GaussianCopula":
+    def from_dict(cls, d: dict) -> GaussianCopula:
         """Inverse of ``to_dict``."""
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             raise CopulaError(f"not a serialized GaussianCopula (expected format {FORMAT!r})")

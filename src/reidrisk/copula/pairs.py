@@ -25,15 +25,20 @@ an empty cell that only |rho| -> 1 explains (common after norm-sub of LDP estima
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
 from reidrisk._compat import renamed_keywords
 from reidrisk.copula.bvn import _owen_cdf, bvn_pdf, bvn_pdf_drho
 from reidrisk.copula.marginals import (
-    SUM_TOLERANCE, CopulaError, check_marginal, check_marginals, cumulative, thresholds,
+    SUM_TOLERANCE,
+    CopulaError,
+    check_marginal,
+    check_marginals,
+    cumulative,
+    thresholds,
 )
 
 RHO_MAX = 0.9999
@@ -157,7 +162,7 @@ class PairBatch:
         corner[self._int_idx] = bvn_pdf(self._int_h, self._int_k, rho[self._int_pair])
         return self._gather(corner)
 
-    def subset(self, mask: np.ndarray) -> "PairBatch":
+    def subset(self, mask: np.ndarray) -> PairBatch:
         """The batch of the pairs selected by a boolean mask (P,)."""
         return PairBatch(self.marginals, self.pairs[mask])
 
