@@ -102,7 +102,7 @@ class GaussianCopula:
             allow_missing_pairs=self.allow_missing_pairs,
         )
         self._set(check_marginals(marginals), result.correlation)
-        self.fit_result_ = result
+        self.fit_result_: CorrelationFit | None = result
         return self
 
     @classmethod
@@ -283,9 +283,10 @@ class GaussianCopula:
             u = _qmc.Sobol(d=cols.size, scramble=True, seed=gen).random(per)
             x = ndtri(np.clip(u, 1e-300, 1 - 1e-16)) @ chol.T
             reps.append(self._match(self._discretize(x, cols), cells, cols))
-        reps = np.stack(reps)
+        stacked = np.stack(reps)
         return MonteCarloProbability(
-            reps.mean(axis=0), reps.std(axis=0, ddof=1) / np.sqrt(n_replicates), per * n_replicates
+            stacked.mean(axis=0), stacked.std(axis=0, ddof=1) / np.sqrt(n_replicates),
+            per * n_replicates
         )
 
     def _discretize(self, x: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -299,8 +300,8 @@ class GaussianCopula:
         sizes = self.sizes_[cols]
         if float(np.prod(sizes.astype(np.float64))) < 2.0**62:
             dims = tuple(int(f) for f in sizes)
-            keys = np.ravel_multi_index(rows.T, dims)
-            query = np.ravel_multi_index(cells.T.astype(np.int64), dims)
+            keys = np.asarray(np.ravel_multi_index(rows.T, dims))
+            query = np.asarray(np.ravel_multi_index(cells.T.astype(np.int64), dims))
         else:
             _, inv = np.unique(np.vstack([rows, cells]), axis=0, return_inverse=True)
             inv = inv.ravel()
