@@ -354,7 +354,7 @@ def run_speed(args, res: Results, data: dict[int, np.ndarray]) -> list[SpeedCell
                 }
                 fit = rr_estimate(m, reports, "default")
                 reports = None  # free the reports (not `del`: the timed lambda above names them)
-                cell = SpeedCell(mech, k, n, rand_t, est_t, default_method=str(fit.method),
+                cell = SpeedCell(mech, k, n, rand_t, est_t, default_method=str(fit.estimator),
                                  default_iterations=int(fit.iterations),
                                  default_converged=bool(fit.converged))
                 for lib in PEERS:
@@ -466,7 +466,7 @@ def run_mse(args, res: Results, data: dict[int, np.ndarray], cells: list[SpeedCe
                         errs.setdefault(f"reidrisk {meth}", []).append(float(np.mean((est - f) ** 2)))
                         if meth == "default":
                             em_iters.append(int(fit.iterations))
-                            default_method = str(fit.method)
+                            default_method = str(fit.estimator)
                     for lib in PEERS:
                         peer = make_peer(lib, mech, k, args.epsilon)
                         xs = peer.inputs(x)

@@ -531,7 +531,7 @@ def test_estimate_marginal_methods(mech_name, method):
     x[::3] = MISSING
     est = estimate_marginal(m, m.perturb(x, rng), method, name="age")
     assert isinstance(est, FrequencyEstimate)
-    assert est.method == method and est.name == "age"
+    assert est.estimator == method and est.name == "age"
     assert est.n_present == int((x != MISSING).sum())
     assert est.probs.shape == (k,) and not est.probs.flags.writeable
     np.testing.assert_allclose(est.counts, est.probs * est.n_present)

@@ -161,7 +161,7 @@ def test_closed_form_pair_methods(mech_name, method):
     rr = randomize(schema, codes, mech_name, 6.0, rng)
     est = estimate_pairs(rr, method, shrink=False)
     inv = est if method == "inversion" else estimate_pairs(rr, "inversion")
-    assert est.method == method and len(est) == 3
+    assert est.estimator == method and len(est) == 3
     supports = [_dense(s) for s in rr.supports()]
     for key, table in est.items():
         j, jp = key

@@ -172,7 +172,7 @@ def test_estimators_on_a_skewed_population(zipf_population):
         assert abs(risk.sum() / actual - 1) <= 0.4, m
     # Dankar's rule at pi = 0.1 is Pitman
     d = dankar_uniques(fr, N)
-    assert d.method == "pitman" and d.rule == "dankar"
+    assert d.estimator == "pitman" and d.rule == "dankar"
     assert d.population_uniques == pitman_uniques(fr, N).population_uniques
 
 
@@ -182,7 +182,7 @@ def test_dankar_rule_above_ten_percent(zipf_population):
     z, s = zayatz_uniques(sample, N_small), snb_uniques(sample, N_small)
     d = dankar_uniques(sample, N_small)
     assert d.population_uniques == min(z.population_uniques, s.population_uniques)
-    assert d.method in ("zayatz", "snb")
+    assert d.estimator in ("zayatz", "snb")
 
 
 def test_edge_cases():
@@ -194,7 +194,7 @@ def test_edge_cases():
     p = pitman_uniques(all_unique, 1000)
     assert not p.valid and math.isnan(p.population_uniques)
     d = dankar_uniques(all_unique, 1000)
-    assert d.method == "zayatz" and d.valid  # the rule falls back when Pitman has no estimate
+    assert d.estimator == "zayatz" and d.valid  # the rule falls back when Pitman has no estimate
     census = np.array([[0], [1], [1], [2]])
     for m in METHODS:
         assert estimate_population_uniques(census, 4, m).population_uniques == 2.0

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reidrisk._compat import renamed_keywords
+from reidrisk._compat import renamed_attribute, renamed_keywords
 from reidrisk.copula.bvn import _owen_cdf, bvn_pdf, bvn_pdf_drho
 from reidrisk.copula.marginals import (
     SUM_TOLERANCE,
@@ -58,29 +58,35 @@ class PairFit:
 
     rho: the copula correlation; se: its standard error (nan without n; see
     ``fit_pair_correlations``); kl: KL(Z || P(rho)) in nats; mutual_information: eq. 14 of the
-    estimated table (nats); method: "table" or "mi"; converged: the solver met its tolerance.
+    estimated table (nats); copula_fit: "table" or "mi" (formerly ``method``); converged: the
+    solver met its tolerance.
     """
 
     rho: float
     se: float
     kl: float
     mutual_information: float
-    method: str
+    copula_fit: str
     converged: bool
+
+    method = renamed_attribute("copula_fit", "method")
 
 
 @dataclass(frozen=True)
 class PairFits:
-    """Fitted correlations of P pairs: arrays of shape (P,) aligned with ``pairs`` (P, 2)."""
+    """Fitted correlations of P pairs: arrays of shape (P,) aligned with ``pairs`` (P, 2);
+    ``copula_fit`` (formerly ``method``) as in ``PairFit``."""
 
     pairs: np.ndarray
     rho: np.ndarray
     se: np.ndarray
     kl: np.ndarray
     mutual_information: np.ndarray
-    method: str
+    copula_fit: str
     converged: np.ndarray
     iterations: int
+
+    method = renamed_attribute("copula_fit", "method")
 
 
 class PairBatch:
@@ -424,6 +430,6 @@ def fit_pair_correlation(table, marg_j, marg_j2, copula_fit: str = "table", n=No
     fits = fit_pair_correlations([pa, pb], [[0, 1]], [table], copula_fit=copula_fit, n=n)
     return PairFit(
         rho=float(fits.rho[0]), se=float(fits.se[0]), kl=float(fits.kl[0]),
-        mutual_information=float(fits.mutual_information[0]), method=copula_fit,
+        mutual_information=float(fits.mutual_information[0]), copula_fit=copula_fit,
         converged=bool(fits.converged[0]),
     )

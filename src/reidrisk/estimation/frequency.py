@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from reidrisk._compat import renamed_keywords
+from reidrisk._compat import renamed_attribute, renamed_keywords
 from reidrisk.estimation import em as engine
 from reidrisk.estimation.em import (
     DEFAULT_MAX_ITER,
@@ -101,7 +101,7 @@ class FrequencyEstimate:
     ``probs`` (k,): estimated probabilities (sum 1; for ``"inversion"`` the raw unbiased estimate,
     which may hold negative entries). ``counts`` (k,): the same on the scale of the present reports
     (``probs * n_present``). ``n_present``: number of reports that have the attribute.
-    ``method``: estimator used. ``iterations``: EM steps (0 for closed forms). ``converged``: EM met
+    ``estimator``: the estimator used (formerly ``method``). ``iterations``: EM steps (0 for closed forms). ``converged``: EM met
     its stopping rule (``True`` for closed forms). ``name``: attribute name, when known.
     ``shrink``: the share of the estimate's departure from uniform that was kept by the shrinkage
     toward uniform (``shrink_toward_uniform``; 1 = not shrunk).
@@ -110,11 +110,13 @@ class FrequencyEstimate:
     probs: np.ndarray
     counts: np.ndarray
     n_present: int
-    method: str
+    estimator: str
     iterations: int = 0
     converged: bool = True
     name: str | None = None
     shrink: float = 1.0
+
+    method = renamed_attribute("estimator", "method")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "probs", _frozen(self.probs))
@@ -710,7 +712,7 @@ def _shrunk(est: FrequencyEstimate, w, mech, chan: _MechChannel | None = None
     inversion (whose contract is unbiasedness) and channels not of the p/q form (whose inversion
     noise is not the oracles' closed form) are returned as they are."""
     chan = _mech_channel(mech) if chan is None else chan
-    if est.method == "inversion" or not chan.structured:
+    if est.estimator == "inversion" or not chan.structured:
         return est
     n = est.n_present
     theta = invert(w, n, mech.p_support, mech.q_support) / n

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
-from reidrisk._compat import renamed_keywords
+from reidrisk._compat import renamed_attribute, renamed_keywords
 from reidrisk.estimation.em import EMResult
 from reidrisk.estimation.frequency import (
     DEFAULT_MAX_ITER,
@@ -356,18 +356,21 @@ class PairEstimates(Mapping):
     reports having both attributes, per pair. ``iterations`` / ``converged``: per pair (0 / True for
     closed forms). ``marginals``: the single-attribute estimates (the EM's starting point).
     ``names``: attribute names in schema order; ``table(a, b)`` accepts names or indices.
+    ``estimator``: the estimator used (formerly ``method``).
     ``shrink``: per pair, the share of the table's departure from uniform kept by the shrinkage
     toward uniform (1 = not shrunk; empty when ``estimate_pairs(..., shrink=False)``).
     """
 
     tables: dict
     n_present: dict
-    method: str
+    estimator: str
     iterations: dict
     converged: dict
     marginals: tuple[FrequencyEstimate, ...]
     names: tuple[str, ...] = field(default=())
     shrink: dict = field(default_factory=dict)
+
+    method = renamed_attribute("estimator", "method")
 
     def __getitem__(self, key) -> np.ndarray:
         j, jp = key

@@ -29,7 +29,7 @@ from scipy import optimize
 from scipy.special import digamma, expit, gammaln, polygamma
 from scipy.stats import hypergeom
 
-from reidrisk._compat import renamed_keywords
+from reidrisk._compat import renamed_attribute, renamed_keywords
 from reidrisk.errors import ReidriskError
 
 METHODS: tuple[str, ...] = ("pitman", "zayatz", "snb", "dankar")
@@ -134,7 +134,8 @@ class UniquesEstimate:
 
     Attributes
     ----------
-    method : str              "pitman", "zayatz", "snb" (for "dankar": the model the rule chose)
+    estimator : str           "pitman", "zayatz", "snb" (for "dankar": the model the rule chose;
+                              formerly ``method``)
     N, n : int                population and sample sizes
     population_uniques : float  estimated number of population uniques (NaN if the model failed)
     proportion : float        population_uniques / N
@@ -146,10 +147,10 @@ class UniquesEstimate:
         given as class sizes only
     converged : bool          whether the model's parameters were found
     params : mapping          fitted parameters and diagnostics
-    rule : str                "dankar" when chosen by the decision rule, else the method
+    rule : str                "dankar" when chosen by the decision rule, else the estimator
     """
 
-    method: str
+    estimator: str
     N: int
     n: int
     population_uniques: float
@@ -160,6 +161,8 @@ class UniquesEstimate:
     converged: bool
     params: Mapping[str, float] = field(default_factory=dict)
     rule: str = ""
+
+    method = renamed_attribute("estimator", "method")
 
     @property
     def valid(self) -> bool:
@@ -174,7 +177,7 @@ def _result(method, freq, N, uniques, cond, converged, params, rule=None) -> Uni
         risk.flags.writeable = False
     uniques = float(uniques)
     return UniquesEstimate(
-        method=method,
+        estimator=method,
         N=N,
         n=freq.n,
         population_uniques=uniques,

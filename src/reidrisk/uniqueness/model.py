@@ -13,7 +13,7 @@ holding raw records or LDP reports (``RecordReports``, any registered mechanism)
    records, or through their channels on the reports (``reidrisk.latent``; Manrique-Vallier &
    Reiter, JASA 2012). ``world="auto"`` (default): the copula when a database is raw, the latent
    class model when every database is randomized (see ``DEFAULT_WORLD`` for the measurements);
-3. ``method="reidrisk"`` (default): fits the prior of each record's population count
+3. ``preset="reidrisk"`` (default): fits the prior of each record's population count
    (``scorer.CountPrior``) by empirical Bayes, on the records of a raw database when there is one,
    otherwise on a population simulated from the fitted copula and sampled, randomized and
    re-estimated exactly like the real databases (a parametric bootstrap).
@@ -428,7 +428,7 @@ class UniquenessScores:
 
     Attributes
     ----------
-    method : "reidrisk" or "paper" (with the settings in ``settings``)
+    preset : "reidrisk" or "paper" (with the settings in ``settings``; formerly ``method``)
     N : population size
     q : (r,) copula probability of each record's cell (before any floor)
     counts : (r, m) matches of each record in each database
@@ -439,7 +439,7 @@ class UniquenessScores:
     posterior : the full posterior (``scorer.CountPosterior`` or ``posterior.PosteriorResult``)
     """
 
-    method: str
+    preset: str
     settings: dict
     rule: str
     N: int
@@ -453,6 +453,8 @@ class UniquenessScores:
     greater: np.ndarray
     base_rates: np.ndarray | None
     posterior: CountPosterior | PosteriorResult = field(repr=False)
+
+    method = renamed_attribute("preset", "method")
 
     @property
     def n_records(self) -> int:
