@@ -77,6 +77,9 @@ def test_estimator_keyword_of_the_frequency_estimators(reports):
     with pytest.warns(DeprecationWarning, match="'method' is deprecated; use 'estimator'"):
         old = estimate_marginal(mech, r, method="inversion")
     _same(old.probs, new.probs)
+    assert new.estimator == "inversion"
+    with pytest.warns(DeprecationWarning, match="attribute 'method' is deprecated; use 'estimator'"):
+        assert new.method == "inversion"
     new_all = estimate_marginals(reports, estimator="norm_sub")
     with pytest.warns(DeprecationWarning, match="'method' is deprecated; use 'estimator'"):
         old_all = estimate_marginals(reports, method="norm_sub")
@@ -95,6 +98,8 @@ def test_estimator_keyword_of_the_pair_estimator(reports):
         old = estimate_pairs(reports, method="inversion")
     for key in new.tables:
         _same(old.tables[key], new.tables[key])
+    with pytest.warns(DeprecationWarning, match="attribute 'method' is deprecated; use 'estimator'"):
+        assert new.method == new.estimator == "inversion"
 
 
 def test_estimator_keyword_of_the_population_uniques_estimators():
@@ -103,7 +108,9 @@ def test_estimator_keyword_of_the_population_uniques_estimators():
     new = estimate_population_uniques(sample, 3000, estimator="zayatz")
     with pytest.warns(DeprecationWarning, match="'method' is deprecated; use 'estimator'"):
         old = estimate_population_uniques(sample, 3000, method="zayatz")
-    assert old.method == new.method == "zayatz"
+    assert old.estimator == new.estimator == "zayatz"
+    with pytest.warns(DeprecationWarning, match="attribute 'method' is deprecated; use 'estimator'"):
+        assert old.method == "zayatz"
     assert old.population_uniques == new.population_uniques
 
 
@@ -125,10 +132,14 @@ def test_copula_fit_keyword_of_the_copula_functions():
     new = fit_pair_correlation(table, *margs, copula_fit="mi")
     with pytest.warns(DeprecationWarning, match="'method' is deprecated; use 'copula_fit'"):
         old = fit_pair_correlation(table, *margs, method="mi")
-    assert (old.rho, old.method) == (new.rho, "mi")
+    assert (old.rho, old.copula_fit) == (new.rho, "mi")
+    with pytest.warns(DeprecationWarning, match="attribute 'method' is deprecated; use 'copula_fit'"):
+        assert new.method == "mi"
     new_p = fit_pair_correlations(margs, [[0, 1]], [table], copula_fit="mi")
     with pytest.warns(DeprecationWarning, match="'method' is deprecated"):
         _same(fit_pair_correlations(margs, [[0, 1]], [table], method="mi").rho, new_p.rho)
+    with pytest.warns(DeprecationWarning, match="attribute 'method' is deprecated"):
+        assert new_p.method == new_p.copula_fit == "mi"
     new_c = fit_correlation(margs, tables, copula_fit="mi").correlation
     with pytest.warns(DeprecationWarning, match="'method' is deprecated"):
         _same(fit_correlation(margs, tables, method="mi").correlation, new_c)
@@ -182,3 +193,18 @@ def test_preset_and_copula_fit_keywords_of_the_uniqueness_model():
             UniquenessModel(copula_fit="mi").settings()
     with pytest.warns(DeprecationWarning, match="attribute 'method' is deprecated"):
         assert new.method == "paper"
+
+
+def test_uniqueness_scores_name_their_preset():
+    from reidrisk.uniqueness import Database, UniquenessModel
+
+    rng = np.random.default_rng(2)
+    schema = Schema(tuple(Attribute(f"a{j}", ("x", "y", "z")) for j in range(3)))
+    db = rng.integers(0, 3, (300, 3)).astype(np.int32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        scores = UniquenessModel("paper", rng=0).fit([Database(db, 0.3)], 1000, schema) \
+            .score(db[:5])
+    assert scores.preset == "paper" and scores.settings["preset"] == "paper"
+    with pytest.warns(DeprecationWarning, match="attribute 'method' is deprecated; use 'preset'"):
+        assert scores.method == "paper"
