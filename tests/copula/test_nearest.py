@@ -21,7 +21,7 @@ def test_nearest_correlation_higham_example():
     rng = np.random.default_rng(3)
     others = [_random_corr(3, rng, spread=0.5) for _ in range(200)]
     for method in ("higham", "dual"):
-        x = nearest_correlation(a, method=method, min_eigenvalue=1e-8)
+        x = nearest_correlation(a, projection=method, min_eigenvalue=1e-8)
         assert is_correlation_matrix(x, 1e-9)
         np.testing.assert_allclose([x[0, 1], x[1, 2], x[0, 2]], [0.7607, 0.7607, 0.1573], atol=5e-5)
         # Optimality over the convex set of correlation matrices: <X - A, Y - X> >= 0 for all Y.
@@ -38,7 +38,7 @@ def test_nearest_correlation_properties():
     assert not is_correlation_matrix(noisy)
     out = {}
     for method in ("dual", "higham", "clip"):
-        x = out[method] = nearest_correlation(noisy, method=method)
+        x = out[method] = nearest_correlation(noisy, projection=method)
         assert is_correlation_matrix(x, 1e-7)
         np.testing.assert_array_equal(np.diag(x), 1.0)
         np.linalg.cholesky(x)

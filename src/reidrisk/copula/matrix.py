@@ -173,7 +173,7 @@ def fit_correlation(
     if is_correlation_matrix(raw, min_eigenvalue):
         corr, projected = raw.copy(), False
     else:
-        corr = nearest_correlation(raw, method=projection, min_eigenvalue=min_eigenvalue)
+        corr = nearest_correlation(raw, projection=projection, min_eigenvalue=min_eigenvalue)
         projected = True
     return CorrelationFit(corr, raw, se, fits, projected, signal)
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize
 
+from reidrisk._compat import renamed_keywords
 from reidrisk.copula.marginals import CopulaError
 
 PROJECTIONS = ("dual", "higham", "clip")
@@ -91,9 +92,10 @@ def _dual(arr: np.ndarray, delta: float, tol: float, max_iter: int) -> np.ndarra
     return _project_psd(shifted + np.diag(res.x), 0.0) + delta * np.eye(g)
 
 
+@renamed_keywords(method="projection")
 def nearest_correlation(
     a,
-    method: str = "dual",
+    projection: str = "dual",
     min_eigenvalue: float = 1e-6,
     tol: float = 1e-9,
     max_iter: int = 1000,
@@ -102,12 +104,14 @@ def nearest_correlation(
     >= ``min_eigenvalue`` (so its Cholesky factor exists). A matrix that already is such a
     correlation matrix is returned unchanged (as a copy).
 
+    ``projection`` (formerly ``method``): "dual", "higham" or "clip" (module docstring).
     ``tol``: Higham's iteration stops when the two iterates agree to ``tol`` (relative Frobenius
     norm); the dual solver stops when the diagonal residual is below ``tol`` (or the dual
     objective stalls). ``max_iter`` bounds the iterations of either.
     """
+    method = projection
     if method not in PROJECTIONS:
-        raise CopulaError(f"projection method must be one of {PROJECTIONS}, got {method!r}")
+        raise CopulaError(f"projection must be one of {PROJECTIONS}, got {method!r}")
     if not 0 <= min_eigenvalue < 1:
         raise CopulaError(f"min_eigenvalue must be in [0, 1), got {min_eigenvalue}")
     arr = _check_square(a)
