@@ -208,3 +208,12 @@ def test_uniqueness_scores_name_their_preset():
     assert scores.preset == "paper" and scores.settings["preset"] == "paper"
     with pytest.warns(DeprecationWarning, match="attribute 'method' is deprecated; use 'preset'"):
         assert scores.method == "paper"
+
+
+def test_projection_keyword_of_nearest_correlation():
+    from reidrisk.copula import nearest_correlation
+
+    a = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0], [0.0, 1.0, 1.0]])
+    new = nearest_correlation(a, projection="higham")
+    with pytest.warns(DeprecationWarning, match="'method' is deprecated; use 'projection'"):
+        _same(nearest_correlation(a, method="higham"), new)
