@@ -156,7 +156,7 @@ def expected_pair_error(sizes: Sequence[int], epsilon: float, n: int, l: int, m:
     return cover * err / s + (1.0 - cover) * pair_dependence
 
 
-def choose_design(sizes: Sequence[int], epsilon: float, n: int, *, missing_rate: float = 0.0,
+def choose_design(sizes: Sequence[int] | np.ndarray, epsilon: float, n: int, *, missing_rate: float = 0.0,
                   oracle: str = "adaptive", pair_dependence: float = PAIR_DEPENDENCE,
                   max_cells: int = MAX_CELLS, rng=None) -> CALMDesign:
     """(l, m) minimizing the error model and the m attribute sets (module doc, step 1)."""
@@ -266,7 +266,7 @@ class CALMProtocol:
         for j, (attrs, fo) in enumerate(zip(design.sets, design.oracles)):  # m groups
             rows = order[bounds[j]:bounds[j + 1]]
             dims = tuple(int(schema.sizes[a]) for a in attrs)
-            vals = codes[np.ix_(rows, attrs)]
+            vals = codes[np.ix_(rows, np.asarray(attrs))]
             full = (vals != MISSING).all(axis=1)
             joint = np.full(rows.size, MISSING, dtype=np.int64)
             if full.any():
@@ -305,7 +305,7 @@ def intersection_closure(sets: Sequence[Sequence[int]]) -> list[tuple[int, ...]]
 
 
 def make_consistent(tables: Sequence[np.ndarray], sets: Sequence[Sequence[int]],
-                    cell_var: Sequence[float] | None = None) -> list[np.ndarray]:
+                    cell_var: Sequence[float] | np.ndarray | None = None) -> list[np.ndarray]:
     """The consistency step (module doc, step 3): afterwards every two tables have the same
     projection on their common attributes. ``tables[i]`` has axes ``sets[i]``; ``cell_var[i]``:
     its per-cell variance (equal weights if None; ``inf`` = no information)."""
@@ -355,7 +355,7 @@ def _norm_sub(t: np.ndarray) -> np.ndarray:
 # step 4: maximum entropy
 # ---------------------------------------------------------------------------------------------
 def max_entropy(tables: Sequence[np.ndarray], sets: Sequence[Sequence[int]], cols: Sequence[int],
-                shape: Sequence[int], cell_var: Sequence[float] | None = None, *,
+                shape: Sequence[int], cell_var: Sequence[float] | np.ndarray | None = None, *,
                 tol: float = IPF_TOL, max_iter: int = IPF_MAX_ITER) -> np.ndarray:
     """The maximum-entropy table on ``cols`` (axes in that order, ``shape``) with the projections
     of ``tables`` (axes ``sets``) onto their intersections with ``cols`` (module doc, step 4).
@@ -378,8 +378,8 @@ def max_entropy(tables: Sequence[np.ndarray], sets: Sequence[Sequence[int]], col
         a = acc.setdefault(S, [0.0, 0.0])
         a[0] = a[0] + w * p
         a[1] += w
-    cons = {S: (a[0] / a[1] if a[1] > 0 else None) for S, a in acc.items()}
-    cons = {S: p / p.sum() for S, p in cons.items() if p is not None and p.sum() > 0}
+    pooled = {S: (a[0] / a[1] if a[1] > 0 else None) for S, a in acc.items()}
+    cons = {S: p / p.sum() for S, p in pooled.items() if p is not None and p.sum() > 0}
     full = tuple(cols)
     if full in cons:
         return cons[full]
@@ -430,8 +430,9 @@ class CALM(Method):
         self.max_cells = int(max_cells)
         self.rounds = int(rounds)
 
-    def protocol(self, epsilon: float, attributes_per_person: int | None = None,
-                 among: str = "present", k: int | None = None) -> CALMProtocol:
+    def protocol(  # type: ignore[override]  # CALM's client is not a per-attribute Protocol
+            self, epsilon: float, attributes_per_person: int | None = None,
+            among: str = "present", k: int | None = None) -> CALMProtocol:
         """CALM's own client (``attributes_per_person``/``k`` and ``among`` belong to the
         per-attribute split and are not used: every CALM user reports one l-way marginal with the
         whole budget)."""
