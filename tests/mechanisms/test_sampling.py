@@ -61,7 +61,7 @@ def _assert_fits_channel(case: str, gen: str, n_per_input: int, seed_base: int) 
     make, method = GOF_ALL[case]
     mech = make()
     seed = seed_base + 10 * sorted(GOF_ALL).index(case) + list(GENERATORS).index(gen)
-    kw = {} if method is None else {"method": method}
+    kw = {} if method is None else {"sampler": method}
     p = channel_gof_pvalue(mech, n_per_input, GENERATORS[gen](seed), **kw)
     assert p > GOF_THRESHOLD, (
         f"{mech!r} ({method or 'default sampler'}, {gen}): chi-square p-value {p:.2e} "
@@ -159,7 +159,7 @@ def _unary_pair_probs(mech, x: int) -> np.ndarray:
 def test_pairwise_inclusion_probabilities(mech, method):
     x = 3
     rng = np.random.default_rng(mech.k + (0 if method in (None, "floyd") else 1))
-    kw = {} if method is None else {"method": method}
+    kw = {} if method is None else {"sampler": method}
     s = dense(mech.support(mech.perturb(np.full(N, x), rng, **kw)))
     gram = s.T @ s / N
     exact = _subset_pair_probs(mech, x) if isinstance(mech, Subset) else _unary_pair_probs(mech, x)
@@ -203,7 +203,7 @@ def test_same_seed_same_reports(name):
 def test_subset_rows_are_sorted_distinct_sets(method):
     """Rows are ascending, so a row's order never reveals which value was the true one."""
     mech = Subset(0.5, 40)
-    r = mech.perturb(np.arange(4000) % 40, 9, method=method)
+    r = mech.perturb(np.arange(4000) % 40, 9, sampler=method)
     assert r.dtype == np.int32 and r.shape == (4000, mech.h)
     assert (np.diff(r, axis=1) > 0).all()
     mech.validate_reports(r)

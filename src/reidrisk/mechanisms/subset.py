@@ -27,6 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import gammaln
 
+from reidrisk._compat import renamed_keywords
 from reidrisk.mechanisms.base import (
     Mechanism,
     MechanismError,
@@ -117,29 +118,31 @@ def _key_masks(x: np.ndarray, include: np.ndarray, k: int, h: int, rng: np.rando
     return mask
 
 
+@renamed_keywords(method="sampler")
 def sample_subsets(
     x: np.ndarray,
     include: np.ndarray,
     k: int,
     h: int,
     rng: np.random.Generator,
-    method: str = "auto",
+    sampler: str = "auto",
 ) -> np.ndarray:
     """Sorted h-subsets (c, h) int32: x plus h - 1 uniform others where ``include``, else h others.
 
-    ``method`` is "floyd" (O(h) vector steps, for small h), "keys" (O(k) per row, for large h) or
+    ``sampler`` (formerly ``method``) is "floyd" (O(h) vector steps, for small h), "keys" (O(k) per row, for large h) or
     "auto" (Floyd when h <= k / 5 or k <= 64, where it is the faster). Both are exact; memory is
     bounded by working in row chunks.
     """
     x = np.asarray(x, dtype=np.int64)
     include = np.asarray(include, dtype=bool)
     n = x.size
+    method = sampler
     if method == "auto":
         method = "floyd" if 5 * h <= k or k <= 64 else "keys"
     samplers = {"floyd": _floyd_masks, "keys": _key_masks}
     if method not in samplers:
         raise MechanismError(
-            f"unknown sampling method {method!r}; choose 'auto', 'floyd' or 'keys'"
+            f"unknown sampler {method!r}; choose 'auto', 'floyd' or 'keys'"
         )
     draw = samplers[method]
     out = np.empty((n, h), dtype=np.int32)
@@ -187,15 +190,17 @@ class Subset(Mechanism):
         return {**super().params(), "h": self.h}
 
     # ---- client ----------------------------------------------------------------------------------
-    def perturb(self, values, rng=None, method: str = "auto"):
+    @renamed_keywords(method="sampler")
+    def perturb(self, values, rng=None, sampler: str = "auto"):
         """Randomize codes (n,) into sorted h-subsets (n, h); ``MISSING`` rows pass through.
-        ``rng=None``: a fresh cryptographic generator (see ``Mechanism.perturb``)."""
+        ``rng=None``: a fresh cryptographic generator (see ``Mechanism.perturb``); ``sampler``
+        (formerly ``method``) as in ``sample_subsets``."""
         rng = as_generator(rng)
         x = check_codes(values, self.k)
         out = np.full((x.size, self.h), MISSING, dtype=np.int32)
         present = np.flatnonzero(x != MISSING)
         include = rng.random(present.size) < self._p
-        out[present] = sample_subsets(x[present], include, self.k, self.h, rng, method)
+        out[present] = sample_subsets(x[present], include, self.k, self.h, rng, sampler)
         return out
 
     # ---- channel ---------------------------------------------------------------------------------
