@@ -44,3 +44,11 @@ def test_reports_are_sorted_subsets_holding_the_truth_at_a_huge_budget():
 def test_h_outside_1_to_k_minus_1_is_refused():
     with pytest.raises(MechanismError, match="subset size h"):
         Subset(1.0, 4, h=4)
+
+
+def test_former_sampler_keyword_method_warns_and_draws_the_same():
+    m = Subset(1.0, 40)
+    x = np.arange(200) % 40
+    new = m.perturb(x, rng=5, sampler="keys")
+    with pytest.warns(DeprecationWarning, match="'method' is deprecated; use 'sampler'"):
+        np.testing.assert_array_equal(m.perturb(x, rng=5, method="keys"), new)
