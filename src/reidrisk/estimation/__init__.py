@@ -12,6 +12,7 @@ docs/design/core.md#pair-estimation.
 from reidrisk.estimation.em import EMResult, EstimationError
 from reidrisk.estimation.frequency import (
     FrequencyEstimate,
+    default_shrink,
     em_counts,
     em_reports,
     estimate_marginal,
@@ -21,7 +22,9 @@ from reidrisk.estimation.frequency import (
     james_stein_noise,
     marginals_from_counts,
     norm_sub,
+    null_departure,
     shrink_toward_uniform,
+    shrink_weight,
     variance,
 )
 from reidrisk.estimation.information import (
@@ -41,8 +44,9 @@ from reidrisk.estimation.pairs import (
 
 __all__ = [
     "EMResult", "EstimationError", "FrequencyEstimate", "PairCounts", "PairEstimates",
-    "em_counts", "em_reports", "em_tables", "entropy", "estimate_marginal", "estimate_marginals",
-    "estimate_pairs", "inversion_noise", "invert", "invert_tables", "james_stein_noise",
-    "js_divergence", "kl_divergence", "marginals_from_counts", "mutual_information", "norm_sub",
-    "pair_counts", "shrink_toward_uniform", "variance",
+    "default_shrink", "em_counts", "em_reports", "em_tables", "entropy", "estimate_marginal",
+    "estimate_marginals", "estimate_pairs", "inversion_noise", "invert", "invert_tables",
+    "james_stein_noise", "js_divergence", "kl_divergence", "marginals_from_counts",
+    "mutual_information", "norm_sub", "null_departure", "pair_counts", "shrink_toward_uniform",
+    "shrink_weight", "variance",
 ]

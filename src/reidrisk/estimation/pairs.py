@@ -46,10 +46,11 @@ from reidrisk.estimation.frequency import (
     _em_tables,
     _marginals_from_counts,
     _mech_channel,
+    default_shrink,
     inversion_noise,
     james_stein_noise,
     norm_sub,
-    shrink_toward_uniform,
+    null_departure,
 )
 from reidrisk.schema import MISSING
 
@@ -524,7 +525,9 @@ def estimate_pairs(record_reports: RecordReports, estimator: str = "em",
             for i, (j, jp) in enumerate(prs):
                 noise = james_stein_noise(inversion_noise(npair[i], mechs[j], mechs[jp]),
                                           f1 * f2 - 1)
-                T[i], lams[i] = shrink_toward_uniform(T[i], T_inv[i] - T_inv[i].mean(), noise)
+                null = null_departure(chans[j].a, chans[j].q, chans[jp].a, chans[jp].q, f1, f2,
+                                      float(npair[i]), method)
+                T[i], lams[i] = default_shrink(T[i], T_inv[i], noise, null)
         for i, (j, jp) in enumerate(prs):
             key, t = ((j, jp), np.array(T[i])) if j < jp else ((jp, j), np.array(T[i].T))
             t.setflags(write=False)
