@@ -39,3 +39,10 @@ def test_canonical_cells_decode_to_the_same_reports():
     back = spec.decode(spec.canonical_cells(rr))
     for a, b in zip(rr.reports, back.reports):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_specs_stored_before_the_rename_still_load():
+    spec = _spec(attributes_per_person=2)
+    d = spec.to_dict()
+    d["protocol"]["k"] = d["protocol"].pop("attributes_per_person")  # a survey stored earlier
+    assert SurveySpec.from_dict(d).protocol == spec.protocol
