@@ -193,6 +193,9 @@ def test_missing_and_empty_sources_are_refused(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ReportsFileError, match="holds no Parquet files"):
         partitions(tmp_path / "empty")
+    (tmp_path / "empty" / "notes.parquet").write_text("not Parquet")
+    with pytest.raises(ReportsFileError, match="notes.parquet' is not a readable Parquet file"):
+        partitions(tmp_path / "empty")
     pd.DataFrame({"a": [1, 2]}).to_parquet(tmp_path / "raw.parquet")
     with pytest.raises(ReportsFileError, match="carries no reidrisk reports metadata"):
         count_reports(tmp_path / "raw.parquet", progress=False)

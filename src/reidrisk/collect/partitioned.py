@@ -32,6 +32,7 @@ bit-packed), and text-layout Parquet files written by ``write_reports`` are read
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import operator
@@ -159,14 +160,23 @@ def _footer(fs, path: str, url: str):
         raise ReportsFileError(f"{url!r} is not a readable Parquet file: {exc}") from None
 
 
+@contextlib.contextmanager
 def _open(partition: Partition):
+    """The partition as a ``pyarrow.parquet.ParquetFile``, its file closed on leaving."""
     import pyarrow.parquet as pq
 
     fs, path = filesystem(partition.url, partition.storage_options)
     try:
-        return pq.ParquetFile(fs.open_input_file(path))
-    except Exception as exc:  # noqa: BLE001
-        raise ReportsFileError(f"{partition.url!r} is not a readable Parquet file: {exc}") from None
+        handle = fs.open_input_file(path)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file: name it
+        raise ReportsFileError(f"cannot open {partition.url!r}: {exc}") from None
+    with handle:
+        try:
+            pfile = pq.ParquetFile(handle)
+        except Exception as exc:  # noqa: BLE001
+            raise ReportsFileError(
+                f"{partition.url!r} is not a readable Parquet file: {exc}") from None
+        yield pfile
 
 
 def _header_of(partition: Partition, pfile) -> ReportsHeader:
@@ -188,7 +198,8 @@ def read_partition_header(partition: Partition | str, storage_options: dict | No
     """The metadata of one partition (schema, protocol, rebuilt mechanisms, codecs)."""
     if not isinstance(partition, Partition):
         partition = partitions(partition, storage_options)[0]
-    return _header_of(partition, _open(partition))
+    with _open(partition) as pfile:
+        return _header_of(partition, pfile)
 
 
 def _same(a: ReportsHeader, b: ReportsHeader) -> bool:
@@ -214,23 +225,23 @@ def describe(source, storage_options: dict | None = None) -> ReportsHeader:
 # ---------------------------------------------------------------------------------------------
 def _iter_partition(partition: Partition, chunk_rows: int | None,
                     header: ReportsHeader | None = None) -> Iterator[CollectedReports]:
-    pfile = _open(partition)
-    own = _header_of(partition, pfile)
-    if header is not None and not _same(header, own):
-        raise ReportsFileError(f"partition {partition.url!r} was written with another schema, "
-                               "protocol or mechanisms than the first partition")
-    rows = chunk_rows or default_chunk_rows(own.schema.sizes)
-    start = 0
-    for batch in pfile.iter_batches(batch_size=int(rows)):
-        try:
-            chunk = decode_frame(partition.name, own, batch.to_pandas())
-        except ReportsFileError as exc:
-            if not start:
-                raise
-            raise ReportsFileError(f"{exc} (rows of the chunk starting at row {start} of "
-                                   f"{partition.url!r}, counted from 0)") from None
-        start += batch.num_rows
-        yield chunk
+    with _open(partition) as pfile:
+        own = _header_of(partition, pfile)
+        if header is not None and not _same(header, own):
+            raise ReportsFileError(f"partition {partition.url!r} was written with another schema, "
+                                   "protocol or mechanisms than the first partition")
+        rows = chunk_rows or default_chunk_rows(own.schema.sizes)
+        start = 0
+        for batch in pfile.iter_batches(batch_size=int(rows)):
+            try:
+                chunk = decode_frame(partition.name, own, batch.to_pandas())
+            except ReportsFileError as exc:
+                if not start:
+                    raise
+                raise ReportsFileError(f"{exc} (rows of the chunk starting at row {start} of "
+                                       f"{partition.url!r}, counted from 0)") from None
+            start += batch.num_rows
+            yield chunk
 
 
 def iter_reports(source, *, chunk_rows: int | None = None, storage_options: dict | None = None
