@@ -7,8 +7,9 @@ rows where j is missing) and ``B = [B_1 .. B_g]``. Then ``W_jj' = B_j^T B_j'`` c
 reports having both attributes, those whose set for j contains k and whose set for j' contains k'
 (eq. 12-13): ONE Gram matrix ``B^T B`` holds every pair as a block, and its diagonal blocks hold the
 single-attribute counts. The number of reports having both attributes is ``P^T P`` for the (n, g)
-presence matrix P. Both products are computed exactly (integer counts; float32 GEMMs on row chunks
-of fewer than 2^24 rows, accumulated in float64).
+presence matrix P. Both products are computed exactly (integer counts): row chunks of B are written
+straight from the reports and added up by float32 symmetric rank-k updates, flushed to int64 before
+any count could pass 2^24.
 
 Estimation. The randomizations of two attributes are independent given the true values, so the pair
 channel is the Kronecker product of the two single channels: ``E[W] = M_j Z M_j'^T`` with Z the true
@@ -146,49 +147,46 @@ class PairCounts:
 def _row_writer(mech, reports):
     """How the support rows of one attribute are written into a chunk buffer, and their count.
 
-    Returns ``(fill, nnz)``: ``fill(buf, start, stop, off)`` sets the support of reports
-    ``start:stop`` into columns ``off:off + f`` of the zeroed float32 buffer ``buf`` (rows
-    ``0:stop - start``, one spare column at the end of each row); ``nnz``: the number of ones of the
-    whole support matrix. GRR, subset and unary encodings (arrays or ``PackedBits``) are written
-    straight from their reports -- a code is the column of its one, a bit is the entry -- and any
-    other mechanism through its own ``support`` of the chunk's rows, so no (n, f) support matrix
-    of the whole batch is built.
+    Returns ``(fill, nnz, present)``: ``fill(buf, start, stop, off)`` sets the support of reports
+    ``start:stop`` into rows ``off:off + f``, columns ``0:stop - start`` of the zeroed float32
+    buffer ``buf`` (B^T of the chunk: one row per category plus a spare last row); ``nnz``: the
+    number of ones of the whole support matrix (for unary encodings its expectation); ``present``
+    (n,) bool: the reports that are not missing. GRR, subset
+    and unary encodings (arrays or ``PackedBits``) are written straight from their reports -- a
+    code is the row of its one, a bit is the entry -- and any other mechanism through its own
+    ``support`` of the chunk's rows, so no (n, f) support matrix of the whole batch is built.
     """
     from reidrisk.mechanisms import GRR, Subset, UnaryEncoding
 
     kind = type(mech)
+    codes = None
     if kind.support is GRR.support and isinstance(reports, np.ndarray) and reports.ndim == 1:
-        y = reports
-        nnz = int(np.count_nonzero(y != MISSING))
-
-        def fill(buf, start, stop, off):
-            _scatter_codes(buf, y[start:stop, None], off)
-        return fill, nnz
-    if kind.support is Subset.support and isinstance(reports, np.ndarray) and reports.ndim == 2:
-        y = reports
-        nnz = int(np.count_nonzero(y[:, 0] != MISSING)) * y.shape[1] if y.shape[0] else 0
-
-        def fill(buf, start, stop, off):
-            _scatter_codes(buf, y[start:stop], off)
-        return fill, nnz
-    if kind.support is UnaryEncoding.support and hasattr(reports, "unpack"):
-        packed = reports  # PackedBits: unpacked a chunk at a time
-        nnz = int(np.unpackbits(packed.bits[~packed.missing]).sum(dtype=np.int64)) \
-            if len(packed) else 0
-
-        def fill(buf, start, stop, off):
-            y = packed.unpack(start, stop)
-            np.equal(y, 1, out=buf[: stop - start, off:off + y.shape[1]], casting="unsafe")
-        return fill, nnz
-    if kind.support is UnaryEncoding.support and isinstance(reports, np.ndarray) \
+        codes = reports[:, None]
+    elif kind.support is Subset.support and isinstance(reports, np.ndarray) \
             and reports.ndim == 2:
-        y = reports
-        nnz = int(np.count_nonzero(y == 1))
+        codes = reports
+    if codes is not None:
+        present = codes[:, 0] != MISSING
+        nnz = int(np.count_nonzero(present)) * codes.shape[1]
 
         def fill(buf, start, stop, off):
-            np.equal(y[start:stop], 1, out=buf[: stop - start, off:off + y.shape[1]],
-                     casting="unsafe")
-        return fill, nnz
+            _scatter_codes(buf, codes[start:stop], off, mech.k)
+        return fill, nnz, present
+    packed = hasattr(reports, "unpack")
+    if kind.support is UnaryEncoding.support and (
+            packed or isinstance(reports, np.ndarray) and reports.ndim == 2):
+        # each bit is 1 with probability p or q, so a present report sets about p + (k - 1) q of
+        # them: the expectation decides dense or sparse without reading every bit
+        present = ~np.asarray(reports.missing if packed else mech.is_missing(reports))
+        nnz = int(present.sum() * (mech.p_support + (mech.k - 1) * mech.q_support))
+        keep = present.astype(np.float32)
+
+        def fill(buf, start, stop, off):
+            y = reports.unpack(start, stop) if packed else reports[start:stop]
+            view = buf[off:off + y.shape[1], : stop - start]
+            view[...] = y.T  # 0/1 bits; a missing row holds MISSING_BITS ...
+            view *= keep[start:stop]  # ... and counts nothing
+        return fill, nnz, present
     support = mech.support(reports)  # any other mechanism: its own support matrix
     if sp.issparse(support):
         support = support.tocsr()
@@ -198,39 +196,52 @@ def _row_writer(mech, reports):
         nnz = int(support.nnz)
     else:
         nnz = int(np.count_nonzero(support))
-    return functools.partial(_fill_support, support), nnz
+    present = ~np.asarray(mech.is_missing(reports), dtype=bool)
+    return functools.partial(_fill_support, support), nnz, present
 
 
-def _scatter_codes(buf, codes, off) -> None:
-    """Ones at columns ``off + codes`` of the rows of ``buf``; a ``MISSING`` code sets the spare
-    last column instead (ignored), so no mask is taken."""
-    m, width = codes.shape[0], buf.shape[1]
-    col = np.add(codes, off, dtype=np.intp)
-    col[codes == MISSING] = width - 1
-    col += (np.arange(m, dtype=np.intp) * width)[:, None]
+def _scatter_codes(buf, codes, off: int, f: int) -> None:
+    """Ones at rows ``off + codes`` of the columns of ``buf`` (codes (m, h) in 0..f-1, one row of
+    codes per column); a ``MISSING`` code (-1) sets the spare last row instead, through the row
+    lookup's last entry (a negative index counts from the end), so no mask is taken."""
+    m, stride = codes.shape[0], buf.shape[1]
+    lut = np.arange(off, off + f + 1, dtype=np.intp)
+    lut[-1] = buf.shape[0] - 1
+    lut *= stride
+    col = lut[codes]
+    col += _column_index(m)
     buf.reshape(-1)[col.ravel()] = 1.0
 
 
+@functools.lru_cache(maxsize=8)
+def _column_index(m: int) -> np.ndarray:
+    """(m, 1) column numbers 0..m-1 (read-only)."""
+    r = np.arange(m, dtype=np.intp)[:, None]
+    r.setflags(write=False)
+    return r
+
+
 def _fill_support(support, buf, start, stop, off) -> None:
-    """Rows ``start:stop`` of a support matrix (dense or CSR) into the chunk buffer."""
+    """Rows ``start:stop`` of a support matrix (dense or CSR) into the chunk buffer (B^T)."""
     part = support[start:stop]
     if not sp.issparse(part):
-        buf[: stop - start, off:off + part.shape[1]] = part
+        buf[off:off + part.shape[1], : stop - start] = part.T
         return
     r = np.repeat(np.arange(stop - start), np.diff(part.indptr))
-    buf[r, off + part.indices] = part.data
+    buf[off + part.indices, r] = part.data
 
 
 def _exact_gram(fills: list, sizes: list, n: int) -> np.ndarray:
     """``B^T B`` (F, F) int64 for B the row-wise concatenation of the attributes' supports
     (``fills`` from ``_row_writer``), exactly.
 
-    Row chunks of at most ``_CHUNK_BYTES`` are written into one reused float32 buffer and added
-    into a float32 accumulator by the BLAS's symmetric rank-k update (``ssyrk``: ``C += B_c^T
-    B_c``, upper triangle, half the work of a general product); the accumulator is flushed into
-    int64 before any entry could pass 2^24 (the last integer float32 holds exactly), i.e. every
-    ``_CHUNK_ROWS_MAX`` rows. The buffer has one spare column (where missing codes go), which the
-    update includes and the result drops.
+    Row chunks of B, of at most ``_CHUNK_BYTES``, are written transposed (one row per category:
+    each attribute's block is then a few long rows, written without short inner loops) into one
+    reused float32 buffer and added into a float32 accumulator by the BLAS's symmetric rank-k
+    update (``ssyrk``: ``C += B_c^T B_c``, upper triangle, half the work of a general product).
+    The accumulator is flushed into int64 before any entry could pass 2^24 (up to which float32
+    holds every integer exactly), i.e. every ``_CHUNK_ROWS_MAX`` rows. The buffer has one spare
+    row (where missing codes go), which the update includes and the result drops.
     """
     from scipy.linalg.blas import ssyrk
 
@@ -241,7 +252,7 @@ def _exact_gram(fills: list, sizes: list, n: int) -> np.ndarray:
     if n == 0 or F == 0:
         return G
     rows = int(max(1, min(_CHUNK_ROWS_MAX, _CHUNK_BYTES // (4 * width), n)))
-    buf = np.empty((rows, width), dtype=np.float32)
+    buf = np.empty((width, rows), dtype=np.float32)
     acc = np.zeros((width, width), dtype=np.float32, order="F")
     since = 0
     for start in range(0, n, rows):
@@ -251,12 +262,12 @@ def _exact_gram(fills: list, sizes: list, n: int) -> np.ndarray:
             G += np.rint(acc[:F, :F]).astype(np.int64)
             acc[:] = 0.0
             since = 0
-        Bc = buf[:m]
-        Bc.fill(0.0)
+        buf.fill(0.0)
         for fill, off in zip(fills, offs[:-1]):
-            fill(Bc, start, stop, int(off))
-        # C += A A^T with A = Bc^T (F-contiguous view of the C-contiguous buffer: no copy)
-        acc = ssyrk(1.0, Bc.T, beta=1.0, c=acc, trans=0, lower=0, overwrite_c=1)
+            fill(buf, start, stop, int(off))
+        Bt = buf if m == rows else np.ascontiguousarray(buf[:, :m])  # the last, shorter chunk
+        # C += A^T A with A = B_c = Bt^T (F-contiguous view of the C-contiguous buffer: no copy)
+        acc = ssyrk(1.0, Bt.T, beta=1.0, c=acc, trans=1, lower=0, overwrite_c=1)
         since += m
     G += np.rint(acc[:F, :F]).astype(np.int64)
     upper = np.triu(G)
@@ -294,9 +305,9 @@ def pair_counts(record_reports: RecordReports, dense: bool | None = None) -> Pai
         B = sp.hstack([sp.csr_matrix(s, dtype=np.float64) for s in supports], format="csr")
         B.data[:] = 1.0  # membership, whatever the stored 0/1 dtype was
         gram = np.rint((B.T @ B).toarray()).astype(np.int64)
-    present = np.asarray(record_reports.present(), dtype=bool)
-    g = present.shape[1]
-    n_pair = _exact_gram([functools.partial(_fill_support, present)], [g], n)
+    present = np.column_stack([w[2] for w in writers]) if writers \
+        else np.zeros((n, 0), dtype=bool)
+    n_pair = _exact_gram([functools.partial(_fill_support, present)], [len(writers)], n)
     return PairCounts(gram, offsets, n_pair, n, bool(dense))
 
 
