@@ -121,10 +121,9 @@ def _join(source: str, path: str, root: str) -> str:
 
 
 def partitions(source, storage_options: dict | None = None) -> list[Partition]:
-    """The partitions of ``source``: a directory (searched recursively; files whose name starts
-    with ``.`` or ``_`` are skipped, as by ``pyarrow.dataset``), one Parquet file, or a list of
+    """The partitions of ``source``: a directory (searched recursively; files and folders whose
+    name starts with ``.`` or ``_`` are skipped, as by ``pyarrow.dataset``), one file, or a list of
     either; local or an fsspec URL. Sorted by path, so every run sees the same order."""
-    import pyarrow.dataset as ds
     import pyarrow.fs as pafs
 
     if isinstance(source, Partition):
@@ -139,8 +138,11 @@ def partitions(source, storage_options: dict | None = None) -> list[Partition]:
     if info.type == pafs.FileType.File:
         files = [root]
     else:
-        dataset = ds.dataset(root, format="parquet", filesystem=fs)
-        files = sorted(dataset.files)
+        base = root.rstrip("/")
+        files = sorted(
+            i.path for i in fs.get_file_info(pafs.FileSelector(root, recursive=True))
+            if i.type == pafs.FileType.File and not any(
+                part.startswith((".", "_")) for part in i.path[len(base):].split("/")))
         if not files:
             raise ReportsFileError(f"{source!r} holds no Parquet files of reports")
     out = []
