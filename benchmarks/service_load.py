@@ -156,6 +156,14 @@ def run_loop(coro):
     return uvloop.run(coro)
 
 
+def loop_name() -> str:
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return "asyncio's own event loop"
+    return "uvloop"
+
+
 def percentiles(lat: list[float]) -> dict:
     return {q: float(np.percentile(lat, q)) * 1e3 for q in (50, 90, 99)}
 
@@ -261,7 +269,8 @@ def main() -> None:
     body = ["# The collection service under load (`benchmarks/service_load.py`)", "",
             "The server (`reidrisk serve`, one uvicorn worker, SQLite in WAL mode with "
             "synchronous=FULL: every acknowledgement follows a durable commit) and the load "
-            "generator (HTTP/1.1 on asyncio streams, keep-alive) ran on the same machine over "
+            f"generator (HTTP/1.1 on asyncio streams over {loop_name()}, keep-alive) ran on the same "
+            "machine over "
             "loopback (127.0.0.1), sharing its 2 cores. "
             + ("**The machine was shared**: other jobs were running at the same time (see the "
                "load averages below), so these figures are lower bounds of what the service does "
