@@ -29,7 +29,7 @@ mechanism whose support matrix is not of the p/q form falls back to batched dens
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -437,7 +437,7 @@ def _normalize_pairs(pairs, g: int) -> list[tuple[int, int]]:
 def estimate_pairs(record_reports: RecordReports, estimator: str = "em",
                    pairs: Iterable | None = None,
                    *, stop="noise", max_iter: int = DEFAULT_MAX_ITER,
-                   counts: PairCounts | None = None, marginals: list | None = None,
+                   counts: PairCounts | None = None, marginals: Sequence | None = None,
                    shrink: bool = True) -> PairEstimates:
     """Estimate the distribution of every attribute pair (paper 004 Section 4.2.2, eq. 12-13).
 
@@ -502,8 +502,8 @@ def estimate_pairs(record_reports: RecordReports, estimator: str = "em",
     groups: dict[tuple[int, int, bool], list[tuple[int, int]]] = {}
     for j, jp in plist:
         o = (j, jp) if fs[j] <= fs[jp] else (jp, j)
-        key = (fs[o[0]], fs[o[1]], chans[j].structured and chans[jp].structured)
-        groups.setdefault(key, []).append(o)
+        group = (fs[o[0]], fs[o[1]], chans[j].structured and chans[jp].structured)
+        groups.setdefault(group, []).append(o)
     for (f1, f2, structured), prs in groups.items():
         J = np.array([pr[0] for pr in prs])
         K = np.array([pr[1] for pr in prs])
@@ -521,7 +521,7 @@ def estimate_pairs(record_reports: RecordReports, estimator: str = "em",
                                       np.clip(marginals[jp].probs, 0, None)) for j, jp in prs])
             init[init.sum(axis=(1, 2)) <= 0] = 1.0
             fit = _em_tables(W, npair, ch, stop=stop, max_iter=max_iter, init=init)
-            Z, its, conv = fit.estimate, fit.iterations, fit.converged
+            Z, its, conv = fit.estimate, np.asarray(fit.iterations), np.asarray(fit.converged)
             T = Z / Z.sum(axis=(1, 2), keepdims=True)
         else:
             Z = ch.inverse(W)
