@@ -207,8 +207,9 @@ def score(population, dbs, records, schema_path, thresholds, preset, old_method,
         f"({time.perf_counter() - t0:.1f} s)" + (f" Wrote {out}." if out is not None else ""),
         err=True,
     )
-    if model.prior_ is not None and model.prior_.source == "simulation":
-        click.echo(SIMULATED_PRIOR_CAVEAT, err=True)
+    note = _ldp_note(model, databases)
+    if note is not None:
+        click.echo(note, err=True)
 
 
 SCORE_CHUNK = 2_000
@@ -256,14 +257,18 @@ def _check_rate(spec: DatabaseSpec, size: int, population: int) -> None:
             f"{size / population:.4g}). Fix RATE or -N, or leave RATE out to use size / N")
 
 
-SIMULATED_PRIOR_CAVEAT = (
-    "Note: no database holds raw records, so the counts' prior was calibrated on a population "
-    "simulated from the fitted model. How clumped the population is beyond its pairs cannot be "
-    "read from LDP reports, and P(unique) then tends to be too high (UCI Adult, k-RR with epsilon "
-    "= 1 per attribute: records predicted unique with probability 0.85 were unique in 0.38 of "
-    "cases; docs/results/uniqueness.md). Rank records by it rather than reading it as a "
-    "probability, or add a raw sample (--db FILE:RATE) to calibrate it."
-)
+def _ldp_note(model, databases) -> str | None:
+    """The caveat on P(unique) (``reidrisk.uniqueness.caveat``) when the prior was simulated (no
+    raw database) and the measured reliability gap at the databases' smallest epsilon per attribute
+    is above the limit; None otherwise."""
+    from reidrisk.uniqueness.caveat import ldp_caveat
+
+    if model.prior_ is None or model.prior_.source != "simulation":
+        return None
+    eps = [float(m.epsilon) for d in databases if d.randomized for m in d.reports.mechanisms]
+    if not eps:
+        return None
+    return ldp_caveat(min(eps), model.world_)
 
 
 def _load_schema(path, frames, query):

@@ -1,0 +1,80 @@
+"""When P(unique) under LDP is not calibrated: the measured reliability gap by epsilon, and the
+caveat the uniqueness CLI prints where that gap is above ``GAP_LIMIT``.
+
+Design: docs/design/uniqueness.md#model. Without a raw database the prior of the counts is
+calibrated on a population simulated from the fitted world, and how clumped the population is beyond
+what the world captures cannot be read from LDP reports; the reliability of P(X = 1) was measured
+per epsilon (``benchmarks/uniqueness_accuracy.py``). The table below copies those measurements so
+that an installed package (without docs/) can state them; ``tests/uniqueness/test_caveat.py``
+checks it against ``docs/results/uniqueness.json`` whenever that file is present.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+GAP_LIMIT = 0.1
+"""Largest reliability gap of P(X = 1) (mean prediction against observed share unique, over bins
+with >= 50 records) under which P(unique) is read as a probability without a caveat."""
+
+RESULTS_FILE = "docs/results/uniqueness.json"
+"""Where ``MEASURED_GAPS`` comes from: its points with ``sweep == "epsilon"``, ``dataset ==
+"adult"``, ``metric == "calibration_max_gap"`` and ``method`` ``"reidrisk, <world> world"``."""
+
+MEASURED_DATASET = "UCI Adult"
+
+MEASURED_GAPS: Mapping[str, Mapping[float, float]] = {
+    # world -> {epsilon per attribute: largest reliability gap}; Adult, paper 000's 9 attributes,
+    # one 10 % database randomized with k-RR, 2,000 records pooled over the sweep's seeds
+    "latent": {0.1: 0.779, 0.3: 0.762, 0.5: 0.481, 1.0: 0.333, 2.0: 0.375, 3.0: 0.438, 5.0: 0.201,
+               10.0: 0.234},
+    "copula": {0.1: 0.793, 0.3: 0.83, 0.5: 0.695, 1.0: 0.453, 2.0: 0.55, 3.0: 0.487, 5.0: 0.426,
+               10.0: 0.423},
+}
+
+
+def measured_gap(epsilon: float, world: str = "latent",
+                 table: Mapping[str, Mapping[float, float]] | None = None) -> tuple[float, float]:
+    """(measured epsilon, gap) that speaks for ``epsilon`` per attribute in ``world``'s row.
+
+    A measured epsilon gives its own gap. Between two measured points the larger of their two
+    gaps (the gap is not monotone in epsilon, so the conservative neighbour is used), reported
+    with that neighbour's epsilon; below the smallest or above the largest measured epsilon, that
+    end point's gap."""
+    row = (MEASURED_GAPS if table is None else table)[world]
+    eps = sorted(row)
+    e = float(epsilon)
+    if e in row:
+        return e, float(row[e])
+    if e < eps[0]:
+        return eps[0], float(row[eps[0]])
+    if e > eps[-1]:
+        return eps[-1], float(row[eps[-1]])
+    hi = next(x for x in eps if x > e)
+    lo = max(x for x in eps if x < e)
+    pick = lo if row[lo] >= row[hi] else hi
+    return pick, float(row[pick])
+
+
+def ldp_caveat(epsilon: float, world: str = "latent",
+               table: Mapping[str, Mapping[float, float]] | None = None) -> str | None:
+    """The note the CLI prints after scoring databases that are all LDP reports, randomized with
+    ``epsilon`` per attribute (the smallest over attributes and databases), with the prior
+    simulated from the fitted ``world``; None where the measured gap is <= ``GAP_LIMIT``."""
+    at, gap = measured_gap(epsilon, world, table)
+    if gap <= GAP_LIMIT:
+        return None
+    where = f"epsilon = {at:g} per attribute" + ("" if at == float(epsilon) else
+                                                f", the measured point nearest to {float(epsilon):g}")
+    return (
+        f"Note: no database holds raw records, so the counts' prior was calibrated on a population "
+        f"simulated from the fitted model (the {world} world), and P(unique) is not calibrated at "
+        f"this budget: "
+        f"on {MEASURED_DATASET} with k-RR at {where}, the mean predicted P(unique) and the observed "
+        f"share unique differed by up to {gap:.2f} (above {GAP_LIMIT:g}; {RESULTS_FILE}). Rank "
+        f"records by it rather than reading it as a probability, or add a raw sample "
+        f"(--db FILE:RATE) to calibrate it."
+    )
+
+
+__all__ = ["GAP_LIMIT", "MEASURED_GAPS", "RESULTS_FILE", "ldp_caveat", "measured_gap"]
