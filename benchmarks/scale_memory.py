@@ -11,6 +11,8 @@ other benchmark scripts::
 Steps (``measure(step, directory, ...)``):
 
 * ``count``: ``count_reports`` of the partitions (chunked reader + counting kernel);
+* ``count-dask-W``: ``count_dask`` on a LocalCluster of W one-thread worker processes (time from
+  the cluster's start; ``worker_peak_rss_bytes``: the largest worker's peak);
 * ``oue-packed``: ``OUE.perturb_packed`` of n codes over k values (the packed array in memory);
 * ``simulate-grr`` / ``simulate-oue``: writing the partitions (``simulate_partitioned``).
 
@@ -56,6 +58,20 @@ def _run_step(step: str, directory: str, n: int, g: int, k: int, rows: int) -> d
     if step == "count":
         counts = count_reports(directory, progress=False)
         out.update(reports=counts.n, categories=int(counts.gram.shape[0]))
+    elif step.startswith("count-dask-"):  # count-dask-W: W worker processes of one thread
+        from distributed import Client, LocalCluster
+
+        from reidrisk.collect.dask_counts import count_dask
+
+        workers = int(step.rsplit("-", 1)[1])
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster) as client:
+            t1 = time.perf_counter()  # the cluster's start and stop are not counted
+            counts = count_dask(directory, client=client)
+            out["seconds"] = time.perf_counter() - t1
+            peaks = client.run(_peak)
+        out.update(reports=counts.n, categories=int(counts.gram.shape[0]), workers=workers,
+                   worker_peak_rss_bytes=max(peaks.values()))
     elif step == "simulate-grr":
         sizes = [SIZES[j % len(SIZES)] for j in range(g)]
         simulate_partitioned(directory, _schema(sizes), Protocol(float(g), None, "grr"), n,
@@ -75,7 +91,7 @@ def _run_step(step: str, directory: str, n: int, g: int, k: int, rows: int) -> d
         out.update(reports=n, categories=k, packed_bytes=packed.nbytes)
     else:
         raise SystemExit(f"unknown step {step!r}")
-    out["seconds"] = time.perf_counter() - t0
+    out.setdefault("seconds", time.perf_counter() - t0)
     out["peak_rss_bytes"] = _peak()
     out["load_average"] = list(os.getloadavg())
     return out
@@ -111,5 +127,5 @@ def main() -> None:
     print(json.dumps(_run_step(a.step, a.directory, a.n, a.g, a.k, a.rows)))
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # Dask's worker processes import this module
     main()
