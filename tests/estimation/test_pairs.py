@@ -228,3 +228,23 @@ def test_non_structured_channels_use_the_dense_path():
     est = estimate_pairs(rr)
     truth = _true_table(codes, 0, 1, [3, 3])
     assert js_divergence(truth.ravel(), est[(0, 1)].ravel()) < 0.01
+
+
+@pytest.mark.parametrize("mech_name", ["grr", "oue"])
+def test_estimate_pairs_shrinks_toward_uniform_by_default(mech_name):
+    """At a small budget the default pair tables keep a share ``shrink[pair]`` < 1 of the EM
+    table's departure from the uniform table, and ``shrink=False`` gives that EM table; the
+    marginals are shrunk the same way (``FrequencyEstimate.shrink``)."""
+    rng = np.random.default_rng(36)
+    schema, codes = correlated_records(1500, [3, 4, 2], rng, missing=0.2)
+    rr = randomize(schema, codes, mech_name, 1.5, rng)
+    raw = estimate_pairs(rr, shrink=False)
+    est = estimate_pairs(rr, marginals=list(raw.marginals))  # the same EM start as raw
+    assert raw.shrink == {} and set(est.shrink) == set(est.tables)
+    for key, table in est.items():
+        lam = est.shrink[key]
+        assert 0 <= lam < 1
+        u = 1.0 / table.size
+        np.testing.assert_allclose(table, u + lam * (raw[key] - u), rtol=0, atol=1e-9)
+    # marginals: James and Stein's weight shrinks nothing below 4 values (module doc)
+    assert [m.shrink < 1 for m in estimate_pairs(rr).marginals] == [False, True, False]
