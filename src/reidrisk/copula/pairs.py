@@ -255,19 +255,50 @@ def _solve_table(batch: PairBatch, target: np.ndarray):
         lo[wide] = _GRID[np.maximum(best - 1, 0)]
         hi[wide] = _GRID[np.minimum(best + 1, _GRID.size - 1)]
     converged = np.zeros(n, dtype=bool)
+    active = _Active(batch, target)
     it = 0
     for it in range(1, _MAX_ITER + 1):  # noqa: B007 - the count is returned
-        prob, d1, d2 = batch.derivatives(x)
+        sub, i, t = active.batch, active.idx, active.target
+        prob, d1, d2 = sub.derivatives(x[i])
         # floored at 1e-150 (not _FLOOR) so that (d1 / prob)^2 stays finite in float64
         inv = 1.0 / np.maximum(prob, _SCORE_FLOOR)
-        g1 = batch.per_pair(target * d1 * inv)
-        g2 = batch.per_pair(target * (d2 * inv - (d1 * inv) ** 2))
+        g1 = sub.per_pair(t * d1 * inv)
+        g2 = sub.per_pair(t * (d2 * inv - (d1 * inv) ** 2))
         with np.errstate(divide="ignore", invalid="ignore"):
             step = np.where(g2 < 0, -g1 / g2, np.nan)
-        x, lo, hi, converged = _safeguarded_step(x, lo, hi, g1 > 0, step, converged)
+        x[i], lo[i], hi[i], converged[i] = _safeguarded_step(x[i], lo[i], hi[i], g1 > 0, step,
+                                                             converged[i])
         if converged.all():
             break
+        active.update(converged)
     return x, converged, it
+
+
+class _Active:
+    """The pairs a solver still iterates, as a sub-batch of the full one (``batch``, its per-cell
+    ``target`` or None, ``idx``: their indices in the full batch).
+
+    Every pair's iteration reads only its own cells (elementwise work and per-pair sums), so
+    leaving the converged pairs out changes no result, only the work: the sub-batch is rebuilt
+    whenever at most half of its pairs are still iterating, so each step costs about the cells of
+    the pairs that are still iterating (most pairs converge in a few Newton steps, a few need
+    bisection) instead of all cells until the slowest pair is done.
+    """
+
+    def __init__(self, batch: PairBatch, target: np.ndarray | None) -> None:
+        self.full, self.full_target = batch, target
+        self.batch, self.target = batch, target
+        self.idx = np.arange(batch.n_pairs)
+
+    def update(self, converged: np.ndarray) -> None:
+        live = ~converged[self.idx]
+        if 2 * int(live.sum()) > live.size:
+            return
+        keep = ~converged
+        self.idx = np.flatnonzero(keep)
+        self.batch = self.full.subset(keep)
+        if self.full_target is not None:
+            self.target = self.full_target[self.full.cell_mask(keep)]
 
 
 def _safeguarded_step(x, lo, hi, below, step, converged):
@@ -299,17 +330,24 @@ def _solve_mi(batch: PairBatch, target_mi: np.ndarray, sign: float):
     none = target_mi <= 0
     x = np.where(at_max, RHO_MAX, np.where(none, 0.0, x))
     converged = at_max | none
+    active = _Active(batch, None)
+    active.update(converged)
     it = 0
     for it in range(1, _MAX_ITER + 1):  # noqa: B007 - the count is returned
-        prob, d1, _ = batch.derivatives(sign * x, second=False)
-        mi, dmi = _model_mi(batch, prob, d1)
-        g = mi - target_mi
+        if converged.all():
+            break
+        sub, i = active.batch, active.idx
+        prob, d1, _ = sub.derivatives(sign * x[i], second=False)
+        mi, dmi = _model_mi(sub, prob, d1)
+        g = mi - target_mi[i]
         g1 = sign * dmi
         with np.errstate(divide="ignore", invalid="ignore"):
             step = np.where(g1 > 0, -g / g1, np.nan)
-        x, lo, hi, converged = _safeguarded_step(x, lo, hi, g < 0, step, converged)
+        x[i], lo[i], hi[i], converged[i] = _safeguarded_step(x[i], lo[i], hi[i], g < 0, step,
+                                                             converged[i])
         if converged.all():
             break
+        active.update(converged)
     return sign * x, converged, it
 
 
