@@ -329,12 +329,15 @@ class _Batch:
 
 
 def run(problem, start, *, stop="noise", max_iter: int = DEFAULT_MAX_ITER,
-        accelerate: bool | None = None, n_reports=None) -> EMResult:
+        accelerate: bool | None = None, n_reports=None,
+        callback: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None = None) -> EMResult:
     """Iterate the EM of ``problem`` from ``start`` (P, ...) until each problem meets ``stop``
     (module doc) or ``max_iter`` EM steps; each problem leaves the batch when it stops.
 
     ``accelerate``: SQUAREM (default: under the ``"noise"`` rule only). ``n_reports`` (P,): report
-    counts for the ``"discrepancy"`` rule. Returns a batch ``EMResult``.
+    counts for the ``"discrepancy"`` rule. ``callback(idx, theta, mu)``: called with the batch
+    positions, iterates and means of the active problems after every accepted plain step or
+    SQUAREM cycle (e.g. to trace an objective). Returns a batch ``EMResult``.
     """
     rule = parse_stop(stop)
     max_iter = check_max_iter(max_iter)
@@ -386,6 +389,8 @@ def run(problem, start, *, stop="noise", max_iter: int = DEFAULT_MAX_ITER,
         else:
             done = np.zeros(b.idx.size, dtype=bool)
         b.theta, b.mu = theta_new, mu_new
+        if callback is not None:
+            callback(b.idx, b.theta, b.mu)
         capped = it >= max_iter
         fin = done | capped
         if fin.any():
