@@ -104,6 +104,7 @@ from reidrisk.collect.model_io import (
 )
 from reidrisk.collect.protocol import Protocol, variance_factor
 from reidrisk.collect.reports_io import CollectedReports
+from reidrisk.estimation.dependence import pair_statistics
 from reidrisk.estimation.em import DEFAULT_MAX_ITER, EstimationError, parse_stop
 from reidrisk.estimation.frequency import shrink_toward_uniform
 from reidrisk.mechanisms.record import RecordReports
@@ -437,23 +438,17 @@ class CollectPipeline:
                     f"{', '.join(map(repr, names[:3]))}{more}"
                 )
         p_signal, p_shrink, n_eff = {}, {}, {}
-        for (j, k), npr in est.n_pair.items():
-            if npr == 0 or (j, k) not in tables:
-                continue
-            mj, mk = mechs[j], mechs[k]
-            fj, fk = mj.k, mk.k
+        tested = [pr for pr, npr in est.n_pair.items() if npr > 0 and pr in tables]
+        inv = [np.linalg.inv(m.support_matrix()) for m in mechs]
+        wald = pair_statistics([counts.block(j, k) for j, k in tested],
+                               [est.n_pair[pr] for pr in tested],
+                               [(inv[j], inv[k]) for j, k in tested],
+                               [(second[j], second[k]) for j, k in tested])
+        crit = {d: float(chi2.isf(level, d)) for d in np.unique(wald.df).tolist()}
+        for i, (j, k) in enumerate(tested):
+            npr = est.n_pair[(j, k)]
             T = tables[(j, k)]
-            T_inv = _invert_pair(counts.block(j, k).astype(np.float64) / npr, mj, mk)
-            r, c = T_inv.sum(axis=1), T_inv.sum(axis=0)
-            L1 = np.eye(fj) - np.outer(r, np.ones(fj))
-            L2 = np.eye(fk) - np.outer(np.ones(fk), c)
-            D = L1 @ T_inv @ L2
-            K1 = L1 @ second[j] @ L1.T
-            K2 = L2.T @ second[k] @ L2
-            df = (fj - 1) * (fk - 1)
-            stat = float(npr * np.trace(np.linalg.pinv(K1, rcond=1e-12, hermitian=True) @ D
-                                        @ np.linalg.pinv(K2, rcond=1e-12, hermitian=True) @ D.T))
-            p_signal[(j, k)] = stat / float(chi2.isf(level, df))
+            p_signal[(j, k)] = float(wald.stat[i]) / crit[int(wald.df[i])]
             sq = float(np.sum(T ** 2))
             V = ((1 + S[j]) * (1 + S[k]) - sq) / npr
             if self.estimator == "raw":
@@ -461,9 +456,10 @@ class CollectPipeline:
             else:
                 n_eff[(j, k)] = float(npr * max(1.0 - sq, 1e-12) / max(V * npr, 1e-12))
             if self.shrink == "js" and self.estimator != "raw":
-                V_int = float(np.trace(K1) * np.trace(K2)) / npr
+                V_int = float(wald.noise[i]) / npr
                 ind = np.outer(T.sum(axis=1), T.sum(axis=0))
-                tables[(j, k)], lam = shrink_toward_uniform(T, D, V_int, target=ind)
+                tables[(j, k)], lam = shrink_toward_uniform(T, wald.departure[i], V_int,
+                                                            target=ind)
                 p_shrink[(j, k)] = lam
         missing_pairs = [pr for pr, npr in est.n_pair.items() if npr == 0]
         if missing_pairs:
@@ -540,11 +536,6 @@ def _second_moment(gram: np.ndarray, n: int, mech) -> np.ndarray:
     one = np.ones_like(w)
     S = G - q * np.outer(w, one) - q * np.outer(one, w) + n * q * q * np.outer(one, one)
     return S / (n * (p - q) ** 2)
-
-
-def _invert_pair(W: np.ndarray, mj, mk) -> np.ndarray:
-    """Unbiased inversion of normalized pair support frequencies through the Kronecker channel."""
-    return _tensor.invert(W, 1.0, [mj.support_matrix(), mk.support_matrix()])
 
 
 def _require_oracles(schema: Schema, mechs) -> None:

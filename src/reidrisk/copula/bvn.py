@@ -70,6 +70,51 @@ def _owen_cdf(h: np.ndarray, k: np.ndarray, rho: np.ndarray) -> np.ndarray:
     return np.clip(val, 0.0, 1.0)
 
 
+# Gauss-Legendre rules for Drezner & Wesolowsky's integral (``_fixed_rho_cdf``): nodes by the
+# largest |rho| they serve, as Genz (2004, Statistics and Computing 14, 251-260) chose them; against
+# the Owen's-T form they agree to 4.5e-16 over h, k in [-6, 6] (checked in the copula tests).
+_GL_RULES = tuple((bound, *np.polynomial.legendre.leggauss(m))
+                  for bound, m in ((0.3, 6), (0.75, 12), (0.925, 20)))
+FIXED_RHO_MAX = 0.925
+"""Largest |rho| that ``_fixed_rho_cdf`` evaluates (beyond it the integrand steepens near
+arcsin(rho) and the Owen's-T form is used)."""
+
+
+def _fixed_rho_cdf(cdf_h, cdf_k, half_sq, prod, rho: float) -> np.ndarray:
+    """Phi2(h, k; rho) for ONE correlation |rho| <= ``FIXED_RHO_MAX`` and many finite (h, k).
+
+    Drezner & Wesolowsky (1990, J. Statist. Comput. Simul. 35, 101-107):
+    ``Phi2 = Phi(h) Phi(k) + (1 / 2 pi) int_0^{arcsin rho} exp(-(h^2 + k^2 - 2 h k sin t) /
+    (2 cos^2 t)) dt``, by a Gauss-Legendre rule on [0, arcsin rho] (``_GL_RULES``). With one rho,
+    each node costs two products and one exponential per corner, several times less than Owen's
+    T; the arguments are precomputed per corner: ``cdf_h = Phi(h)``, ``cdf_k = Phi(k)``,
+    ``half_sq = (h^2 + k^2) / 2``, ``prod = h k``.
+    """
+    rho = float(rho)
+    if abs(rho) > FIXED_RHO_MAX:
+        raise CopulaError(f"_fixed_rho_cdf serves |rho| <= {FIXED_RHO_MAX}, got {rho}")
+    base = cdf_h * cdf_k
+    if rho == 0.0:
+        return base
+    _, x, w = next(rule for rule in _GL_RULES if abs(rho) <= rule[0])
+    asr = np.arcsin(rho)
+    s = np.sin(0.5 * asr * (1.0 + x))
+    a = 1.0 / ((1.0 - s) * (1.0 + s))
+    b = s * a
+    acc = np.zeros_like(half_sq)
+    t = np.empty_like(half_sq)
+    u = np.empty_like(half_sq)
+    for ai, bi, wi in zip(a, b, w):
+        np.multiply(prod, bi, out=t)
+        np.multiply(half_sq, ai, out=u)
+        t -= u
+        np.exp(t, out=t)
+        t *= wi
+        acc += t
+    acc *= asr / (4.0 * np.pi)
+    return np.clip(base + acc, 0.0, 1.0)
+
+
 def bvn_pdf(h, k, rho) -> np.ndarray:
     """Standard bivariate normal density phi2(h, k; rho) = d Phi2 / d rho; 0 at infinite h or k."""
     h, k, rho = np.broadcast_arrays(

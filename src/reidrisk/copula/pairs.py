@@ -29,9 +29,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import ndtr
 
 from reidrisk._compat import renamed_attribute, renamed_keywords
-from reidrisk.copula.bvn import _owen_cdf, bvn_pdf, bvn_pdf_drho
+from reidrisk.copula.bvn import (
+    FIXED_RHO_MAX,
+    _fixed_rho_cdf,
+    _owen_cdf,
+    bvn_pdf,
+    bvn_pdf_drho,
+)
 from reidrisk.copula.marginals import (
     SUM_TOLERANCE,
     CopulaError,
@@ -162,6 +169,19 @@ class PairBatch:
         corner[self._int_idx] = _owen_cdf(self._int_h, self._int_k, rho[self._int_pair])
         return np.maximum(self._gather(corner), 0.0)
 
+    def cells_at(self, rho: float) -> np.ndarray:
+        """``cells`` with one correlation for every pair (the bracketing scan): by Drezner &
+        Wesolowsky's integral for |rho| <= ``FIXED_RHO_MAX`` (``bvn._fixed_rho_cdf``, several
+        times cheaper per corner), else like ``cells``."""
+        if abs(rho) > FIXED_RHO_MAX:
+            return self.cells(np.full(self.n_pairs, float(rho)))
+        if not hasattr(self, "_corner_terms"):
+            h, k = self._int_h, self._int_k
+            self._corner_terms = (ndtr(h), ndtr(k), 0.5 * (h * h + k * k), h * k)
+        corner = self._static.copy()
+        corner[self._int_idx] = _fixed_rho_cdf(*self._corner_terms, rho)
+        return np.maximum(self._gather(corner), 0.0)
+
     def slope(self, rho: np.ndarray) -> np.ndarray:
         """dP/drho per cell (flat) without the cell probabilities."""
         corner = np.zeros(self._static.size)
@@ -248,7 +268,7 @@ def _solve_table(batch: PairBatch, target: np.ndarray):
         sub = batch.subset(wide) if not wide.all() else batch
         sub_target = target[batch.cell_mask(wide)]
         loglik = np.stack([
-            sub.per_pair(sub_target * _safe_log(sub.cells(np.full(sub.n_pairs, r)))) for r in _GRID
+            sub.per_pair(sub_target * _safe_log(sub.cells_at(r))) for r in _GRID
         ])
         best = np.argmax(loglik, axis=0)
         x[wide] = _GRID[best]
