@@ -1,0 +1,316 @@
+"""The package's shape, measured: imports of its own modules made inside functions, the longest
+functions, and the module boundaries one collect fit crosses.
+
+Usage::
+
+    python benchmarks/structure.py                  # print the numbers
+    python benchmarks/structure.py --record before  # keep them as the "before" of a refactor
+    python benchmarks/structure.py --record after   # and write docs/results/structure.{md,json}
+
+* **In-function imports**: ``import reidrisk...`` / ``from reidrisk... import`` / relative imports
+  nested in a function body (AST), each listed with the comment next to it (the reason it stays).
+* **Longest functions**: AST line span ``end_lineno - lineno + 1`` of every function and method
+  (decorators excluded, docstring included).
+* **Crossings of one collect fit**: ``CollectPipeline().fit(reports)`` on a small simulated
+  dataset (5 attributes, 2,000 people, 30 % missing, ``Protocol(4.0, attributes_per_person=2)``),
+  traced with ``sys.setprofile``. A call is a *crossing* when the nearest reidrisk frame below
+  it on the stack belongs to another reidrisk module. Reported: the distinct crossing edges
+  (caller function -> callee function), the modules they join, the crossing calls in all, and how
+  often ``unpack`` and the oracle check run. Calls into NumPy/SciPy are not counted; calls back from
+  them into reidrisk are attributed to the nearest reidrisk caller.
+
+The numbers of a ``--record`` run are kept in ``docs/results/structure.json`` under their label,
+so that a later ``--record after`` writes both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import functools
+import inspect
+import sys
+import warnings
+from collections import Counter
+from pathlib import Path
+
+from _harness import RESULTS_DIR, Results, md_table
+
+REPO = Path(__file__).resolve().parent.parent
+SRC = REPO / "src" / "reidrisk"
+NAME = "structure"
+TOP = 10
+
+
+# ---- static: imports and function lengths ----------------------------------------------------
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(SRC.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _own(node: ast.Import | ast.ImportFrom) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return node.level > 0 or (node.module or "").split(".")[0] == "reidrisk"
+    return any(a.name.split(".")[0] == "reidrisk" for a in node.names)
+
+
+def _functions(tree: ast.AST):
+    """(qualified name, node) of every function, methods and nested functions included."""
+    out = []
+
+    def visit(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = f"{prefix}{child.name}"
+                out.append((name, child))
+                visit(child, name + ".")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.")
+            else:
+                visit(child, prefix)
+
+    visit(tree, "")
+    return out
+
+
+def _nested_functions(fn):
+    """The functions defined directly in ``fn``'s body (not inside another nested one)."""
+    out, todo = [], list(ast.iter_child_nodes(fn))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.append(node)
+        else:
+            todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def static_measures() -> dict:
+    imports, lengths = [], []
+    for path in sorted(SRC.rglob("*.py")):
+        text = path.read_text()
+        lines = text.splitlines()
+        tree = ast.parse(text)
+        mod = _module_name(path)
+        seen: set[int] = set()
+        for qual, fn in _functions(tree):
+            span = fn.end_lineno - fn.lineno + 1
+            nested = sum(c.end_lineno - c.lineno + 1 for c in _nested_functions(fn))
+            lengths.append({"function": f"{mod}.{qual}", "lines": span - nested, "span": span})
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and _own(node) \
+                        and id(node) not in seen:
+                    seen.add(id(node))
+                    line = lines[node.lineno - 1]
+                    comment = line.split("#", 1)[1].strip() if "#" in line else ""
+                    if not comment and node.lineno >= 2:
+                        above = lines[node.lineno - 2].strip()
+                        comment = above[1:].strip() if above.startswith("#") else ""
+                    imports.append({"module": mod, "function": qual, "line": node.lineno,
+                                    "reason": comment})
+    lengths.sort(key=lambda r: -r["lines"])
+    return {"imports": imports, "longest": lengths[:TOP]}
+
+
+# ---- dynamic: crossings of one collect fit ---------------------------------------------------
+def _fit_inputs():
+    import numpy as np
+
+    from reidrisk.collect import Protocol
+    from reidrisk.data.missing import mcar
+    from reidrisk.data.synthetic import make_population
+
+    corr = np.array([[1.0, 0.6, -0.4, 0.3, 0.5], [0.6, 1.0, -0.3, 0.4, 0.3],
+                     [-0.4, -0.3, 1.0, -0.2, -0.3], [0.3, 0.4, -0.2, 1.0, 0.2],
+                     [0.5, 0.3, -0.3, 0.2, 1.0]])
+    pop = make_population(2000, [3, 4, 3, 5, 2], dependence=corr, rng=1)
+    codes = mcar(pop.codes, 0.3, rng=2)
+    return Protocol(4.0, attributes_per_person=2).randomize(pop.schema, codes, rng=3)
+
+
+def _reidrisk_module(frame) -> str | None:
+    name = frame.f_globals.get("__name__", "")
+    return name if name == "reidrisk" or name.startswith("reidrisk.") else None
+
+
+_PASS_THROUGH = ("reidrisk._compat",)  # keyword-renaming wrappers: the call goes on to the callee
+
+
+def _is_step(frame) -> bool:
+    """Whether a frame is a function of its own: not a comprehension, lambda or generator
+    expression (part of the function that wrote it), not a dunder or dataclass-generated method,
+    not a property, not a keyword-renaming wrapper."""
+    code = frame.f_code
+    name = code.co_name
+    if name.startswith("<") or (name.startswith("__") and name.endswith("__")):
+        return False
+    if _reidrisk_module(frame) in _PASS_THROUGH:
+        return False
+    owner = frame.f_locals.get("self") if code.co_argcount else None
+    if owner is not None:
+        attr = inspect.getattr_static(type(owner), name, None)
+        if isinstance(attr, (property, functools.cached_property)):
+            return False
+    return True
+
+
+def crossings() -> dict:
+    from reidrisk.collect import CollectPipeline
+
+    reports = _fit_inputs()
+    pipe = CollectPipeline()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe.fit(reports)  # warm: imports made on first use are not part of the fit's shape
+    edges: Counter = Counter()
+    calls: Counter = Counter()
+
+    def profile(frame, event, arg):
+        if event != "call":
+            return
+        mod = _reidrisk_module(frame)
+        if mod is None:
+            return
+        code = frame.f_code
+        calls[f"{mod}.{code.co_qualname}"] += 1
+        if not _is_step(frame):
+            return
+        back = frame.f_back
+        while back is not None and (_reidrisk_module(back) is None or not _is_step(back)):
+            back = back.f_back
+        if back is None:
+            return
+        caller_mod = _reidrisk_module(back)
+        if caller_mod != mod:
+            edges[(caller_mod, back.f_code.co_qualname, mod, code.co_qualname)] += 1
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sys.setprofile(profile)
+        try:
+            pipe.fit(reports)
+        finally:
+            sys.setprofile(None)
+    collect = [e for e in edges if e[0].startswith("reidrisk.collect")]
+    return {
+        "edges": [{"caller": f"{a}.{fa}", "callee": f"{b}.{fb}", "calls": n}
+                  for (a, fa, b, fb), n in sorted(edges.items())],
+        "crossing_edges": len(edges),
+        "crossing_modules": len({e[0] for e in edges} | {e[2] for e in edges}),
+        "crossing_calls": int(sum(edges.values())),
+        "collect_edges": len(collect),
+        "collect_modules": len({e[0] for e in collect} | {e[2] for e in collect}),
+        "collect_calls": int(sum(edges[e] for e in collect)),
+        "unpack_calls": int(sum(n for f, n in calls.items() if f.endswith(".unpack"))),
+        "oracle_checks": int(sum(n for f, n in calls.items() if f.endswith("._require_oracles"))),
+    }
+
+
+def measure() -> dict:
+    s = static_measures()
+    c = crossings()
+    return {
+        "in_function_imports": len(s["imports"]),
+        "in_function_imports_without_reason": sum(1 for r in s["imports"] if not r["reason"]),
+        "longest_function_lines": s["longest"][0]["lines"],
+        "longest": s["longest"],
+        "imports": s["imports"],
+        **c,
+    }
+
+
+# ---- output ------------------------------------------------------------------------------------
+def _summary_rows(runs: dict) -> list[list]:
+    keys = [("collect_edges", "crossing edges out of reidrisk.collect (caller -> callee function) in one collect fit"),
+            ("collect_modules", "reidrisk modules those edges join"),
+            ("collect_calls", "calls along them"),
+            ("crossing_edges", "crossing edges anywhere in the package (engines included)"),
+            ("crossing_modules", "reidrisk modules those edges join"),
+            ("crossing_calls", "calls along them"),
+            ("unpack_calls", "`unpack` calls in one collect fit"),
+            ("oracle_checks", "oracle checks (`_require_oracles`) in one collect fit"),
+            ("in_function_imports", "in-function imports of the package's own modules"),
+            ("in_function_imports_without_reason", "... of them without a comment giving the reason"),
+            ("longest_function_lines", "longest function (lines, nested functions excluded)")]
+    labels = list(runs)
+    return [[text] + [runs[lab][k] for lab in labels] for k, text in keys], labels
+
+
+def write(runs: dict) -> None:
+    res = Results(NAME)
+    for label, r in runs.items():
+        for k in ("collect_edges", "collect_modules", "collect_calls",
+                  "crossing_edges", "crossing_modules", "crossing_calls", "unpack_calls",
+                  "oracle_checks", "in_function_imports", "in_function_imports_without_reason",
+                  "longest_function_lines"):
+            res.add({"state": label}, k, r[k], "count" if k != "longest_function_lines" else "lines")
+        for i, f in enumerate(r["longest"]):
+            res.add({"state": label, "rank": i + 1, "function": f["function"]}, "function_lines",
+                    f["lines"], "lines")
+        for e in r["edges"]:
+            res.add({"state": label, "caller": e["caller"], "callee": e["callee"]}, "crossing",
+                    e["calls"], "calls")
+        for imp in r["imports"]:
+            res.add({"state": label, "module": imp["module"], "function": imp["function"],
+                     "line": imp["line"], "reason": imp["reason"]}, "in_function_import", 1, "count")
+    res.write_json()
+    rows, labels = _summary_rows(runs)
+    last = runs[labels[-1]]
+    body = ["# Structure of the package", "",
+            "What `benchmarks/structure.py` measures (its module docstring): imports of the "
+            "package's own modules made inside functions, the longest functions, and the module "
+            "boundaries one `CollectPipeline().fit` crosses (5 attributes, 2,000 simulated people, "
+            "30 % missing, `Protocol(4.0, attributes_per_person=2)`). No timing is measured.", "",
+            md_table(["measure"] + labels, rows), "",
+            f"## Longest functions ({labels[-1]})", "",
+            md_table(["function", "lines (nested functions excluded)", "span"],
+                     [[f"`{f['function']}`", f["lines"], f["span"]]
+                                             for f in last["longest"]]), "",
+            f"## Crossings of one collect fit ({labels[-1]})", "",
+            md_table(["caller", "callee", "calls"],
+                     [[f"`{e['caller']}`", f"`{e['callee']}`", e["calls"]] for e in last["edges"]]),
+            "",
+            f"## In-function imports of the package's own modules ({labels[-1]})", "",
+            md_table(["module", "function", "line", "reason"],
+                     [[f"`{i['module']}`", f"`{i['function']}`", i["line"], i["reason"]]
+                      for i in last["imports"]]), ""]
+    res.write_markdown("\n".join(body))
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--record", choices=["before", "after"],
+                    help="keep the numbers under this label; 'after' writes docs/results/structure.*")
+    ap.add_argument("--before-file", type=Path, default=None,
+                    help="JSON of an earlier '--record before' run (default: kept in /tmp)")
+    args = ap.parse_args(argv)
+    r = measure()
+    rows, _ = _summary_rows({"now": r})
+    print(md_table(["measure", "now"], rows))
+    print()
+    print(md_table(["function", "lines"], [[f["function"], f["lines"]] for f in r["longest"]]))
+    print()
+    print(md_table(["caller", "callee", "calls"],
+                   [[e["caller"], e["callee"], e["calls"]] for e in r["edges"]]))
+    kept = args.before_file or Path("/tmp") / "structure_before.json"
+    if args.record == "before":
+        kept.write_text(json.dumps(r, indent=1))
+        print(f"kept as {kept}")
+    elif args.record == "after":
+        runs = {}
+        if kept.exists():
+            runs["before"] = json.loads(kept.read_text())
+        else:
+            prior = RESULTS_DIR / f"{NAME}.json"
+            if prior.exists():
+                print(f"no {kept}: writing the current numbers only", file=sys.stderr)
+        runs["after"] = r
+        write(runs)
+
+
+if __name__ == "__main__":
+    main()
