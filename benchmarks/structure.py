@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import argparse
 import ast
-import json
 import functools
 import inspect
+import json
 import sys
 import warnings
 from collections import Counter
