@@ -62,86 +62,22 @@ def bounds(copula, rec):
     return lo, up
 
 
-LATENT_TARGETS = {(30_000, 9): 2.0, (1_000_000, 20): 60.0}
-
-
-def latent_speed(res, repeats: int, quick: bool) -> list:
-    """``LatentClassModel().fit`` (all starts, K chosen by held-out likelihood) on k-RR reports at
-    epsilon = 1 per attribute: 30,000 reports of Adult's 9 attributes (the complete records' first
-    30,000) and 10^6 reports of 20 attributes drawn from a random 8-class latent class model
-    (Dirichlet(1) weights and category probabilities, 2..12 categories, seed 20)."""
-    from reidrisk.latent import LatentClassModel
-    from reidrisk.schema import Attribute, Schema
-
-    cases = []
-    try:
-        from reidrisk.data.adult import load_adult_encoded
-
-        schema, codes = load_adult_encoded(variant="paper000", complete_only=True, domain="observed")
-        cases.append(("adult", schema, np.asarray(codes, dtype=np.int64)[:30_000]))
-    except Exception as exc:
-        print(f"Adult skipped: {exc}")
-    gen = np.random.default_rng(20)
-    sizes = gen.integers(2, 13, 20)
-    schema20 = Schema(tuple(Attribute(f"x{j}", tuple(str(v) for v in range(f))) for j, f in enumerate(sizes)))
-    n_big = 100_000 if quick else 1_000_000
-    h = gen.choice(8, size=n_big, p=gen.dirichlet(np.ones(8)))
-    cols = []
-    for f in sizes:
-        cum = np.cumsum(gen.dirichlet(np.ones(f), size=8), axis=1)
-        cols.append(np.minimum((gen.random(n_big)[:, None] > cum[h]).sum(axis=1), f - 1))
-    cases.append(("latent-class synthetic", schema20, np.column_stack(cols).astype(np.int64)))
-    rows = []
-    for name, schema, codes in cases:
-        n, g = codes.shape
-        reports = RecordRandomizer(schema, "grr", 1.0 * g).randomize(codes, 1)
-        model = None
-
-        def fit():
-            nonlocal model
-            model = LatentClassModel(rng=0).fit(reports)
-
-        t = time_call(fit, repeats=repeats, warmup=0)
-        params = {"dataset": name, "reports": n, "attributes": g, "mechanism": "grr",
-                  "epsilon_per_attribute": 1.0, "n_starts": model.n_starts, "k_chosen": model.fit_.n_classes,
-                  "patterns": model.fit_.n_patterns}
-        res.add_timing(params, "latent_fit", t)
-        target = LATENT_TARGETS.get((n, g))
-        rows.append([name, f"{n:,}", g, model.fit_.n_patterns, model.fit_.n_classes,
-                     ", ".join(str(k) for k, _ in model.fit_.selection), f"{t.best:.2f} s",
-                     (f"<= {target:g} s: " + ("met" if t.best <= target else f"missed by {t.best - target:.1f} s"))
-                     if target else ""])
-        print(f"latent fit {name}: {t.best:.2f} s (K = {model.fit_.n_classes})")
-        sys.stdout.flush()
-    return rows
-
-
-def latent_section(rows) -> list[str]:
-    return ["# Latent class model: fitting time", "",
-            "`LatentClassModel().fit(reports)` on k-RR reports at epsilon = 1 per attribute: all random "
-            "starts (3 per K), K chosen by held-out likelihood over the grid 1, 2, 4, ... (stopping "
-            "after two candidates without improvement), then the final fit on all reports. Best of the "
-            "repeats (the median is in the JSON). The machine was shared with other jobs while this "
-            "ran (see the load average below).", "",
-            md_table(["data", "reports", "attributes", "distinct patterns", "K chosen", "K tried",
-                      "fit time", "target"], rows), ""]
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="1 repeat, temp output")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out-dir", type=Path, default=None)
     ap.add_argument("--latent-only", action="store_true",
-                    help="only the latent class model fitting times (written as <name>)")
+                    help="only the latent class model fitting times (benchmarks/latent_speed.py, written as <name>)")
     ap.add_argument("--name", default="uniqueness_speed", help="results file name")
     args = ap.parse_args(argv)
     out_dir = args.out_dir or (Path(tempfile.mkdtemp()) if args.quick else None)
     res = Results(args.name, results_dir=out_dir)
-    if args.latent_only:
-        latent_rows = latent_speed(res, 1 if args.quick else args.repeats, args.quick)
-        res.write_json()
-        res.write_markdown("\n".join(latent_section(latent_rows)))
+    if args.latent_only:  # the latent class model's fitting times live in latent_speed.py
+        import latent_speed
+
+        latent_speed.main((["--quick"] if args.quick else []) + ["--repeats", str(args.repeats), "--name", args.name]
+                          + (["--out-dir", str(out_dir)] if out_dir is not None else []))
         return
     repeats = 1 if args.quick else args.repeats
     fit_rows, score_rows, n_rows, q_rows = [], [], [], []
