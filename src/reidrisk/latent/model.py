@@ -364,7 +364,8 @@ class _EM:
             res = em_engine.run(self, theta, stop="noise" if tol > 0 else None, max_iter=max_iter,
                                 accelerate=True, callback=seen)
             e = (last["mu"] if "mu" in last else self.forward(res.estimate))[0]
-            return res.estimate, e.objective, e.loglik, int(res.iterations[0]), bool(res.converged[0])
+            return (res.estimate, e.objective, e.loglik, int(np.asarray(res.iterations)[0]),
+                    bool(np.asarray(res.converged)[0]))
         prev = -np.inf
         mu = self.forward(theta)
         it, converged = 0, False
