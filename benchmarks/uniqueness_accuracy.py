@@ -40,10 +40,10 @@ from reidrisk.uniqueness.baselines import (  # noqa: E402
     opt_mean,
     opt_mode,
 )
+from reidrisk.uniqueness.decisions import classification, decide, reliability  # noqa: E402
 from reidrisk.uniqueness.floors import INV_E  # noqa: E402
 from reidrisk.uniqueness.model import Database, UniquenessModel, estimate_population  # noqa: E402
 from reidrisk.uniqueness.posterior import population_count_posterior  # noqa: E402
-from reidrisk.uniqueness.scorer import classification, decide, reliability  # noqa: E402
 
 TS = (1, 2, 5, 10, 20, 50, 100)
 EPSILONS = (0.1, 0.3, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0)

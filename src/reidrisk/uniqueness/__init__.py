@@ -10,7 +10,9 @@
 * ``model``: ``UniquenessModel`` fitted on sampled (optionally randomized) databases; scores any
   records: E[X], P(X = 1), P(X > T). ``preset="paper"`` is eq. 9-19 as printed.
 * ``scorer``: the default posterior engine (a fitted count prior and a count likelihood that
-  models the randomization), decisions and their evaluation (AUC, reliability).
+  models the randomization).
+* ``decisions``: "count > T" decided from the posterior, and the decisions' evaluation
+  (balanced accuracy, AUC, reliability).
 * ``report``: the demo report's uniqueness section.
 
 Design: docs/design/uniqueness.md (equations, corrections, choices).
@@ -32,6 +34,14 @@ from reidrisk.uniqueness.baselines import (
     opt_median,
     opt_mode,
     product_domain_size,
+)
+from reidrisk.uniqueness.decisions import (
+    Classification,
+    Reliability,
+    classification,
+    decide,
+    reliability,
+    roc_auc,
 )
 from reidrisk.uniqueness.estimators import (
     SampleFrequencies,
@@ -61,17 +71,11 @@ from reidrisk.uniqueness.posterior import (
     population_count_posterior,
 )
 from reidrisk.uniqueness.scorer import (
-    Classification,
     CountPosterior,
     CountPrior,
-    Reliability,
     ScoringError,
-    classification,
     count_posterior,
-    decide,
     fit_count_prior,
-    reliability,
-    roc_auc,
 )
 
 __all__ = [

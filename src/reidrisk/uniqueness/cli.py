@@ -18,7 +18,7 @@ import click
 import numpy as np
 
 from reidrisk.errors import InputError
-from reidrisk.uniqueness.scorer import RULES
+from reidrisk.uniqueness.decisions import RULES
 
 
 @dataclass(frozen=True)

@@ -60,18 +60,21 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from reidrisk._compat import renamed_attribute, renamed_keywords
 from reidrisk.copula import GaussianCopula, rectangle_probability
+from reidrisk.data.tables import contingency
 from reidrisk.errors import ReidriskError
+from reidrisk.estimation.pairs import estimate_pairs
 from reidrisk.latent import LatentClassModel
 from reidrisk.mechanisms.base import as_generator
-from reidrisk.mechanisms.record import RecordReports
+from reidrisk.mechanisms.record import RecordRandomizer, RecordReports
 from reidrisk.schema import MISSING, Schema, SchemaError
+from reidrisk.uniqueness.decisions import RULES, decide
 from reidrisk.uniqueness.floors import DEFAULT_ALPHA, FLOORS, INV_E, floor_q
 from reidrisk.uniqueness.posterior import (
     PosteriorResult,
@@ -80,11 +83,9 @@ from reidrisk.uniqueness.posterior import (
     population_count_posterior,
 )
 from reidrisk.uniqueness.scorer import (
-    RULES,
     CountPosterior,
     CountPrior,
     count_posterior,
-    decide,
     fit_count_prior,
 )
 
@@ -183,8 +184,6 @@ class Database:
         """A database of k-RR reports stored as codes (one randomized category per attribute),
         randomized with ``mechanism`` (``"grr"``) at whole-record budget ``epsilon`` split by
         ``weights`` (even by default), as ``RecordRandomizer`` does."""
-        from reidrisk.mechanisms import RecordRandomizer
-
         if str(mechanism).lower() != "grr":
             raise UniquenessError(
                 f"database {name or '?'}: reports stored as category codes are k-RR reports; "
@@ -280,67 +279,93 @@ def estimate_population(databases: Sequence[Database], schema: Schema, em_stop=D
     smoothing (a pseudo-count flattens the EM estimates of large domains badly when epsilon is small).
     ``em_stop`` is the EM's stopping rule for the marginals and the pairs (``estimate_pairs``).
     """
-    from reidrisk.data.tables import contingency
-    from reidrisk.estimation.pairs import estimate_pairs
-
     g = len(schema)
     sizes = [int(f) for f in schema.sizes]
     pairs = [(j, k) for j in range(g) for k in range(j + 1, g)]
-    groups: list[tuple[list[np.ndarray], dict, np.ndarray, dict]] = []
+    groups: list[_GroupEstimate] = []
 
     raw = [np.asarray(d.data) for d in databases if not d.randomized]
     if raw:
-        codes = np.concatenate(raw, axis=0)
-        margs, neff = [], np.zeros(g)
-        for j, f in enumerate(sizes):
-            col = codes[:, j]
-            cnt = np.bincount(col[col != MISSING], minlength=f).astype(np.float64)
-            neff[j] = cnt.sum()
-            margs.append(cnt / cnt.sum() if cnt.sum() > 0 else np.full(f, 1.0 / f))
-        tabs, npair = {}, {}
-        for j, k in pairs:
-            t = contingency(codes, sizes, [j, k], normalize=False).astype(np.float64)
-            npair[(j, k)] = t.sum()
-            tabs[(j, k)] = t / t.sum() if t.sum() > 0 else np.outer(margs[j], margs[k])
-        groups.append((margs, tabs, neff, npair))
-
+        groups.append(_raw_group(np.concatenate(raw, axis=0), sizes, pairs))
     by_mech: dict[tuple, list[RecordReports]] = {}
     for d in databases:
         if d.randomized:
             by_mech.setdefault(_mech_key(d.reports), []).append(d.reports)
     for reps in by_mech.values():
-        first = reps[0]
-        pooled = first if len(reps) == 1 else RecordReports(
-            first.schema, first.mechanisms,
-            tuple(np.concatenate([r.reports[j] for r in reps], axis=0) for j in range(g)))
-        stop = EM_STOP_SCALE / np.sqrt(max(pooled.n, 1)) if em_stop == "auto" else em_stop
-        pe = estimate_pairs(pooled, estimator="em", stop=stop, shrink=False)
-        margs = [np.clip(np.asarray(fe.probs, dtype=np.float64), 0.0, None) for fe in pe.marginals]
-        margs = [m / m.sum() if m.sum() > 0 else np.full(m.size, 1.0 / m.size) for m in margs]
-        eff = np.array([_efficiency(margs[j], m.p_support, m.q_support)
-                        for j, m in enumerate(first.mechanisms)])
-        neff = np.array([fe.n_present for fe in pe.marginals], dtype=np.float64) * eff
-        tabs, npair = {}, {}
-        for j, k in pairs:
-            t = np.clip(np.asarray(pe[(j, k)], dtype=np.float64), 0.0, None)
-            tabs[(j, k)] = t / t.sum() if t.sum() > 0 else np.outer(margs[j], margs[k])
-            npair[(j, k)] = pe.n_present[(j, k)] * eff[j] * eff[k]
-        groups.append((margs, tabs, neff, npair))
-
+        groups.append(_randomized_group(reps, pairs, em_stop))
     if not groups:
         raise UniquenessError("no databases given; pass at least one sampled database")
+    return _pool(groups, sizes, pairs)
+
+
+class _GroupEstimate(NamedTuple):
+    """One group's estimate in ``estimate_population``: the marginals (g,) and pair tables
+    {(j, k): table}, and the weight of each, its effective sample size: ``n_eff`` (g,) per
+    attribute, ``pair_n_eff`` {(j, k): n} per pair."""
+
+    marginals: list[np.ndarray]
+    tables: dict
+    n_eff: np.ndarray
+    pair_n_eff: dict
+
+
+def _raw_group(codes: np.ndarray, sizes: list[int], pairs: list) -> _GroupEstimate:
+    """The raw databases' records pooled: their frequencies, each weighted by its records."""
+    g = len(sizes)
+    margs, neff = [], np.zeros(g)
+    for j, f in enumerate(sizes):
+        col = codes[:, j]
+        cnt = np.bincount(col[col != MISSING], minlength=f).astype(np.float64)
+        neff[j] = cnt.sum()
+        margs.append(cnt / cnt.sum() if cnt.sum() > 0 else np.full(f, 1.0 / f))
+    tabs, npair = {}, {}
+    for j, k in pairs:
+        t = contingency(codes, sizes, [j, k], normalize=False).astype(np.float64)
+        npair[(j, k)] = t.sum()
+        tabs[(j, k)] = t / t.sum() if t.sum() > 0 else np.outer(margs[j], margs[k])
+    return _GroupEstimate(margs, tabs, neff, npair)
+
+
+def _randomized_group(reps: list[RecordReports], pairs: list, em_stop) -> _GroupEstimate:
+    """Databases randomized with one mechanism setting, pooled and estimated by the EM through
+    the channel, each estimate weighted by its reports times the channel's efficiency."""
+    g = len(reps[0].schema)
+    first = reps[0]
+    pooled = first if len(reps) == 1 else RecordReports(
+        first.schema, first.mechanisms,
+        tuple(np.concatenate([r.reports[j] for r in reps], axis=0) for j in range(g)))
+    stop = EM_STOP_SCALE / np.sqrt(max(pooled.n, 1)) if em_stop == "auto" else em_stop
+    pe = estimate_pairs(pooled, estimator="em", stop=stop, shrink=False)
+    margs = [np.clip(np.asarray(fe.probs, dtype=np.float64), 0.0, None) for fe in pe.marginals]
+    margs = [m / m.sum() if m.sum() > 0 else np.full(m.size, 1.0 / m.size) for m in margs]
+    eff = np.array([_efficiency(margs[j], m.p_support, m.q_support)
+                    for j, m in enumerate(first.mechanisms)])
+    neff = np.array([fe.n_present for fe in pe.marginals], dtype=np.float64) * eff
+    tabs, npair = {}, {}
+    for j, k in pairs:
+        t = np.clip(np.asarray(pe[(j, k)], dtype=np.float64), 0.0, None)
+        tabs[(j, k)] = t / t.sum() if t.sum() > 0 else np.outer(margs[j], margs[k])
+        npair[(j, k)] = pe.n_present[(j, k)] * eff[j] * eff[k]
+    return _GroupEstimate(margs, tabs, neff, npair)
+
+
+def _pool(groups: list[_GroupEstimate], sizes: list[int], pairs: list) -> PopulationEstimate:
+    """The groups' estimates averaged with their effective sample sizes as weights, floored at
+    ``_PROB_FLOOR`` (``estimate_population``)."""
+    g = len(sizes)
     marginals, tables = [], {}
     n_eff = np.zeros(g)
     for j, f in enumerate(sizes):
-        w = np.array([grp[2][j] for grp in groups])
-        p = sum(wi * grp[0][j] for wi, grp in zip(w, groups)) / w.sum() if w.sum() > 0 else np.full(f, 1.0 / f)
+        w = np.array([grp.n_eff[j] for grp in groups])
+        p = (sum(wi * grp.marginals[j] for wi, grp in zip(w, groups)) / w.sum() if w.sum() > 0
+             else np.full(f, 1.0 / f))
         n_eff[j] = w.sum()
         p = np.maximum(p, _PROB_FLOOR)
         marginals.append(p / p.sum())
     for j, k in pairs:
-        w = np.array([grp[3][(j, k)] for grp in groups])
+        w = np.array([grp.pair_n_eff[(j, k)] for grp in groups])
         if w.sum() > 0:
-            t = sum(wi * grp[1][(j, k)] for wi, grp in zip(w, groups)) / w.sum()
+            t = sum(wi * grp.tables[(j, k)] for wi, grp in zip(w, groups)) / w.sum()
         else:
             t = np.outer(marginals[j], marginals[k])
         t = np.maximum(t, _PROB_FLOOR * np.outer(marginals[j], marginals[k]))
@@ -494,7 +519,7 @@ class UniquenessModel:
         with the floor).
     counts : "channel" (the counts' likelihood through the randomization) or "plain" (eq. 17).
     neighbors : use the records of a raw database that differ on one attribute as a prior feature.
-    rule : "balanced", "probability" or "expected" (``scorer.decide``).
+    rule : "balanced", "probability" or "expected" (``decisions.decide``).
     floor, alpha : the existence floor of the binomial prior (``floors``); alpha="auto" chooses it
         by the likelihood of a raw database's own counts.
     world : "auto", "latent" or "copula" (``DEFAULT_WORLD`` for "reidrisk", the copula for

@@ -16,8 +16,8 @@ import numpy as np
 
 from reidrisk.mechanisms.base import as_generator
 from reidrisk.schema import MISSING, Schema
+from reidrisk.uniqueness.decisions import Classification, Reliability, classification, reliability
 from reidrisk.uniqueness.model import Database, UniquenessModel, UniquenessScores
-from reidrisk.uniqueness.scorer import Classification, Reliability, classification, reliability
 
 
 @dataclass(frozen=True)

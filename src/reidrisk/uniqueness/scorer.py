@@ -53,19 +53,21 @@ Support (``count_grid``)
     the spread of the posterior, not on N: the same evidence costs the same at N = 30,000 and at
     N = 10 million, and nothing is summed to N.
 
-Also here: the decision rules for "count > T", and the evaluation helpers used by the benchmarks and
-the report (balanced accuracy, ROC AUC, the reliability curve of P(X = 1)).
+The decision rules for "count > T" and their evaluation (balanced accuracy, ROC AUC, the
+reliability curve of P(X = 1)) are in ``reidrisk.uniqueness.decisions``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from scipy import optimize, stats
 from scipy.special import digamma, gammaln, logsumexp
 
+from reidrisk._compat import warn_renamed
 from reidrisk.errors import ReidriskError
 from reidrisk.uniqueness.posterior import check_population_size
 
@@ -78,9 +80,6 @@ posterior is narrower: a quarter of its coefficient of variation)."""
 
 DEFAULT_TAIL: float = 1e-12
 """Prior tail mass left outside the initial window of each record."""
-
-RULES: tuple[str, ...] = ("balanced", "probability", "expected")
-"""Decision rules for "count > T" (see ``decide``)."""
 
 LOG_A_RANGE: tuple[float, float] = (-6.0, 12.0)
 """Bounds on log a (a = dispersion); above e^12 the prior is Poisson for every practical purpose."""
@@ -560,15 +559,77 @@ def count_posterior(
     keep_pmf : keep the posterior mass per bin (needed for ``pmf`` and other thresholds).
     block : records evaluated together on one grid.
 
-    Support. Each record gets a window [lo, hi] beyond the exact counts: from the prior's
-    1 - ``tail`` quantiles and, for informative counts, 10 standard deviations around c / (s kappa),
-    clipped to where the likelihood is not zero (a census, s kappa = 1 without chance matches,
-    gives the exact point mass at its count).
-    Records are sorted by their window and processed in blocks; a block's grid holds 1..``exact`` one
-    by one and each record's window in geometric bins no wider than a quarter of its posterior's
-    relative spread. A window whose edge bins hold more than 1e-9 is widened and the
-    block redone. The cost per record is set by the spread of its posterior, not by N.
+    Steps (docs/design/uniqueness.md#conditioning-on-the-databases; module doc, "Support"):
+
+    1. ``_check_posterior_inputs``: the prior and the likelihood's parameters, one row per record;
+    2. ``_windows``: each record's window [lo, hi] beyond the exact counts: from the prior's
+       1 - ``tail`` quantiles and, for informative counts, 10 standard deviations around
+       c / (s kappa), clipped to where the likelihood is not zero (a census, s kappa = 1 without
+       chance matches, gives the exact point mass at its count);
+    3. ``_blocks``: records sorted by their window, in blocks of ``block``;
+    4. ``_score_block``: a block's windows located on coarse bins (``_locate``), then its grid
+       (1..``exact`` one by one and each record's window in geometric bins no wider than a
+       quarter of its posterior's relative spread) evaluated (``_evaluate``); a window whose edge
+       bins hold more than 1e-9 is widened and the block redone.
+
+    The cost per record is set by the spread of its posterior, not by N.
     """
+    inp = _check_posterior_inputs(mu, dispersion, N, rates, counts, kappa, false_matches,
+                                  false_dispersion, T)
+    win = _windows(inp.mu, inp.a, inp.s, inp.c, inp.kap, inp.phi, tail, inp.N)
+    rho = np.clip(0.25 * win.cv, _MIN_RATIO, ratio)
+    # the last coarse pass resolves the posterior too: bins of about two of its standard deviations
+    # (8 fine bins; 1/16 at most, the first pass) put the window within a few bins of its mass
+    coarse = np.clip(8.0 * rho, rho, _COARSE_RATIO)
+    r = inp.mu.size
+    expected = np.empty(r)
+    variance = np.empty(r)
+    p_unique = np.empty(r)
+    p_greater = np.empty((r, inp.thresholds.size))
+    edge = np.empty(r)
+    sizes = np.empty(r, dtype=np.int64)
+    blocks: list[tuple] = []
+    for rows in _blocks(win, rho, exact, block):
+        b = _score_block(rows, inp, win, rho, coarse, exact)
+        fit = b.fit
+        expected[rows], variance[rows], p_unique[rows] = fit.expected, fit.variance, fit.p_unique
+        p_greater[rows] = fit.p_greater
+        edge[rows] = b.edge_mass
+        sizes[rows] = (b.hi >= b.lo).sum(axis=1)
+        if keep_pmf:
+            for arr in (b.lo, b.hi, fit.mass):
+                arr.flags.writeable = False
+            blocks.append((rows, b.lo, b.hi, fit.mass))
+        else:
+            blocks.append((rows, b.lo, b.hi, None))
+    arrays = dict(expected=expected, variance=variance, p_unique=p_unique,
+                  thresholds=inp.thresholds, p_greater=np.clip(p_greater, 0.0, 1.0),
+                  edge_mass=edge, support_sizes=sizes)
+    for v in arrays.values():
+        v.flags.writeable = False
+    return CountPosterior(blocks=tuple(blocks), N=inp.N, **arrays)
+
+
+class _Inputs(NamedTuple):
+    """``count_posterior``'s inputs, checked: prior (mu, a), population size N, sampling rates s
+    (m,), counts c (r, m), detection probabilities kap (r, m), chance matches phi (r, m) and their
+    dispersion r_false, thresholds (t,)."""
+
+    mu: np.ndarray
+    a: np.ndarray
+    N: int
+    s: np.ndarray
+    c: np.ndarray
+    kap: np.ndarray
+    phi: np.ndarray
+    r_false: float
+    thresholds: np.ndarray
+
+
+def _check_posterior_inputs(mu, dispersion, N, rates, counts, kappa, false_matches,
+                            false_dispersion, T) -> _Inputs:
+    """The prior and the likelihood's parameters of ``count_posterior``, checked, one row per record
+    and one column per database (docs/design/uniqueness.md#conditioning-on-the-databases)."""
     mu = np.atleast_1d(np.asarray(mu, dtype=np.float64))
     r = mu.size
     if mu.ndim != 1 or np.any(~np.isfinite(mu)) or np.any(mu < 0):
@@ -603,69 +664,73 @@ def count_posterior(
     if m and np.any(c > Nn):
         raise ScoringError(f"a count exceeds the population size N = {Nn}; check N")
     thresholds = np.atleast_1d(np.asarray(T, dtype=np.float64)) if np.size(T) else np.zeros(0)
+    return _Inputs(mu, a, Nn, s, c, kap, phi, r_false, thresholds)
 
-    lo, hi, cv, x_lo, x_hi = _windows(mu, a, s, c, kap, phi, tail, Nn)
-    rho = np.clip(0.25 * cv, _MIN_RATIO, ratio)
-    # the last coarse pass resolves the posterior too: bins of about two of its standard deviations
-    # (8 fine bins; 1/16 at most, the first pass) put the window within a few bins of its mass
-    coarse = np.clip(8.0 * rho, rho, _COARSE_RATIO)
-    expected = np.empty(r)
-    variance = np.empty(r)
-    p_unique = np.empty(r)
-    p_greater = np.empty((r, thresholds.size))
-    edge = np.empty(r)
-    sizes = np.empty(r, dtype=np.int64)
-    blocks = []
-    # records with similar windows together, so that little padding is evaluated
+
+def _blocks(win: _Windows, rho: np.ndarray, exact: int, block: int):
+    """The records in blocks of ``block``, records with similar windows together (their bins'
+    cost: the exact counts they reach and the geometric bins over the rest), so that little
+    padding is evaluated (module doc, "Support")."""
+    lo, hi = win.lo, win.hi
     cost = np.where(lo <= exact, np.minimum(hi, exact), 0) + np.log1p(np.maximum(hi - np.maximum(lo, exact), 0) / np.maximum(lo, 1)) / rho
     order = np.argsort(cost, kind="stable")
-    for b0 in range(0, r, max(int(block), 1)):
-        rows = order[b0:b0 + block]
-        b_lo, b_hi = lo[rows].copy(), hi[rows].copy()
-        args = (mu[rows], a[rows], s, c[rows], kap[rows], phi[rows], r_false, thresholds, Nn)
-        wide = b_hi > exact
-        if wide.any():
-            # locate the mass on coarse bins first, then refine only where it is. A posterior
-            # narrower than the coarse bins (a nearly complete sample) is located level by level,
-            # on bins 16 times narrower each time, judged by an upper bound of the density over
-            # each bin (a bin centre may miss its peak by many standard deviations)
-            target = coarse[rows]
-            peaked = target < _COARSE_RATIO
-            level = _COARSE_RATIO
-            active = wide
-            while active.any():
-                b_lo, b_hi = _narrow(b_lo, b_hi, active, np.maximum(level, target), peaked, exact,
-                                     args[:-2], Nn)
-                active = wide & peaked & (level > target)
-                level /= 16.0
-        for _ in range(_MAX_EXTENSIONS):
-            g_lo, g_hi = _grids(b_lo, b_hi, rho[rows], exact)
-            res = _evaluate(g_lo, g_hi, *args)
-            low_edge, high_edge = res[-2], res[-1]
-            # never beyond the support: past it the likelihood is exactly zero
-            widen_hi = (high_edge > _EDGE_MASS) & (b_hi < x_hi[rows])
-            widen_lo = (low_edge > _EDGE_MASS) & (b_lo > x_lo[rows])
-            if not (widen_hi.any() or widen_lo.any()):
-                break
-            b_hi = np.where(widen_hi, np.minimum(x_hi[rows], 4 * np.maximum(b_hi, 1)), b_hi)
-            b_lo = np.where(widen_lo, np.maximum(x_lo[rows], b_lo // 4), b_lo)
-        e, v, p1, pg, P, low_edge, high_edge = res
-        expected[rows], variance[rows], p_unique[rows], p_greater[rows] = e, v, p1, pg
-        # nothing is left out past the support (a census's point mass is its own edge bin)
-        edge[rows] = np.maximum(np.where(b_lo > x_lo[rows], low_edge, 0.0),
-                                np.where(b_hi < x_hi[rows], high_edge, 0.0))
-        sizes[rows] = (g_hi >= g_lo).sum(axis=1)
-        if keep_pmf:
-            for arr in (g_lo, g_hi, P):
-                arr.flags.writeable = False
-            blocks.append((rows, g_lo, g_hi, P))
-        else:
-            blocks.append((rows, g_lo, g_hi, None))
-    arrays = dict(expected=expected, variance=variance, p_unique=p_unique, thresholds=thresholds,
-                  p_greater=np.clip(p_greater, 0.0, 1.0), edge_mass=edge, support_sizes=sizes)
-    for v in arrays.values():
-        v.flags.writeable = False
-    return CountPosterior(blocks=tuple(blocks), N=Nn, **arrays)
+    step = max(int(block), 1)
+    for b0 in range(0, order.size, step):
+        yield order[b0:b0 + block]
+
+
+class _Block(NamedTuple):
+    """One block of records scored: their (k, L) bins ``lo``/``hi``, the posterior on them and the
+    mass left outside each record's window (``CountPosterior.edge_mass``)."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    fit: _BinPosterior
+    edge_mass: np.ndarray
+
+
+def _score_block(rows, inp: _Inputs, win: _Windows, rho, coarse, exact) -> _Block:
+    """The posterior of the records ``rows`` (docs/design/uniqueness.md#conditioning-on-the-databases;
+    module doc, "Support"): their windows located on coarse bins, then evaluated on bins of
+    ``rho``, widened while an edge bin holds more than ``_EDGE_MASS``."""
+    b_lo, b_hi = win.lo[rows].copy(), win.hi[rows].copy()
+    x_lo, x_hi = win.x_lo[rows], win.x_hi[rows]
+    args = (inp.mu[rows], inp.a[rows], inp.s, inp.c[rows], inp.kap[rows], inp.phi[rows],
+            inp.r_false, inp.thresholds, inp.N)
+    if (b_hi > exact).any():
+        b_lo, b_hi = _locate(b_lo, b_hi, coarse[rows], exact, args[:-2], inp.N)
+    for _ in range(_MAX_EXTENSIONS):
+        g_lo, g_hi = _grids(b_lo, b_hi, rho[rows], exact)
+        fit = _evaluate(g_lo, g_hi, *args)
+        # never beyond the support: past it the likelihood is exactly zero
+        widen_hi = (fit.high_edge > _EDGE_MASS) & (b_hi < x_hi)
+        widen_lo = (fit.low_edge > _EDGE_MASS) & (b_lo > x_lo)
+        if not (widen_hi.any() or widen_lo.any()):
+            break
+        b_hi = np.where(widen_hi, np.minimum(x_hi, 4 * np.maximum(b_hi, 1)), b_hi)
+        b_lo = np.where(widen_lo, np.maximum(x_lo, b_lo // 4), b_lo)
+    # nothing is left out past the support (a census's point mass is its own edge bin)
+    edge = np.maximum(np.where(b_lo > x_lo, fit.low_edge, 0.0),
+                      np.where(b_hi < x_hi, fit.high_edge, 0.0))
+    return _Block(g_lo, g_hi, fit, edge)
+
+
+def _locate(b_lo, b_hi, target, exact, args, N):
+    """The windows [b_lo, b_hi] narrowed to where the posterior's mass is, on coarse bins first
+    (module doc, "Support"). A posterior narrower than the coarse bins (a nearly complete sample)
+    is located level by level, on bins 16 times narrower each time, judged by an upper bound of the
+    density over each bin (a bin centre may miss its peak by many standard deviations), down to
+    bins of ``target`` relative width."""
+    wide = b_hi > exact
+    peaked = target < _COARSE_RATIO
+    level = _COARSE_RATIO
+    active = wide
+    while active.any():
+        b_lo, b_hi = _narrow(b_lo, b_hi, active, np.maximum(level, target), peaked, exact,
+                             args, N)
+        active = wide & peaked & (level > target)
+        level /= 16.0
+    return b_lo, b_hi
 
 
 def _narrow(b_lo, b_hi, active, ratio, bound, exact, args, N):
@@ -744,7 +809,18 @@ def _log_envelope(lo, hi, mu, a, s, c, kap, phi, N):
     return np.where(valid & (lo <= N), env, -np.inf)
 
 
-def _windows(mu, a, s, c, kap, phi, tail, N):
+class _Windows(NamedTuple):
+    """Per record: the window [lo, hi] beyond the exact counts, the relative spread ``cv`` that
+    sets its bin width, and the support [x_lo, x_hi] of the likelihood (``_windows``)."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    cv: np.ndarray
+    x_lo: np.ndarray
+    x_hi: np.ndarray
+
+
+def _windows(mu, a, s, c, kap, phi, tail, N) -> _Windows:
     """Per record: the window [lo, hi] holding the posterior beyond the exact counts, the relative
     spread (coefficient of variation) that sets the bin width there, and the support [x_lo, x_hi]
     outside which the likelihood is exactly zero.
@@ -797,8 +873,8 @@ def _windows(mu, a, s, c, kap, phi, tail, N):
     x_hi = np.maximum(x_hi, x_lo)
     lo = np.clip(lo, x_lo, x_hi)
     hi = np.clip(hi, lo, x_hi)
-    return (lo.astype(np.int64), hi.astype(np.int64), cv, x_lo.astype(np.int64),
-            x_hi.astype(np.int64))
+    return _Windows(lo.astype(np.int64), hi.astype(np.int64), cv, x_lo.astype(np.int64),
+                    x_hi.astype(np.int64))
 
 
 def _log_density(lo, hi, mu, a, s, c, kap, phi, r_false, N):
@@ -811,7 +887,21 @@ def _log_density(lo, hi, mu, a, s, c, kap, phi, r_false, N):
     return np.where(valid & (x <= N), lp, -np.inf)
 
 
-def _evaluate(lo, hi, mu, a, s, c, kap, phi, r_false, thresholds, N):
+class _BinPosterior(NamedTuple):
+    """The posterior of k records on their bins (``_evaluate``): E[X], Var[X], P(X = 1), P(X > T)
+    (k, t), the mass per bin (k, L), and the mass in the window's first bin (when counts below
+    it were left out) and in its last bin (when counts above it were)."""
+
+    expected: np.ndarray
+    variance: np.ndarray
+    p_unique: np.ndarray
+    p_greater: np.ndarray
+    mass: np.ndarray
+    low_edge: np.ndarray
+    high_edge: np.ndarray
+
+
+def _evaluate(lo, hi, mu, a, s, c, kap, phi, r_false, thresholds, N) -> _BinPosterior:
     """Posterior of k records on their (k, L) bins: summaries, the mass per bin, and the mass in
     the window's first bin (when counts below it were left out) and in its last bin."""
     valid = hi >= lo
@@ -839,122 +929,27 @@ def _evaluate(lo, hi, mu, a, s, c, kap, phi, r_false, thresholds, N):
     low_edge = np.where(lo[rows, first] > 1, P[rows, first], 0.0)
     last = valid.shape[1] - 1 - np.argmax(valid[:, ::-1], axis=1)
     high_edge = np.where(hi[rows, last] < N, P[rows, last], 0.0)
-    return e, v, p1, pg, P, low_edge, high_edge
+    return _BinPosterior(e, v, p1, pg, P, low_edge, high_edge)
 
 
 # ---------------------------------------------------------------------------------------------
-# decisions
+# former home of the decisions and their evaluation (reidrisk.uniqueness.decisions)
 # ---------------------------------------------------------------------------------------------
-def decide(
-    rule: str,
-    p_greater: np.ndarray,
-    expected: np.ndarray | None = None,
-    thresholds: np.ndarray | None = None,
-    base_rates: np.ndarray | None = None,
-) -> np.ndarray:
-    """The decision "count > T" per record and threshold, (r, t) bool.
-
-    * ``"balanced"``: P(X > T) > pi_T, where pi_T = P(X > T) over the population (the model's base
-      rate, ``base_rates``). This is the Bayes rule for balanced accuracy (equal weight on both
-      kinds of error, whatever their prevalence); with a calibrated P it flags a record whenever
-      its own evidence moves it above the population average.
-    * ``"probability"``: P(X > T) > 1/2, the Bayes rule for accuracy.
-    * ``"expected"``: the estimated count (E[X], paper 000 eq. 19, rounded to the nearest whole
-      number) exceeds T, i.e. E[X] >= T + 1/2: the paper's Section V classification.
-    """
-    P = np.atleast_2d(np.asarray(p_greater, dtype=np.float64))
-    if rule == "balanced":
-        if base_rates is None:
-            raise ScoringError("the balanced rule needs the base rates P(X > T) of the population")
-        return P > np.asarray(base_rates, dtype=np.float64)[None, :]
-    if rule == "probability":
-        return P > 0.5
-    if rule == "expected":
-        if expected is None or thresholds is None:
-            raise ScoringError("the expected rule needs E[X] and the thresholds")
-        return np.asarray(expected)[:, None] >= np.asarray(thresholds, dtype=np.float64)[None, :] + 0.5
-    raise ScoringError(f"unknown decision rule {rule!r}; choose one of {list(RULES)}")
+_MOVED = ("RULES", "Classification", "Reliability", "classification", "decide", "reliability",
+          "roc_auc")
 
 
-# ---------------------------------------------------------------------------------------------
-# evaluation helpers (benchmarks, report)
-# ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Classification:
-    """Scores of a "count > T" classifier against the truth.
+def __getattr__(name: str):
+    if name in _MOVED:
+        from reidrisk.uniqueness import decisions  # decisions imports ScoringError from here
 
-    accuracy: share of correct decisions; balanced_accuracy: mean of the true-positive and
-    true-negative rates (0.5 for any constant rule); auc: ROC AUC of the score (nan without a score
-    or when one class is absent); positives: share of records whose true count exceeds T.
-    """
-
-    accuracy: float
-    balanced_accuracy: float
-    auc: float
-    positives: float
-    n: int
-
-
-def roc_auc(score: np.ndarray, label: np.ndarray) -> float:
-    """Area under the ROC curve (Mann-Whitney U with mid-ranks for ties); nan if one class is empty."""
-    score = np.asarray(score, dtype=np.float64)
-    label = np.asarray(label, dtype=bool)
-    n1 = int(label.sum())
-    n0 = label.size - n1
-    if n1 == 0 or n0 == 0:
-        return float("nan")
-    ranks = stats.rankdata(score)
-    return float((ranks[label].sum() - n1 * (n1 + 1) / 2.0) / (n1 * n0))
-
-
-def classification(predicted: np.ndarray | bool, truth_counts: np.ndarray, T: float,
-                   score: np.ndarray | None = None) -> Classification:
-    """Accuracy, balanced accuracy and AUC of the decisions ``predicted`` (bool, or a constant)
-    against the true counts and threshold T."""
-    truth = np.asarray(truth_counts) > T
-    pred = np.broadcast_to(np.asarray(predicted, dtype=bool), truth.shape)
-    pos, neg = truth, ~truth
-    tpr = pred[pos].mean() if pos.any() else np.nan
-    tnr = (~pred[neg]).mean() if neg.any() else np.nan
-    bal = float(np.nanmean([tpr, tnr]))
-    auc = roc_auc(score, truth) if score is not None else float("nan")
-    return Classification(float((pred == truth).mean()), bal, auc, float(truth.mean()), int(truth.size))
-
-
-@dataclass(frozen=True)
-class Reliability:
-    """Reliability curve of predicted probabilities: per bin [lo, hi), the mean prediction, the
-    observed frequency, its binomial standard error and the number of records."""
-
-    lo: np.ndarray
-    hi: np.ndarray
-    predicted: np.ndarray
-    observed: np.ndarray
-    se: np.ndarray
-    count: np.ndarray
-
-    def max_gap(self, min_count: int = 50) -> float:
-        """Largest |observed - predicted| over bins holding at least ``min_count`` records."""
-        ok = self.count >= min_count
-        return float(np.max(np.abs(self.observed[ok] - self.predicted[ok]))) if ok.any() else float("nan")
-
-
-def reliability(prob: np.ndarray, outcome: np.ndarray, bins: int = 10) -> Reliability:
-    """Bin predictions into ``bins`` equal-width bins on [0, 1] and compare with the outcomes."""
-    p = np.asarray(prob, dtype=np.float64)
-    y = np.asarray(outcome, dtype=np.float64)
-    edges = np.linspace(0.0, 1.0, bins + 1)
-    idx = np.clip(np.digitize(p, edges) - 1, 0, bins - 1)
-    count = np.bincount(idx, minlength=bins)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        pred = np.bincount(idx, weights=p, minlength=bins) / count
-        obs = np.bincount(idx, weights=y, minlength=bins) / count
-        se = np.sqrt(obs * (1 - obs) / count)
-    return Reliability(edges[:-1], edges[1:], pred, obs, se, count)
+        warn_renamed("import path", f"reidrisk.uniqueness.scorer.{name}",
+                     f"reidrisk.uniqueness.decisions.{name}")
+        return getattr(decisions, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
-    "Classification", "CountGrid", "CountPosterior", "CountPrior", "DEFAULT_EXACT", "DEFAULT_RATIO",
-    "DEFAULT_TAIL", "RULES", "Reliability", "ScoringError", "classification", "count_grid",
-    "count_posterior", "decide", "fit_count_prior", "nb_logpmf", "nb_sf", "reliability", "roc_auc",
+    "CountGrid", "CountPosterior", "CountPrior", "DEFAULT_EXACT", "DEFAULT_RATIO", "DEFAULT_TAIL",
+    "ScoringError", "count_grid", "count_posterior", "fit_count_prior", "nb_logpmf", "nb_sf",
 ]

@@ -1,0 +1,134 @@
+"""Deciding "count > T" from a record's posterior, and scoring such decisions against the truth.
+
+``decide`` turns the posterior probabilities P(X > T) of ``UniquenessModel.score`` (or of
+``scorer.count_posterior``) into decisions by one of ``RULES``; ``classification``, ``roc_auc`` and
+``reliability`` measure decisions and probabilities against known counts (the benchmarks and the
+demo report). Design: docs/design/uniqueness.md#evaluation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from reidrisk.uniqueness.scorer import ScoringError
+
+RULES: tuple[str, ...] = ("balanced", "probability", "expected")
+"""Decision rules for "count > T" (see ``decide``)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# decisions
+# ---------------------------------------------------------------------------------------------
+def decide(
+    rule: str,
+    p_greater: np.ndarray,
+    expected: np.ndarray | None = None,
+    thresholds: np.ndarray | None = None,
+    base_rates: np.ndarray | None = None,
+) -> np.ndarray:
+    """The decision "count > T" per record and threshold, (r, t) bool.
+
+    * ``"balanced"``: P(X > T) > pi_T, where pi_T = P(X > T) over the population (the model's base
+      rate, ``base_rates``). This is the Bayes rule for balanced accuracy (equal weight on both
+      kinds of error, whatever their prevalence); with a calibrated P it flags a record whenever
+      its own evidence moves it above the population average.
+    * ``"probability"``: P(X > T) > 1/2, the Bayes rule for accuracy.
+    * ``"expected"``: the estimated count (E[X], paper 000 eq. 19, rounded to the nearest whole
+      number) exceeds T, i.e. E[X] >= T + 1/2: the paper's Section V classification.
+    """
+    P = np.atleast_2d(np.asarray(p_greater, dtype=np.float64))
+    if rule == "balanced":
+        if base_rates is None:
+            raise ScoringError("the balanced rule needs the base rates P(X > T) of the population")
+        return P > np.asarray(base_rates, dtype=np.float64)[None, :]
+    if rule == "probability":
+        return P > 0.5
+    if rule == "expected":
+        if expected is None or thresholds is None:
+            raise ScoringError("the expected rule needs E[X] and the thresholds")
+        return np.asarray(expected)[:, None] >= np.asarray(thresholds, dtype=np.float64)[None, :] + 0.5
+    raise ScoringError(f"unknown decision rule {rule!r}; choose one of {list(RULES)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# evaluation helpers (benchmarks, report)
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Classification:
+    """Scores of a "count > T" classifier against the truth.
+
+    accuracy: share of correct decisions; balanced_accuracy: mean of the true-positive and
+    true-negative rates (0.5 for any constant rule); auc: ROC AUC of the score (nan without a score
+    or when one class is absent); positives: share of records whose true count exceeds T.
+    """
+
+    accuracy: float
+    balanced_accuracy: float
+    auc: float
+    positives: float
+    n: int
+
+
+def roc_auc(score: np.ndarray, label: np.ndarray) -> float:
+    """Area under the ROC curve (Mann-Whitney U with mid-ranks for ties); nan if one class is empty."""
+    score = np.asarray(score, dtype=np.float64)
+    label = np.asarray(label, dtype=bool)
+    n1 = int(label.sum())
+    n0 = label.size - n1
+    if n1 == 0 or n0 == 0:
+        return float("nan")
+    ranks = stats.rankdata(score)
+    return float((ranks[label].sum() - n1 * (n1 + 1) / 2.0) / (n1 * n0))
+
+
+def classification(predicted: np.ndarray | bool, truth_counts: np.ndarray, T: float,
+                   score: np.ndarray | None = None) -> Classification:
+    """Accuracy, balanced accuracy and AUC of the decisions ``predicted`` (bool, or a constant)
+    against the true counts and threshold T."""
+    truth = np.asarray(truth_counts) > T
+    pred = np.broadcast_to(np.asarray(predicted, dtype=bool), truth.shape)
+    pos, neg = truth, ~truth
+    tpr = pred[pos].mean() if pos.any() else np.nan
+    tnr = (~pred[neg]).mean() if neg.any() else np.nan
+    bal = float(np.nanmean([tpr, tnr]))
+    auc = roc_auc(score, truth) if score is not None else float("nan")
+    return Classification(float((pred == truth).mean()), bal, auc, float(truth.mean()), int(truth.size))
+
+
+@dataclass(frozen=True)
+class Reliability:
+    """Reliability curve of predicted probabilities: per bin [lo, hi), the mean prediction, the
+    observed frequency, its binomial standard error and the number of records."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    predicted: np.ndarray
+    observed: np.ndarray
+    se: np.ndarray
+    count: np.ndarray
+
+    def max_gap(self, min_count: int = 50) -> float:
+        """Largest |observed - predicted| over bins holding at least ``min_count`` records."""
+        ok = self.count >= min_count
+        return float(np.max(np.abs(self.observed[ok] - self.predicted[ok]))) if ok.any() else float("nan")
+
+
+def reliability(prob: np.ndarray, outcome: np.ndarray, bins: int = 10) -> Reliability:
+    """Bin predictions into ``bins`` equal-width bins on [0, 1] and compare with the outcomes."""
+    p = np.asarray(prob, dtype=np.float64)
+    y = np.asarray(outcome, dtype=np.float64)
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    idx = np.clip(np.digitize(p, edges) - 1, 0, bins - 1)
+    count = np.bincount(idx, minlength=bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pred = np.bincount(idx, weights=p, minlength=bins) / count
+        obs = np.bincount(idx, weights=y, minlength=bins) / count
+        se = np.sqrt(obs * (1 - obs) / count)
+    return Reliability(edges[:-1], edges[1:], pred, obs, se, count)
+
+
+__all__ = ["RULES", "Classification", "Reliability", "classification", "decide", "reliability",
+           "roc_auc"]
