@@ -240,6 +240,8 @@ class _EStep:
     objective: float  # MAP objective (log posterior up to constants)
     loglik: float  # its log-likelihood part
     R: np.ndarray  # (P, K) responsibilities times the pattern counts
+    probs: list  # the normalized class probabilities it was computed at (K, f_a) ...
+    tables: np.ndarray  # ... and their (T, K) table of L_a theta_a^T, for the M-step
 
 
 class _EM:
@@ -310,7 +312,8 @@ class _EM:
 
     def forward(self, theta):
         w, probs = self.unpack(theta)
-        ll = self.O @ np.log(self._tables(probs))  # (P, K) log prod_a (L_a theta_{h,a})[r_a]
+        tables = self._tables(probs)
+        ll = self.O @ np.log(tables)  # (P, K) log prod_a (L_a theta_{h,a})[r_a]
         ll += np.log(np.maximum(w, 1e-300))
         K = w.size
         mx = ll[:, 0].copy()  # row maxima by a loop over the K classes (a reduction over a short
@@ -322,15 +325,15 @@ class _EM:
         lik = float(self.d.counts @ (np.log(s) + mx))
         ll *= (self.d.counts / s)[:, None]  # responsibilities times the pattern counts
         mu = np.empty(1, dtype=object)  # the engine only selects and indexes mu: no copy of R
-        mu[0] = _EStep(lik + self.prior(w, probs), lik, ll)
+        mu[0] = _EStep(lik + self.prior(w, probs), lik, ll, probs, tables)
         return mu
 
     def update(self, theta, mu):
-        w, probs = self.unpack(theta)
-        R = mu[0].R
+        e = mu[0]  # the engine passes mu = forward(theta): its parameters and tables are theta's
+        R, probs = e.R, e.probs
         nw = np.ones(R.shape[0]) @ R + self.aw
         S = self.OT @ R  # (T, K): responsibilities summed per distinct report
-        S /= self._tables(probs)
+        S /= e.tables
         out = [nw / nw.sum()]
         for a, (L, t) in enumerate(zip(self.d.L, probs)):
             cnt = t * (S[self.rows[a]:self.rows[a + 1]].T @ L) + self.beta[a]  # (K, f) expected counts
