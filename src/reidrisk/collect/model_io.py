@@ -1,6 +1,6 @@
-"""The fitted collection model (``CollectModel``, ``FitReport``), its file -- versioned JSON, no
-pickle -- and the copula glue. ``reidrisk.collect.pipeline`` builds models and imports this module;
-this module imports nothing of the pipeline (no import circle).
+"""The fitted collection model (``CollectModel``, ``FitReport``) and its file: versioned JSON, no
+pickle. ``reidrisk.collect.pipeline`` builds models (and fits their copula) and imports this
+module; this module imports nothing of the pipeline (no import circle).
 
 Design: docs/design/collect.md#pipeline.
 
@@ -30,10 +30,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from reidrisk import __version__
 from reidrisk.collect.protocol import Protocol
 from reidrisk.collect.reports_io import (
     ReportsFileError,
@@ -41,12 +41,11 @@ from reidrisk.collect.reports_io import (
     check_declared_loss,
     rebuild_mechanism,
 )
+from reidrisk.copula import GaussianCopula
+from reidrisk.data.tables import contingency
 from reidrisk.errors import ReidriskError
 from reidrisk.mechanisms.base import as_generator
 from reidrisk.schema import Schema, SchemaError
-
-if TYPE_CHECKING:
-    from reidrisk.copula import GaussianCopula
 
 MODEL_FORMAT = "reidrisk-collect-model"
 MODEL_VERSION = 1
@@ -58,71 +57,6 @@ class ModelFileError(ReidriskError, ValueError):
 
 class CollectError(ReidriskError, ValueError):
     """Bad input to the collection pipeline. The message names the parameter/attribute and the fix."""
-
-
-# ---------------------------------------------------------------------------------------------
-# copula glue (the only place that knows the copula's API)
-# ---------------------------------------------------------------------------------------------
-_UNIT = 2**52
-
-
-def exact_simplex(p) -> np.ndarray:
-    """A probability vector rounded to multiples of 2^-52 that sum to exactly 1.0 in floating point.
-
-    Every entry is an integer multiple of 2^-52 below 2^53 units, so any summation order is exact
-    and renormalizing ``p / p.sum()`` (as the copula does on construction) is the identity: a saved
-    and loaded model reproduces every table bit for bit. Largest-remainder rounding moves each
-    entry by less than 2^-52.
-    """
-    p = np.clip(np.asarray(p, dtype=np.float64), 0.0, None)
-    p = p / p.sum()
-    scaled = p * _UNIT
-    units = np.floor(scaled)
-    short = int(_UNIT - units.sum())
-    if short > 0:
-        units[np.argsort(units - scaled, kind="stable")[:short]] += 1
-    elif short < 0:
-        units[np.argsort(scaled - units, kind="stable")[:-short]] -= 1
-    return units / _UNIT
-
-
-def fit_copula(marginals, pair_tables: dict, pair_n: dict, *, shrink: str | None = None,
-               method: str = "table"):
-    """A ``reidrisk.copula.GaussianCopula`` fitted to g marginals and the given pair tables.
-
-    Pairs absent from ``pair_tables`` are independent (correlation 0). ``pair_n``: information of
-    each pair in raw records (``CollectModel.pair_n_eff``), used by ``shrink="eb"``.
-    """
-    from reidrisk.copula import GaussianCopula
-
-    margs = [exact_simplex(p) for p in marginals]
-    if not pair_tables:
-        return GaussianCopula.from_parameters(margs, np.eye(len(margs)), copula_fit=method,
-                                              allow_missing_pairs=True)
-    model = GaussianCopula(copula_fit=method, shrink=shrink, allow_missing_pairs=True)
-    return model.fit(margs, dict(pair_tables), pair_n=dict(pair_n) if pair_n else None)
-
-
-def copula_sample(copula, n: int, rng: np.random.Generator) -> np.ndarray:
-    return copula.sample(n, rng)
-
-
-def copula_table(copula, cols: list[int]) -> np.ndarray:
-    return copula.contingency_table(cols)
-
-
-def copula_correlation(copula) -> np.ndarray:
-    return np.asarray(copula.correlation_, dtype=np.float64)
-
-
-def copula_to_dict(copula) -> dict:
-    return copula.to_dict()
-
-
-def copula_from_dict(d: dict):
-    from reidrisk.copula import GaussianCopula
-
-    return GaussianCopula.from_dict(d)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -239,7 +173,7 @@ class CollectModel:
     @property
     def correlation(self) -> np.ndarray:
         """The copula's correlation matrix Sigma (g, g)."""
-        return copula_correlation(self.copula)
+        return np.asarray(self.copula.correlation_, dtype=np.float64)
 
     def columns(self, cols: Sequence[int | str]) -> list[int]:
         """Attribute indices from names or indices (no repeats)."""
@@ -263,7 +197,7 @@ class CollectModel:
         """``n`` complete synthetic records as codes (n, g) int32 (Algorithm 2 lines 24-32)."""
         if isinstance(n, bool) or int(n) != n or int(n) < 1:
             raise CollectError(f"n must be a positive integer number of records, got {n!r}")
-        return np.asarray(copula_sample(self.copula, int(n), as_generator(rng)), dtype=np.int32)
+        return np.asarray(self.copula.sample(int(n), as_generator(rng)), dtype=np.int32)
 
     def synthesize_frame(self, n: int, rng: np.random.Generator | int | None = None):
         """``n`` synthetic records as a DataFrame of category labels."""
@@ -280,11 +214,9 @@ class CollectModel:
         """
         idx = self.columns(cols)
         if exact:
-            t = np.asarray(copula_table(self.copula, idx), dtype=np.float64)
+            t = np.asarray(self.copula.contingency_table(idx), dtype=np.float64)
             t = np.clip(t, 0.0, None)
             return t / t.sum()
-        from reidrisk.data.tables import contingency
-
         m = self.report.n if n is None else int(n)
         codes = self.synthesize(m, rng)
         return contingency(codes, self.schema.sizes, idx)
@@ -309,8 +241,6 @@ class CollectModel:
 # model <-> dict
 # ---------------------------------------------------------------------------------------------
 def model_to_dict(model: CollectModel) -> dict:
-    from reidrisk import __version__
-
     pairs = []
     for (j, k), T in sorted(model.pair_tables.items()):
         pairs.append({"j": int(j), "k": int(k), "n": int(model.pair_n.get((j, k), 0)),
@@ -326,7 +256,7 @@ def model_to_dict(model: CollectModel) -> dict:
         "marginals": [np.asarray(p, dtype=np.float64).tolist() for p in model.marginals],
         "pair_n": [[int(j), int(k), int(v)] for (j, k), v in sorted(model.pair_n.items())],
         "pairs": pairs,
-        "copula": copula_to_dict(model.copula),
+        "copula": model.copula.to_dict(),
         "report": model.report.to_dict(),
         "privacy_loss": model.privacy_loss,
     }
@@ -366,7 +296,7 @@ def model_from_dict(d: dict, source: str = "model") -> CollectModel:
             tables[key] = np.asarray(e["table"], dtype=np.float64)
             n_eff[key] = float(e["n_eff"])
         pair_n = {(int(j), int(k)): int(v) for j, k, v in d["pair_n"]}
-        copula = copula_from_dict(d["copula"])
+        copula = GaussianCopula.from_dict(d["copula"])
         report = FitReport.from_dict(d["report"])
         mechanisms = tuple(dict(m) for m in d["mechanisms"])
     except KeyError as exc:

@@ -88,25 +88,26 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.stats import chi2, false_discovery_control
 
 from reidrisk._compat import renamed_attribute, renamed_keywords
 from reidrisk.collect import _tensor
-from reidrisk.collect.model_io import (
-    CollectError,
-    CollectModel,
-    FitReport,
-    exact_simplex,
-    fit_copula,
-)
+from reidrisk.collect.model_io import CollectError, CollectModel, FitReport
 from reidrisk.collect.protocol import Protocol, variance_factor
 from reidrisk.collect.reports_io import CollectedReports
-from reidrisk.estimation.dependence import pair_statistics
+from reidrisk.copula import GaussianCopula
+from reidrisk.estimation.dependence import PairStatistics, pair_statistics
 from reidrisk.estimation.em import DEFAULT_MAX_ITER, EstimationError, parse_stop
-from reidrisk.estimation.frequency import shrink_toward_uniform
+from reidrisk.estimation.frequency import (
+    FrequencyEstimate,
+    estimate_marginal,
+    marginals_from_counts,
+    shrink_toward_uniform,
+)
+from reidrisk.estimation.pairs import PairCounts, estimate_pairs, pair_counts
 from reidrisk.mechanisms.record import RecordReports
 from reidrisk.schema import Schema
 
@@ -140,12 +141,15 @@ def unpack(reports) -> tuple[RecordReports, Protocol | None]:
 
 @dataclass(frozen=True)
 class _Estimates:
+    """Steps 1-3 of the module doc: the marginals and pair tables before shrinkage, with the EM
+    steps each took, the reports per pair and the counts they were read from."""
+
     marginals: list
     tables: dict
     n_pair: dict
     m_iter: list
     p_iter: dict
-    counts: object
+    counts: PairCounts
 
 
 class CollectPipeline:
@@ -224,20 +228,18 @@ class CollectPipeline:
     # ---- steps -------------------------------------------------------------------------------
     def estimate_marginals(self, reports, counts=None) -> tuple[list[np.ndarray], list[int]]:
         """Step 2 of the module doc: every attribute's distribution and its EM iterations."""
-        from reidrisk.estimation import pair_counts
-
         rr, _ = unpack(reports)
         _require_oracles(rr.schema, rr.mechanisms)  # before counting: supports need an oracle
         if counts is None:
             counts = pair_counts(rr)
-        return self._marginals(rr.schema, rr.mechanisms, counts, rr)
+        return _as_marginals(self._marginal_estimates(rr.schema, rr.mechanisms, counts, rr),
+                             counts)
 
-    def _marginals(self, schema, mechs, counts, rr) -> tuple[list[np.ndarray], list[int]]:
-        """``estimate_marginals`` from the counts (``rr``: the reports, read by the exact EM only;
-        ``None`` when fitting from counts)."""
-        from reidrisk.estimation import estimate_marginal, marginals_from_counts
-
-        _require_oracles(schema, mechs)
+    def _marginal_estimates(self, schema, mechs, counts, rr) -> list[FrequencyEstimate] | None:
+        """Step 2 from the counts, as ``reidrisk.estimation`` gives it (``None`` for the raw
+        frequencies, which are the counts themselves); ``rr``: the reports, read by the exact EM
+        only (``None`` when fitting from counts). The mechanisms are frequency oracles
+        (``_require_oracles``, checked by the caller)."""
         npair = counts.n_pair
         for j, a in enumerate(schema):
             if npair[j, j] == 0:
@@ -246,44 +248,28 @@ class CollectPipeline:
                     "it; drop it from the schema or collect reports that include it"
                 )
         if self.estimator == "raw":
-            ests = None
-        elif self.needs_reports:
-            ests = [estimate_marginal(m, rr.reports[j], "exact_em", name=a.name, stop=self.stop,
+            return None
+        if self.needs_reports:
+            return [estimate_marginal(m, rr.reports[j], "exact_em", name=a.name, stop=self.stop,
                                       max_iter=self.max_iter, shrink=False)
                     for j, (a, m) in enumerate(zip(schema, mechs))]
-        else:
-            ests = marginals_from_counts(mechs, [counts.counts(j) for j in range(len(mechs))],
-                                         [npair[j, j] for j in range(len(mechs))],
-                                         self.estimator, names=schema.names, stop=self.stop,
-                                         max_iter=self.max_iter, shrink=False)
-        margs, m_iter = [], []
-        for j in range(len(mechs)):
-            if ests is None:
-                w = counts.counts(j).astype(np.float64)
-                p, it = w / w.sum(), 0
-            else:
-                p, it = ests[j].probs, ests[j].iterations
-            p = np.clip(np.asarray(p, dtype=np.float64), 0.0, None)
-            margs.append(p / p.sum())
-            m_iter.append(int(it))
-        return margs, m_iter
+        return marginals_from_counts(mechs, [counts.counts(j) for j in range(len(mechs))],
+                                     [npair[j, j] for j in range(len(mechs))],
+                                     self.estimator, names=schema.names, stop=self.stop,
+                                     max_iter=self.max_iter, shrink=False)
 
     def estimate(self, reports) -> _Estimates:
         """Steps 1-3 of the module doc: marginals and pair tables (before shrinkage)."""
-        from reidrisk.estimation import pair_counts
-
         rr, _ = unpack(reports)
         _require_oracles(rr.schema, rr.mechanisms)  # before counting: supports need an oracle
         return self._estimate(rr.schema, rr.mechanisms, pair_counts(rr), rr)
 
     def _estimate(self, schema, mechs, counts, rr) -> _Estimates:
-        """``estimate`` from the counts (``rr`` as in ``_marginals``)."""
-        from reidrisk.estimation import FrequencyEstimate, estimate_pairs
-
+        """``estimate`` from the counts (``rr`` as in ``_marginal_estimates``)."""
         g = len(mechs)
         npair = counts.n_pair
-        stop = self.stop
-        margs, m_iter = self._marginals(schema, mechs, counts, rr)
+        ests = self._marginal_estimates(schema, mechs, counts, rr)
+        margs, m_iter = _as_marginals(ests, counts)
         pairs = [(j, k) for j in range(g) for k in range(j + 1, g)]
         together = [pr for pr in pairs if npair[pr] > 0]
         tables, p_iter = {}, {}
@@ -294,12 +280,13 @@ class CollectPipeline:
         elif self.estimator == "em" and self.exact_em is True:
             tables, p_iter = self._exact_pairs(rr, margs, together)
         elif together:
-            fe = [FrequencyEstimate(p, p * npair[j, j], int(npair[j, j]), self.estimator)
-                  for j, p in enumerate(margs)]
-            # the pair EM reads only the layout (schema, mechanisms) besides the counts
+            assert ests is not None  # every estimator but "raw" estimates the marginals
+            # the pair EM starts from the marginals as the model keeps them (clipped, summing to
+            # 1) and reads only the layout (schema, mechanisms) besides the counts
+            start = [replace(e, probs=p, counts=p * e.n_present) for e, p in zip(ests, margs)]
             est = estimate_pairs(_Layout(schema, mechs),  # type: ignore[arg-type]  # duck-typed
-                                 self.estimator, together, stop=stop,
-                                 max_iter=self.max_iter, counts=counts, marginals=fe,
+                                 self.estimator, together, stop=self.stop,
+                                 max_iter=self.max_iter, counts=counts, marginals=start,
                                  shrink=False)
             for pr in together:
                 T = np.clip(np.asarray(est.tables[pr], dtype=np.float64), 0.0, None)
@@ -337,8 +324,6 @@ class CollectPipeline:
 
     def fit(self, reports) -> CollectModel:
         """Fit the model (module doc) from ``RecordReports`` or ``CollectedReports``."""
-        from reidrisk.estimation import pair_counts
-
         t0 = time.perf_counter()
         rr, protocol = unpack(reports)
         _require_oracles(rr.schema, rr.mechanisms)  # before counting: supports need an oracle
@@ -361,8 +346,6 @@ class CollectPipeline:
         report-level EM (``exact_em``) reads each report and is refused here
         (``needs_reports``): use ``fit``.
         """
-        from reidrisk.estimation.pairs import PairCounts
-
         t0 = time.perf_counter()
         if self.needs_reports:
             raise CollectError(
@@ -387,68 +370,82 @@ class CollectPipeline:
                 f"the counts cover domains {[int(f) for f in counts.sizes]} but the schema's are "
                 f"{list(schema.sizes)}; compute the counts (pair_counts) for this schema"
             )
+        _require_oracles(schema, mechs)
         return self._fit(schema, mechs, protocol, counts, None, t0)
 
     def _fit(self, schema, mechs, protocol, counts, rr, t0) -> CollectModel:
-        """``fit`` from the counts (``rr``: the reports, read by the report-level EM only)."""
+        """``fit`` from the counts (``rr``: the reports, read by the report-level EM only), in the
+        steps of the module doc: estimate; test the marginals and the pairs; shrink; choose the
+        fallback; fit the copula."""
         g = len(schema)
         est = self._estimate(schema, mechs, counts, rr)
-        margs, tables = list(est.marginals), dict(est.tables)
-        notes: list[str] = []
-        S = [variance_factor(m) for m in mechs]
-        counts = est.counts
-        nj = [counts.n_present(j) for j in range(g)]
-        w = [counts.counts(j).astype(np.float64) for j in range(g)]
-
-        # score tests against the null models (module doc, "Fallback")
         level = self.alpha / (g + g * (g - 1) // 2)  # Bonferroni over all tests
-        second = [_second_moment(counts.block(j, j), nj[j], m) for j, m in enumerate(mechs)]
-        m_signal, m_shrink, m_pval = [], [], []
-        for j, m in enumerate(mechs):
-            f = m.k
-            p_inv = (w[j] / nj[j] - m.q_support) / (m.p_support - m.q_support)
-            H = _helmert(f)
-            cov = H.T @ (second[j] - np.outer(p_inv, p_inv)) @ H / nj[j]
-            d = H.T @ (p_inv - 1.0 / f)
-            # the test's noise level is the one under the null (a score test): a uniform value
-            # makes E[a a^T] invariant under permutations, a I + b 1 1^T, so in the Helmert
-            # coordinates the covariance is (a / n) I, with a estimated from the Gram block
-            A = second[j]
-            off = (A.sum() - np.trace(A)) / (f * (f - 1))
-            a0 = max(float(np.trace(A)) / f - off, 1e-300)
-            stat = float(nj[j] * (d @ d) / a0)
-            m_signal.append(stat / float(chi2.isf(level, f - 1)))
-            m_pval.append(float(chi2.sf(stat, f - 1)))
-            if self.marginal_shrink and self.estimator != "raw":
-                # E||d||^2 = ||signal||^2 + tr(cov): keep the estimated share of signal (module doc)
-                margs[j], lam = shrink_toward_uniform(margs[j], d, np.trace(cov))
-                m_shrink.append(lam)
-        if self.marginal_shrink and self.estimator != "raw":
-            # marginals not discovered at false-discovery rate MARGINAL_FDR stay uniform
-            keep = false_discovery_control(np.asarray(m_pval), method="bh") <= MARGINAL_FDR
-            for j in np.flatnonzero(~keep).tolist():
-                margs[j] = np.full(mechs[j].k, 1.0 / mechs[j].k)
-                m_shrink[j] = 0.0
-            if not keep.all():
-                names = [schema.names[j] for j in np.flatnonzero(~keep)]
-                more = f" and {len(names) - 3} more" if len(names) > 3 else ""
-                notes.append(
-                    f"{len(names)} of {g} marginal(s) do not differ detectably from uniform "
-                    f"(false-discovery rate {MARGINAL_FDR:g}) and are modelled as uniform: "
-                    f"{', '.join(map(repr, names[:3]))}{more}"
-                )
-        p_signal, p_shrink, n_eff = {}, {}, {}
-        tested = [pr for pr, npr in est.n_pair.items() if npr > 0 and pr in tables]
-        inv = [np.linalg.inv(m.support_matrix()) for m in mechs]
-        wald = pair_statistics([counts.block(j, k) for j, k in tested],
-                               [est.n_pair[pr] for pr in tested],
-                               [(inv[j], inv[k]) for j, k in tested],
-                               [(second[j], second[k]) for j, k in tested])
-        crit = {d: float(chi2.isf(level, d)) for d in np.unique(wald.df).tolist()}
-        for i, (j, k) in enumerate(tested):
+        second = [_second_moment(counts.block(j, j), counts.n_present(j), m)
+                  for j, m in enumerate(mechs)]
+        m_tests = _test_marginals(mechs, counts, second, level)
+        p_tests = _test_pairs(mechs, est, second, level)
+        margs, m_shrink, keep, notes = self._shrink_marginals(schema, mechs, est.marginals,
+                                                              m_tests)
+        tables, n_eff, p_shrink = self._pair_information(mechs, est, p_tests)
+        notes += _missing_pairs_notes(schema, est.n_pair)
+        fallback, margs, note = self._choose_fallback(mechs, margs, m_tests, p_tests, keep)
+        notes += note
+        margs = [exact_simplex(p) for p in margs]
+        copula = self._fit_copula(margs, tables, n_eff, fallback)
+        if fallback != "none":
+            warnings.warn(notes[-1], CollectWarning, stacklevel=2)
+        report = FitReport(
+            settings=self.settings(), n=int(counts.n),
+            n_present=tuple(counts.n_present(j) for j in range(g)),
+            marginal_iterations=tuple(est.m_iter), pair_iterations=dict(est.p_iter),
+            marginal_signal=tuple(m_tests.signal), pair_signal=p_tests.signal,
+            pair_shrink=p_shrink, fallback=fallback, notes=tuple(notes),
+            seconds=time.perf_counter() - t0, marginal_shrink=tuple(m_shrink),
+        )
+        return CollectModel(
+            schema=schema, protocol=protocol, mechanisms=tuple(m.params() for m in mechs),
+            marginals=tuple(np.asarray(p) for p in margs), pair_tables=tables,
+            pair_n=dict(est.n_pair), pair_n_eff=n_eff, copula=copula, report=report,
+        )
+
+    def _shrink_marginals(self, schema, mechs, marginals, tests: _MarginalTests):
+        """Step 4 for the marginals (module doc, "Marginal shrinkage"): each keeps the estimated
+        share of its departure from uniform, and those not discovered at false-discovery rate
+        ``MARGINAL_FDR`` are uniform. Returns (marginals, factors kept, which were discovered
+        (None when not shrunk), notes)."""
+        margs = list(marginals)
+        if not self.marginal_shrink or self.estimator == "raw":
+            return margs, [], None, []
+        shrink = []
+        for j in range(len(margs)):
+            # E||d||^2 = ||signal||^2 + tr(cov): keep the estimated share of signal (module doc)
+            margs[j], lam = shrink_toward_uniform(margs[j], tests.departure[j], tests.noise[j])
+            shrink.append(lam)
+        keep = false_discovery_control(np.asarray(tests.pvalue), method="bh") <= MARGINAL_FDR
+        for j in np.flatnonzero(~keep).tolist():
+            margs[j] = np.full(mechs[j].k, 1.0 / mechs[j].k)
+            shrink[j] = 0.0
+        notes = []
+        if not keep.all():
+            names = [schema.names[j] for j in np.flatnonzero(~keep)]
+            more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+            notes.append(
+                f"{len(names)} of {len(margs)} marginal(s) do not differ detectably from uniform "
+                f"(false-discovery rate {MARGINAL_FDR:g}) and are modelled as uniform: "
+                f"{', '.join(map(repr, names[:3]))}{more}"
+            )
+        return margs, shrink, keep, notes
+
+    def _pair_information(self, mechs, est: _Estimates, tests: _PairTests):
+        """Each tested pair's information in raw records (``n_eff``, module doc, "Shrinkage
+        options") and, with ``shrink="js"``, its table shrunk toward the product of its margins.
+        Returns (tables, n_eff, James-Stein factors)."""
+        tables = dict(est.tables)
+        S = [variance_factor(m) for m in mechs]
+        n_eff, p_shrink = {}, {}
+        for i, (j, k) in enumerate(tests.pairs):
             npr = est.n_pair[(j, k)]
             T = tables[(j, k)]
-            p_signal[(j, k)] = float(wald.stat[i]) / crit[int(wald.df[i])]
             sq = float(np.sum(T ** 2))
             V = ((1 + S[j]) * (1 + S[k]) - sq) / npr
             if self.estimator == "raw":
@@ -456,57 +453,175 @@ class CollectPipeline:
             else:
                 n_eff[(j, k)] = float(npr * max(1.0 - sq, 1e-12) / max(V * npr, 1e-12))
             if self.shrink == "js" and self.estimator != "raw":
-                V_int = float(wald.noise[i]) / npr
+                V_int = float(tests.statistics.noise[i]) / npr
                 ind = np.outer(T.sum(axis=1), T.sum(axis=0))
-                tables[(j, k)], lam = shrink_toward_uniform(T, wald.departure[i], V_int,
-                                                            target=ind)
+                tables[(j, k)], lam = shrink_toward_uniform(T, tests.statistics.departure[i],
+                                                            V_int, target=ind)
                 p_shrink[(j, k)] = lam
-        missing_pairs = [pr for pr, npr in est.n_pair.items() if npr == 0]
-        if missing_pairs:
-            names = [(schema.names[a], schema.names[b]) for a, b in missing_pairs[:3]]
-            notes.append(f"{len(missing_pairs)} pair(s) never reported together (e.g. {names}); "
-                         "they are modelled as independent")
+        return tables, n_eff, p_shrink
 
-        fallback = "none"
-        if self.fallback and self.estimator != "raw":
-            dependent = any(s > 1 for s in p_signal.values())
-            informative = (bool(keep.any()) if self.marginal_shrink
-                           else any(s > 1 for s in m_signal))
-            if not dependent and not informative:
-                fallback = "uniform"
-                margs = [np.full(m.k, 1.0 / m.k) for m in mechs]
-                notes.append(
-                    "fallback to the uniform distribution: no marginal differs from uniform and no "
-                    f"pair shows dependence beyond the LDP noise (family-wise level {self.alpha:g}); "
-                    "collect more reports or use a larger budget"
-                )
-            elif not dependent:
-                fallback = "independence"
-                notes.append(
-                    "fallback to independence: no pair shows dependence beyond the LDP noise ("
-                    f"family-wise level {self.alpha:g}); the model is the product of the estimated "
-                    "marginals"
-                )
-        margs = [exact_simplex(p) for p in margs]
+    def _choose_fallback(self, mechs, margs, m_tests: _MarginalTests, p_tests: _PairTests,
+                         keep) -> tuple[str, list, list[str]]:
+        """Step 6 (module doc, "Fallback"): independence when no pair shows dependence, the
+        uniform distribution when moreover no marginal differs from uniform. Returns (fallback,
+        marginals, notes)."""
+        if not self.fallback or self.estimator == "raw":
+            return "none", margs, []
+        dependent = any(s > 1 for s in p_tests.signal.values())
+        informative = (bool(keep.any()) if self.marginal_shrink
+                       else any(s > 1 for s in m_tests.signal))
+        if not dependent and not informative:
+            return "uniform", [np.full(m.k, 1.0 / m.k) for m in mechs], [
+                "fallback to the uniform distribution: no marginal differs from uniform and no "
+                f"pair shows dependence beyond the LDP noise (family-wise level {self.alpha:g}); "
+                "collect more reports or use a larger budget"
+            ]
+        if not dependent:
+            return "independence", margs, [
+                "fallback to independence: no pair shows dependence beyond the LDP noise ("
+                f"family-wise level {self.alpha:g}); the model is the product of the estimated "
+                "marginals"
+            ]
+        return "none", margs, []
+
+    def _fit_copula(self, margs, tables, n_eff, fallback: str) -> GaussianCopula:
+        """Step 5: the copula on the pair tables, or on none (independence) after a fallback."""
         if fallback == "none":
-            copula = fit_copula(margs, tables, n_eff, shrink="eb" if self.shrink == "eb" else None,
-                                method=self.copula_fit)
+            return fit_copula(margs, tables, n_eff, shrink="eb" if self.shrink == "eb" else None,
+                              method=self.copula_fit)
+        return fit_copula(margs, {}, {}, shrink=None, method=self.copula_fit)
+
+
+@dataclass(frozen=True)
+class _MarginalTests:
+    """Each marginal's score test against the uniform distribution (module doc, "Fallback" and
+    "Marginal shrinkage"): statistic over the critical value (``signal``), p-value, the inversion
+    estimate's departure from uniform in Helmert coordinates (``departure``, d) and its noise
+    ``tr C`` (``noise``)."""
+
+    signal: list[float]
+    pvalue: list[float]
+    departure: list[np.ndarray]
+    noise: list[float]
+
+
+@dataclass(frozen=True)
+class _PairTests:
+    """The pairs tested against independence (those reported together), their statistics
+    (``reidrisk.estimation.dependence.pair_statistics``) and each one's statistic over its critical
+    value (``signal``; module doc, "Fallback")."""
+
+    pairs: list
+    statistics: PairStatistics
+    signal: dict
+
+
+def _test_marginals(mechs, counts: PairCounts, second: list, level: float) -> _MarginalTests:
+    """Score test of each marginal against uniform at ``level`` (module doc, "Marginal
+    shrinkage", step 2)."""
+    signal, pvalue, departure, noise = [], [], [], []
+    for j, m in enumerate(mechs):
+        f = m.k
+        nj = counts.n_present(j)
+        w = counts.counts(j).astype(np.float64)
+        p_inv = (w / nj - m.q_support) / (m.p_support - m.q_support)
+        H = _helmert(f)
+        cov = H.T @ (second[j] - np.outer(p_inv, p_inv)) @ H / nj
+        d = H.T @ (p_inv - 1.0 / f)
+        # the test's noise level is the one under the null (a score test): a uniform value
+        # makes E[a a^T] invariant under permutations, a I + b 1 1^T, so in the Helmert
+        # coordinates the covariance is (a / n) I, with a estimated from the Gram block
+        A = second[j]
+        off = (A.sum() - np.trace(A)) / (f * (f - 1))
+        a0 = max(float(np.trace(A)) / f - off, 1e-300)
+        stat = float(nj * (d @ d) / a0)
+        signal.append(stat / float(chi2.isf(level, f - 1)))
+        pvalue.append(float(chi2.sf(stat, f - 1)))
+        departure.append(d)
+        noise.append(np.trace(cov))
+    return _MarginalTests(signal, pvalue, departure, noise)
+
+
+def _test_pairs(mechs, est: _Estimates, second: list, level: float) -> _PairTests:
+    """Score test of each pair reported together against independence at ``level`` (module
+    doc, "Fallback"), batched by table shape."""
+    counts = est.counts
+    tested = [pr for pr, npr in est.n_pair.items() if npr > 0 and pr in est.tables]
+    inv = [np.linalg.inv(m.support_matrix()) for m in mechs]
+    stats = pair_statistics([counts.block(j, k) for j, k in tested],
+                            [est.n_pair[pr] for pr in tested],
+                            [(inv[j], inv[k]) for j, k in tested],
+                            [(second[j], second[k]) for j, k in tested])
+    crit = {d: float(chi2.isf(level, d)) for d in np.unique(stats.df).tolist()}
+    signal = {pr: float(stats.stat[i]) / crit[int(stats.df[i])] for i, pr in enumerate(tested)}
+    return _PairTests(tested, stats, signal)
+
+
+def _missing_pairs_notes(schema: Schema, n_pair: dict) -> list[str]:
+    missing = [pr for pr, npr in n_pair.items() if npr == 0]
+    if not missing:
+        return []
+    names = [(schema.names[a], schema.names[b]) for a, b in missing[:3]]
+    return [f"{len(missing)} pair(s) never reported together (e.g. {names}); they are modelled "
+            "as independent"]
+
+
+def _as_marginals(ests: list[FrequencyEstimate] | None, counts: PairCounts
+                  ) -> tuple[list[np.ndarray], list[int]]:
+    """Probability vectors (clipped at 0, summing to 1) and EM steps from the marginal estimates,
+    or the raw report frequencies when there are none (``estimator="raw"``)."""
+    margs, m_iter = [], []
+    for j in range(counts.g):
+        if ests is None:
+            w = counts.counts(j).astype(np.float64)
+            p, it = w / w.sum(), 0
         else:
-            copula = fit_copula(margs, {}, {}, shrink=None, method=self.copula_fit)
-        if fallback != "none":
-            warnings.warn(notes[-1], CollectWarning, stacklevel=2)
-        report = FitReport(
-            settings=self.settings(), n=int(counts.n), n_present=tuple(nj),
-            marginal_iterations=tuple(est.m_iter), pair_iterations=dict(est.p_iter),
-            marginal_signal=tuple(m_signal), pair_signal=p_signal, pair_shrink=p_shrink,
-            fallback=fallback, notes=tuple(notes), seconds=time.perf_counter() - t0,
-            marginal_shrink=tuple(m_shrink),
-        )
-        return CollectModel(
-            schema=schema, protocol=protocol, mechanisms=tuple(m.params() for m in mechs),
-            marginals=tuple(np.asarray(p) for p in margs), pair_tables=tables,
-            pair_n=dict(est.n_pair), pair_n_eff=n_eff, copula=copula, report=report,
-        )
+            p, it = ests[j].probs, ests[j].iterations
+        p = np.clip(np.asarray(p, dtype=np.float64), 0.0, None)
+        margs.append(p / p.sum())
+        m_iter.append(int(it))
+    return margs, m_iter
+
+
+# ---------------------------------------------------------------------------------------------
+# the copula (step 5)
+# ---------------------------------------------------------------------------------------------
+_UNIT = 2**52
+
+
+def exact_simplex(p) -> np.ndarray:
+    """A probability vector rounded to multiples of 2^-52 that sum to exactly 1.0 in floating point.
+
+    Every entry is an integer multiple of 2^-52 below 2^53 units, so any summation order is exact
+    and renormalizing ``p / p.sum()`` (as the copula does on construction) is the identity: a saved
+    and loaded model reproduces every table bit for bit. Largest-remainder rounding moves each
+    entry by less than 2^-52.
+    """
+    p = np.clip(np.asarray(p, dtype=np.float64), 0.0, None)
+    p = p / p.sum()
+    scaled = p * _UNIT
+    units = np.floor(scaled)
+    short = int(_UNIT - units.sum())
+    if short > 0:
+        units[np.argsort(units - scaled, kind="stable")[:short]] += 1
+    elif short < 0:
+        units[np.argsort(scaled - units, kind="stable")[:-short]] -= 1
+    return units / _UNIT
+
+
+def fit_copula(marginals, pair_tables: dict, pair_n: dict, *, shrink: str | None = None,
+               method: str = "table") -> GaussianCopula:
+    """A ``reidrisk.copula.GaussianCopula`` fitted to g marginals and the given pair tables.
+
+    Pairs absent from ``pair_tables`` are independent (correlation 0). ``pair_n``: information of
+    each pair in raw records (``CollectModel.pair_n_eff``), used by ``shrink="eb"``.
+    """
+    margs = [exact_simplex(p) for p in marginals]
+    if not pair_tables:
+        return GaussianCopula.from_parameters(margs, np.eye(len(margs)), copula_fit=method,
+                                              allow_missing_pairs=True)
+    model = GaussianCopula(copula_fit=method, shrink=shrink, allow_missing_pairs=True)
+    return model.fit(margs, dict(pair_tables), pair_n=dict(pair_n) if pair_n else None)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,8 @@ import numpy as np
 
 from reidrisk._compat import renamed_attribute, renamed_keywords
 from reidrisk.collect.baselines.base import Method
+from reidrisk.collect.pipeline import fit_copula
+from reidrisk.data.tables import contingency
 
 
 class TruePairsCopula(Method):
@@ -32,9 +34,6 @@ class TruePairsCopula(Method):
         raise NotImplementedError("TruePairsCopula needs the true data: use fit_truth(schema, codes)")
 
     def fit_truth(self, schema, codes) -> TruePairsCopula:
-        from reidrisk.collect.model_io import fit_copula
-        from reidrisk.data.tables import contingency
-
         codes = schema.validate_codes(codes)
         sizes = schema.sizes
         g = len(schema)
@@ -52,6 +51,4 @@ class TruePairsCopula(Method):
         return self
 
     def _table(self, cols):
-        from reidrisk.collect.model_io import copula_table
-
-        return np.asarray(copula_table(self.model_, list(cols)))
+        return np.asarray(self.model_.contingency_table(list(cols)))
