@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 
 import scale_memory  # noqa: E402
-from _harness import Results, fmt_s, md_table  # noqa: E402
+from _harness import Results, md_table  # noqa: E402
 
 KERNEL_KINDS = ("grr", "subset", "oue", "mix")
 SHAPE_A = [6, 8, 5, 9, 9, 7, 9, 6, 5, 2, 3, 3, 7, 8, 2, 12, 10, 10, 10]  # F = 131
@@ -94,22 +94,26 @@ def _cpu_best(fn, repeats: int) -> tuple[float, float, object]:
     return best_cpu, best_wall, out
 
 
-def kernel_part(res: Results, shapes, repeats: int) -> list:
+def _bare_gemm(rr, repeats: int):
+    """(CPU s, wall s, G) of ``B.T @ B`` for the dense float32 one-hot matrix B of the reports
+    (built before timing and freed after)."""
     import scipy.sparse as sp
 
+    B = np.hstack([np.asarray(s.toarray() if sp.issparse(s) else s) != 0
+                   for s in rr.supports()]).astype(np.float32)
+    return _cpu_best(lambda: B.T @ B, repeats)
+
+
+def kernel_part(res: Results, shapes, repeats: int) -> list:
     from reidrisk.estimation import pair_counts
 
     rows = []
     for label, n, sizes in shapes:
         for kind in KERNEL_KINDS:
             rr = _kernel_reports(n, sizes, kind)
-            B = np.hstack([np.asarray(s.toarray() if sp.issparse(s) else s) != 0
-                           for s in rr.supports()]).astype(np.float32)
-            bare_cpu, bare_wall, G = _cpu_best(lambda: B.T @ B, repeats)  # noqa: B023
-            del B
+            bare_cpu, bare_wall, G = _bare_gemm(rr, repeats)
             kern_cpu, kern_wall, pc = _cpu_best(lambda: pair_counts(rr), repeats)  # noqa: B023
             exact = bool(np.array_equal(pc.gram, np.rint(G).astype(np.int64)))
-            del G
             params = {"shape": label, "n": n, "F": int(sum(sizes)), "g": len(sizes),
                       "mechanism": kind, "missing": 0.2, "dense_path": pc.dense,
                       "repeats": repeats, "equal_counts": exact}
