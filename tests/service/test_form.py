@@ -20,7 +20,7 @@ from reidrisk.collect import Protocol
 from reidrisk.schema import Attribute, Schema
 from reidrisk.service.wire import SurveySpec
 
-from .conftest import admin_headers, issue
+from .conftest import admin_headers, issue, missing
 
 STATIC = Path(__file__).resolve().parents[2] / "src" / "reidrisk" / "service" / "static"
 NODE = shutil.which("node") or shutil.which("nodejs")
@@ -44,8 +44,8 @@ process.stdout.write(JSON.stringify(out));
 
 def run_node(config: dict, codes: dict, n: int, seed: int) -> list[dict]:
     if NODE is None:
-        pytest.skip("node is not installed (Debian: apt-get install nodejs); the JavaScript "
-                    "randomizer's tests need it")
+        missing("node is not installed", ci="the JavaScript randomizer's tests must run",
+                local="install it (Debian: apt-get install nodejs) to run them")
     proc = subprocess.run([NODE, "-e", NODE_SCRIPT, str(STATIC / "randomizer.js"),
                            json.dumps({"config": config, "codes": codes, "n": n, "seed": seed})],
                           capture_output=True, text=True, timeout=60)
@@ -108,7 +108,8 @@ def test_javascript_samples_k_present_attributes_and_keeps_skips_missing():
 @pytest.mark.slow
 def test_the_form_in_headless_chromium_sends_only_the_randomized_report(storage):
     if CHROMIUM is None:
-        pytest.skip("chromium is not installed (Debian: apt-get install chromium)")
+        missing("chromium is not installed", ci="the browser form test must run (.ci/run "
+                "installs it)", local="install it (Debian: apt-get install chromium) to run it")
     import uvicorn
     from fastapi.responses import HTMLResponse
     from fastapi.testclient import TestClient
