@@ -53,6 +53,7 @@ from reidrisk.estimation.frequency import (
     norm_sub,
     null_departure,
 )
+from reidrisk.mechanisms import GRR, Subset, UnaryEncoding
 from reidrisk.schema import MISSING
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -147,16 +148,16 @@ class PairCounts:
 def _row_writer(mech, reports):
     """How the support rows of one attribute are written into a chunk buffer, and their count.
 
-    Returns ``(fill, nnz, present)``: ``fill(buf, start, stop, off)`` sets the support of reports
+    Returns ``(fill, nnz, present, h)``: ``fill(buf, start, stop, off)`` sets the support of reports
     ``start:stop`` into rows ``off:off + f``, columns ``0:stop - start`` of the zeroed float32
     buffer ``buf`` (B^T of the chunk: one row per category plus a spare last row); ``nnz``: the
     number of ones of the whole support matrix (for unary encodings its expectation); ``present``
-    (n,) bool: the reports that are not missing. GRR, subset
+    (n,) bool: the reports that are not missing; ``h``: the number of values every present report
+    supports when it is fixed (GRR 1, subset h), else None. GRR, subset
     and unary encodings (arrays or ``PackedBits``) are written straight from their reports -- a
     code is the row of its one, a bit is the entry -- and any other mechanism through its own
     ``support`` of the chunk's rows, so no (n, f) support matrix of the whole batch is built.
     """
-    from reidrisk.mechanisms import GRR, Subset, UnaryEncoding
 
     kind = type(mech)
     codes = None
@@ -171,7 +172,7 @@ def _row_writer(mech, reports):
 
         def fill(buf, start, stop, off):
             _scatter_codes(buf, codes[start:stop], off, mech.k)
-        return fill, nnz, present
+        return fill, nnz, present, int(codes.shape[1])
     packed = hasattr(reports, "unpack")
     if kind.support is UnaryEncoding.support and (
             packed or isinstance(reports, np.ndarray) and reports.ndim == 2):
@@ -186,7 +187,7 @@ def _row_writer(mech, reports):
             view = buf[off:off + y.shape[1], : stop - start]
             view[...] = y.T  # 0/1 bits; a missing row holds MISSING_BITS ...
             view *= keep[start:stop]  # ... and counts nothing
-        return fill, nnz, present
+        return fill, nnz, present, None
     support = mech.support(reports)  # any other mechanism: its own support matrix
     if sp.issparse(support):
         support = support.tocsr()
@@ -197,20 +198,27 @@ def _row_writer(mech, reports):
     else:
         nnz = int(np.count_nonzero(support))
     present = ~np.asarray(mech.is_missing(reports), dtype=bool)
-    return functools.partial(_fill_support, support), nnz, present
+    return functools.partial(_fill_support, support), nnz, present, None
 
 
 def _scatter_codes(buf, codes, off: int, f: int) -> None:
     """Ones at rows ``off + codes`` of the columns of ``buf`` (codes (m, h) in 0..f-1, one row of
     codes per column); a ``MISSING`` code (-1) sets the spare last row instead, through the row
     lookup's last entry (a negative index counts from the end), so no mask is taken."""
-    m, stride = codes.shape[0], buf.shape[1]
-    lut = np.arange(off, off + f + 1, dtype=np.intp)
-    lut[-1] = buf.shape[0] - 1
-    lut *= stride
-    col = lut[codes]
-    col += _column_index(m)
+    col = _row_lookup(off, f, buf.shape[0], buf.shape[1])[codes]
+    col += _column_index(codes.shape[0])
     buf.reshape(-1)[col.ravel()] = 1.0
+
+
+@functools.lru_cache(maxsize=1024)
+def _row_lookup(off: int, f: int, height: int, stride: int) -> np.ndarray:
+    """Flat offsets of rows ``off .. off + f - 1`` of a (height, stride) buffer, then of its last
+    row (where a ``MISSING`` code, index -1, lands); read-only."""
+    lut = np.arange(off, off + f + 1, dtype=np.intp)
+    lut[-1] = height - 1
+    lut *= stride
+    lut.setflags(write=False)
+    return lut
 
 
 @functools.lru_cache(maxsize=8)
@@ -305,9 +313,18 @@ def pair_counts(record_reports: RecordReports, dense: bool | None = None) -> Pai
         B = sp.hstack([sp.csr_matrix(s, dtype=np.float64) for s in supports], format="csr")
         B.data[:] = 1.0  # membership, whatever the stored 0/1 dtype was
         gram = np.rint((B.T @ B).toarray()).astype(np.int64)
-    present = np.column_stack([w[2] for w in writers]) if writers \
-        else np.zeros((n, 0), dtype=bool)
-    n_pair = _exact_gram([functools.partial(_fill_support, present)], [len(writers)], n)
+    fixed = [w[3] for w in writers]
+    if writers and all(h is not None for h in fixed):
+        # every present report supports exactly h_j values of attribute j (GRR, subset), so the
+        # block (j, j') of B^T B sums to h_j h_j' times the reports having both: P^T P exactly
+        h = np.array(fixed, dtype=np.int64)
+        starts = offsets[:-1]
+        sums = np.add.reduceat(np.add.reduceat(gram, starts, axis=0), starts, axis=1)
+        n_pair = sums // np.outer(h, h)
+    else:
+        present = np.column_stack([w[2] for w in writers]) if writers \
+            else np.zeros((n, 0), dtype=bool)
+        n_pair = _exact_gram([functools.partial(_fill_support, present)], [len(writers)], n)
     return PairCounts(gram, offsets, n_pair, n, bool(dense))
 
 
