@@ -22,8 +22,11 @@ import click
 import pandas as pd
 
 from reidrisk import __version__
+from reidrisk.data.io import check_output_path, read_table
+from reidrisk.demo import DEFAULT_EPSILONS, run_demo
 from reidrisk.errors import ReidriskError
-from reidrisk.schema import SchemaError
+from reidrisk.schema import Schema, SchemaError
+from reidrisk.service.cli import serve
 
 CAPABILITIES: dict[str, str] = {
     "collect": "Collect data under local differential privacy with missing values (paper 004).",
@@ -130,11 +133,9 @@ def demo(data, schema, out, epsilons, mechanisms, n, missing_rate, seed, progres
     methods on one 3-way table (paper 004), checks who is unique in the population against the
     truth (paper 000) and adds each capability's own section.
     """
-    from reidrisk.demo import DEFAULT_EPSILONS, run_demo
 
     if schema is not None and data is None:
         raise click.UsageError("--schema needs --data (the schema describes that file)")
-    from reidrisk.data.io import check_output_path
 
     check_output_path(out, kind="folder")  # before the work, not after it
     result = run_demo(
@@ -173,8 +174,6 @@ def schema() -> None:
 def schema_infer(data, output, numeric_bins, max_categories, columns) -> None:
     """Infer a schema from DATA (CSV or Parquet): categorical columns keep their values, numeric
     columns are binned at quantiles. Review the result before collecting data with it."""
-    from reidrisk.data.io import read_table
-    from reidrisk.schema import Schema
 
     frame = read_table(data, columns=list(columns) or None)
     if len(frame) == 0:
@@ -227,7 +226,6 @@ register_capabilities()
 def _register_serve(root: click.Group = cli) -> None:
     """``reidrisk serve``: the collection service (``reidrisk.service.cli``), a top-level command
     (its module imports only click; the web stack loads when the command runs)."""
-    from reidrisk.service.cli import serve
 
     root.add_command(serve, "serve")
 

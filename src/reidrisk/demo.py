@@ -37,6 +37,13 @@ import numpy as np
 import pandas as pd
 
 from reidrisk import __version__
+from reidrisk.data.io import read_encoded, read_table
+from reidrisk.data.missing import mcar
+from reidrisk.data.synthetic import make_population
+from reidrisk.data.tables import contingency
+from reidrisk.estimation.frequency import estimate_marginals
+from reidrisk.estimation.information import js_divergence
+from reidrisk.estimation.pairs import estimate_pairs
 from reidrisk.mechanisms import MECHANISMS, RecordRandomizer
 from reidrisk.mechanisms.base import MechanismError, check_epsilon
 from reidrisk.schema import MISSING, Schema, SchemaError
@@ -187,9 +194,6 @@ def _prepare(data, schema, n, missing_rate, sizes, dependence, entropy, log
     """(schema, codes, source, injected missing rate, codes before the injection) ready for
     collection."""
     if data is None:
-        from reidrisk.data.missing import mcar
-        from reidrisk.data.synthetic import make_population
-
         if schema is not None:
             raise SchemaError("a schema was given without data; pass the data it describes, or "
                               "neither to use the built-in synthetic population")
@@ -216,8 +220,6 @@ def _prepare(data, schema, n, missing_rate, sizes, dependence, entropy, log
         codes = schema.encode(data)
         source = f"data frame of {len(data)} records"
     else:
-        from reidrisk.data.io import read_encoded, read_table
-
         path = Path(data)
         if not path.is_file():
             raise FileNotFoundError(f"data file {str(path)!r} does not exist; pass the path of a CSV "
@@ -240,8 +242,6 @@ def _prepare(data, schema, n, missing_rate, sizes, dependence, entropy, log
     rate = 0.0 if missing_rate is None else missing_rate
     before = codes
     if rate > 0:
-        from reidrisk.data.missing import mcar
-
         codes = mcar(codes, rate, _rng(entropy, "missing"))
         source += f", plus {_pct(rate)} of values removed completely at random"
     return schema, np.asarray(codes, dtype=np.int32), source, rate, before
@@ -268,8 +268,6 @@ def _check_present(schema: Schema, codes: np.ndarray) -> None:
 # scoring
 # ---------------------------------------------------------------------------------------------
 def _js(p: np.ndarray, q: np.ndarray) -> float:
-    from reidrisk.estimation.information import js_divergence
-
     return float(js_divergence(np.ravel(p), np.ravel(q), base=2))
 
 
@@ -351,9 +349,6 @@ def run_demo(
     g = len(schema)
     n_records = codes.shape[0]
 
-    from reidrisk.data.tables import contingency
-    from reidrisk.estimation.frequency import estimate_marginals
-    from reidrisk.estimation.pairs import estimate_pairs
 
     sizes_arr = schema.sizes
     pairs = [(a, b) for a in range(g) for b in range(a + 1, g)]
@@ -374,6 +369,7 @@ def run_demo(
     measurements: list[Measurement] = []
     examples: dict[str, dict[str, tuple[np.ndarray, ...]]] = {}
     timings: dict[str, float] = {m: 0.0 for m in mech_names}
+    # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report.progress import Progress
 
     bar = Progress(len(mech_names) * len(eps_list), "collect + estimate", unit="runs",
@@ -431,9 +427,11 @@ def run_demo(
         parameters=parameters,
     )
     if out is not None:
+        # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
         from reidrisk.report import write_report
 
         if g >= 2:  # paper 004 Fig. 10: true vs. estimated table of every collection method
+            # kept off the command line's start: loaded only by this command
             from reidrisk.collect.report import demo_collect_section
 
             log("Comparing the collection methods on one contingency table")
@@ -444,6 +442,7 @@ def run_demo(
         # population is the complete records before that removal; see UNIQUENESS_POPULATION
         complete = np.asarray(before)[(np.asarray(before) != MISSING).all(axis=1)]
         if g >= 2 and complete.shape[0] >= 200:
+            # kept off the command line's start: loaded only by this command
             from reidrisk.uniqueness.report import run_uniqueness_demo, uniqueness_section
 
             if complete.shape[0] > UNIQUENESS_POPULATION:
@@ -465,6 +464,7 @@ def run_demo(
         # paper 002: how much epsilon can n records afford against re-identification? The whole
         # record is the personal datum, so |X| is the number of possible records of the schema
         if n_records >= 2:
+            # kept off the command line's start: loaded only by this command
             from reidrisk.pie.report import pie_section
 
             log("Computing the PIE re-identification bounds")
@@ -513,7 +513,10 @@ def _shown_attributes(schema: Schema) -> list[int]:
 
 def demo_sections(result: DemoResult) -> list:
     """The report sections of a demo run: overview, data, distributions, errors, numbers, run."""
+    # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report import ReportFigure, Section, definition_list, escape, html_table
+
+    # matplotlib: loaded only when a figure is drawn
     from reidrisk.report.plots import plot_distributions, plot_error_curves
 
     schema, g = result.schema, result.g

@@ -24,6 +24,7 @@ import pandas as pd
 from reidrisk.errors import ReidriskError
 from reidrisk.mechanisms.record import RecordReports
 from reidrisk.schema import Schema
+from reidrisk.service.wire import SurveySpec
 
 if TYPE_CHECKING:
     from reidrisk.service.wire import SurveySpec
@@ -75,8 +76,6 @@ class SurveyClient:
     def spec(self):
         """The survey's ``SurveySpec`` (fetched once)."""
         if self._spec is None:
-            from reidrisk.service.wire import SurveySpec
-
             cfg = self._request("GET", f"/surveys/{self.survey_id}/config")
             self._spec = SurveySpec.from_dict(cfg)
         return self._spec

@@ -22,7 +22,15 @@ from pathlib import Path
 import click
 import numpy as np
 
+from reidrisk.collect.pipeline import CollectModel, CollectPipeline, CollectWarning
+from reidrisk.collect.protocol import Protocol, choose_attributes_per_person
+from reidrisk.collect.reports_io import _is_parquet, atomic_write, read_reports, write_reports
+from reidrisk.data.io import check_output_path, read_table, table_format, write_table
+from reidrisk.data.missing import mcar
 from reidrisk.errors import InputError
+from reidrisk.estimation.em import EstimationError, parse_stop
+from reidrisk.mechanisms.base import as_generator
+from reidrisk.schema import MISSING, Schema
 
 _SYNTH_CHUNK = 200_000
 
@@ -75,8 +83,6 @@ def _positive(ctx, param, value):
 def plan(schema_path, epsilon, n, missing_rate, mechanism, among) -> None:
     """How many attributes each person should report (attribute sampling, derived from the variance
     of the marginal and pair estimates; see reidrisk.collect.protocol)."""
-    from reidrisk.collect.protocol import choose_attributes_per_person
-    from reidrisk.schema import Schema
 
     schema = Schema.load(schema_path)
     choice = choose_attributes_per_person(schema.sizes, epsilon, mechanism=mechanism, among=among,
@@ -116,12 +122,6 @@ def simulate(data, output, schema_path, epsilon, mechanism, per_person_text, k_t
     DATA is CSV or Parquet with one column per attribute (empty, '?' or NA = missing). OUTPUT is a
     reports file (.csv with a .meta.json sidecar, or .parquet) holding only randomized reports.
     """
-    from reidrisk.collect.protocol import Protocol, choose_attributes_per_person
-    from reidrisk.collect.reports_io import write_reports
-    from reidrisk.data.io import read_table
-    from reidrisk.data.missing import mcar
-    from reidrisk.mechanisms.base import as_generator
-    from reidrisk.schema import MISSING, Schema
 
     option = "--attributes-per-person"
     if k_text is not None:
@@ -165,7 +165,6 @@ def simulate(data, output, schema_path, epsilon, mechanism, per_person_text, k_t
 def _parse_stop(value: str):
     """``--stop`` text -> the stop value of ``reidrisk.estimation.em.parse_stop`` (the one parser):
     ``noise``, ``noise:THRESHOLD``, ``discrepancy``, ``none`` or a tolerance."""
-    from reidrisk.estimation.em import EstimationError, parse_stop
 
     text = value.strip().lower()
     stop: str | float | tuple[str, float] | None
@@ -221,8 +220,6 @@ def fit_cmd(reports, model, estimator, stop_text, shrink, exact_em, fallback, ch
     fsspec URL of one (s3://..., gs://...), read and counted a chunk at a time with bounded
     memory (reidrisk.collect.partitioned), on this machine or on a Dask cluster (--scheduler).
     """
-    from reidrisk.collect.pipeline import CollectPipeline, CollectWarning
-    from reidrisk.collect.reports_io import read_reports
 
     model = Path(model)
     _check_output(model)
@@ -253,6 +250,7 @@ def fit_cmd(reports, model, estimator, stop_text, shrink, exact_em, fallback, ch
 
 
 def _fit_partitioned(reports: str, pipe, chunk_rows: int | None, scheduler: str | None):
+    # kept off the command line's start: loaded only by this command
     from reidrisk.collect.partitioned import fit_partitioned
 
     if scheduler is None:
@@ -319,7 +317,7 @@ def table(model, output, columns, exact, n, seed) -> None:
     """
     import pandas as pd
 
-    from reidrisk.collect.pipeline import CollectModel
+    # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report.progress import Progress
 
     if str(output) != "-":
@@ -367,7 +365,6 @@ def table(model, output, columns, exact, n, seed) -> None:
     if str(output) == "-":
         click.echo(frame.to_csv(index=False), nl=False)
         return
-    from reidrisk.data.io import write_table
 
     write_table(frame, output)
     how = "exact" if exact else f"counted from {m:,} synthetic records"
@@ -376,13 +373,10 @@ def table(model, output, columns, exact, n, seed) -> None:
 
 def _check_output(path: Path, table: bool = False, reports: bool = False) -> None:
     """Refuse an output path that cannot be written before any work is done."""
-    from reidrisk.data.io import check_output_path, table_format
 
     if table:
         table_format(path)
     if reports:
-        from reidrisk.collect.reports_io import _is_parquet
-
         _is_parquet(Path(path))
     check_output_path(path)
 
@@ -396,8 +390,7 @@ def _check_output(path: Path, table: bool = False, reports: bool = False) -> Non
 @click.option("--seed", type=int, default=None, help="Seed (default: fresh OS randomness).")
 def synth(model, output, n, seed) -> None:
     """Generate synthetic complete records from MODEL and write them (labels) to OUTPUT."""
-    from reidrisk.collect.pipeline import CollectModel
-    from reidrisk.mechanisms.base import as_generator
+    # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report.progress import Progress
 
     _check_output(output, table=True)
@@ -417,8 +410,6 @@ def synth(model, output, n, seed) -> None:
 
 def write_chunks(chunks, path: Path) -> Path:
     """Stream DataFrame chunks to a CSV or Parquet file atomically (temporary file, then replace)."""
-    from reidrisk.collect.reports_io import atomic_write
-    from reidrisk.data.io import table_format
 
     path = Path(path)
     fmt = table_format(path)
@@ -427,7 +418,6 @@ def write_chunks(chunks, path: Path) -> Path:
         # compressed CSV: one write through the shared writer
         import pandas as pd
 
-        from reidrisk.data.io import write_table
 
         return write_table(pd.concat(list(chunks), ignore_index=True), path)
 

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from reidrisk.collect.pipeline import CollectPipeline
 from reidrisk.collect.reports_io import (
     PARQUET_KEY,
     PARTITION_ROW_GROUP,
@@ -55,7 +56,10 @@ from reidrisk.collect.reports_io import (
     write_partition,
 )
 from reidrisk.estimation.pairs import PairCounts, pair_counts
+from reidrisk.mechanisms.base import as_generator
+from reidrisk.mechanisms.oue import PackedBits, UnaryEncoding
 from reidrisk.mechanisms.record import RecordReports
+from reidrisk.schema import MISSING
 
 if TYPE_CHECKING:  # pragma: no cover
     from reidrisk.collect.pipeline import CollectModel, CollectPipeline
@@ -281,7 +285,6 @@ def count_columns(schema: Schema, mechanisms, columns, *, chunk_rows: int | None
     """The count tables of reports held in memory, one chunk of rows at a time: ``columns`` has
     one report array per attribute or, for a unary encoding, a ``PackedBits`` (unpacked a chunk at
     a time, so an (n, k) bit matrix is never formed). Equal to ``pair_counts`` of the whole."""
-    from reidrisk.mechanisms.oue import PackedBits
 
     mechs, cols = tuple(mechanisms), list(columns)
     n = len(cols[0]) if cols else 0
@@ -307,6 +310,7 @@ def count_reports(source, *, chunk_rows: int | None = None, storage_options: dic
     read and counted one chunk at a time on this machine, with a progress bar over the reports
     (``reidrisk.report.progress``). Equal, integer for integer, to ``pair_counts`` of all the
     reports at once and to the Dask path's result."""
+    # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report.progress import Progress
 
     parts = partitions(source, storage_options)
@@ -328,12 +332,12 @@ def fit_partitioned(source, pipeline: CollectPipeline | None = None, *,
     ``count_reports``, or on the Dask cluster of ``client`` by ``dask_counts.count_dask``), then
     ``pipeline.fit_counts`` (default ``CollectPipeline()``) here. The fit reads only the count
     tables (O(F^2) memory), so it does not grow with the number of reports."""
-    from reidrisk.collect.pipeline import CollectPipeline
 
     pipeline = CollectPipeline() if pipeline is None else pipeline
     parts = partitions(source, storage_options)
     header = describe(parts)
     if client is not None:
+        # the dask extra, used only with a cluster client (and dask_counts imports this module)
         from reidrisk.collect.dask_counts import count_dask
 
         counts = count_dask(parts, client=client, chunk_rows=chunk_rows)
@@ -405,9 +409,6 @@ def simulate_partitioned(directory, schema: Schema, protocol: Protocol, n: int, 
     per partition, uniform codes with MCAR ``missing_rate`` randomized as ``protocol.randomize``
     does, except that unary encodings (OUE, RAPPOR) draw their reports packed
     (``perturb_packed``), so memory is one partition's packed reports, never n x k bits."""
-    from reidrisk.mechanisms.base import as_generator
-    from reidrisk.mechanisms.oue import UnaryEncoding
-    from reidrisk.schema import MISSING
 
     rng = as_generator(rng)
     mechs = protocol.mechanisms(schema)

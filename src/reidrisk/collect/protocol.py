@@ -87,6 +87,7 @@ from reidrisk._compat import (
     renamed_keywords,
     warn_renamed,
 )
+from reidrisk.mechanisms import MECHANISMS, make_mechanism
 from reidrisk.mechanisms.base import (
     Mechanism,
     MechanismError,
@@ -108,8 +109,8 @@ class ProtocolError(MechanismError):
 def resolve_mechanism(name: str, epsilon: float, k: int, **kwargs) -> Mechanism:
     """A mechanism by name: the shared registry (``reidrisk.mechanisms.MECHANISMS``) or one of the
     baseline mechanisms defined in ``reidrisk.collect.baselines`` (``"negative"``, ``"laplace_index"``)."""
+    # import cycle: the baselines import this module
     from reidrisk.collect.baselines.mechanisms import LOCAL_MECHANISMS
-    from reidrisk.mechanisms import MECHANISMS, make_mechanism
 
     key = str(name).lower()
     if key in LOCAL_MECHANISMS:

@@ -49,6 +49,22 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from reidrisk._compat import renamed_attribute, renamed_function, renamed_keywords
+from reidrisk.collect.baselines import (
+    CALM,
+    DFCopula,
+    Indep,
+    MDNCompleteCase,
+    ORapporCompleteCase,
+    PDEETECompleteCase,
+    Proposed,
+    S2MbCompleteCase,
+    TruePairsCopula,
+    Uniform,
+)
+from reidrisk.collect.protocol import choose_attributes_per_person
+from reidrisk.data.missing import mcar
+from reidrisk.data.tables import contingency
+from reidrisk.estimation.information import js_divergence
 from reidrisk.mechanisms.base import as_generator
 from reidrisk.schema import MISSING, Schema, SchemaError
 
@@ -103,7 +119,6 @@ def planned_attributes_per_person(sizes: Sequence[int] | np.ndarray, epsilon: fl
     """Attributes per person of the sampling protocol: ``choose_attributes_per_person`` for n
     people at an assumed
     MCAR rate (``reidrisk.collect.protocol``). Returns g when g < 2."""
-    from reidrisk.collect.protocol import choose_attributes_per_person
 
     if len(sizes) < 2:
         return len(sizes)
@@ -112,24 +127,11 @@ def planned_attributes_per_person(sizes: Sequence[int] | np.ndarray, epsilon: fl
 
 
 def _proposed(label: str, exact_table: bool = True, **options):
-    from reidrisk.collect.baselines import Proposed
-
     return Proposed(label, exact_table=exact_table, **options)
 
 
 def method_specs(keys: Sequence[str] | None = None) -> list[MethodSpec]:
     """The compared configurations of the module doc, in display order (all, or those in ``keys``)."""
-    from reidrisk.collect.baselines import (
-        CALM,
-        DFCopula,
-        Indep,
-        MDNCompleteCase,
-        ORapporCompleteCase,
-        PDEETECompleteCase,
-        S2MbCompleteCase,
-        TruePairsCopula,
-        Uniform,
-    )
 
     specs = [
         MethodSpec("reidrisk", "reidrisk", lambda: _proposed("reidrisk"), sampling=True),
@@ -194,7 +196,6 @@ def run_method(spec: MethodSpec, schema: Schema, truth_codes: np.ndarray, observ
 def js_bits(truth: np.ndarray, estimate: np.ndarray) -> float:
     """Jensen-Shannon divergence in bits between two tables of the same shape (paper 004 Section
     5.1), each normalized first."""
-    from reidrisk.estimation.information import js_divergence
 
     tiny = np.finfo(np.float64).tiny
     # subnormal cell probabilities (e.g. from the copula's far tails) are flushed to zero: their
@@ -293,8 +294,6 @@ def compare_methods(
     random (paper 004 Section 5.1) before the clients randomize. ``methods``: keys of
     ``method_specs`` (default: all). ``progress`` receives a line per fitted method.
     """
-    from reidrisk.data.missing import mcar
-    from reidrisk.data.tables import contingency
 
     codes = schema.validate_codes(codes)
     n, g = codes.shape
@@ -359,6 +358,7 @@ def _sqrt(x):
 
 def plot_histograms(comparison: CollectComparison, max_cells: int = 60) -> bytes:
     """PNG of ``histograms_figure`` (same arguments)."""
+    # matplotlib: loaded only when a figure is drawn
     from reidrisk.report.plots import figure_png
 
     return figure_png(histograms_figure(comparison, max_cells))
@@ -377,6 +377,7 @@ def histograms_figure(comparison: CollectComparison, max_cells: int = 60):
     column names the cells (``"value / value / value"``, every cell up to ``HISTOGRAM_MAX_TICKS``).
     Returns the matplotlib ``Figure``.
     """
+    # matplotlib: loaded only when a figure is drawn
     from reidrisk.report.plots import new_figure
 
     truth = comparison.truth.ravel()
@@ -434,6 +435,7 @@ def _short_label(label: str, width: int = 30) -> str:
 
 def plot_js(comparison: CollectComparison) -> bytes:
     """Mean JS divergence per method as horizontal bars (with the spread over repetitions)."""
+    # matplotlib: loaded only when a figure is drawn
     from reidrisk.report.plots import figure_png, new_figure
 
     methods = list(comparison.methods)
@@ -464,6 +466,7 @@ def plot_js(comparison: CollectComparison) -> bytes:
 def collect_section(comparison: CollectComparison, title: str = "Collection: contingency tables",
                     prefix: str = "collect") -> Section:
     """The report ``Section`` of a comparison: what was run, the JS table and the two figures."""
+    # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report import ReportFigure, Section, escape, html_table
 
     c = len(comparison.cols)

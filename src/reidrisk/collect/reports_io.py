@@ -45,7 +45,9 @@ import numpy as np
 import pandas as pd
 
 from reidrisk.collect.protocol import Protocol, ProtocolError, resolve_mechanism
+from reidrisk.data.io import check_output_path, read_table, user_path_in_errors
 from reidrisk.mechanisms.base import Mechanism, MechanismError
+from reidrisk.mechanisms.oue import PackedBits, UnaryEncoding, packed_width
 from reidrisk.mechanisms.record import RecordReports
 from reidrisk.schema import MISSING, Schema, SchemaError
 
@@ -120,7 +122,6 @@ def _is_parquet(path: Path) -> bool:
 
 def codec_of(mech: Mechanism) -> str:
     """The cell codec of a mechanism's reports (module doc), from a sample report."""
-    from reidrisk.mechanisms.oue import UnaryEncoding
 
     if isinstance(mech, UnaryEncoding):
         return "bits"
@@ -215,7 +216,6 @@ def file_mode() -> int:
 
 def atomic_write(path: Path, write) -> None:
     """Call ``write(tmp)`` on a temporary file beside ``path``, then move it over ``path``."""
-    from reidrisk.data.io import check_output_path, user_path_in_errors
 
     path = check_output_path(path)
     with user_path_in_errors(path):
@@ -273,7 +273,6 @@ def _native_column(mech: Mechanism, codec: str, rep):
     """One attribute's reports as an Arrow array in the ``native`` layout (``write_partition``)."""
     import pyarrow as pa
 
-    from reidrisk.mechanisms.oue import PackedBits, UnaryEncoding
 
     if isinstance(rep, PackedBits) or (codec == "bits" and isinstance(mech, UnaryEncoding)):
         if isinstance(rep, PackedBits):
@@ -311,7 +310,6 @@ def write_partition(path: str | Path, schema: Schema, mechanisms, columns, proto
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from reidrisk.mechanisms.oue import PackedBits
 
     mechs = tuple(mechanisms)
     cols = list(columns)
@@ -537,7 +535,6 @@ def _decode_packed(path: Path, attr_name: str, cells: pd.Series, out: np.ndarray
                    present_idx: np.ndarray) -> np.ndarray:
     """Unary reports stored bit-packed (the ``native`` layout): each cell ``np.packbits`` of the
     k bits (``PackedBits``), ceil(k/8) bytes with zero padding bits."""
-    from reidrisk.mechanisms.oue import packed_width
 
     k = out.shape[1]
     width = packed_width(k)
@@ -648,7 +645,6 @@ def _check_declared(path: Path, collected: CollectedReports, schema: Schema | No
 
 def _read_label_reports(path: Path, schema: Schema, epsilon: float) -> CollectedReports:
     """k-RR reports stored as labels (``read_reports`` doc): encode, then validate as reports."""
-    from reidrisk.data.io import read_table
 
     frame = read_table(path)
     absent = [c for c in schema.names if c not in frame.columns]

@@ -85,6 +85,8 @@ from reidrisk.estimation.em import (
     parse_stop,
     positive_start,
 )
+from reidrisk.mechanisms.glh import GLH
+from reidrisk.mechanisms.oue import UnaryEncoding
 
 if TYPE_CHECKING:  # pragma: no cover
     from reidrisk.mechanisms.base import Mechanism
@@ -345,8 +347,6 @@ def _per_report_noise(mech, total_known: bool = True) -> tuple[float, float]:
       ``t = (mu - (2 c - k c^2)(s2 + mu^2)) / a^2 - 1`` and ``sum b = |S| / mu``, ``v = s2 / mu^2``
       (equal to the first form for fixed-size oracles).
     """
-    from reidrisk.mechanisms.glh import GLH
-    from reidrisk.mechanisms.oue import UnaryEncoding
 
     p_arr, q_arr = _check_pq(mech.p_support, mech.q_support)
     p, q, k = float(p_arr), float(q_arr), mech.k

@@ -74,6 +74,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from reidrisk import __version__
+from reidrisk.collect.reports_io import atomic_write
 from reidrisk.errors import ReidriskError
 from reidrisk.estimation import em as em_engine
 from reidrisk.mechanisms.base import as_generator
@@ -653,7 +655,6 @@ class LatentClassModel:
     # ---- files ---------------------------------------------------------------------------------
     def to_dict(self) -> dict:
         """The versioned JSON object (format ``reidrisk-latent-model``, version 1)."""
-        from reidrisk import __version__
 
         self._check_fitted()
         return {
@@ -691,7 +692,6 @@ class LatentClassModel:
 
     def save(self, path: str | Path) -> Path:
         """Write the model as versioned JSON, atomically."""
-        from reidrisk.collect.reports_io import atomic_write
 
         path = Path(path)
         text = json.dumps(self.to_dict())

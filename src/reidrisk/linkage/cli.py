@@ -9,6 +9,10 @@ import click
 import numpy as np
 import pandas as pd
 
+from reidrisk.data.io import TableError, check_output_path, read_table, write_table
+from reidrisk.linkage.anonymize import Pipeline
+from reidrisk.linkage.attacks import ATTACKS
+from reidrisk.linkage.evaluate import evaluate
 from reidrisk.linkage.release import LinkageError, numeric_matrix
 
 
@@ -28,8 +32,6 @@ def group() -> None:
 
 
 def _read(path: Path, columns: list[str]) -> pd.DataFrame:
-    from reidrisk.data.io import read_table
-
     return read_table(path, columns=columns)
 
 
@@ -42,8 +44,6 @@ def _with_numeric_sa(frame: pd.DataFrame, sa: list[str], path: Path) -> pd.DataF
 
 
 def _read_truth(path: Path, n_release: int, n_original: int) -> np.ndarray:
-    from reidrisk.data.io import TableError, read_table
-
     frame = read_table(path)
     if "original_row" in frame.columns:
         col = "original_row"
@@ -90,8 +90,6 @@ def _read_truth(path: Path, n_release: int, n_original: int) -> np.ndarray:
 def evaluate_cmd(original, release, qi, sa, truth, aligned, attacks, scale, as_json, seed) -> None:
     """Score a release: utility lost (U1-U6), class sizes (S1-S2) and, with the true mapping, the
     share of rows each linkage attack re-identifies, with a 95% interval."""
-    from reidrisk.linkage.attacks import ATTACKS
-    from reidrisk.linkage.evaluate import evaluate
 
     if truth is not None and aligned:
         raise click.UsageError("give either --truth or --aligned, not both")
@@ -166,8 +164,6 @@ def _qi_as_text(frame: pd.DataFrame, qi: list[str]) -> pd.DataFrame:
                    "release made with a known seed).")
 def anonymize_cmd(config, input_, output, truth_output, seed) -> None:
     """Anonymize a table with the pipeline in --config and write the release."""
-    from reidrisk.data.io import check_output_path, read_table, write_table
-    from reidrisk.linkage.anonymize import Pipeline
 
     pipeline = Pipeline.from_toml(config)
     check_output_path(output)

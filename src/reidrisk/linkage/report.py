@@ -17,6 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from reidrisk.data.adult import NUMERIC, load_adult
+from reidrisk.data.microdata import make_microdata
+from reidrisk.data.paths import DatasetNotFound
 from reidrisk.linkage.anonymize import (
     add_noise,
     average_sa,
@@ -53,15 +56,9 @@ class LinkageDemo:
 
 
 def _default_table(n: int, gen: np.random.Generator) -> tuple[pd.DataFrame, list, list, str]:
-    from reidrisk.data.paths import DatasetNotFound
-
     try:
-        from reidrisk.data.adult import NUMERIC, load_adult
-
         adult = load_adult("train")
     except DatasetNotFound:
-        from reidrisk.data.microdata import make_microdata
-
         m = make_microdata(n, rng=gen)
         return (m.data, list(m.qi), list(m.sa),
                 f"a synthetic household survey of {n:,} rows with paper 001's shape "
@@ -111,6 +108,7 @@ def run_linkage_demo(original: pd.DataFrame | None = None, *, qi: Sequence[str] 
 
 def plot_linkage_heatmap(rates: pd.DataFrame) -> bytes:
     """PNG of a heat map: attacks (rows) x anonymizations (columns), the rate printed in each cell."""
+    # matplotlib: loaded only when a figure is drawn
     from reidrisk.report.plots import figure_png, new_figure
 
     values = rates.to_numpy(dtype=float)
@@ -131,6 +129,7 @@ def plot_linkage_heatmap(rates: pd.DataFrame) -> bytes:
 
 def linkage_section(demo: LinkageDemo):
     """The report section (``reidrisk.report.Section``) of a ``run_linkage_demo`` result."""
+    # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report import ReportFigure, Section, escape, html_table
 
     rates = demo.rates()

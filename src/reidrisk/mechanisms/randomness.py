@@ -55,6 +55,7 @@ def secure_generator(key: int | None = None) -> np.random.Generator:
         key = secrets.randbits(_KEY_BITS)
     elif isinstance(key, bool) or not isinstance(key, (int, np.integer)) or not (
             0 <= int(key) < 1 << _KEY_BITS):
+        # import cycle: mechanisms.base imports this module
         from reidrisk.mechanisms.base import MechanismError
 
         raise MechanismError(

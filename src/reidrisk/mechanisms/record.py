@@ -118,6 +118,7 @@ class RecordRandomizer:
         epsilon: float,
         weights: Sequence[float] | None = None,
     ) -> None:
+        # import cycle: reidrisk.mechanisms imports this module
         from reidrisk.mechanisms import make_mechanism
 
         self.schema = schema

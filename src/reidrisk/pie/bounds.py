@@ -58,6 +58,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reidrisk.estimation.information import mutual_information
 from reidrisk.mechanisms.base import MechanismError
 
 LOG2E: float = 1.0 / math.log(2.0)
@@ -583,6 +584,7 @@ def calibrate(target_error: float, n: int, domain: int, mechanism: str = "rr", *
     gg = None
     if m == "glh":
         if g is None:
+            # import cycle: pie.utility imports this module
             from reidrisk.pie.utility import domain_l2_loss_glh
 
             gmax = min(k, _G_LIMIT) if g_max is None else _count(g_max, "g_max")
@@ -677,14 +679,12 @@ def user_information(p_ux, channel) -> float:
     """Exact PIE ``I(U;Y)`` in bits (paper 002 eq. 4, docs/design/pie.md#pie-and-pie-privacy [DER])
     for a joint ``p_ux`` (n, |X|) and a channel Q[y, x] (|Y|, |X|); via
     ``reidrisk.estimation.information``."""
-    from reidrisk.estimation.information import mutual_information
 
     return float(mutual_information(output_joint(p_ux, channel), base=2))
 
 
 def data_information(p_ux) -> float:
     """Exact ``I(U;X)`` in bits of a joint ``p_ux`` (n, |X|) (the no-obfuscation PIE, eq. 13)."""
-    from reidrisk.estimation.information import mutual_information
 
     return float(mutual_information(_joint(p_ux), base=2))
 

@@ -16,6 +16,10 @@ import math
 
 import click
 
+from reidrisk.mechanisms.glh import optimal_g
+from reidrisk.pie import bounds
+from reidrisk.pie.bounds import calibrate
+
 
 @click.group(name="pie")
 def group() -> None:
@@ -72,8 +76,6 @@ def bound(epsilons, users, domain, mechanism, g, releases, as_json) -> None:
     (Cor. 3.9). RR and GLH are also epsilon-LDP, so the error bound uses the smaller of their
     own alpha and the LDP alpha (Prop. 4.1).
     """
-    from reidrisk.mechanisms.glh import optimal_g
-    from reidrisk.pie import bounds as b
 
     mechanism = mechanism.lower()
     rows = []
@@ -81,21 +83,21 @@ def bound(epsilons, users, domain, mechanism, g, releases, as_json) -> None:
         gg = None
         if mechanism == "glh":
             gg = g if g is not None else optimal_g(eps)
-        a = float(b.alpha(eps, users, domain, mechanism, g=gg, releases=releases))
+        a = float(bounds.alpha(eps, users, domain, mechanism, g=gg, releases=releases))
         lam = None
         if mechanism == "rr":
-            lam = float(b.lambda_rr(eps, domain))
+            lam = float(bounds.lambda_rr(eps, domain))
         elif mechanism == "glh":
-            lam = float(b.lambda_glh(eps, gg))
+            lam = float(bounds.lambda_glh(eps, gg))
         rows.append({
             "epsilon": eps, "mechanism": mechanism, "g": gg, "releases": releases,
             "users": users, "domain": domain, "mi_loss": lam, "alpha_bits": a,
-            "alpha_ldp_bits": float(b.alpha(eps, users, domain, "ldp", releases=releases)),
+            "alpha_ldp_bits": float(bounds.alpha(eps, users, domain, "ldp", releases=releases)),
         })
         best = min(rows[-1]["alpha_bits"], rows[-1]["alpha_ldp_bits"])
         rows[-1].update({
             "certified_alpha_bits": best,
-            "bayes_error_bound": float(b.bayes_error_bound(best, users)),
+            "bayes_error_bound": float(bounds.bayes_error_bound(best, users)),
         })
     if as_json:
         click.echo(json.dumps(rows, indent=2))
@@ -148,7 +150,6 @@ def calibrate_cmd(target_error, users, domain, mechanism, g, g_max, releases, ld
     mechanism. For GLH without --g the hash range with the smallest expected l2 loss at its
     largest budget is chosen.
     """
-    from reidrisk.pie.bounds import calibrate
 
     if not (math.isfinite(target_error) and 0 <= target_error < 1):
         raise click.BadParameter(f"{target_error!r} is not an error rate in [0, 1) (e.g. 0.9)",

@@ -67,6 +67,7 @@ def plot_bounds(n: int, domain: int, epsilons=None, cals: list | None = None) ->
     """Two panels (PNG bytes): alpha vs epsilon for the three bounds (paper 002 Fig. 4) and the
     Bayes-error lower bound vs epsilon for n users, with the calibrated budgets of ``cals``
     (``calibrations``) marked."""
+    # matplotlib: loaded only when a figure is drawn
     from reidrisk.report.plots import figure_png, new_figure
 
     eps = _epsilons(epsilons)
@@ -114,6 +115,7 @@ _BY = {"ldp": "Prop. 4.1", "rr": "Thm 4.2", "glh": "Thm 4.4"}
 def pie_section(n: int, domain: int, epsilons=None, targets: Sequence[float] = DEFAULT_TARGETS):
     """The report section (``reidrisk.report.Section``) for ``n`` users (the report's records)
     and a domain of ``domain`` possible personal data (e.g. the number of possible records)."""
+    # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report import ReportFigure, Section, escape, html_table
 
     n = b._count(n, "number of users n")

@@ -35,6 +35,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reidrisk.estimation.frequency import invert, variance
+from reidrisk.mechanisms import GLH, GRR
+from reidrisk.mechanisms.base import as_generator
+from reidrisk.mechanisms.glh import optimal_g
 from reidrisk.pie.bounds import (
     BoundError,
     _count,
@@ -74,7 +78,6 @@ def l2_loss_rr(epsilon, n: int, domain: int, theta) -> np.ndarray | float:
     verified]. Computed by the core's general form ``reidrisk.estimation.frequency.variance`` with p
     = p_RR, q = q_RR. ``epsilon`` and ``theta`` broadcast.
     """
-    from reidrisk.estimation.frequency import variance
 
     e = _epsilon(epsilon)
     n = _count(n, "number of users n")
@@ -92,7 +95,6 @@ def l2_loss_glh(epsilon, n: int, g, theta) -> np.ndarray | float:
     Paper 002 Prop. 4.7, eq. 23; docs/design/pie.md#distribution-estimation [DER, Monte-Carlo
     verified] (hash collisions at exactly 1/g). The core's ``variance`` with p = p_GLH, q = 1/g.
     """
-    from reidrisk.estimation.frequency import variance
 
     e = _epsilon(epsilon)
     n = _count(n, "number of users n")
@@ -194,7 +196,6 @@ def estimate(support_counts, n: int, epsilon: float, domain: int, mechanism: str
     (``threshold``) are set to 0, the rest kept, no renormalisation ([CODE]). ``support_counts`` are
     what ``GRR/GLH.support_counts`` return.
     """
-    from reidrisk.estimation.frequency import invert
 
     e = float(_epsilon(epsilon))
     n = _count(n, "number of users n")
@@ -287,9 +288,6 @@ def utility_comparison(codes, domain: int, target_error: float = 0.9, top_k: int
     ``repeats`` times with the core ``GRR``/``GLH`` (seeded by ``rng``);
     docs/design/pie.md#distribution-estimation (the paper's Fig. 10-12 comparison).
     """
-    from reidrisk.mechanisms import GLH, GRR
-    from reidrisk.mechanisms.base import as_generator
-    from reidrisk.mechanisms.glh import optimal_g
 
     k = _count(domain, "domain size |X|")
     x = np.asarray(codes)

@@ -23,6 +23,7 @@ from pathlib import Path
 import jinja2
 
 from reidrisk import __version__
+from reidrisk.data.io import user_path_in_errors
 
 _SAFE_FILENAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\.png$")
 
@@ -167,7 +168,6 @@ def write_report(
 
     # a plain mkdir (not mkdtemp, which makes the folder private) so the report gets the same
     # permissions as any folder the user creates
-    from reidrisk.data.io import user_path_in_errors  # errors name `out`, not the temporary folder
 
     tmp = parent / f".{out.name}.tmp-{uuid.uuid4().hex[:12]}"
     with user_path_in_errors(out):

@@ -12,10 +12,12 @@ __all__ = ["create_app", "Storage"]
 
 def __getattr__(name):  # the web stack is imported only when the service is used
     if name == "create_app":
+        # the service extra (fastapi, sqlalchemy): loaded on first use
         from reidrisk.service.app import create_app
 
         return create_app
     if name == "Storage":
+        # the service extra (sqlalchemy): loaded on first use
         from reidrisk.service.storage import Storage
 
         return Storage

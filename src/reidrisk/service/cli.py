@@ -34,8 +34,13 @@ def serve(data_dir, database_url, host, port, admin_token, code_rate, code_burst
     try:
         import uvicorn
 
+        # the service extra (fastapi, sqlalchemy): loaded only by `reidrisk serve`
         from reidrisk.service.app import create_app
+
+        # the service extra (fastapi, sqlalchemy): loaded only by `reidrisk serve`
         from reidrisk.service.storage import Storage
+
+        # the service extra (fastapi, sqlalchemy): loaded only by `reidrisk serve`
         from reidrisk.service.storage import database_url as make_url
     except ImportError as exc:  # pragma: no cover - the service extra is missing
         raise click.ClickException(

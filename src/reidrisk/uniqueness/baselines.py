@@ -31,6 +31,7 @@ import numpy as np
 from scipy.stats import binom
 
 from reidrisk.errors import ReidriskError
+from reidrisk.mechanisms import make_mechanism
 from reidrisk.mechanisms.base import as_generator
 from reidrisk.schema import MISSING
 from reidrisk.uniqueness.posterior import check_population_size
@@ -285,7 +286,6 @@ def idue_q(
     ProductDomainEstimate; ``q`` = unbiased frequency estimate of each record's cell,
     ``(w_v / n - q) / (p - q)``, clipped to [0, 1]. A query record with a missing value gets NaN.
     """
-    from reidrisk.mechanisms import make_mechanism
 
     name = str(mechanism).lower()
     if name not in UNARY_MECHANISMS:

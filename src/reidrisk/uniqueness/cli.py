@@ -17,8 +17,12 @@ from pathlib import Path
 import click
 import numpy as np
 
+from reidrisk.collect.reports_io import has_metadata, read_reports
+from reidrisk.data.io import check_output_path, read_table, table_format, write_table
 from reidrisk.errors import InputError
+from reidrisk.schema import Schema, SchemaError
 from reidrisk.uniqueness.decisions import RULES
+from reidrisk.uniqueness.model import Database, UniquenessModel
 
 
 @dataclass(frozen=True)
@@ -135,10 +139,6 @@ def score(population, dbs, records, schema_path, thresholds, preset, old_method,
       count_dbI              matches in the I-th --db: records (raw) or reports (randomized)
                              equal to the query record on every attribute
     """
-    from reidrisk.collect.reports_io import has_metadata, read_reports
-    from reidrisk.data.io import check_output_path, read_table, table_format, write_table
-    from reidrisk.schema import Schema
-    from reidrisk.uniqueness.model import Database, UniquenessModel
 
     t0 = time.perf_counter()
     if old_method is not None:
@@ -223,6 +223,7 @@ def _score_in_chunks(model, rec: np.ndarray, thresholds: list[float]):
     with progress lines (``reidrisk.report.progress``) when there is more than one."""
     import pandas as pd
 
+    # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report.progress import Progress
 
     n = rec.shape[0]
@@ -261,6 +262,7 @@ def _ldp_note(model, databases) -> str | None:
     """The caveat on P(unique) (``reidrisk.uniqueness.caveat``) when the prior was simulated (no
     raw database) and the measured reliability gap at the databases' smallest epsilon per attribute
     is above the limit; None otherwise."""
+    # kept off the command line's start: loaded only by this command
     from reidrisk.uniqueness.caveat import ldp_caveat
 
     if model.prior_ is None or model.prior_.source != "simulation":
@@ -274,7 +276,6 @@ def _ldp_note(model, databases) -> str | None:
 def _load_schema(path, frames, query):
     import pandas as pd
 
-    from reidrisk.schema import Schema
 
     if path is not None:
         return Schema.load(path)
@@ -290,8 +291,6 @@ def _load_schema(path, frames, query):
 
 
 def _encode(schema, frame, path) -> np.ndarray:
-    from reidrisk.schema import SchemaError
-
     missing = [n for n in schema.names if n not in frame.columns]
     if missing:
         raise InputError(f"{str(path)!r} lacks the schema column(s) {', '.join(missing)}")

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reidrisk.mechanisms import RecordRandomizer
 from reidrisk.mechanisms.base import as_generator
 from reidrisk.schema import MISSING, Schema
+from reidrisk.uniqueness.baselines import group_sizes
 from reidrisk.uniqueness.decisions import Classification, Reliability, classification, reliability
 from reidrisk.uniqueness.model import Database, UniquenessModel, UniquenessScores
 
@@ -60,8 +62,6 @@ def run_uniqueness_demo(
     attributes); None keeps it raw. ``n_records`` query records are drawn from the population
     without replacement; their truth is the number of population records equal to them.
     """
-    from reidrisk.mechanisms import RecordRandomizer
-    from reidrisk.uniqueness.baselines import group_sizes
 
     gen = as_generator(rng)
     pop = schema.validate_codes(population)
@@ -91,6 +91,7 @@ def run_uniqueness_demo(
 
 
 def _plot(demo: UniquenessDemo) -> bytes:
+    # matplotlib: loaded only when a figure is drawn
     from reidrisk.report.plots import figure_png, new_figure
 
     fig = new_figure(8.0, 3.2)
@@ -182,6 +183,7 @@ def _calibration(demo: UniquenessDemo, min_count: int = 50) -> str:
 
 def uniqueness_section(demo: UniquenessDemo, top: int = 10):
     """The report section (``reidrisk.report.Section``) of a ``run_uniqueness_demo`` result."""
+    # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report import ReportFigure, Section, escape, html_table
 
     privacy = ("raw (not randomized)" if demo.epsilon is None

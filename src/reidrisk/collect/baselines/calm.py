@@ -77,6 +77,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reidrisk.collect.baselines.base import Method
+from reidrisk.estimation import invert, norm_sub, variance
 from reidrisk.mechanisms import make_mechanism
 from reidrisk.mechanisms.base import Mechanism, as_generator, check_epsilon
 from reidrisk.schema import MISSING, Schema, SchemaError
@@ -122,7 +123,6 @@ def oracle_variance(cells: int, epsilon: float, oracle: str = "adaptive") -> flo
 def summed_variance(cells: int, p: float, q: float) -> float:
     """``reidrisk.estimation.variance`` of one report summed over the cells (it does not depend on
     the distribution, whose probabilities sum to 1)."""
-    from reidrisk.estimation import variance
 
     return float(variance(np.full(cells, 1.0 / cells), 1, p, q).sum())
 
@@ -346,8 +346,6 @@ def _expand(t: np.ndarray, sub: Sequence[int], attrs: Sequence[int]) -> np.ndarr
 
 
 def _norm_sub(t: np.ndarray) -> np.ndarray:
-    from reidrisk.estimation import norm_sub
-
     return norm_sub(t.ravel(), 1.0).reshape(t.shape)
 
 
@@ -440,8 +438,6 @@ class CALM(Method):
                             self.pair_dependence, self.max_cells)
 
     def fit(self, reports) -> CALM:
-        from reidrisk.estimation import invert
-
         if not isinstance(reports, CALMReports):
             raise SchemaError(
                 f"CALM is fitted on CALMReports (from CALM().protocol(epsilon).randomize), got "

@@ -28,6 +28,7 @@ import numpy as np
 
 from reidrisk.collect import _tensor
 from reidrisk.collect.baselines.base import Method
+from reidrisk.collect.pipeline import unpack
 
 ESTIMATORS = ("norm_sub", "em", "exact_em")
 
@@ -54,8 +55,6 @@ class CompleteCase(Method):
         self.max_iter = int(max_iter)
 
     def fit(self, reports) -> CompleteCase:
-        from reidrisk.collect.pipeline import unpack
-
         rr, _ = unpack(reports)
         self.schema_ = rr.schema
         self.reports_ = rr

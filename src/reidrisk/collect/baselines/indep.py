@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from reidrisk.collect.baselines.base import Method, product_table
+from reidrisk.collect.pipeline import CollectPipeline, unpack
 
 
 class Indep(Method):
@@ -24,8 +25,6 @@ class Indep(Method):
         self.stop = stop
 
     def fit(self, reports) -> Indep:
-        from reidrisk.collect.pipeline import CollectPipeline, unpack
-
         rr, _ = unpack(reports)
         margs, _ = CollectPipeline(self.estimator, stop=self.stop).estimate_marginals(rr)
         self.marginals_ = tuple(np.asarray(p) for p in margs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from reidrisk.collect.baselines.base import Method
+from reidrisk.collect.pipeline import CollectPipeline, CollectWarning
 
 
 class Proposed(Method):
@@ -17,8 +18,6 @@ class Proposed(Method):
     mechanism = "subset"
 
     def __init__(self, label: str = "proposed", exact_table: bool = True, seed=0, **options) -> None:
-        from reidrisk.collect.pipeline import CollectPipeline
-
         self.label = label
         self.exact_table = bool(exact_table)
         self.seed = seed
@@ -27,7 +26,6 @@ class Proposed(Method):
     def fit(self, reports) -> Proposed:
         import warnings
 
-        from reidrisk.collect.pipeline import CollectWarning
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", CollectWarning)  # the fallback is in model_.report

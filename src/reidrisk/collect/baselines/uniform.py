@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from reidrisk.collect.baselines.base import Method
+from reidrisk.collect.pipeline import unpack
 
 
 class Uniform(Method):
@@ -16,8 +17,6 @@ class Uniform(Method):
     mechanism = "subset"
 
     def fit(self, reports) -> Uniform:
-        from reidrisk.collect.pipeline import unpack
-
         rr, _ = unpack(reports)
         self.schema_ = rr.schema
         return self
