@@ -185,6 +185,13 @@ def lambda_rr(epsilon, domain: int) -> np.ndarray | float:
     Paper 002 Thm 4.2, eq. 15; docs/design/pie.md#bounds-for-ldp-mechanisms [DER].
     ``I(U;Y) <= lambda_RR I(U;X)``, and the constant is the best possible. Computed as
     ``1 / (1 + |X| / (e^eps - 1))`` so large epsilons give 1, not nan.
+
+    Parameters
+    ----------
+    epsilon : float or array_like
+        The budget (> 0).
+    domain : int
+        |X|, the size of the data domain (>= 2).
     """
     e = _epsilon(epsilon)
     k = _count(domain, "domain size |X|")
@@ -197,7 +204,14 @@ def lambda_glh(epsilon, g) -> np.ndarray | float:
     """MI-loss parameter of epsilon-GLH: ``lambda_GLH = (e^eps - 1) / (g + e^eps - 1)``.
 
     Paper 002 Thm 4.4, eq. 17; docs/design/pie.md#bounds-for-ldp-mechanisms [DER]. Independent of
-    |X|; ``g`` (the hash range, an integer >= 2) may be an array broadcast with ``epsilon``.
+    |X|.
+
+    Parameters
+    ----------
+    epsilon : float or array_like
+        The budget (> 0).
+    g : int or array_like
+        The hash range (integer >= 2); an array is broadcast with ``epsilon``.
     """
     e = _epsilon(epsilon)
     gg = _counts(g, "hash range g")
@@ -267,16 +281,10 @@ def alpha_glh(epsilon, n: int, domain: int, g, releases: int = 1) -> np.ndarray 
 
     Parameters
     ----------
-    epsilon : float or array_like
-        The budget of one release (> 0).
-    n : int
-        Number of users (>= 2).
-    domain : int
-        |X|, the size of the data domain (>= 2).
+    epsilon, n, domain, releases
+        As in ``alpha_rr``.
     g : int or array_like
         Hash range (integer >= 2).
-    releases : int
-        t, the number of releases (>= 1).
     """
     n = _count(n, "number of users n")
     k = _count(domain, "domain size |X|")
@@ -292,20 +300,14 @@ def alpha(epsilon, n: int, domain: int, mechanism: str = "rr", g=None, releases:
 
     Parameters
     ----------
-    epsilon : float or array_like
-        The budget of one release (> 0).
-    n : int
-        Number of users (>= 2).
-    domain : int
-        |X|, the size of the data domain (>= 2).
+    epsilon, n, domain, releases
+        As in ``alpha_rr``.
     mechanism : {"rr", "glh", "ldp"}
         ``"ldp"``: any epsilon-LDP mechanism, Prop. 4.1 (eq. 14); over t releases the composed
         mechanism is (t eps)-LDP, so eps is replaced by t eps (sequential composition of LDP; the
         log n cap still holds). ``"rr"``: Thm 4.2/4.3. ``"glh"``: Thm 4.4/4.5.
     g : int, optional
         Hash range, required for ``"glh"``.
-    releases : int
-        t, the number of releases (>= 1).
     form : {"min", "tanh"}
         As in ``alpha_ldp`` (``"ldp"`` only).
     """
@@ -327,8 +329,19 @@ def alpha_composed(epsilons: Sequence[float], n: int, domain: int, mechanism: st
 
     RR: ``sum_i lambda_RR(eps_i) min{log n, log |X|}`` (Thm 4.3,
     docs/design/pie.md#bounds-for-ldp-mechanisms [DER]); GLH: the same with ``lambda_GLH(eps_i,
-    g_i)`` (Thm 4.5; ``g`` a scalar or one per release); LDP: Prop. 4.1 at ``sum_i eps_i``. Any
-    correlation between the t data is allowed.
+    g_i)`` (Thm 4.5); LDP: Prop. 4.1 at ``sum_i eps_i``. Any correlation between the t data is
+    allowed.
+
+    Parameters
+    ----------
+    epsilons : sequence of float
+        One budget per release (1-D, each > 0).
+    n, domain
+        As in ``alpha_rr``.
+    mechanism : {"rr", "glh", "ldp"}
+        The bound to sum, as in ``alpha``.
+    g : int or sequence of int, optional
+        Hash range, required for ``"glh"``: a scalar or one per release.
     """
     e = _epsilon(epsilons, "epsilons")
     if e.ndim != 1:
@@ -410,6 +423,11 @@ def bayes_error_bound_hv(information, n: int | None = None, max_prior=None) -> n
     docs/design/pie.md#bayes-error, "optional tighter implicit form" [DER, verified]; never below
     ``bayes_error_bound`` (which relaxes ``d(a||b) >= a log(1/b) - 1``). Solved by bisection on
     the increasing ``a -> d(a || b)`` over [b, 1], vectorized; accurate to 1e-12.
+
+    Parameters
+    ----------
+    information, n, max_prior
+        As in ``bayes_error_bound``.
     """
     i = _information(information)
     bits = _prior_bits(n, max_prior)
@@ -430,7 +448,15 @@ def information_budget(target_error: float, n: int | None = None, max_prior=None
     """The largest alpha (bits) for which Cor. 3.9 guarantees ``beta >= target_error``:
     ``alpha = (1 - target) log(1 / (1 - beta*)) - 1`` (eq. 11/12 solved for alpha;
     docs/design/pie.md#bayes-error, "design rule" [DER]). Negative when no mechanism can be
-    certified (n too small: for a uniform prior the target needs ``n >= 2^(1/(1 - target))``)."""
+    certified (n too small: for a uniform prior the target needs ``n >= 2^(1/(1 - target))``).
+
+    Parameters
+    ----------
+    target_error : float
+        The Bayes error to guarantee, in [0, 1).
+    n, max_prior
+        As in ``bayes_error_bound``.
+    """
     t = float(_probability(target_error, "target_error", open_high=True))
     bits = float(_prior_bits(n, max_prior))
     return (1.0 - t) * bits - 1.0
@@ -480,6 +506,11 @@ def certified_alpha(epsilon, n: int, domain: int, mechanism: str = "rr", g=None,
     RR and GLH are epsilon-LDP, so Prop. 4.1 bounds them too; it is the smaller bound when the
     domain or the hash range is small and epsilon is small (e.g. GLH with g = 2 at eps < 1).
     docs/design/pie.md#bounds-for-ldp-mechanisms. For ``"ldp"`` this is ``alpha_ldp`` itself.
+
+    Parameters
+    ----------
+    epsilon, n, domain, mechanism, g, releases, form
+        As in ``alpha``.
     """
     a = np.asarray(alpha(epsilon, n, domain, mechanism, g=g, releases=releases, form=form))
     ldp = np.asarray(alpha(epsilon, n, domain, "ldp", releases=releases, form=form))
@@ -652,8 +683,17 @@ def _joint(p_ux, name: str = "p_ux") -> np.ndarray:
 def output_joint(p_ux, channel) -> np.ndarray:
     """``p_{U,Y}(u, y) = sum_x p_{U,X}(u, x) Q(y|x)`` for the Markov chain U -> X -> Y.
 
-    ``p_ux`` (n, |X|) joint distribution; ``channel`` (|Y|, |X|) with ``channel[y, x] = Q(y|x)``
-    (the orientation of ``reidrisk.mechanisms.Mechanism.channel()``). Returns (n, |Y|).
+    Parameters
+    ----------
+    p_ux : array_like, shape (n, |X|)
+        Joint distribution of user and datum (non-negative, sums to 1).
+    channel : array_like, shape (|Y|, |X|)
+        ``channel[y, x] = Q(y|x)``, each column summing to 1 (the orientation of
+        ``reidrisk.mechanisms.Mechanism.channel()``).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, |Y|)
     """
     p = _joint(p_ux)
     q = np.asarray(channel, dtype=np.float64)
@@ -676,23 +716,39 @@ def output_joint(p_ux, channel) -> np.ndarray:
 
 
 def user_information(p_ux, channel) -> float:
-    """Exact PIE ``I(U;Y)`` in bits (paper 002 eq. 4, docs/design/pie.md#pie-and-pie-privacy [DER])
-    for a joint ``p_ux`` (n, |X|) and a channel Q[y, x] (|Y|, |X|); via
-    ``reidrisk.estimation.information``."""
+    """Exact PIE ``I(U;Y)`` in bits (paper 002 eq. 4, docs/design/pie.md#pie-and-pie-privacy [DER]);
+    via ``reidrisk.estimation.information``.
+
+    Parameters
+    ----------
+    p_ux, channel
+        As in ``output_joint``.
+    """
 
     return float(mutual_information(output_joint(p_ux, channel), base=2))
 
 
 def data_information(p_ux) -> float:
-    """Exact ``I(U;X)`` in bits of a joint ``p_ux`` (n, |X|) (the no-obfuscation PIE, eq. 13)."""
+    """Exact ``I(U;X)`` in bits (the no-obfuscation PIE, eq. 13).
+
+    Parameters
+    ----------
+    p_ux : array_like, shape (n, |X|)
+        Joint distribution of user and datum (non-negative, sums to 1).
+    """
 
     return float(mutual_information(_joint(p_ux), base=2))
 
 
 def bayes_error(p_uy) -> float:
     """Exact Bayes error of identifying U from Y: ``1 - sum_y max_u p(u, y)``
-    (docs/design/pie.md#bayes-error); ``p_uy`` (n, |Y|) joint distribution (e.g.
-    ``output_joint``)."""
+    (docs/design/pie.md#bayes-error).
+
+    Parameters
+    ----------
+    p_uy : array_like, shape (n, |Y|)
+        Joint distribution of user and output (e.g. from ``output_joint``).
+    """
     p = _joint(p_uy, "p_uy")
     return float(max(0.0, 1.0 - p.max(axis=0).sum()))
 
@@ -701,7 +757,13 @@ def product_channel(*channels) -> np.ndarray:
     """The channel of t independent releases of t data: ``Q(y_1..y_t | x_1..x_t) = prod_i
     Q_i(y_i|x_i)`` as one (prod |Y_i|, prod |X_i|) matrix (Kronecker product, row-major order of
     the tuples). Pair it with a joint p_{U, X^(1..t)} reshaped to (n, prod |X_i|) to check the
-    composition theorems 4.3 and 4.5 exactly."""
+    composition theorems 4.3 and 4.5 exactly.
+
+    Parameters
+    ----------
+    *channels : array_like, shape (|Y_i|, |X_i|)
+        One or more channels ``Q_i[y, x]``, in release order.
+    """
     if not channels:
         raise BoundError("product_channel needs at least one channel")
     out: np.ndarray = np.asarray(channels[0], dtype=np.float64)
@@ -735,9 +797,17 @@ def figure4_table(epsilons: Sequence[float] = FIGURE4_EPSILONS, n: int = FIGURE4
                   domain: int = FIGURE4_DOMAIN) -> tuple[Figure4Row, ...]:
     """alpha vs epsilon for the three bounds (paper 002 Fig. 4): one ``Figure4Row`` per epsilon.
 
-    Defaults: the reference table of docs/design/pie.md#reference-values (n = 1,370,637 users, |X| =
-    10,500,393 POIs, eps in {0.1, 1, 5, 10, 15, 20}). GLH uses g = max(2, round(e^eps + 1)) (OLH's
-    choice).
+    Defaults: the reference table of docs/design/pie.md#reference-values. GLH uses
+    g = max(2, round(e^eps + 1)) (OLH's choice).
+
+    Parameters
+    ----------
+    epsilons : sequence of float
+        The budgets (> 0); default {0.1, 1, 5, 10, 15, 20}.
+    n : int
+        Number of users (>= 2); default 1,370,637.
+    domain : int
+        |X| (>= 2); default 10,500,393 POIs.
     """
     e = _epsilon(epsilons, "epsilons").ravel()
     n = _count(n, "number of users n")
