@@ -36,7 +36,25 @@ class MechanismError(ReidriskError, ValueError):
 
 
 def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
-    """Validate a privacy budget: finite and > 0."""
+    """Validate a privacy budget: finite and > 0.
+
+    Parameters
+    ----------
+    epsilon : float
+        The budget to check (anything ``float()`` accepts).
+    name : str
+        The parameter name the error message shows.
+
+    Returns
+    -------
+    float
+        ``epsilon`` as a float.
+
+    Raises
+    ------
+    MechanismError
+        If ``epsilon`` is not a number, not finite or not > 0.
+    """
     try:
         eps = float(epsilon)
     except (TypeError, ValueError):
@@ -86,6 +104,13 @@ class Mechanism(ABC):
 
     Subclasses set ``name`` and implement ``perturb``, ``support``, ``p_support``/``q_support``,
     ``log_prob`` (exact log-likelihood of reports given every input) and ``validate_reports``.
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy budget (finite, > 0).
+    k : int
+        Domain size: codes are 0..k-1 (integer >= 2).
     """
 
     name: str = "mechanism"
