@@ -16,7 +16,15 @@ from reidrisk.schema import MISSING
 
 
 class GRR(Mechanism):
-    """k-RR: reports are int codes of shape (n,), ``MISSING`` where the input was missing."""
+    """k-RR: reports are int codes of shape (n,), ``MISSING`` where the input was missing.
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy budget (finite, > 0).
+    k : int
+        Domain size (integer >= 2).
+    """
 
     name = "grr"
 
