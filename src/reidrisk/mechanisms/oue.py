@@ -51,6 +51,13 @@ class UnaryEncoding(Mechanism):
     """Base of bitwise unary encodings: subclasses define ``p_bit`` and ``q_bit``.
 
     Reports: uint8 (n, k), bits 0/1, a row of ``MISSING_BITS`` where the input was missing.
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy budget (finite, > 0).
+    k : int
+        Domain size, the number of bits of a report (integer >= 2).
     """
 
     name = "unary"
@@ -266,7 +273,13 @@ class PackedBits:
 
 
 class OUE(UnaryEncoding):
-    """Optimized unary encoding (Wang et al. 2017): p = 1/2, q = 1 / (e^eps + 1)."""
+    """Optimized unary encoding (Wang et al. 2017): p = 1/2, q = 1 / (e^eps + 1).
+
+    Parameters
+    ----------
+    epsilon, k
+        As in ``UnaryEncoding``.
+    """
 
     name = "oue"
 
