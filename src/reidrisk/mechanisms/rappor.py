@@ -20,7 +20,13 @@ from reidrisk.mechanisms.oue import UnaryEncoding
 
 
 class ORappor(UnaryEncoding):
-    """Symmetric unary encoding: p = e^{eps/2} / (1 + e^{eps/2}), q = 1 - p."""
+    """Symmetric unary encoding: p = e^{eps/2} / (1 + e^{eps/2}), q = 1 - p.
+
+    Parameters
+    ----------
+    epsilon, k
+        As in ``UnaryEncoding``.
+    """
 
     name = "rappor"
 
