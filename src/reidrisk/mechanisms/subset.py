@@ -158,7 +158,17 @@ def sample_subsets(
 
 class Subset(Mechanism):
     """Paper 004's subset mechanism (eq. 2-3). Reports: int32 (n, h), ascending codes per row,
-    a row of ``MISSING`` for a missing input. ``h`` defaults to paper 004 eq. 3."""
+    a row of ``MISSING`` for a missing input.
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy budget (finite, > 0).
+    k : int
+        Domain size (integer >= 2).
+    h : int, optional
+        Subset size, an integer in 1..k-1; ``None`` takes paper 004 eq. 3 (``subset_size``).
+    """
 
     name = "subset"
 
