@@ -395,7 +395,17 @@ class GLH(Mechanism):
 
 
 class OLH(GLH):
-    """Optimized local hashing: GLH with g = max(2, round(e^eps + 1)) (Wang et al. 2017)."""
+    """Optimized local hashing: GLH with g = max(2, round(e^eps + 1)) (Wang et al. 2017).
+
+    Parameters
+    ----------
+    epsilon, k
+        As in ``GLH``.
+    g : int, optional
+        Accepted only when equal to the optimum above (anything else raises ``MechanismError``).
+    **kwargs
+        ``prime`` or ``tables``, as in ``GLH``.
+    """
 
     name = "olh"
 
