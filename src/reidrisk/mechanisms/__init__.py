@@ -25,8 +25,24 @@ MECHANISMS: dict[str, type[Mechanism]] = {
 
 
 def make_mechanism(name: str, epsilon: float, k: int, **kwargs) -> Mechanism:
-    """Build a mechanism by registry name (see ``MECHANISMS``); ``kwargs`` go to its constructor
-    (e.g. ``h`` for "subset", ``g``/``prime``/``tables`` for "glh")."""
+    """Build a mechanism by registry name (see ``MECHANISMS``).
+
+    Parameters
+    ----------
+    name : str
+        One of "grr", "subset", "oue", "rappor", "glh", "olh" (case-insensitive).
+    epsilon : float
+        The privacy budget (finite, > 0).
+    k : int
+        Domain size (integer >= 2).
+    **kwargs
+        Passed to the constructor, e.g. ``h`` for "subset", ``g``/``prime``/``tables`` for "glh".
+
+    Raises
+    ------
+    MechanismError
+        For an unknown name (the message lists the choices) or a bad parameter.
+    """
     try:
         cls = MECHANISMS[name.lower()]
     except (KeyError, AttributeError):
