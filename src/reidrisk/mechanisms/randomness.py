@@ -44,10 +44,14 @@ def secure_generator(key: int | None = None) -> np.random.Generator:
     """A ``numpy.random.Generator`` over ChaCha20 keyed from the operating system's CSPRNG.
 
     Every call returns a new, independent generator with a fresh 256-bit key from ``secrets``
-    (``os.urandom``) and counter 0. ``key`` (an int in 0..2^256 - 1) replays a fixed stream of the
-    same cipher and is meant for tests only: a key, like a seed, lets its holder remove the noise.
-    A generator must not be shared across ``fork`` (both processes would draw the same stream):
-    create one per process.
+    (``os.urandom``) and counter 0. A generator must not be shared across ``fork`` (both processes
+    would draw the same stream): create one per process.
+
+    Parameters
+    ----------
+    key : int, optional
+        An int in 0..2^256 - 1 that replays a fixed stream of the same cipher; for tests only (a
+        key, like a seed, lets its holder remove the noise). ``None``: a fresh key.
     """
     from randomgen import ChaCha  # imported on first use: it is only needed by clients
 
@@ -65,7 +69,14 @@ def secure_generator(key: int | None = None) -> np.random.Generator:
 
 
 def is_secure(rng: np.random.Generator) -> bool:
-    """True when ``rng`` draws from the secure generator's cipher (ChaCha with 20 rounds)."""
+    """True when ``rng`` draws from the secure generator's cipher (ChaCha with 20 rounds).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The generator to inspect (any object; without a ChaCha ``bit_generator`` the answer is
+        False).
+    """
     try:
         from randomgen import ChaCha
     except ImportError:  # pragma: no cover - randomgen is a dependency
@@ -82,6 +93,13 @@ def random_bytes(rng: np.random.Generator, shape) -> np.ndarray:
     bit generator, MT19937 composing two 32-bit outputs) and read as little-endian bytes. For
     PCG64, Philox and SFC64 these are the same words as ``bit_generator.random_raw`` returns, so
     seeded streams are unchanged; unlike ``random_raw``, it does not assume a 64-bit word.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The generator to draw from, whatever its bit generator.
+    shape : int or tuple of int
+        Shape of the returned uint8 array.
     """
     shape = (shape,) if np.ndim(shape) == 0 else tuple(shape)
     size = int(np.prod(shape, dtype=np.int64))
