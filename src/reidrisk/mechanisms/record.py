@@ -20,8 +20,18 @@ from reidrisk.schema import Schema
 
 
 def split_budget(epsilon: float, g: int, weights: Sequence[float] | None = None) -> np.ndarray:
-    """Per-attribute budgets that add up to ``epsilon``: even by default, else proportional to
-    ``weights`` (non-negative, at least one positive)."""
+    """Per-attribute budgets that add up to ``epsilon``.
+
+    Parameters
+    ----------
+    epsilon : float
+        The budget of one whole record (finite, > 0).
+    g : int
+        Number of attributes.
+    weights : sequence of float, optional
+        One positive finite weight per attribute; the budgets are proportional to them.
+        ``None``: an even split, ``epsilon / g`` each.
+    """
     eps = check_epsilon(epsilon)
     if weights is None:
         return np.full(g, eps / g)
@@ -35,7 +45,17 @@ def split_budget(epsilon: float, g: int, weights: Sequence[float] | None = None)
 
 @dataclass(frozen=True)
 class RecordReports:
-    """Randomized reports of n records: one report array per attribute, aligned by row."""
+    """Randomized reports of n records: one report array per attribute, aligned by row.
+
+    Parameters
+    ----------
+    schema : Schema
+        The attributes, in column order.
+    mechanisms : tuple of Mechanism
+        One per attribute; each ``k`` equals its attribute's size.
+    reports : tuple of numpy.ndarray
+        One report array per attribute, all of the same length n.
+    """
 
     schema: Schema
     mechanisms: tuple[Mechanism, ...]
@@ -106,9 +126,17 @@ class RecordReports:
 class RecordRandomizer:
     """Client-side randomizer of whole records.
 
-    ``mechanism`` is a registry name (``"grr"``, ``"subset"``, ``"oue"``, ``"rappor"``, ``"olh"``) or a
-    callable ``(epsilon, k) -> Mechanism``; ``epsilon`` is the budget of one whole record, split by
-    ``weights`` (even by default).
+    Parameters
+    ----------
+    schema : Schema
+        The attributes; each gets a mechanism with ``k`` equal to its size.
+    mechanism : str or callable
+        A registry name of ``make_mechanism`` (``"grr"``, ``"subset"``, ``"oue"``, ``"rappor"``,
+        ``"olh"``, ...) or a callable ``(epsilon, k) -> Mechanism``.
+    epsilon : float
+        The budget of one whole record (finite, > 0).
+    weights : sequence of float, optional
+        Split of ``epsilon`` over the attributes, as in ``split_budget`` (even by default).
     """
 
     def __init__(
