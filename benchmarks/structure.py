@@ -30,6 +30,7 @@ import ast
 import functools
 import inspect
 import json
+import subprocess
 import sys
 import warnings
 from collections import Counter
@@ -41,6 +42,9 @@ REPO = Path(__file__).resolve().parent.parent
 SRC = REPO / "src" / "reidrisk"
 NAME = "structure"
 TOP = 10
+#: the functions issue 16 names as too long to read in one direction
+WATCHED = ("reidrisk.collect.pipeline.CollectPipeline._fit",
+           "reidrisk.uniqueness.scorer.count_posterior")
 
 
 # ---- static: imports and function lengths ----------------------------------------------------
@@ -113,7 +117,8 @@ def static_measures() -> dict:
                     imports.append({"module": mod, "function": qual, "line": node.lineno,
                                     "reason": comment})
     lengths.sort(key=lambda r: -r["lines"])
-    return {"imports": imports, "longest": lengths[:TOP]}
+    watched = {r["function"]: r["lines"] for r in lengths if r["function"] in WATCHED}
+    return {"imports": imports, "longest": lengths[:TOP], "watched": watched}
 
 
 # ---- dynamic: crossings of one collect fit ---------------------------------------------------
@@ -210,14 +215,35 @@ def crossings() -> dict:
     }
 
 
+def _module_of(qualified: str) -> str:
+    """The module part of ``module.qualname`` (the longest prefix naming a module under src/)."""
+    parts = qualified.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        path = SRC.parent.joinpath(*parts[:i])
+        if path.with_suffix(".py").exists() or (path / "__init__.py").exists():
+            return ".".join(parts[:i])
+    return parts[0]
+
+
+def module_edges(r: dict) -> list[tuple[str, str]]:
+    """The distinct (caller module, callee module) pairs of the crossings out of reidrisk.collect."""
+    out = {(_module_of(e["caller"]), _module_of(e["callee"])) for e in r["edges"]
+           if e["caller"].startswith("reidrisk.collect")}
+    return sorted(out)
+
+
 def measure() -> dict:
     s = static_measures()
     c = crossings()
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
     return {
+        "commit": head,
         "in_function_imports": len(s["imports"]),
         "in_function_imports_without_reason": sum(1 for r in s["imports"] if not r["reason"]),
         "longest_function_lines": s["longest"][0]["lines"],
         "longest": s["longest"],
+        "watched": s["watched"],
         "imports": s["imports"],
         **c,
     }
@@ -225,7 +251,10 @@ def measure() -> dict:
 
 # ---- output ------------------------------------------------------------------------------------
 def _summary_rows(runs: dict) -> list[list]:
-    keys = [("collect_edges", "crossing edges out of reidrisk.collect (caller -> callee function) in one collect fit"),
+    for r in runs.values():
+        r["collect_module_edges"] = len(module_edges(r))
+    keys = [("collect_module_edges", "module pairs (caller module -> callee module) crossed out of reidrisk.collect in one collect fit"),
+            ("collect_edges", "crossing edges out of reidrisk.collect (caller -> callee function) in one collect fit"),
             ("collect_modules", "reidrisk modules those edges join"),
             ("collect_calls", "calls along them"),
             ("crossing_edges", "crossing edges anywhere in the package (engines included)"),
@@ -240,10 +269,19 @@ def _summary_rows(runs: dict) -> list[list]:
     return [[text] + [runs[lab][k] for lab in labels] for k, text in keys], labels
 
 
+def _watched(r: dict, function: str):
+    """Lines of a watched function (from the top list for runs recorded before ``watched``)."""
+    if function in r.get("watched", {}):
+        return r["watched"][function]
+    return next((f["lines"] for f in r["longest"] if f["function"] == function), "")
+
+
 def write(runs: dict) -> None:
+    for r in runs.values():
+        r["collect_module_edges"] = len(module_edges(r))
     res = Results(NAME)
     for label, r in runs.items():
-        for k in ("collect_edges", "collect_modules", "collect_calls",
+        for k in ("collect_module_edges", "collect_edges", "collect_modules", "collect_calls",
                   "crossing_edges", "crossing_modules", "crossing_calls", "unpack_calls",
                   "oracle_checks", "in_function_imports", "in_function_imports_without_reason",
                   "longest_function_lines"):
@@ -265,11 +303,24 @@ def write(runs: dict) -> None:
             "package's own modules made inside functions, the longest functions, and the module "
             "boundaries one `CollectPipeline().fit` crosses (5 attributes, 2,000 simulated people, "
             "30 % missing, `Protocol(4.0, attributes_per_person=2)`). No timing is measured.", "",
+            "States: " + "; ".join(f"{lab}: commit {runs[lab].get('commit', '?')}" for lab in labels)
+            + ". A crossing is a call whose nearest reidrisk caller lies in another module "
+            "(properties, dunder methods, comprehensions and keyword-renaming wrappers are part "
+            "of the function around them). The function-level edges count the accessors of the "
+            "counts (`PairCounts.block`, `.counts`, `.n_present`) under each named step that reads "
+            "them, so splitting a function into steps adds edges without adding a module; the "
+            "module pairs are the shape of the fit.", "",
             md_table(["measure"] + labels, rows), "",
+            md_table(["function (lines, nested functions excluded)"] + labels,
+                     [[f"`{f}`"] + [_watched(runs[lab], f) for lab in labels] for f in WATCHED]),
+            "",
             f"## Longest functions ({labels[-1]})", "",
             md_table(["function", "lines (nested functions excluded)", "span"],
                      [[f"`{f['function']}`", f["lines"], f["span"]]
                                              for f in last["longest"]]), "",
+            "## Module pairs crossed out of reidrisk.collect in one collect fit", "",
+            *[f"* {lab}: " + ", ".join(f"`{a}` -> `{b}`" for a, b in module_edges(runs[lab]))
+              for lab in labels], "",
             f"## Crossings of one collect fit ({labels[-1]})", "",
             md_table(["caller", "callee", "calls"],
                      [[f"`{e['caller']}`", f"`{e['callee']}`", e["calls"]] for e in last["edges"]]),
