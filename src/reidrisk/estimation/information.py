@@ -56,9 +56,15 @@ def _xlogy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def entropy(p, base=np.e) -> np.ndarray | float:
     """Shannon entropy ``-sum p log p`` over the last axis of ``p`` (..., k), in units of ``base``.
 
-    ``p`` is normalised first. Returns a float for a 1-D input, else an array of shape
-    ``p.shape[:-1]``.
-    For the joint entropy of a table, pass ``table.ravel()``.
+    Returns a float for a 1-D input, else an array of shape ``p.shape[:-1]``.
+
+    Parameters
+    ----------
+    p : array_like, shape (..., k)
+        Non-negative finite weights, normalised over the last axis first. For the joint entropy
+        of a table, pass ``table.ravel()``.
+    base : float
+        Logarithm base (positive, != 1); natural log (nats) by default, 2 for bits.
     """
     p = _normalize(p, (-1,), "p")
     h = -_xlogy(p, p).sum(axis=-1) / _log(base)
@@ -69,10 +75,16 @@ def entropy(p, base=np.e) -> np.ndarray | float:
 def mutual_information(table, base=np.e) -> np.ndarray | float:
     """Mutual information of a joint table (paper 004 eq. 14).
 
-    ``sum_{k,k'} p(k,k') log[p(k,k') / (p(k) p(k'))]`` over the last two axes of ``table``
-    (..., f1, f2), normalised first; zero cells contribute 0. Natural log by default. Returns a
+    ``sum_{k,k'} p(k,k') log[p(k,k') / (p(k) p(k'))]``; zero cells contribute 0. Returns a
     float for a 2-D input, else an array of shape ``table.shape[:-2]``. Always >= 0 (rounding
     is clipped).
+
+    Parameters
+    ----------
+    table : array_like, shape (..., f1, f2)
+        Non-negative finite counts or probabilities, normalised over the last two axes first.
+    base : float
+        Logarithm base (positive, != 1); natural log by default, 2 for bits.
     """
     t = _normalize(table, (-2, -1), "table")
     px = t.sum(axis=-1, keepdims=True)
@@ -98,7 +110,13 @@ def _pair(p, q, what: str):
 def kl_divergence(p, q, base=np.e) -> np.ndarray | float:
     """Kullback-Leibler divergence ``sum p log(p / q)`` over the last axis (inf where p > 0 = q).
 
-    ``p``, ``q``: same shape (..., k), normalised first. For tables, pass ravelled arrays.
+    Parameters
+    ----------
+    p, q : array_like, shape (..., k)
+        Two distributions of the same shape, each normalised over the last axis first. For
+        tables, pass ravelled arrays.
+    base : float
+        Logarithm base (positive, != 1); natural log by default.
     """
     p, q = _pair(p, q, "kl_divergence")
     with np.errstate(divide="ignore"):
@@ -113,8 +131,15 @@ def js_divergence(p, q, base=2) -> np.ndarray | float:
     """Jensen-Shannon divergence ``(KL(p||m) + KL(q||m)) / 2`` with ``m = (p + q) / 2``.
 
     Symmetric, finite, and in [0, 1] in base 2 (the default; paper 004 Section 5 metric) or
-    [0, log 2] in nats. ``p``, ``q``: same shape (..., k) over the last axis, normalised first; for
-    contingency tables pass ravelled arrays.
+    [0, log 2] in nats.
+
+    Parameters
+    ----------
+    p, q : array_like, shape (..., k)
+        Two distributions of the same shape, each normalised over the last axis first; for
+        contingency tables pass ravelled arrays.
+    base : float
+        Logarithm base (positive, != 1); 2 by default.
     """
     p, q = _pair(p, q, "js_divergence")
     with np.errstate(divide="ignore", invalid="ignore"):
