@@ -187,8 +187,19 @@ def norm_sub(z, total) -> np.ndarray:
     ``rho = max{j : u_j > (sum_{i<=j} u_i - total)/j}``,
     ``tau = (sum_{i<=rho} u_i - total) / rho``. (When the positive part sums to less than
     ``total`` the iterative variant only lifts the positive entries, while the projection may also
-    lift zeroed ones; the projection is the closer point.) ``z``: (..., k); ``total``: scalar or
-    (...,) >= 0. Returns float64 (..., k).
+    lift zeroed ones; the projection is the closer point.)
+
+    Parameters
+    ----------
+    z : array_like (..., k)
+        The points to project, along the last axis.
+    total : float or array_like (...,)
+        The sum each projection must have (>= 0).
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 (..., k).
     """
     z = np.asarray(z, dtype=np.float64)
     if z.ndim == 0 or z.shape[-1] == 0:
@@ -217,8 +228,17 @@ def variance(theta, n, p, q) -> np.ndarray:
     of value x is Bernoulli(p) for the ``n theta_x`` reports whose true value is x and Bernoulli(q)
     for the others, independently across reports. Exact for every pure oracle with those marginal
     indicator probabilities (GRR, subset, OUE, RAPPOR; OLH up to the uniformity of its hash).
-    ``theta`` (..., k) true probabilities, ``n`` reports. Multiply by ``n**2`` for the variance of
-    the counts.
+    Multiply by ``n**2`` for the variance of the counts.
+
+    Parameters
+    ----------
+    theta : array_like (..., k)
+        True probabilities.
+    n : float
+        Number of reports.
+    p, q : float
+        The oracle's support probabilities for the true value and for another value
+        (``Mechanism.p_support``, ``q_support``).
     """
     p, q = _check_pq(p, q)
     theta = np.asarray(theta, dtype=np.float64)
@@ -234,16 +254,28 @@ def variance(theta, n, p, q) -> np.ndarray:
 def shrink_toward_uniform(probs, departure, noise, target=None) -> tuple[np.ndarray, float]:
     """Positive-part James-Stein shrinkage of a distribution toward the uniform one.
 
-    ``departure``: an unbiased estimate's departure from uniform in the sum-zero directions (any
-    shape; only ``||departure||^2`` is read), ``noise``: the expected ``||departure||^2`` that is
-    noise, i.e. the trace of its covariance in those directions (``E||d||^2 = ||signal||^2 +
-    noise``), or James and Stein's ``(dim - 2) sigma^2`` (``james_stein_noise``). The weight is
-    ``lam = max(0, 1 - noise / ||d||^2)`` (James and Stein 1961, positive part), and ``probs`` (a
-    table of probabilities summing to 1, any shape; all its cells form the distribution) keeps
-    that share of its departure:
-    ``u + lam (probs - u)``. Convex in ``probs`` and ``u``, so the result stays a distribution.
-    ``target``: another distribution to shrink toward (like ``probs``; then ``departure`` and
-    ``noise`` are those of the departure from it). Returns ``(shrunk probs, lam)``.
+    The weight is ``lam = max(0, 1 - noise / ||d||^2)`` (James and Stein 1961, positive part), and
+    ``probs`` keeps that share of its departure: ``u + lam (probs - u)``. Convex in ``probs`` and
+    ``u``, so the result stays a distribution.
+
+    Parameters
+    ----------
+    probs : array_like
+        A table of probabilities summing to 1, any shape (all its cells form the distribution).
+    departure : array_like
+        An unbiased estimate's departure from uniform in the sum-zero directions (any shape; only
+        ``||departure||^2`` is read).
+    noise : float
+        The expected ``||departure||^2`` that is noise, i.e. the trace of its covariance in those
+        directions (``E||d||^2 = ||signal||^2 + noise``), or ``james_stein_noise``.
+    target : array_like, optional
+        Another distribution to shrink toward (like ``probs``; then ``departure`` and ``noise``
+        are those of the departure from it). ``None``: uniform.
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, float)
+        ``(shrunk probs, lam)``.
     """
     probs = np.asarray(probs, dtype=np.float64)
     lam = shrink_weight(departure, noise)
@@ -253,7 +285,13 @@ def shrink_toward_uniform(probs, departure, noise, target=None) -> tuple[np.ndar
 
 def shrink_weight(departure, noise) -> float:
     """``max(0, 1 - noise / ||departure||^2)`` (0 for a zero departure): the weight of
-    ``shrink_toward_uniform``."""
+    ``shrink_toward_uniform``.
+
+    Parameters
+    ----------
+    departure, noise
+        As in ``shrink_toward_uniform``.
+    """
     dd = float(np.sum(np.square(departure)))
     noise = float(noise)
     if not (np.isfinite(noise) and noise >= 0):
@@ -306,8 +344,24 @@ def default_shrink(probs, inversion, noise, null) -> tuple[np.ndarray, float]:
     from uniform beyond ``null`` (``null_departure``: what noise alone gives). Each errs on the
     side of shrinking: the first ignores that the constrained estimate removes most of the noise
     where the truth is sparse, the second counts all of a departure up to a high quantile of the
-    null as noise. ``probs``, ``inversion``: tables of the same size (any shape). Returns
-    ``(shrunk probs, lam)``."""
+    null as noise.
+
+    Parameters
+    ----------
+    probs : array_like
+        The constrained estimate, a table of probabilities (any shape).
+    inversion : array_like
+        The unbiased inversion estimate, a table of the same size.
+    noise : float
+        The inversion's noise, ``james_stein_noise(inversion_noise(...))``.
+    null : float
+        The ``||probs - uniform||^2`` that noise alone gives (``null_departure``).
+
+    Returns
+    -------
+    tuple of (numpy.ndarray, float)
+        ``(shrunk probs, lam)``.
+    """
     probs = np.asarray(probs, dtype=np.float64)
     inversion = np.asarray(inversion, dtype=np.float64)
     u = 1.0 / probs.size
@@ -322,7 +376,15 @@ def james_stein_noise(trace, dims: int) -> float:
     whose risk is below the unbiased estimate's for every signal when ``dims >= 3`` (for Gaussian
     noise; James and Stein 1961, Baranchik 1964). ``dims <= 2``: 0 (no shrinkage; none dominates
     there). The pure oracles' covariance in the sum-zero directions is close to isotropic where
-    shrinkage matters (small budgets: every cell's variance is dominated by ``q (1 - q)``)."""
+    shrinkage matters (small budgets: every cell's variance is dominated by ``q (1 - q)``).
+
+    Parameters
+    ----------
+    trace : float
+        Trace of the departure's covariance (e.g. ``inversion_noise``).
+    dims : int
+        Number of free directions of the departure (cells - 1 for a distribution).
+    """
     dims = int(dims)
     return float(trace) * (dims - 2) / dims if dims > 2 else 0.0
 
@@ -373,6 +435,15 @@ def inversion_noise(n, mech, mech2=None) -> float:
     ``((1 + t_1)(1 + t_2) - 1) / n`` less ``((1 + v_1)(1 + v_2) - 1) / (f_1 f_2 n)``. Exact for the
     fixed database the reports came from (the estimand of the frequency estimators); the sampling
     noise of the database itself is not counted.
+
+    Parameters
+    ----------
+    n : float
+        Number of reports (> 0).
+    mech : Mechanism
+        The attribute's mechanism.
+    mech2 : Mechanism, optional
+        The second attribute's mechanism, for a pair table; ``None``: one attribute.
     """
     n = float(n)
     if not n > 0:
@@ -473,9 +544,22 @@ def em_reports(log_prob, stop="noise", max_iter: int = DEFAULT_MAX_ITER, init=No
     once with ``np.unique`` and weighted by their multiplicity, so a step costs O(U k) for U
     distinct rows (<= n). Rows that are constant across x (missing or uninformative reports) do
     not change the maximiser and are dropped. Each row is shifted by its maximum before
-    exponentiation (the posterior is invariant to a per-row factor). ``stop``/``max_iter``/``init``
-    as in ``em_counts`` (``init``: probabilities). For GRR the step is identical to ``em_counts`` on
-    the GRR channel. Returns ``EMResult(estimate=theta (k,), iterations, converged)``.
+    exponentiation (the posterior is invariant to a per-row factor). For GRR the step is identical
+    to ``em_counts`` on the GRR channel.
+
+    Parameters
+    ----------
+    log_prob : array_like (n, k)
+        ``log P(y_i | X = x)`` for each report i (``Mechanism.log_prob``).
+    stop, max_iter
+        As in ``em_counts``.
+    init : array_like (k,), optional
+        Start probabilities, as in ``em_counts``.
+
+    Returns
+    -------
+    EMResult
+        ``estimate`` = theta (k,), ``iterations``, ``converged``.
     """
     lp = np.asarray(log_prob, dtype=np.float64)
     if lp.ndim != 2 or lp.shape[1] < 1:
