@@ -283,7 +283,15 @@ def add_noise(table: pd.DataFrame | Release, sa: Sequence[str], scale: float, *,
 
 def shuffle_rows(table: pd.DataFrame | Release, *, rng=None) -> Release:
     """Pseudonymization by a random permutation of the rows (paper 001, "cheating" / Yamaoka, D_c):
-    every row kept unchanged, the order (the published link to X) destroyed."""
+    every row kept unchanged, the order (the published link to X) destroyed.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame or Release
+        The original table or a previous release.
+    rng : numpy.random.Generator or int, optional
+        Generator or seed (``None``: a fresh cryptographic generator).
+    """
     rel = as_release(table)
     perm = as_generator(rng).permutation(len(rel.data))
     return derive(rel, rel.data.iloc[perm], perm, "shuffle", {})
@@ -292,8 +300,15 @@ def shuffle_rows(table: pd.DataFrame | Release, *, rng=None) -> Release:
 def unify(table: pd.DataFrame | Release, columns: Sequence[str], *, value: Any = None) -> Release:
     """Set each chosen QI column to one value (paper 001, Section 4.2 "Unified value", D_d/D_e).
 
-    ``value``: None = each column's most frequent value (ties: the first in pandas' value_counts
-    order), a scalar for every column, or a {column: value} mapping.
+    Parameters
+    ----------
+    table : pandas.DataFrame or Release
+        The original table or a previous release.
+    columns : sequence of str
+        The QI columns to unify.
+    value : scalar or mapping, optional
+        ``None``: each column's most frequent value (ties: the first in pandas' value_counts
+        order); a scalar for every column; or a {column: value} mapping with one per column.
     """
     rel = as_release(table)
     columns = check_columns(rel.data, columns, "unified")
@@ -324,7 +339,17 @@ def _fits(col: pd.Series, v) -> bool:
 
 def average_sa(table: pd.DataFrame | Release, qi: Sequence[str], sa: Sequence[str]) -> Release:
     """Replace each SA value by its mean within the row's QI group (paper 001, Section 4.2
-    "Replacement of values of SA by the Average value", Table 10, D_f). Column means are kept."""
+    "Replacement of values of SA by the Average value", Table 10, D_f). Column means are kept.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame or Release
+        The original table or a previous release.
+    qi : sequence of str
+        The quasi-identifier columns that define the groups.
+    sa : sequence of str
+        The sensitive (numeric) columns to replace.
+    """
     rel = as_release(table)
     qi = check_columns(rel.data, qi, "QI")
     sa = check_columns(rel.data, sa, "SA")
@@ -339,7 +364,19 @@ def swap_sa(table: pd.DataFrame | Release, qi: Sequence[str], sa: Sequence[str],
             ) -> Release:
     """Permute each SA column at random within each QI group, independently per column (paper 001,
     Section 4.2 "Swapping", Table 11, D_g). Each group's multiset of each SA column is kept, hence
-    every column mean and every mean by QI cell."""
+    every column mean and every mean by QI cell.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame or Release
+        The original table or a previous release.
+    qi : sequence of str
+        The quasi-identifier columns that define the groups.
+    sa : sequence of str
+        The sensitive (numeric) columns to permute.
+    rng : numpy.random.Generator or int, optional
+        Generator or seed (``None``: a fresh cryptographic generator).
+    """
     rel = as_release(table)
     qi = check_columns(rel.data, qi, "QI")
     sa = check_columns(rel.data, sa, "SA")
@@ -358,7 +395,17 @@ def swap_sa(table: pd.DataFrame | Release, qi: Sequence[str], sa: Sequence[str],
 
 def delete_records(table: pd.DataFrame | Release, fraction: float, *, rng=None) -> Release:
     """Delete round(fraction * n) rows chosen uniformly at random, keeping the order of the rest
-    (paper 001, Section 4.2 "Records suppression", D_h)."""
+    (paper 001, Section 4.2 "Records suppression", D_h).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame or Release
+        The original table or a previous release.
+    fraction : float
+        Share of the rows to delete, in [0, 1).
+    rng : numpy.random.Generator or int, optional
+        Generator or seed (``None``: a fresh cryptographic generator).
+    """
     rel = as_release(table)
     fraction = float(fraction)
     if not 0.0 <= fraction < 1.0:
@@ -415,6 +462,13 @@ class Pipeline:
     Each step names a function of ``ANONYMIZERS``; its other keys are that function's keyword
     parameters (``qi``/``sa`` default to the top-level lists). Unknown steps, unknown or missing
     parameters are ``LinkageError``s naming the step and the accepted parameters.
+
+    Parameters
+    ----------
+    steps : tuple of Step
+        The steps, in the order they are applied.
+    source : str
+        Where the pipeline came from, for error messages (default "the pipeline").
     """
 
     steps: tuple[Step, ...]
