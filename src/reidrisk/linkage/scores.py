@@ -96,10 +96,19 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
 
 def reid_rate(linking: Linking, truth: np.ndarray | Release, *, n_original: int | None = None,
               level: float = 0.95) -> Rate:
-    """The re-identification rate of ``linking`` against the true mapping (an array or a Release).
+    """The re-identification rate of ``linking`` against the true mapping.
 
-    ``n_original`` (|X|) sets the random-guess rate 1/|X|; by default the largest row position in
-    ``truth`` + 1 is used as a lower bound of |X| (pass it when known).
+    Parameters
+    ----------
+    linking : Linking
+        The attack's guesses, one original row position per released row.
+    truth : numpy.ndarray or Release
+        The true original row position of each released row (or a Release holding it).
+    n_original : int, optional
+        |X|, which sets the random-guess rate 1/|X|; by default the largest row position in
+        ``truth`` + 1 is used as a lower bound of |X| (pass it when known).
+    level : float
+        Confidence level of the Clopper-Pearson interval (default 0.95).
     """
     if isinstance(truth, Release):
         truth = truth.truth
@@ -130,8 +139,22 @@ def _cross(frame: pd.DataFrame, qi: Sequence[str], values: np.ndarray) -> tuple[
 
 def utility_scores(original: pd.DataFrame, release: pd.DataFrame | Release, *, qi: Sequence[str],
                    sa: Sequence[str], truth: np.ndarray | None = None) -> Utility:
-    """U1-U6 of ``release`` against ``original`` (definitions in the module docstring). ``truth``
-    (or a ``Release``'s own) is needed for U5 only; without it U5 is NaN."""
+    """U1-U6 of ``release`` against ``original`` (definitions in the module docstring).
+
+    Parameters
+    ----------
+    original : pandas.DataFrame
+        The original table.
+    release : pandas.DataFrame or Release
+        The anonymized table.
+    qi : sequence of str
+        The quasi-identifier columns (present in both tables).
+    sa : sequence of str
+        The sensitive (numeric) columns (present in both tables).
+    truth : numpy.ndarray, optional
+        Original row position of each released row, needed for U5 only (a ``Release``'s own is
+        used when not given); without it U5 is NaN.
+    """
     if isinstance(release, Release):
         truth = release.truth if truth is None else truth
         y = release.data
@@ -184,7 +207,15 @@ def _corr(a: np.ndarray) -> np.ndarray:
 
 
 def security_scores(release: pd.DataFrame | Release, *, qi: Sequence[str]) -> Security:
-    """S1 = smallest and S2 = mean equivalence-class size over ``qi`` in the release."""
+    """S1 = smallest and S2 = mean equivalence-class size over ``qi`` in the release.
+
+    Parameters
+    ----------
+    release : pandas.DataFrame or Release
+        The anonymized table (an empty one scores 0, 0.0).
+    qi : sequence of str
+        The quasi-identifier columns that define the classes.
+    """
     y = release.data if isinstance(release, Release) else release
     qi = check_columns(y, qi, "QI", "the release")
     if len(y) == 0:
