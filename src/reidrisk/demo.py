@@ -349,7 +349,6 @@ def run_demo(
     g = len(schema)
     n_records = codes.shape[0]
 
-
     sizes_arr = schema.sizes
     pairs = [(a, b) for a in range(g) for b in range(a + 1, g)]
     truth = tuple(contingency(codes, sizes_arr, [j]) for j in range(g))
@@ -456,6 +455,7 @@ def run_demo(
             result = dataclasses.replace(result, extra_sections=(*result.extra_sections, section))
         # paper 001: how many rows of an anonymized release link back to their owners? (its own
         # table: a UCI Adult sample when installed, else a synthetic survey; a few seconds)
+        # kept off the command line's start: loaded only by this command
         from reidrisk.linkage.report import linkage_section, run_linkage_demo
 
         log("Attacking anonymized releases of a table (linkage)")

@@ -418,7 +418,6 @@ def write_chunks(chunks, path: Path) -> Path:
         # compressed CSV: one write through the shared writer
         import pandas as pd
 
-
         return write_table(pd.concat(list(chunks), ignore_index=True), path)
 
     def write(tmp: Path) -> None:

@@ -273,7 +273,6 @@ def _native_column(mech: Mechanism, codec: str, rep):
     """One attribute's reports as an Arrow array in the ``native`` layout (``write_partition``)."""
     import pyarrow as pa
 
-
     if isinstance(rep, PackedBits) or (codec == "bits" and isinstance(mech, UnaryEncoding)):
         if isinstance(rep, PackedBits):
             packed = rep
@@ -309,7 +308,6 @@ def write_partition(path: str | Path, schema: Schema, mechanisms, columns, proto
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
-
 
     mechs = tuple(mechanisms)
     cols = list(columns)

@@ -276,7 +276,6 @@ def _ldp_note(model, databases) -> str | None:
 def _load_schema(path, frames, query):
     import pandas as pd
 
-
     if path is not None:
         return Schema.load(path)
     cols = list(query.columns)

@@ -26,7 +26,6 @@ class Proposed(Method):
     def fit(self, reports) -> Proposed:
         import warnings
 
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", CollectWarning)  # the fallback is in model_.report
             self.model_ = self.pipeline.fit(reports)
