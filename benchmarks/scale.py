@@ -121,7 +121,8 @@ def kernel_part(res: Results, shapes, repeats: int) -> list:
             res.add({**params, "wall_s": kern_wall}, "pair_counts_cpu_s", kern_cpu, "s")
             res.add(params, "kernel_over_gemm", kern_cpu / bare_cpu, "ratio")
             rows.append((label, kind, f"{bare_cpu:.3f}", f"{kern_cpu:.3f}",
-                         f"{kern_cpu / bare_cpu:.2f}", "yes" if exact else "NO"))
+                         f"{kern_cpu / bare_cpu:.2f}", "yes" if exact else "NO",
+                         kern_cpu / bare_cpu))
             print(f"kernel {label} {kind}: bare {bare_cpu:.3f} s, pair_counts {kern_cpu:.3f} s "
                   f"({kern_cpu / bare_cpu:.2f}x), equal {exact}", flush=True)
     return rows
@@ -259,10 +260,31 @@ def main(argv=None) -> int:
             proj_rows.append((label, f"{N:.0e}".replace("e+0", "e"), f"{per * 1e6:.2f} us",
                               _human_s(t), _mib(peak), f"{bpr * N / 2**30:,.0f} GiB"))
 
+    over = [f"{r[0]} {r[1]} ({r[4]}x)" for r in kern_rows if r[6] > 2.0]
+    worst = max(kern_rows, key=lambda r: r[6])
+    reader = thr[(big, "chunked reader, 1 process")][0]
+    dask2 = thr[(big, "Dask, 2 workers")][0]
+    checks = [
+        ("counting kernel within 2x of a bare float32 GEMM (CPU time, every shape and mechanism)",
+         "met" if not over else "not met: " + ", ".join(over),
+         f"largest ratio {worst[6]:.2f} ({worst[0]}, {worst[1]})"),
+        ("counts equal the GEMM's exactly", "met" if all(r[5] == "yes" for r in kern_rows)
+         else "NOT MET", f"{len(kern_rows)} cases"),
+        ("200 attributes at 10^5 reports fit in <= 10 s", "met" if fit200["wall"] <= 10
+         else "not met", f"{fit200['wall']:.1f} s wall (load {res.machine.get('load_avg_start')})"),
+        (f"no EM fit at the step cap at {em_n:,} x 20", "met" if em20["capped"] == 0
+         else "not met", f"largest: marginals {em20['m_it']}, pairs {em20['p_it']} steps"),
+        (f"Dask on 2 workers against the chunked reader at {big:,}", "measured",
+         f"{reader / dask2:.2f}x the reader's throughput"),
+    ]
     load = res.machine.get("load_avg_start")
     thr_rows = [(f"{n:,}", label, f"{sec:.1f}", f"{n / sec:,.0f}", _mib(peak))
                 for (n, label), (sec, peak, _) in sorted(thr.items())]
     body = f"""# Scale: counting at the BLAS limit, on one machine and on Dask
+
+## Summary
+
+{md_table(["check", "result", "measured"], checks, align="lll")}
 
 `benchmarks/scale.py` ({'quick' if args.quick else 'full'} run; the method is in the script's
 docstring). Machine below; load average at the start {load} on
@@ -277,7 +299,7 @@ already-built dense float32 one-hot matrix B (CPU seconds, best of {repeats}; ta
 "equal": the counts equal the GEMM's, integer for integer).
 
 {md_table(["shape (n x F)", "mechanisms", "bare B.T @ B", "pair_counts", "ratio", "equal"],
-          kern_rows)}
+          [r[:6] for r in kern_rows])}
 
 ## 2. Counting throughput and memory (GRR, {g_read} attributes, F = 268, partitioned Parquet)
 
