@@ -193,11 +193,21 @@ def _read_file(path: Path, split: str) -> pd.DataFrame:
 def load_adult(split: str = "train", root: str | Path | None = None) -> pd.DataFrame:
     """Load UCI Adult as a DataFrame with the 15 named columns ``COLUMNS``.
 
-    ``split``: ``"train"`` (adult.data, 32,561 rows), ``"test"`` (adult.test, 16,281 rows) or
-    ``"both"`` (train then test, 48,842 rows). ``root`` is the folder holding the files (default:
-    ``shared_data_dir()/uci-adult``). Numeric columns are int64; text columns are strings with
-    missing values (``"?"`` in the files) as NaN. Raises ``DatasetNotFound`` if the files are
-    absent.
+    Numeric columns are int64; text columns are strings with missing values (``"?"`` in the
+    files) as NaN.
+
+    Parameters
+    ----------
+    split : {"train", "test", "both"}
+        ``"train"`` (adult.data, 32,561 rows), ``"test"`` (adult.test, 16,281 rows) or ``"both"``
+        (train then test, 48,842 rows).
+    root : str or Path, optional
+        The folder holding the files (default: ``shared_data_dir()/uci-adult``).
+
+    Raises
+    ------
+    DatasetNotFound
+        If the files are absent.
     """
     if split not in ("train", "test", "both"):
         raise ValueError(f"split must be 'train', 'test' or 'both', got {split!r}")
@@ -210,11 +220,15 @@ def load_adult(split: str = "train", root: str | Path | None = None) -> pd.DataF
 def adult_schema(variant: str = "paper004", domain: str = "declared") -> Schema:
     """The Adult schema of a paper (see the module docstring for every bin and merge).
 
-    ``variant="paper004"``: 15 attributes, 2..9 categories each (paper 004, Section 5.3).
-    ``variant="paper000"``: the 9 categorical attributes of paper 000 (Section V, Table 2) with
-    their full category lists (``domain="declared"``) or only the categories observed in the 30,162
-    complete train records (``domain="observed"``: drops workclass ``Never-worked``; product of the
-    domain sizes 54,001,920 = the 5.4e7 of Table 2).
+    Parameters
+    ----------
+    variant : {"paper004", "paper000"}
+        ``"paper004"``: 15 attributes, 2..9 categories each (paper 004, Section 5.3).
+        ``"paper000"``: the 9 categorical attributes of paper 000 (Section V, Table 2).
+    domain : {"declared", "observed"}
+        For ``"paper000"``: the full category lists (``"declared"``) or only the categories
+        observed in the 30,162 complete train records (``"observed"``: drops workclass
+        ``Never-worked``; product of the domain sizes 54,001,920 = the 5.4e7 of Table 2).
     """
     if domain not in ("declared", "observed"):
         raise ValueError(f"domain must be 'declared' or 'observed', got {domain!r}")
@@ -265,8 +279,17 @@ def load_adult_encoded(
     """Adult encoded with ``adult_schema(variant, domain)``; unpacks as
     ``schema, codes = load_adult_encoded()``.
 
-    ``codes`` is int32 (n, g), ``MISSING`` where the file has ``"?"``. ``complete_only`` keeps the
-    rows with every schema attribute present (train: 30,162 of 32,561 for both variants).
+    ``codes`` is int32 (n, g), ``MISSING`` where the file has ``"?"``.
+
+    Parameters
+    ----------
+    variant, domain
+        As in ``adult_schema``.
+    split, root
+        As in ``load_adult``.
+    complete_only : bool
+        Keep only the rows with every schema attribute present (train: 30,162 of 32,561 for both
+        variants).
     """
     schema = adult_schema(variant, domain)
     frame = load_adult(split, root)[schema.names]
