@@ -46,8 +46,18 @@ def load_communities(root: str | Path | None = None) -> pd.DataFrame:
     """Load the data as a DataFrame (2,215 rows x 147 named columns).
 
     Numeric columns are float64 with NaN where the file has ``"?"``; ``communityname`` and ``state``
-    are strings. ``root`` is the folder holding the two files (default:
-    ``shared_data_dir()/uci-communities-crime-unnormalized``). Raises ``DatasetNotFound`` if absent.
+    are strings.
+
+    Parameters
+    ----------
+    root : str or Path, optional
+        The folder holding the two files (default:
+        ``shared_data_dir()/uci-communities-crime-unnormalized``).
+
+    Raises
+    ------
+    DatasetNotFound
+        If the files are absent.
     """
     files = [DATA_FILE, HEADER_FILE]
     folder = require(DATASET, files) if root is None else check_files(Path(root), files, DATASET)
@@ -98,7 +108,19 @@ def communities_schema(
 ) -> Schema:
     """The schema of paper 004's Community experiment (Section 5.3): the predictive attributes
     with at most ``max_missing`` of their values missing (124 -> 102 at 0.8), each binned at its
-    quantiles into ``bins`` bins (ties merged)."""
+    quantiles (ties merged).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The data as ``load_communities`` returns it.
+    bins : int
+        Number of quantile bins per attribute (fewer where ties merge).
+    max_missing : float
+        Largest share of missing values an attribute may have to be kept.
+    include_goals : bool
+        Keep the 18 goal attributes as well (default: predictive attributes only).
+    """
     if not 0.0 <= max_missing <= 1.0:
         raise ValueError(f"max_missing must be a fraction in [0, 1], got {max_missing!r}")
     columns = predictive_columns(frame, include_goals)
@@ -116,7 +138,15 @@ def load_communities_encoded(
     root: str | Path | None = None,
 ) -> EncodedData:
     """The data encoded with ``communities_schema``: ``schema, codes = load_communities_encoded()``,
-    codes int32 (2,215, 102) by default with ``MISSING`` where the file has ``"?"``."""
+    codes int32 (2,215, 102) by default with ``MISSING`` where the file has ``"?"``.
+
+    Parameters
+    ----------
+    bins, max_missing, include_goals
+        As in ``communities_schema``.
+    root
+        As in ``load_communities``.
+    """
     frame = load_communities(root)
     schema = communities_schema(frame, bins=bins, max_missing=max_missing,
                                 include_goals=include_goals)
