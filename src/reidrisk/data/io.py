@@ -34,8 +34,14 @@ class TableError(ReidriskError, ValueError):
 class EncodedData:
     """A schema and the data encoded with it.
 
-    ``codes`` is an int32 matrix of shape (n, g), ``MISSING`` (-1) where a value is absent.
     Unpacks as ``schema, codes = encoded``.
+
+    Parameters
+    ----------
+    schema : Schema
+        The attributes, in column order.
+    codes : numpy.ndarray
+        int32 matrix of shape (n, g), ``MISSING`` (-1) where a value is absent.
     """
 
     schema: Schema
@@ -69,8 +75,20 @@ def table_format(path: str | Path) -> str:
 def read_table(path: str | Path, columns: Sequence[str] | None = None) -> pd.DataFrame:
     """Read a CSV (header row, all columns as text) or Parquet file into a DataFrame.
 
-    ``columns`` selects and orders columns; naming an absent column is a ``TableError`` that lists
-    the file's columns. A missing file raises ``FileNotFoundError``; an empty file ``TableError``.
+    Parameters
+    ----------
+    path : str or Path
+        A ``.csv`` or ``.parquet`` file.
+    columns : sequence of str, optional
+        Selects and orders columns; naming an absent column is a ``TableError`` that lists the
+        file's columns. ``None``: all columns.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file is missing.
+    TableError
+        If the file is empty, of another format, or lacks a named column.
     """
     path = Path(path)
     fmt = table_format(path)
@@ -128,7 +146,15 @@ def _check_columns(path: Path, available: Sequence[str], wanted: Sequence[str] |
 
 def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
     """Write ``frame`` to ``path`` as CSV (no index; missing values as empty fields) or Parquet,
-    atomically: a temporary file in the same folder replaces the target only once complete."""
+    atomically: a temporary file in the same folder replaces the target only once complete.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The table to write.
+    path : str or Path
+        The target; its suffix (``.csv`` or ``.parquet``) chooses the format.
+    """
     path = Path(path)
     fmt = table_format(path)
     if not isinstance(frame, pd.DataFrame):
@@ -210,7 +236,13 @@ class user_path_in_errors:
 def read_encoded(path: str | Path, schema: Schema) -> np.ndarray:
     """Read a table and encode it with ``schema``: int32 codes (n, g), ``MISSING`` where absent.
 
-    Only the schema's columns are read; a column the file lacks is a ``TableError`` naming it.
+    Parameters
+    ----------
+    path : str or Path
+        A ``.csv`` or ``.parquet`` file; only the schema's columns are read, and a column the file
+        lacks is a ``TableError`` naming it.
+    schema : Schema
+        The attributes to encode with.
     """
     frame = read_table(path, columns=schema.names)
     if len(frame) == 0:
@@ -223,6 +255,15 @@ def write_encoded(codes: np.ndarray, schema: Schema, path: str | Path) -> Path:
 
     ``read_encoded(path, schema)`` gives the same codes back (binned attributes re-encode from their
     bin labels).
+
+    Parameters
+    ----------
+    codes : numpy.ndarray (n, g)
+        Integer codes, ``MISSING`` where absent.
+    schema : Schema
+        The attributes the codes belong to.
+    path : str or Path
+        The target, ``.csv`` or ``.parquet``.
     """
     return write_table(schema.decode(codes), path)
 
