@@ -49,9 +49,20 @@ def mcar(
     rng: np.random.Generator | int | None = None,
     columns: Sequence[int] | None = None,
 ) -> np.ndarray:
-    """Missing completely at random (paper 004, Section 5.1): a copy of ``codes`` (n, g) with
-    each cell of ``columns`` (default: all) set to ``MISSING`` independently with probability
-    ``rate``."""
+    """Missing completely at random (paper 004, Section 5.1): a copy of ``codes`` with each chosen
+    cell set to ``MISSING`` independently with probability ``rate``.
+
+    Parameters
+    ----------
+    codes : numpy.ndarray (n, g)
+        Integer codes (not modified).
+    rate : float
+        Probability that a value is removed, in [0, 1).
+    rng : numpy.random.Generator or int, optional
+        Generator or seed (``None``: a fresh cryptographic generator).
+    columns : sequence of int, optional
+        Column indices to remove values from (default: all).
+    """
     codes = _check_codes(codes)
     m = _check_rate(rate)
     rng = as_generator(rng)
@@ -70,6 +81,15 @@ def mar_probabilities(driver_codes: np.ndarray, rate: float, strength: float = 2
     ``pi_i = expit(a + strength * s_i)`` with ``s_i = 2 k_i / (K - 1) - 1`` in [-1, 1] the position
     of the record's driver code k_i among the codes 0..K-1 (K = largest code + 1; ``s_i = 0`` where
     the driver itself is missing), and ``a`` solved so that ``mean(pi) = rate`` exactly.
+
+    Parameters
+    ----------
+    driver_codes : numpy.ndarray (n,)
+        The driver attribute's codes, ``MISSING`` where absent.
+    rate : float
+        The mean removal probability, in [0, 1).
+    strength : float
+        Slope of the logistic in the driver's position (> 0: higher codes lose more values).
     """
     m = _check_rate(rate)
     driver_codes = np.asarray(driver_codes)
@@ -104,6 +124,19 @@ def mar(
     column is never removed and every other cell of record i is removed independently with
     probability ``pi_i`` (``mar_probabilities``): a logistic function of the driver's observed code,
     increasing for ``strength > 0``, with overall expected rate ``rate`` over the non-driver cells.
+
+    Parameters
+    ----------
+    codes : numpy.ndarray (n, g)
+        Integer codes, at least two columns (not modified).
+    rate : float
+        Expected share of the non-driver cells removed, in [0, 1).
+    rng : numpy.random.Generator or int, optional
+        Generator or seed (``None``: a fresh cryptographic generator).
+    driver : int
+        Column index of the driver attribute (0..g-1).
+    strength : float
+        As in ``mar_probabilities``.
     """
     codes = _check_codes(codes)
     m = _check_rate(rate)
