@@ -38,9 +38,17 @@ _CHUNK_ROWS = 1 << 16
 class Population:
     """A synthetic population and the model it was drawn from.
 
-    ``codes``: int32 (n, g), complete (no ``MISSING``). ``correlation``: the latent correlation
-    matrix R (g, g). ``marginals``: one probability vector (f_j,) per attribute, the model's exact
-    single-attribute distributions.
+    Parameters
+    ----------
+    schema : Schema
+        Attributes ``A1..Ag`` with categories ``"0".."f_j - 1"``.
+    codes : numpy.ndarray
+        int32 (n, g), complete (no ``MISSING``).
+    correlation : numpy.ndarray
+        The latent correlation matrix R (g, g).
+    marginals : tuple of numpy.ndarray
+        One probability vector (f_j,) per attribute, the model's exact single-attribute
+        distributions.
     """
 
     schema: Schema
@@ -160,9 +168,23 @@ def make_population(
 ) -> Population:
     """Draw n complete records over attributes of domain sizes ``sizes`` through a latent Gaussian.
 
-    ``dependence``: d in [0, 1) (see the module docstring) or a (g, g) correlation matrix.
-    ``marginals``: ``"random"`` (each p_j ~ Dirichlet(1, ..., 1)), ``"uniform"`` or a list of g
-    probability vectors. Attributes are named ``A1..Ag`` with categories ``"0".."f_j - 1"``.
+    Attributes are named ``A1..Ag`` with categories ``"0".."f_j - 1"``.
+
+    Parameters
+    ----------
+    n : int
+        Number of records (>= 1).
+    sizes : sequence of int
+        Domain size f_j of each of the g attributes.
+    dependence : float or numpy.ndarray
+        d in [0, 1) (see the module docstring) or a (g, g) correlation matrix.
+    rng : numpy.random.Generator or int, optional
+        Generator or seed (``None``: a fresh cryptographic generator).
+    marginals : str or sequence of sequence of float
+        ``"random"`` (each p_j ~ Dirichlet(1, ..., 1)), ``"uniform"`` or a list of g probability
+        vectors.
+    structure : {"factor", "random"}
+        The correlation structure C for a scalar ``dependence`` (see the module docstring).
     """
     if isinstance(n, bool) or int(n) != n or n < 1:
         raise ValueError(f"n must be a positive integer, got {n!r}")
@@ -214,6 +236,15 @@ def make_binary_population(
     The paper says only that "the attribute values of each individual were determined randomly".
     The literal reading, and the default here, is independent fair coins (``dependence=0``,
     ``marginals="uniform"``); ``dependence``/``marginals`` give correlated or skewed variants.
+
+    Parameters
+    ----------
+    g : int
+        Number of binary attributes (>= 1).
+    n : int
+        Number of people (default 10,000).
+    rng, dependence, marginals, structure
+        As in ``make_population``.
     """
     if isinstance(g, bool) or int(g) != g or g < 1:
         raise ValueError(f"g must be a positive integer, got {g!r}")
