@@ -23,11 +23,23 @@ def contingency(
 ) -> np.ndarray:
     """The c-way table of ``codes`` over the columns ``cols``.
 
-    ``codes`` is an int matrix (n, g) with ``MISSING`` = -1; ``sizes`` the domain sizes f_j of all
-    g columns; ``cols`` the c column indices of the table (in the table's axis order, no repeats).
-    Returns an array of shape ``(f_cols[0], ..., f_cols[c-1])``: probabilities summing to 1
-    (``normalize=True``) or counts (int64), over the rows complete on ``cols`` only. One
-    ``np.bincount`` over the raveled cell index; O(n c).
+    One ``np.bincount`` over the raveled cell index; O(n c).
+
+    Parameters
+    ----------
+    codes : numpy.ndarray (n, g)
+        Integer codes, ``MISSING`` = -1.
+    sizes : sequence of int
+        The domain sizes f_j of all g columns.
+    cols : sequence of int
+        The c column indices of the table, in the table's axis order, no repeats.
+    normalize : bool
+        Probabilities summing to 1 (default) or counts (int64).
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(f_cols[0], ..., f_cols[c-1])``, over the rows complete on ``cols`` only.
     """
     codes = np.asarray(codes)
     if codes.ndim != 2:
