@@ -35,9 +35,18 @@ def _search_roots(starts: Iterable[str | Path] | None = None) -> list[Path]:
 def shared_data_dir(search_from: Iterable[str | Path] | None = None) -> Path:
     """The folder holding the data sets.
 
-    ``$REIDRISK_DATA`` if set; otherwise the first ``shared/data`` found in a folder
-    ``search_from`` (default: this package's location, then the current directory) or any folder
-    above it. Raises ``DatasetNotFound`` naming the places searched.
+    ``$REIDRISK_DATA`` if set; otherwise the first ``shared/data`` found in a folder of
+    ``search_from`` or any folder above it.
+
+    Parameters
+    ----------
+    search_from : iterable of str or Path, optional
+        Folders to search from (default: this package's location, then the current directory).
+
+    Raises
+    ------
+    DatasetNotFound
+        Naming the places searched.
     """
     env = os.environ.get(ENV_VAR)
     if env:
@@ -61,9 +70,19 @@ def shared_data_dir(search_from: Iterable[str | Path] | None = None) -> Path:
 
 
 def require(name: str, files: Iterable[str] = ()) -> Path:
-    """The folder of data set ``name`` (e.g. ``"uci-adult"``), checking that ``files`` exist in it.
+    """The folder of data set ``name``, checking that ``files`` exist in it.
 
-    Raises ``DatasetNotFound`` naming the missing folder or file and the fix.
+    Parameters
+    ----------
+    name : str
+        The data set's folder under ``shared_data_dir()``, e.g. ``"uci-adult"``.
+    files : iterable of str
+        File names that must exist in that folder.
+
+    Raises
+    ------
+    DatasetNotFound
+        Naming the missing folder or file and the fix.
     """
     base = shared_data_dir()
     folder = base / name
