@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from reidrisk.collect import CollectPipeline
+from reidrisk.collect import CollectPipeline, model_io
 from reidrisk.collect.model_io import CollectModel, ModelFileError
 from reidrisk.collect.protocol import Protocol
 from reidrisk.collect.reports_io import CollectedReports
@@ -84,3 +86,23 @@ def test_model_files_with_the_former_keys_still_load(tmp_path, model):
     back = CollectModel.load(path)
     assert back.protocol == PROTOCOL and back.protocol.attributes_per_person == 2
     assert math.isclose(back.privacy_loss, 4.0, rel_tol=1e-9)
+
+
+def _imported_modules(path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return out
+
+
+def test_model_io_is_the_file_format_only():
+    # the pipeline builds models (and fits their copula) and imports model_io, never the reverse:
+    # no import of the pipeline anywhere in model_io, at the top or inside a function
+    imported = _imported_modules(Path(model_io.__file__))
+    assert "reidrisk.collect.pipeline" not in imported
+    assert "reidrisk.collect" not in imported  # the package would import the pipeline
+    assert not hasattr(model_io, "fit_copula")
