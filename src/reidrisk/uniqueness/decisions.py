@@ -38,6 +38,19 @@ def decide(
     * ``"probability"``: P(X > T) > 1/2, the Bayes rule for accuracy.
     * ``"expected"``: the estimated count (E[X], paper 000 eq. 19, rounded to the nearest whole
       number) exceeds T, i.e. E[X] >= T + 1/2: the paper's Section V classification.
+
+    Parameters
+    ----------
+    rule : {"balanced", "probability", "expected"}
+        The decision rule above.
+    p_greater : numpy.ndarray (r, t)
+        P(X > T) per record and threshold.
+    expected : numpy.ndarray (r,), optional
+        E[X] per record; required by ``"expected"``.
+    thresholds : numpy.ndarray (t,), optional
+        The thresholds T; required by ``"expected"``.
+    base_rates : numpy.ndarray (t,), optional
+        The population's P(X > T) per threshold; required by ``"balanced"``.
     """
     P = np.atleast_2d(np.asarray(p_greater, dtype=np.float64))
     if rule == "balanced":
@@ -73,7 +86,15 @@ class Classification:
 
 
 def roc_auc(score: np.ndarray, label: np.ndarray) -> float:
-    """Area under the ROC curve (Mann-Whitney U with mid-ranks for ties); nan if one class is empty."""
+    """Area under the ROC curve (Mann-Whitney U with mid-ranks for ties); nan if one class is empty.
+
+    Parameters
+    ----------
+    score : numpy.ndarray
+        The classifier's score per record (higher: more likely positive).
+    label : numpy.ndarray
+        The true class per record (cast to bool).
+    """
     score = np.asarray(score, dtype=np.float64)
     label = np.asarray(label, dtype=bool)
     n1 = int(label.sum())
@@ -86,8 +107,20 @@ def roc_auc(score: np.ndarray, label: np.ndarray) -> float:
 
 def classification(predicted: np.ndarray | bool, truth_counts: np.ndarray, T: float,
                    score: np.ndarray | None = None) -> Classification:
-    """Accuracy, balanced accuracy and AUC of the decisions ``predicted`` (bool, or a constant)
-    against the true counts and threshold T."""
+    """Accuracy, balanced accuracy and AUC of the decisions ``predicted`` against the true counts
+    and threshold T.
+
+    Parameters
+    ----------
+    predicted : numpy.ndarray or bool
+        The decision "count > T" per record, or one constant decision for all.
+    truth_counts : numpy.ndarray
+        The true count per record.
+    T : float
+        The threshold; a record is positive when its true count exceeds it.
+    score : numpy.ndarray, optional
+        A score per record for the AUC (nan without one).
+    """
     truth = np.asarray(truth_counts) > T
     pred = np.broadcast_to(np.asarray(predicted, dtype=bool), truth.shape)
     pos, neg = truth, ~truth
@@ -117,7 +150,17 @@ class Reliability:
 
 
 def reliability(prob: np.ndarray, outcome: np.ndarray, bins: int = 10) -> Reliability:
-    """Bin predictions into ``bins`` equal-width bins on [0, 1] and compare with the outcomes."""
+    """Bin predictions into ``bins`` equal-width bins on [0, 1] and compare with the outcomes.
+
+    Parameters
+    ----------
+    prob : numpy.ndarray
+        Predicted probabilities in [0, 1].
+    outcome : numpy.ndarray
+        The observed outcomes (0/1), one per prediction.
+    bins : int
+        Number of equal-width bins (default 10).
+    """
     p = np.asarray(prob, dtype=np.float64)
     y = np.asarray(outcome, dtype=np.float64)
     edges = np.linspace(0.0, 1.0, bins + 1)
