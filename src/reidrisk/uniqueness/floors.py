@@ -75,10 +75,18 @@ def _check_alpha(alpha: float, floor: str) -> float:
 
 
 def floor_bound(N: float | np.ndarray, alpha: float, floor: str = DEFAULT_FLOOR) -> np.ndarray:
-    """The lower bound on q for a population of size ``N`` (scalar or array, broadcast).
+    """The lower bound on q for a population of size ``N``.
 
-    ``"lambertw"``: ``-W0(-alpha) / N`` (paper 000 eq. 14 with N for n), exactly ``1/N`` at
-    ``alpha = 1/e``; ``"poisson"``: ``-log1p(-alpha) / N``; ``"none"``: 0.
+    Parameters
+    ----------
+    N : float or numpy.ndarray
+        Population size (finite, >= 1; an array is broadcast).
+    alpha : float
+        The floor's level (finite, >= 0): at most 1/e for ``"lambertw"``, below 1 for
+        ``"poisson"``.
+    floor : {"lambertw", "poisson", "none"}
+        ``"lambertw"``: ``-W0(-alpha) / N`` (paper 000 eq. 14 with N for n), exactly ``1/N`` at
+        ``alpha = 1/e``; ``"poisson"``: ``-log1p(-alpha) / N``; ``"none"``: 0.
     """
     floor = _check_floor(floor)
     a = _check_alpha(alpha, floor)
