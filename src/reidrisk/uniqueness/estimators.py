@@ -219,6 +219,11 @@ def zayatz_uniques(sample, N: int) -> UniquesEstimate:
 
     and the population uniques are the sample uniques that are population uniques, scaled up by
     the sampling fraction: ``U = f_1 P(1 | sample unique) / pi``.
+
+    Parameters
+    ----------
+    sample, N
+        As in ``estimate_population_uniques``.
     """
     freq = _as_frequencies(sample)
     Nn = _check_N(N, freq.n)
@@ -329,6 +334,11 @@ def pitman_uniques(sample, N: int) -> UniquesEstimate:
 
     ``params["se"]`` is the delta-method standard error of the estimate from the observed
     information (the inverse negative Hessian of the log-likelihood).
+
+    Parameters
+    ----------
+    sample, N
+        As in ``estimate_population_uniques``.
     """
     freq = _as_frequencies(sample)
     Nn = _check_N(N, freq.n)
@@ -423,6 +433,11 @@ def snb_uniques(sample, N: int) -> UniquesEstimate:
     generating function) with scipy.optimize.least_squares in log space. The population uniques
     are ``K P(F = 1) = K b^a``; a sample unique is a population unique with probability
     ``P(F=1 | size 1) = (1-d)^a / (1 + a d / (1-d))``.
+
+    Parameters
+    ----------
+    sample, N
+        As in ``estimate_population_uniques``.
     """
     freq = _as_frequencies(sample)
     Nn = _check_N(N, freq.n)
@@ -453,7 +468,12 @@ def dankar_uniques(sample, N: int) -> UniquesEstimate:
 
     ``pi <= 0.1``: Pitman (Zayatz if the Pitman fit fails); ``pi > 0.1``: the smaller of the
     Zayatz and SNB estimates (Zayatz if SNB fails). The result carries the chosen model in
-    ``method`` and ``rule = "dankar"``.
+    ``estimator`` and ``rule = "dankar"``.
+
+    Parameters
+    ----------
+    sample, N
+        As in ``estimate_population_uniques``.
     """
     freq = _as_frequencies(sample)
     Nn = _check_N(N, freq.n)
@@ -479,8 +499,17 @@ _ESTIMATORS = {"pitman": pitman_uniques, "zayatz": zayatz_uniques, "snb": snb_un
 
 @renamed_keywords(method="estimator")
 def estimate_population_uniques(sample, N: int, estimator: str = "dankar") -> UniquesEstimate:
-    """Estimate population uniques from a sample (codes (n, g) or ``SampleFrequencies``) with the
-    ``estimator`` (formerly ``method``) named in ``METHODS``."""
+    """Estimate population uniques from a sample.
+
+    Parameters
+    ----------
+    sample : numpy.ndarray (n, g) or SampleFrequencies
+        The sample's codes, or its frequency of frequencies.
+    N : int
+        Population size (an integer >= the sample size n).
+    estimator : {"pitman", "zayatz", "snb", "dankar"}
+        The estimator (formerly ``method``), one of ``METHODS``; default ``"dankar"``.
+    """
     try:
         fn = _ESTIMATORS[str(estimator).lower()]
     except KeyError:
