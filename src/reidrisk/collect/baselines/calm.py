@@ -51,9 +51,11 @@ Our reading of the method, step by step (section numbers are the paper's):
    by their inverse-variance weighted mean (a projection summing ``C = D_i / D_A`` cells has
    ``C`` times the per-cell variance, so its weight is ``1 / (C v_i)``), spreading each change
    evenly over the ``C`` cells behind each A cell. Processing A after all its subsets keeps them
-   consistent, so after one pass every two marginals agree on their common attributes. Norm-Sub
-   and consistency alternate (``rounds``) until no cell is negative; the last step is
-   consistency.
+   consistent, so after one pass every two marginals agree on their common attributes. Groups
+   reporting the same set pool their support counts first (the pooled inversion is their
+   inverse-variance weighted mean). Norm-Sub and consistency alternate (``rounds``, 5) until no
+   cell is negative; the last step is consistency (negative cells left are clipped when a query
+   is answered).
 4. **Answering a query** (Section 4.3). A query set Q inside a reported set is summed from it. Any
    other Q is answered by maximum entropy subject to the projections of the reported marginals
    onto their intersections with Q (sets contained in a larger one dropped), computed by iterative
@@ -90,7 +92,7 @@ MAX_CELLS = 4096
 report against every cell, so its cost grows with the domain)."""
 
 ORACLES = ("adaptive", "olh")
-CONSISTENCY_ROUNDS = 20
+CONSISTENCY_ROUNDS = 5
 IPF_TOL = 1e-12
 IPF_MAX_ITER = 2000
 
@@ -304,18 +306,30 @@ def intersection_closure(sets: Sequence[Sequence[int]]) -> list[tuple[int, ...]]
     return sorted((tuple(sorted(s)) for s in found), key=lambda s: (len(s), s))
 
 
+def consistency_plan(sets: Sequence[Sequence[int]]) -> list[tuple[tuple[int, ...], list[int]]]:
+    """The consistency step's order: each set of ``intersection_closure`` with the indices of the
+    sets containing it (only those shared by two or more sets)."""
+    frozen = [frozenset(s) for s in sets]
+    plan = []
+    for A in intersection_closure(sets):
+        a = frozenset(A)
+        members = [i for i, s in enumerate(frozen) if a <= s]
+        if len(members) >= 2:
+            plan.append((A, members))
+    return plan
+
+
 def make_consistent(tables: Sequence[np.ndarray], sets: Sequence[Sequence[int]],
-                    cell_var: Sequence[float] | np.ndarray | None = None) -> list[np.ndarray]:
+                    cell_var: Sequence[float] | np.ndarray | None = None,
+                    plan: list | None = None) -> list[np.ndarray]:
     """The consistency step (module doc, step 3): afterwards every two tables have the same
     projection on their common attributes. ``tables[i]`` has axes ``sets[i]``; ``cell_var[i]``:
-    its per-cell variance (equal weights if None; ``inf`` = no information)."""
+    its per-cell variance (equal weights if None; ``inf`` = no information); ``plan``: a
+    ``consistency_plan(sets)`` computed beforehand (for repeated calls)."""
     out = [np.array(t, dtype=np.float64) for t in tables]
     var = np.ones(len(out)) if cell_var is None else np.asarray(cell_var, dtype=np.float64)
     sets = [tuple(s) for s in sets]
-    for A in intersection_closure(sets):
-        members = [i for i, s in enumerate(sets) if set(A) <= set(s)]
-        if len(members) < 2:
-            continue
+    for A, members in (consistency_plan(sets) if plan is None else plan):
         projs, weights, spread = [], [], []
         for i in members:
             c = out[i].size / int(np.prod([out[i].shape[sets[i].index(a)] for a in A]))
@@ -327,8 +341,7 @@ def make_consistent(tables: Sequence[np.ndarray], sets: Sequence[Sequence[int]],
             w = np.ones_like(w)
         target = sum(wi * p for wi, p in zip(w, projs)) / w.sum()
         for i, p, c in zip(members, projs, spread):
-            delta = (target - p) / c
-            out[i] += _expand(delta, A, sets[i])
+            out[i] += _expand((target - p) / c, A, sets[i])
     return out
 
 
@@ -443,10 +456,20 @@ class CALM(Method):
                 f"CALM is fitted on CALMReports (from CALM().protocol(epsilon).randomize), got "
                 f"{type(reports).__name__}: its clients report l-way marginals, not attributes")
         design = reports.design
-        raw, var, ns = [], [], []
+        # groups that report the same set (same joint domain, same oracle) pool their support
+        # counts: the inversion of the pooled counts is the inverse-variance weighted mean of the
+        # groups' inversions, which is what the consistency step would make of them anyway
+        pooled: dict[tuple[int, ...], list] = {}
+        ns = []
         for attrs, mech, rep in zip(design.sets, reports.mechanisms, reports.reports):
-            dims = tuple(int(reports.schema.sizes[a]) for a in attrs)
             w, n = mech.support_counts(rep)
+            ns.append(int(n))
+            acc = pooled.setdefault(tuple(attrs), [np.zeros_like(w, dtype=np.float64), 0, mech])
+            acc[0] = acc[0] + w
+            acc[1] += int(n)
+        raw, var = [], []
+        for attrs, (w, n, mech) in pooled.items():
+            dims = tuple(int(reports.schema.sizes[a]) for a in attrs)
             p, q = mech.p_support, mech.q_support
             if n == 0:
                 raw.append(np.full(dims, 1.0 / np.prod(dims)))
@@ -455,9 +478,9 @@ class CALM(Method):
                 raw.append((invert(w, n, p, q) / n).reshape(dims))
                 cells = int(np.prod(dims))  # mean per-cell variance (module doc, step 1)
                 var.append(summed_variance(cells, p, q) / (n * cells))
-            ns.append(int(n))
         self.schema_ = reports.schema
         self.design_ = design
+        self.sets_ = tuple(pooled)
         self.raw_marginals_ = tuple(raw)
         self.cell_var_ = np.asarray(var)
         self.n_complete_ = np.asarray(ns)
@@ -465,17 +488,18 @@ class CALM(Method):
         return self
 
     def _post_process(self, raw) -> list[np.ndarray]:
-        sets = self.design_.sets
+        sets = self.sets_
+        plan = consistency_plan(sets)
         tabs = [np.asarray(t, dtype=np.float64) for t in raw]
         for _ in range(max(1, self.rounds)):  # Norm-Sub, then consistency (module doc, step 3)
-            tabs = make_consistent([_norm_sub(t) for t in tabs], sets, self.cell_var_)
+            tabs = make_consistent([_norm_sub(t) for t in tabs], sets, self.cell_var_, plan)
             if min(float(t.min()) for t in tabs) >= -1e-12:
                 break
         return tabs
 
     def _table(self, cols: list[int]) -> np.ndarray:
         shape = tuple(int(self.schema_.sizes[j]) for j in cols)
-        return max_entropy(self.marginals_, self.design_.sets, cols, shape, self.cell_var_)
+        return max_entropy(self.marginals_, self.sets_, cols, shape, self.cell_var_)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(oracle={self.oracle!r}, missing_rate={self.missing_rate:g})"
@@ -489,6 +513,7 @@ __all__ = [
     "CALMProtocol",
     "CALMReports",
     "choose_design",
+    "consistency_plan",
     "expected_pair_error",
     "intersection_closure",
     "make_consistent",
