@@ -598,7 +598,15 @@ def match_counts(records: np.ndarray, database: np.ndarray) -> np.ndarray:
 
 
 def match_count_matrix(records: np.ndarray, databases: Sequence[np.ndarray]) -> np.ndarray:
-    """(r, m) matrix of ``match_counts`` of the records in each of m databases."""
+    """(r, m) matrix of ``match_counts`` of the records in each of m databases.
+
+    Parameters
+    ----------
+    records : numpy.ndarray (r, g)
+        Encoded codes of the query records.
+    databases : sequence of numpy.ndarray
+        The m databases, each (n_i, g) encoded codes.
+    """
     rec = _as_codes(records, "records")
     cols = [match_counts(rec, d) for d in databases]  # loop over databases, not records
     return np.stack(cols, axis=1) if cols else np.zeros((rec.shape[0], 0), dtype=np.int64)
