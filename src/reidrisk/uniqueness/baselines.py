@@ -98,7 +98,13 @@ def _check_q_N(q, N):
 def copula_baseline(q: np.ndarray, N: int) -> CountPrediction:
     """Paper 000 Section V "Copula": ``E = N q``, ``P(X = 1) = N q (1 - q)^(N - 1)``.
 
-    ``q`` (r,) comes straight from the population model (no floor, no database correction).
+    Parameters
+    ----------
+    q : numpy.ndarray (r,)
+        Cell probability of each record, straight from the population model (no floor, no
+        database correction).
+    N : int
+        Population size.
     """
     qa, Nn = _check_q_N(q, N)
     expected = Nn * qa
@@ -114,7 +120,11 @@ def copula_baseline(q: np.ndarray, N: int) -> CountPrediction:
 def group_sizes(codes: np.ndarray) -> np.ndarray:
     """(N,) size of each population record's group (the records equal to it on every attribute).
 
-    Rows are compared as encoded, ``MISSING`` included as a value of its own.
+    Parameters
+    ----------
+    codes : numpy.ndarray (N, g)
+        Non-empty integer code matrix of the population; rows are compared as encoded,
+        ``MISSING`` included as a value of its own.
     """
     a = np.asarray(codes)
     if a.ndim != 2 or a.shape[0] == 0 or not np.issubdtype(a.dtype, np.integer):
@@ -134,35 +144,79 @@ def _check_sizes(sizes) -> np.ndarray:
 
 
 def opt_mean(population_group_sizes: np.ndarray) -> float:
-    """OptMean: the mean over population records of their group size (paper 000 Table 2 "Mean")."""
+    """OptMean: the mean over population records of their group size (paper 000 Table 2 "Mean").
+
+    Parameters
+    ----------
+    population_group_sizes : numpy.ndarray (N,)
+        Group size of each population record (``group_sizes``), int >= 1.
+    """
     return float(np.mean(_check_sizes(population_group_sizes)))
 
 
 def opt_mode(population_group_sizes: np.ndarray) -> int:
-    """OptMode: the group size most population records have (ties: the smallest such size)."""
+    """OptMode: the group size most population records have (ties: the smallest such size).
+
+    Parameters
+    ----------
+    population_group_sizes
+        As in ``opt_mean``.
+    """
     s = _check_sizes(population_group_sizes)
     vals, cnt = np.unique(s, return_counts=True)
     return int(vals[np.argmax(cnt)])
 
 
 def opt_median(population_group_sizes: np.ndarray) -> float:
-    """The median over population records of their group size (the paper text's OptMode)."""
+    """The median over population records of their group size (the paper text's OptMode).
+
+    Parameters
+    ----------
+    population_group_sizes
+        As in ``opt_mean``.
+    """
     return float(np.median(_check_sizes(population_group_sizes)))
 
 
 def classify_greater(estimate: np.ndarray | float, T: float) -> np.ndarray:
-    """The "count > T" decision for an estimated count (array or constant predictor)."""
+    """The "count > T" decision for an estimated count.
+
+    Parameters
+    ----------
+    estimate : numpy.ndarray or float
+        Estimated count per record, or one constant predictor.
+    T : float
+        The threshold.
+    """
     return np.asarray(estimate) > T
 
 
 def majority_rule(population_group_sizes: np.ndarray, T: float) -> bool:
-    """The majority label of "count > T" over population records (ties answer False)."""
+    """The majority label of "count > T" over population records (ties answer False).
+
+    Parameters
+    ----------
+    population_group_sizes
+        As in ``opt_mean``.
+    T : float
+        The threshold.
+    """
     s = _check_sizes(population_group_sizes)
     return bool(np.count_nonzero(s > T) * 2 > s.size)
 
 
 def accuracy(predicted: np.ndarray, true_counts: np.ndarray, T: float) -> float:
-    """Share of records whose "count > T" decision matches the truth (paper 000 Section V)."""
+    """Share of records whose "count > T" decision matches the truth (paper 000 Section V).
+
+    Parameters
+    ----------
+    predicted : numpy.ndarray or bool
+        The decision per record (or one constant decision), broadcast to ``true_counts``.
+    true_counts : numpy.ndarray
+        The true count per record.
+    T : float
+        The threshold.
+    """
     truth = np.asarray(true_counts) > T
     pred = np.broadcast_to(np.asarray(predicted, dtype=bool), truth.shape)
     return float(np.mean(pred == truth))
@@ -193,8 +247,13 @@ def _check_records(records, g: int, sizes: Sequence[int] | None, what: str = "re
 def indep_q(marginals: Sequence[np.ndarray], records: np.ndarray) -> np.ndarray:
     """q of each record as the product of its values' marginal probabilities, shape (r,).
 
-    ``marginals[j]`` is attribute j's probability vector (length f_j). A missing value
-    (``MISSING``) contributes a factor 1 (the attribute is marginalized out).
+    Parameters
+    ----------
+    marginals : sequence of numpy.ndarray
+        ``marginals[j]`` is attribute j's probability vector (length f_j).
+    records : numpy.ndarray (r, g)
+        Integer codes; a missing value (``MISSING``) contributes a factor 1 (the attribute is
+        marginalized out).
     """
     margs = [np.asarray(m, dtype=np.float64) for m in marginals]
     for j, m in enumerate(margs):
@@ -210,7 +269,13 @@ def indep_q(marginals: Sequence[np.ndarray], records: np.ndarray) -> np.ndarray:
 
 
 def product_domain_size(sizes: Sequence[int]) -> int:
-    """prod_j f_j as an exact Python integer (never overflows)."""
+    """prod_j f_j as an exact Python integer (never overflows).
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        The domain sizes f_j.
+    """
     return math.prod(int(f) for f in sizes)
 
 
@@ -218,7 +283,19 @@ def flatten_codes(codes: np.ndarray, sizes: Sequence[int],
                   max_cells: int = DEFAULT_MAX_CELLS) -> np.ndarray:
     """Product-domain code of each row (mixed radix over ``sizes``); -1 where any value is missing.
 
-    Raises ``ProductDomainTooLarge`` when ``prod(sizes) > max_cells``.
+    Parameters
+    ----------
+    codes : numpy.ndarray (n, g)
+        Integer codes, ``MISSING`` where absent.
+    sizes : sequence of int
+        The domain sizes f_j of the g columns.
+    max_cells : int
+        Largest product domain accepted (default 2^22).
+
+    Raises
+    ------
+    ProductDomainTooLarge
+        When ``prod(sizes) > max_cells``.
     """
     sizes = [int(f) for f in sizes]
     cells = product_domain_size(sizes)
