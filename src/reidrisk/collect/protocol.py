@@ -108,7 +108,13 @@ class ProtocolError(MechanismError):
 
 def resolve_mechanism(name: str, epsilon: float, k: int, **kwargs) -> Mechanism:
     """A mechanism by name: the shared registry (``reidrisk.mechanisms.MECHANISMS``) or one of the
-    baseline mechanisms defined in ``reidrisk.collect.baselines`` (``"negative"``, ``"laplace_index"``)."""
+    baseline mechanisms defined in ``reidrisk.collect.baselines`` (``"negative"``, ``"laplace_index"``).
+
+    Parameters
+    ----------
+    name, epsilon, k, **kwargs
+        As in ``reidrisk.mechanisms.make_mechanism``.
+    """
     # import cycle: the baselines import this module
     from reidrisk.collect.baselines.mechanisms import LOCAL_MECHANISMS
 
@@ -299,7 +305,13 @@ class Protocol:
 # ---------------------------------------------------------------------------------------------
 def variance_factor(mech: Mechanism) -> float:
     """``S = (p (1 - p) + (f - 1) q (1 - q)) / (p - q)^2``: n times the summed cell variance of the
-    inversion estimate of one distribution (module doc), for a pure frequency oracle."""
+    inversion estimate of one distribution (module doc), for a pure frequency oracle.
+
+    Parameters
+    ----------
+    mech : Mechanism
+        The oracle (its ``p_support``, ``q_support`` and ``k`` = f are read).
+    """
     p, q, f = float(mech.p_support), float(mech.q_support), mech.k
     if not 0 <= q < p <= 1:
         raise ProtocolError(f"{mech!r} is not a frequency oracle with 0 <= q < p <= 1")
@@ -312,8 +324,17 @@ def pair_coverage(attributes_per_person: int, g: int, *, among: str = "present",
                   n: int | None = None) -> np.ndarray:
     """Expected number of people reporting each pair together, (g, g) (diagonal: each attribute).
 
-    From a presence matrix (n, g) when given (exact expectation over the sampling), else from an
-    MCAR missing rate and ``n`` (module doc, ``n_jj'(k)``, k = ``attributes_per_person``).
+    From a presence matrix when given (exact expectation over the sampling), else from an MCAR
+    missing rate and ``n`` (module doc, ``n_jj'(k)``).
+
+    Parameters
+    ----------
+    attributes_per_person : int
+        k, the number of attributes each person reports (capped at g).
+    g : int
+        Number of attributes.
+    among, presence, missing_rate, n
+        As in ``choose_attributes_per_person``.
     """
     if among not in AMONG:
         raise ProtocolError(f"among must be one of {AMONG}, got {among!r}")
@@ -417,9 +438,14 @@ def expected_pair_errors(sizes: Sequence[int] | np.ndarray, epsilon: float,
     """Mean over pairs of the expected squared Frobenius error (*) of the pair inversion, each pair
     capped at ``1 - 1 / (f_j f_j')`` (module doc), one value per k.
 
-    ``sizes``: domain sizes f_j (g,). ``epsilon``: whole-record budget. ``mechanism``: registry
-    name or factory ``(epsilon, f) -> Mechanism`` (a pure frequency oracle). Pairs never reported
-    together (k = 1) count at their cap.
+    Pairs never reported together (k = 1) count at their cap.
+
+    Parameters
+    ----------
+    sizes, epsilon, mechanism, among, presence, missing_rate, n
+        As in ``choose_attributes_per_person``.
+    candidates : sequence of int
+        The values of k to evaluate.
     """
     sizes = [int(f) for f in sizes]
     g = len(sizes)
@@ -449,7 +475,13 @@ def expected_marginal_errors(sizes: Sequence[int] | np.ndarray, epsilon: float,
                              among: str = "present", presence: np.ndarray | None = None,
                              missing_rate: float = 0.0, n: int | None = None) -> np.ndarray:
     """Mean over attributes of the expected squared error ``(1 + S_j - 1 / f_j) / n_j(k)`` of the
-    marginal inversion, each capped at ``1 - 1 / f_j`` (module doc), one value per k."""
+    marginal inversion, each capped at ``1 - 1 / f_j`` (module doc), one value per k.
+
+    Parameters
+    ----------
+    sizes, epsilon, candidates, mechanism, among, presence, missing_rate, n
+        As in ``expected_pair_errors``.
+    """
     sizes = [int(f) for f in sizes]
     g = len(sizes)
     eps = check_epsilon(epsilon)
@@ -475,10 +507,31 @@ def choose_attributes_per_person(
     """The number of attributes per person that minimizes the expected error of the estimates the
     model is built from (module doc, E(k)).
 
-    Plan with what is known before collection: the domain ``sizes``, the budget ``epsilon``, and
-    either a ``presence`` matrix (e.g. of a pilot, or of the data in a simulation) or the number of
-    people ``n`` and the expected MCAR ``missing_rate``. Returns ``SamplingChoice``
-    (k in 1..g; k = g is the paper's split, k = 1 gives up the pairs for the marginals).
+    Plan with what is known before collection: the domain sizes, the budget, and either a
+    presence matrix or the number of people and the expected missing rate.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Domain sizes f_j of the g attributes.
+    epsilon : float
+        The whole-record budget.
+    mechanism : str or callable
+        Registry name or factory ``(epsilon, f) -> Mechanism`` (a pure frequency oracle); default
+        ``"subset"``.
+    among : {"present", "all"}
+        Which attributes are sampled (module doc).
+    presence : numpy.ndarray (n, g) of bool, optional
+        Who has which attribute, e.g. of a pilot or of the data in a simulation.
+    missing_rate : float
+        Expected MCAR missing rate in [0, 1), used with ``n`` when ``presence`` is not given.
+    n : int, optional
+        Number of people, required when ``presence`` is not given.
+
+    Returns
+    -------
+    SamplingChoice
+        k in 1..g; k = g is the paper's split, k = 1 gives up the pairs for the marginals.
     """
     g = len(sizes)
     if presence is None and n is None:
