@@ -63,11 +63,18 @@ def _labels(values: pd.Series) -> np.ndarray:
 class Attribute:
     """One categorical attribute with a fixed, declared domain.
 
-    ``categories`` are labels in declared order (the order matters for the copula's CDFs).
-    ``edges`` is set for a binned numeric attribute: ``len(edges) == len(categories) + 1``, bins are
-    half-open ``[edges[i], edges[i+1])`` except the last, which is closed.
-    ``aliases`` maps further raw labels onto declared categories, as ``(raw, category)`` pairs
-    (see ``grouped``); decoding always yields the declared category.
+    Parameters
+    ----------
+    name : str
+        The column name.
+    categories : tuple of str
+        Labels in declared order (the order matters for the copula's CDFs).
+    edges : tuple of float, optional
+        Set for a binned numeric attribute: ``len(edges) == len(categories) + 1``, bins are
+        half-open ``[edges[i], edges[i+1])`` except the last, which is closed.
+    aliases : tuple of (str, str)
+        Further raw labels mapped onto declared categories, as ``(raw, category)`` pairs (see
+        ``grouped``); decoding always yields the declared category.
     """
 
     name: str
@@ -270,7 +277,13 @@ class Attribute:
 
 @dataclass(frozen=True)
 class Schema:
-    """An ordered list of categorical attributes."""
+    """An ordered list of categorical attributes.
+
+    Parameters
+    ----------
+    attributes : tuple of Attribute
+        The attributes, in column order.
+    """
 
     attributes: tuple[Attribute, ...]
     _index: dict = field(init=False, repr=False, compare=False)
