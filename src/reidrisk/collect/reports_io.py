@@ -65,7 +65,15 @@ class ReportsFileError(MechanismError):
 
 @dataclass(frozen=True)
 class CollectedReports:
-    """Reports as the server receives them: the per-attribute reports and the protocol they follow."""
+    """Reports as the server receives them: the per-attribute reports and the protocol they follow.
+
+    Parameters
+    ----------
+    reports : RecordReports
+        The per-attribute reports.
+    protocol : Protocol
+        The protocol they follow.
+    """
 
     reports: RecordReports
     protocol: Protocol
@@ -235,8 +243,18 @@ def write_reports(path: str | Path, reports: RecordReports | CollectedReports,
                   protocol: Protocol | None = None) -> Path:
     """Write reports to ``path`` (.csv/.csv.gz/.tsv with a sidecar, or .parquet/.pq), atomically.
 
-    ``reports``: a ``CollectedReports``, or a ``RecordReports`` plus its ``protocol``. The batch is
-    validated against the protocol before anything is written. Returns ``path``.
+    The batch is validated against the protocol before anything is written. Returns ``path``.
+
+    Parameters
+    ----------
+    path : str or Path
+        The target; the suffix chooses the format (.csv/.csv.gz/.tsv with a sidecar
+        ``<path>.meta.json``, or .parquet/.pq with the metadata inside).
+    reports : RecordReports or CollectedReports
+        The reports to write.
+    protocol : Protocol, optional
+        The protocol the reports follow; required with a ``RecordReports`` (a
+        ``CollectedReports``'s own is used when not given).
     """
     path = Path(path)
     if isinstance(reports, CollectedReports):
