@@ -719,10 +719,28 @@ def marginals_from_counts(mechs: Sequence[Mechanism], ws, ns, estimator: str = "
                           names: Sequence[str | None] | None = None, stop="noise",
                           max_iter: int = DEFAULT_MAX_ITER, inits=None, shrink: bool = True
                           ) -> list[FrequencyEstimate]:
-    """Several attributes' estimates from their support counts ``ws[j]`` (k_j,) and ``ns[j]``
-    present reports (``estimate_marginals`` without counting; estimators ``"em"``, ``"inversion"``,
-    ``"norm_sub"``). EM attributes with equal domain size are iterated as one batch, each from
-    ``inits[j]`` (positive, any scale; None: uniform). ``shrink`` as in ``estimate_marginal``."""
+    """Several attributes' estimates from their support counts (``estimate_marginals`` without
+    counting). EM attributes with equal domain size are iterated as one batch.
+
+    Parameters
+    ----------
+    mechs : sequence of Mechanism
+        One mechanism per attribute.
+    ws : sequence of array_like
+        ``ws[j]``: attribute j's support counts (k_j,).
+    ns : sequence of int
+        ``ns[j]``: attribute j's number of present reports.
+    estimator : {"em", "inversion", "norm_sub"}
+        As in ``estimate_marginal`` (``"exact_em"`` needs the reports, not counts).
+    names : sequence of str or None, optional
+        The attributes' names, used in error messages.
+    stop, max_iter
+        As in ``estimate_marginal``.
+    inits : sequence of array_like or None, optional
+        ``inits[j]``: attribute j's EM start (positive, any scale; None: uniform).
+    shrink : bool
+        As in ``estimate_marginal``.
+    """
     method = _check_method(estimator, METHODS[:3])
     names = [None] * len(mechs) if names is None else list(names)
     return _marginals_from_counts([np.asarray(w, dtype=np.float64).ravel() for w in ws],
@@ -900,9 +918,15 @@ def estimate_marginals(record_reports: RecordReports, estimator: str = "em", *, 
                        ) -> list[FrequencyEstimate]:
     """Estimate every attribute's distribution from a ``RecordReports``, in schema order.
 
-    Same estimators (and ``shrink``) as ``estimate_marginal``; for ``"em"`` the attributes with
-    equal domain size are iterated together in one batch (each stops on its own rule), which gives
-    the same estimates as ``estimate_marginal`` up to rounding.
+    For ``"em"`` the attributes with equal domain size are iterated together in one batch (each
+    stops on its own rule), which gives the same estimates as ``estimate_marginal`` up to rounding.
+
+    Parameters
+    ----------
+    record_reports : RecordReports
+        The reports of every attribute, with their mechanisms.
+    estimator, stop, max_iter, shrink
+        As in ``estimate_marginal``.
     """
     method = _check_method(estimator)
     names = [a.name for a in record_reports.schema]
