@@ -98,11 +98,18 @@ def _frozen(a) -> np.ndarray:
 class EMResult:
     """Output of one EM fit.
 
-    ``estimate``: the fitted parameters (counts for count EMs, probabilities for report EMs), the
-    shape of the start. ``iterations``: EM steps taken (a SQUAREM cycle is three).
-    ``converged``: the stopping rule was met before ``max_iter`` (always ``True`` for
-    ``stop=None``). For a batch (``run``), ``estimate`` has a leading axis of length P and
-    ``iterations``/``converged`` are (P,) arrays; the single-problem front ends return scalars.
+    For a batch (``run``), ``estimate`` has a leading axis of length P and ``iterations`` /
+    ``converged`` are (P,) arrays; the single-problem front ends return scalars.
+
+    Parameters
+    ----------
+    estimate : numpy.ndarray
+        The fitted parameters (counts for count EMs, probabilities for report EMs), the shape of
+        the start; stored read-only.
+    iterations : int or numpy.ndarray
+        EM steps taken (a SQUAREM cycle is three).
+    converged : bool or numpy.ndarray
+        The stopping rule was met before ``max_iter`` (always ``True`` for ``stop=None``).
     """
 
     estimate: np.ndarray
