@@ -109,13 +109,26 @@ __all__ = [
 class FrequencyEstimate:
     """Estimated distribution of one attribute.
 
-    ``probs`` (k,): estimated probabilities (sum 1; for ``"inversion"`` the raw unbiased estimate,
-    which may hold negative entries). ``counts`` (k,): the same on the scale of the present reports
-    (``probs * n_present``). ``n_present``: number of reports that have the attribute.
-    ``estimator``: the estimator used (formerly ``method``). ``iterations``: EM steps (0 for closed forms). ``converged``: EM met
-    its stopping rule (``True`` for closed forms). ``name``: attribute name, when known.
-    ``shrink``: the share of the estimate's departure from uniform that was kept by the shrinkage
-    toward uniform (``shrink_toward_uniform``; 1 = not shrunk).
+    Parameters
+    ----------
+    probs : numpy.ndarray (k,)
+        Estimated probabilities (sum 1; for ``"inversion"`` the raw unbiased estimate, which may
+        hold negative entries).
+    counts : numpy.ndarray (k,)
+        The same on the scale of the present reports (``probs * n_present``).
+    n_present : int
+        Number of reports that have the attribute.
+    estimator : str
+        The estimator used (formerly ``method``).
+    iterations : int
+        EM steps (0 for closed forms).
+    converged : bool
+        EM met its stopping rule (``True`` for closed forms).
+    name : str, optional
+        Attribute name, when known.
+    shrink : float
+        The share of the estimate's departure from uniform kept by the shrinkage toward uniform
+        (``shrink_toward_uniform``; 1 = not shrunk).
     """
 
     probs: np.ndarray
