@@ -73,9 +73,18 @@ def decide(
 class Classification:
     """Scores of a "count > T" classifier against the truth.
 
-    accuracy: share of correct decisions; balanced_accuracy: mean of the true-positive and
-    true-negative rates (0.5 for any constant rule); auc: ROC AUC of the score (nan without a score
-    or when one class is absent); positives: share of records whose true count exceeds T.
+    Parameters
+    ----------
+    accuracy : float
+        Share of correct decisions.
+    balanced_accuracy : float
+        Mean of the true-positive and true-negative rates (0.5 for any constant rule).
+    auc : float
+        ROC AUC of the score (nan without a score or when one class is absent).
+    positives : float
+        Share of records whose true count exceeds T.
+    n : int
+        Number of records.
     """
 
     accuracy: float
@@ -133,8 +142,21 @@ def classification(predicted: np.ndarray | bool, truth_counts: np.ndarray, T: fl
 
 @dataclass(frozen=True)
 class Reliability:
-    """Reliability curve of predicted probabilities: per bin [lo, hi), the mean prediction, the
-    observed frequency, its binomial standard error and the number of records."""
+    """Reliability curve of predicted probabilities, one entry per bin [lo, hi).
+
+    Parameters
+    ----------
+    lo, hi : numpy.ndarray
+        The bin edges.
+    predicted : numpy.ndarray
+        Mean prediction in the bin (nan for an empty bin).
+    observed : numpy.ndarray
+        Observed frequency of the outcome in the bin.
+    se : numpy.ndarray
+        Binomial standard error of ``observed``.
+    count : numpy.ndarray
+        Number of records in the bin.
+    """
 
     lo: np.ndarray
     hi: np.ndarray
