@@ -47,7 +47,15 @@ class BaselineError(ReidriskError, ValueError):
 
 
 class ProductDomainTooLarge(BaselineError):
-    """The product domain of the attributes exceeds the cell limit of a product-domain oracle."""
+    """The product domain of the attributes exceeds the cell limit of a product-domain oracle.
+
+    Parameters
+    ----------
+    cells : int
+        Size of the product domain.
+    max_cells : int
+        The limit it exceeds.
+    """
 
     def __init__(self, cells: int, max_cells: int) -> None:
         self.cells = int(cells)
@@ -67,7 +75,16 @@ class ProductDomainTooLarge(BaselineError):
 class CountPrediction:
     """X ~ Binomial(N, q) per record, untruncated (the paper's "Copula" method).
 
-    Attributes: ``q`` (r,), ``N``, ``expected`` = N q (r,), ``p_unique`` = P(X = 1) (r,).
+    Parameters
+    ----------
+    q : numpy.ndarray (r,)
+        Cell probability of each record.
+    N : int
+        Population size.
+    expected : numpy.ndarray (r,)
+        N q.
+    p_unique : numpy.ndarray (r,)
+        P(X = 1).
     """
 
     q: np.ndarray
@@ -313,14 +330,20 @@ def flatten_codes(codes: np.ndarray, sizes: Sequence[int],
 class ProductDomainEstimate:
     """q per query record from a product-domain frequency oracle (IDUE_OUE / IDUE_RAPPOR).
 
-    Attributes
+    Parameters
     ----------
-    q : (r,) float64      estimated cell probability, clipped to [0, 1]
-    raw : (r,) float64    the unbiased (unclipped) estimate
-    mechanism : str       "oue" or "rappor"
-    epsilon : float       budget of one person's whole report
-    cells : int           size of the product domain
-    n : int               reports used (database records without missing values)
+    q : numpy.ndarray (r,)
+        Estimated cell probability, clipped to [0, 1].
+    raw : numpy.ndarray (r,)
+        The unbiased (unclipped) estimate.
+    mechanism : str
+        "oue" or "rappor".
+    epsilon : float
+        Budget of one person's whole report.
+    cells : int
+        Size of the product domain.
+    n : int
+        Reports used (database records without missing values).
     """
 
     q: np.ndarray
