@@ -49,13 +49,16 @@ class EstimatorError(ReidriskError, ValueError):
 class SampleFrequencies:
     """Frequency of frequencies of a sample.
 
-    Attributes
+    Parameters
     ----------
-    n : int                      sample size
-    sizes : (K,) int64           distinct sample class sizes k, ascending
-    classes : (K,) int64         f_k, the number of sample classes of size k
-    record_class_size : (n,) int64 or None
-        size of the sample class each record belongs to (None when built from class sizes)
+    n : int
+        Sample size.
+    sizes : numpy.ndarray (K,) int64
+        Distinct sample class sizes k, ascending.
+    classes : numpy.ndarray (K,) int64
+        f_k, the number of sample classes of size k.
+    record_class_size : numpy.ndarray (n,) int64, optional
+        Size of the sample class each record belongs to (None when built from class sizes).
     """
 
     n: int
@@ -132,22 +135,29 @@ def _check_N(N, n: int) -> int:
 class UniquesEstimate:
     """Estimated population uniques from a sample.
 
-    Attributes
+    Parameters
     ----------
-    estimator : str           "pitman", "zayatz", "snb" (for "dankar": the model the rule chose;
-                              formerly ``method``)
-    N, n : int                population and sample sizes
-    population_uniques : float  estimated number of population uniques (NaN if the model failed)
-    proportion : float        population_uniques / N
-    sample_uniques : int      f_1
+    estimator : str
+        "pitman", "zayatz", "snb" (for "dankar": the model the rule chose); formerly ``method``.
+    N, n : int
+        Population and sample sizes.
+    population_uniques : float
+        Estimated number of population uniques (NaN if the model failed).
+    proportion : float
+        population_uniques / N.
+    sample_uniques : int
+        f_1.
     unique_given_sample_unique : float
-        estimated P(a sample unique is a population unique)
-    record_risk : (n,) float64 or None
-        per sample record P(its values are unique in the population); None when the sample was
-        given as class sizes only
-    converged : bool          whether the model's parameters were found
-    params : mapping          fitted parameters and diagnostics
-    rule : str                "dankar" when chosen by the decision rule, else the estimator
+        Estimated P(a sample unique is a population unique).
+    record_risk : numpy.ndarray (n,) float64 or None
+        Per sample record P(its values are unique in the population); None when the sample was
+        given as class sizes only.
+    converged : bool
+        Whether the model's parameters were found.
+    params : mapping
+        Fitted parameters and diagnostics.
+    rule : str
+        "dankar" when chosen by the decision rule, else the estimator.
     """
 
     estimator: str
