@@ -65,19 +65,30 @@ class PosteriorResult:
     counts ``x = start[i] .. start[i] + width[i] - 1`` in ``probs[offsets[i]:offsets[i + 1]]``.
     Use ``pmf(i)`` for one record or ``dense()`` for a padded (r, L) matrix.
 
-    Attributes
+    Parameters
     ----------
-    q : (r,) float64        the (floored) cell probabilities actually used
-    N : int                 population size
-    rates : (m,) float64    sampling rates s_i of the databases
-    counts : (r, m) int64   matches c_i of each record in each database
-    start, width : (r,) int64
-    offsets : (r + 1,) int64
-    probs : (offsets[-1],) float64   p_m(x) over each record's window, each segment sums to 1
-    expected : (r,)         E[X] (eq. 19)
-    variance : (r,)         Var[X]
-    p_unique : (r,)         P(X = 1): the record's values are unique in the population
-    tail_bound : (r,)       rigorous upper bound on the posterior mass outside the window
+    q : numpy.ndarray (r,) float64
+        The (floored) cell probabilities actually used.
+    N : int
+        Population size.
+    rates : numpy.ndarray (m,) float64
+        Sampling rates s_i of the databases.
+    counts : numpy.ndarray (r, m) int64
+        Matches c_i of each record in each database.
+    start, width : numpy.ndarray (r,) int64
+        First count and length of each record's window.
+    offsets : numpy.ndarray (r + 1,) int64
+        Where each record's segment of ``probs`` starts.
+    probs : numpy.ndarray (offsets[-1],) float64
+        p_m(x) over each record's window; each segment sums to 1.
+    expected : numpy.ndarray (r,)
+        E[X] (eq. 19).
+    variance : numpy.ndarray (r,)
+        Var[X].
+    p_unique : numpy.ndarray (r,)
+        P(X = 1): the record's values are unique in the population.
+    tail_bound : numpy.ndarray (r,)
+        Rigorous upper bound on the posterior mass outside the window.
     """
 
     q: np.ndarray
