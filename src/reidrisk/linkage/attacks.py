@@ -47,9 +47,20 @@ PAIR_CHUNK = 500_000
 
 @dataclass(frozen=True, eq=False)
 class Linking:
-    """An attack's answer: ``guess`` int64 (len(release),), the row position in X claimed for each
-    row of Y (-1: gave up); ``attack`` its name; ``seconds`` its wall time; ``distance`` (float,
-    NaN where not defined or given up) the distance to the claimed row in the attack's own metric."""
+    """An attack's answer.
+
+    Parameters
+    ----------
+    guess : numpy.ndarray int64 (len(release),)
+        The row position in X claimed for each row of Y (-1: gave up).
+    attack : str
+        The attack's name.
+    seconds : float
+        Its wall time.
+    distance : numpy.ndarray, optional
+        Distance to the claimed row in the attack's own metric (float; NaN where not defined or
+        given up).
+    """
 
     guess: np.ndarray
     attack: str
