@@ -28,10 +28,16 @@ class LinkageError(ReidriskError, ValueError):
 class Release:
     """The anonymized table and its hidden link to the original.
 
-    data: the anonymized table Y (index 0..len-1, the columns of X).
-    truth: int64 (len(data),): for each row of Y the row position in X it descends from.
-    steps: names of the anonymizations applied, in order.
-    details: one dict per step with its parameters and what it changed (e.g. the recoding of each
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        The anonymized table Y (index 0..len-1, the columns of X).
+    truth : numpy.ndarray int64 (len(data),)
+        For each row of Y the row position in X it descends from.
+    steps : tuple of str
+        Names of the anonymizations applied, in order.
+    details : tuple of dict
+        One dict per step with its parameters and what it changed (e.g. the recoding of each
         generalized QI column and the number of suppressed rows for ``k_anonymize``).
     """
 
