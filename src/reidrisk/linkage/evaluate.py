@@ -23,9 +23,23 @@ from reidrisk.mechanisms.base import as_generator
 
 @dataclass(frozen=True)
 class Scorecard:
-    """Scores of one release: ``utility`` (U1-U6), ``security`` (S1-S2), ``rates`` (one ``Rate`` per
-    attack; empty when the true mapping is unknown), ``n_original``/``n_release``, ``scale`` (SA
-    standardized for the distance attacks) and ``notes`` (what could not be computed and why)."""
+    """Scores of one release.
+
+    Parameters
+    ----------
+    utility : Utility
+        U1-U6.
+    security : Security
+        S1-S2.
+    rates : tuple of Rate
+        One per attack; empty when the true mapping is unknown.
+    n_original, n_release : int
+        Rows of the original table and of the release.
+    scale : bool
+        SA standardized for the distance attacks.
+    notes : tuple of str
+        What could not be computed and why.
+    """
 
     utility: Utility
     security: Security
