@@ -41,10 +41,29 @@ from reidrisk.linkage.release import LinkageError, Release, check_columns, numer
 
 @dataclass(frozen=True)
 class Rate:
-    """Re-identification rate of one attack: ``linked`` of ``n`` released rows linked to their true
-    row; ``rate`` = linked / n; [``low``, ``high``] the two-sided Clopper-Pearson interval at
-    ``level``; ``random_guess`` = 1/|X|, the expected rate of a uniformly random guess; ``gave_up``
-    rows the attack declined to link."""
+    """Re-identification rate of one attack.
+
+    Parameters
+    ----------
+    attack : str
+        The attack's name.
+    linked : int
+        Released rows linked to their true row.
+    n : int
+        Released rows.
+    rate : float
+        linked / n.
+    low, high : float
+        The two-sided Clopper-Pearson interval at ``level``.
+    random_guess : float
+        1/|X|, the expected rate of a uniformly random guess.
+    gave_up : int
+        Rows the attack declined to link.
+    level : float
+        Confidence level of the interval.
+    seconds : float
+        The attack's wall time.
+    """
 
     attack: str
     linked: int
@@ -60,7 +79,15 @@ class Rate:
 
 @dataclass(frozen=True)
 class Utility:
-    """U1-U6 as defined in the module docstring (lower is better)."""
+    """U1-U6 as defined in the module docstring (lower is better).
+
+    Parameters
+    ----------
+    U1_meanMAE, U2_crossMean, U3_crossCnt, U4_corMAE, U5_IL : float
+        U1-U5 (U5 is NaN without the true mapping).
+    U6_nrow : int
+        U6, rows deleted or suppressed.
+    """
 
     U1_meanMAE: float
     U2_crossMean: float
@@ -75,7 +102,15 @@ class Utility:
 
 @dataclass(frozen=True)
 class Security:
-    """S1 (smallest QI class size) and S2 (mean QI class size) of the release."""
+    """S1 and S2 of the release.
+
+    Parameters
+    ----------
+    S1_min_class : int
+        Smallest QI class size.
+    S2_mean_class : float
+        Mean QI class size.
+    """
 
     S1_min_class: int
     S2_mean_class: float
