@@ -469,14 +469,31 @@ def information_budget(target_error: float, n: int | None = None, max_prior=None
 class Calibration:
     """Result of ``calibrate``.
 
-    mechanism ("rr", "glh" or "ldp"), target_error, n, domain, releases; epsilon: the largest
-    per-release budget whose bound guarantees the target (``inf`` when every budget does);
-    g: the hash range (GLH only, else None); mi_loss: lambda at that budget (RR/GLH; None for
-    "ldp"); alpha: the PIE bound there (bits; the smaller of the mechanism's theorem and
-    Prop. 4.1 when both are used); error_bound: the Bayes-error lower bound there (the target up
-    to rounding, never below it, unless epsilon is inf); certified_by: which bound certifies it
-    ("ldp" = Prop. 4.1, "rr" = Thm 4.2/4.3, "glh" = Thm 4.4/4.5); alpha_budget: the largest alpha
-    the target allows; max_prior: the prior used (None = uniform over n).
+    Parameters
+    ----------
+    mechanism : {"rr", "glh", "ldp"}
+        The mechanism calibrated.
+    target_error, n, domain, releases
+        As passed to ``calibrate``.
+    epsilon : float
+        The largest per-release budget whose bound guarantees the target (``inf`` when every
+        budget does).
+    g : int or None
+        The hash range (GLH only, else None).
+    mi_loss : float or None
+        lambda at that budget (RR/GLH; None for "ldp").
+    alpha : float
+        The PIE bound there (bits; the smaller of the mechanism's theorem and Prop. 4.1 when both
+        are used).
+    error_bound : float
+        The Bayes-error lower bound there (the target up to rounding, never below it, unless
+        epsilon is inf).
+    certified_by : {"ldp", "rr", "glh"}
+        Which bound certifies it ("ldp" = Prop. 4.1, "rr" = Thm 4.2/4.3, "glh" = Thm 4.4/4.5).
+    alpha_budget : float
+        The largest alpha the target allows.
+    max_prior : float or None
+        The prior used (None = uniform over n).
     """
 
     mechanism: str
@@ -777,10 +794,21 @@ def product_channel(*channels) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Figure4Row:
-    """One epsilon of the Figure-4 table (docs/design/pie.md#reference-values): alpha of Prop. 4.1
-    in the min form [REC] and the tanh form [DER], lambda_RR and alpha_RR of Thm 4.2 [DER]; all
-    alphas in bits; alpha_glh: Thm 4.4 at the LDP-optimal g = max(2, round(e^eps + 1)) (not in the
-    paper's table)."""
+    """One epsilon of the Figure-4 table (docs/design/pie.md#reference-values); all alphas in bits.
+
+    Parameters
+    ----------
+    epsilon, n, domain
+        The point (as in ``figure4_table``).
+    alpha_ldp_min, alpha_ldp_tanh : float
+        alpha of Prop. 4.1 in the min form [REC] and the tanh form [DER].
+    lambda_rr, alpha_rr : float
+        lambda_RR and alpha_RR of Thm 4.2 [DER].
+    g : int
+        The LDP-optimal hash range max(2, round(e^eps + 1)).
+    alpha_glh : float
+        Thm 4.4 at that g (not in the paper's table).
+    """
 
     epsilon: float
     n: int
