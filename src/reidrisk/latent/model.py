@@ -112,12 +112,28 @@ class LatentError(ReidriskError, ValueError):
 class LatentFit:
     """How a latent class model was fitted.
 
-    n_classes: K; objective: final MAP objective (log posterior up to constants); loglik: its
-    log-likelihood part; bic: -2 loglik + n_params log n; n_params: free parameters;
-    n_records, n_patterns: records and distinct report patterns fitted; n_iter: EM steps of the
-    final fit; converged: the objective gain per record fell below ``tol``;
-    selection: ((K, held-out log-likelihood per record), ...) when K was chosen, else ();
-    seconds: fitting time.
+    Parameters
+    ----------
+    n_classes : int
+        K.
+    objective : float
+        Final MAP objective (log posterior up to constants).
+    loglik : float
+        Its log-likelihood part.
+    bic : float
+        -2 loglik + n_params log n.
+    n_params : int
+        Free parameters.
+    n_records, n_patterns : int
+        Records and distinct report patterns fitted.
+    n_iter : int
+        EM steps of the final fit.
+    converged : bool
+        The objective gain per record fell below ``tol``.
+    selection : tuple
+        ((K, held-out log-likelihood per record), ...) when K was chosen, else ().
+    seconds : float
+        Fitting time.
     """
 
     n_classes: int
