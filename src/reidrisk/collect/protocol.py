@@ -383,12 +383,21 @@ def pair_coverage(attributes_per_person: int, g: int, *, among: str = "present",
 class SamplingChoice:
     """Result of ``choose_attributes_per_person`` (formerly ``KChoice`` of ``choose_k``).
 
-    ``attributes_per_person``: the chosen k (formerly ``k``). ``candidates`` (K,): the candidate
-    values of k, 1..g (formerly ``ks``).
-    ``errors`` (K,): the criterion E(k) of the module doc for each candidate (``pair_errors`` +
-    ``marginal_errors``: expected mean squared error of a pair table and of a marginal, capped);
-    ``paper_error``: the same for k = g (the paper's split).
-    ``gain``: ``paper_error / errors[k]`` (>= 1; 1 when the paper's split is chosen).
+    Parameters
+    ----------
+    attributes_per_person : int
+        The chosen k (formerly ``k``).
+    candidates : numpy.ndarray (K,)
+        The candidate values of k, 1..g (formerly ``ks``).
+    errors : numpy.ndarray (K,)
+        The criterion E(k) of the module doc for each candidate (``pair_errors`` +
+        ``marginal_errors``).
+    paper_error : float
+        The same for k = g (the paper's split).
+    gain : float
+        ``paper_error / errors[k]`` (>= 1; 1 when the paper's split is chosen).
+    pair_errors, marginal_errors : numpy.ndarray (K,)
+        Expected mean squared error of a pair table and of a marginal, capped.
     """
 
     attributes_per_person: int
