@@ -20,10 +20,8 @@ class GRR(Mechanism):
 
     Parameters
     ----------
-    epsilon : float
-        The privacy budget (finite, > 0).
-    k : int
-        Domain size (integer >= 2).
+    epsilon, k
+        As in ``Mechanism``.
     """
 
     name = "grr"

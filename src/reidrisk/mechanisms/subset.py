@@ -162,10 +162,8 @@ class Subset(Mechanism):
 
     Parameters
     ----------
-    epsilon : float
-        The privacy budget (finite, > 0).
-    k : int
-        Domain size (integer >= 2).
+    epsilon, k
+        As in ``Mechanism``.
     h : int, optional
         Subset size, an integer in 1..k-1; ``None`` takes paper 004 eq. 3 (``subset_size``).
     """
