@@ -368,10 +368,8 @@ def swap_sa(table: pd.DataFrame | Release, qi: Sequence[str], sa: Sequence[str],
 
     Parameters
     ----------
-    table : pandas.DataFrame or Release
-        The original table or a previous release.
-    qi : sequence of str
-        The quasi-identifier columns that define the groups.
+    table, qi
+        As in ``average_sa``.
     sa : sequence of str
         The sensitive (numeric) columns to permute.
     rng : numpy.random.Generator or int, optional
