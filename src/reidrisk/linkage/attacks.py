@@ -215,7 +215,15 @@ def _block_nearest(kx, xs, ky, ys, gen, fallback: bool) -> tuple[np.ndarray, np.
 
 def identify_rand(original, release, *, qi, sa=(), rng=None, scale: bool = False) -> Linking:
     """E1 identify-rand (paper 001, Section 2.3): a uniformly random row of X among those with the
-    row's QI vector; -1 when there is none."""
+    row's QI vector; -1 when there is none.
+
+    Parameters
+    ----------
+    original, release, qi, rng
+        As in ``attack``.
+    sa, scale
+        Accepted for a uniform signature and not used.
+    """
     t0 = time.perf_counter()
     x, y = _frames(original, release)
     qi, _ = _columns(x, y, qi, sa)
@@ -244,14 +252,30 @@ def _euc(name, original, release, qi, cols, rng, scale, fallback) -> Linking:
 def identify_sa(original, release, *, qi, sa, rng=None, scale: bool = False,
                 sa_column: str | None = None) -> Linking:
     """E2 identify-sa (paper 001, Section 2.3): among the rows of X with the row's QI vector, the one
-    nearest on ``sa_column`` (default: the first of ``sa``); -1 when no row shares the QI vector."""
+    nearest on ``sa_column``; -1 when no row shares the QI vector.
+
+    Parameters
+    ----------
+    original, release, qi, sa, rng, scale
+        As in ``euc1``.
+    sa_column : str, optional
+        The SA column to compare (default: the first of ``sa``).
+    """
     return _euc("E2", original, release, qi, _one_column(list(sa or []), sa_column), rng, scale,
                 False)
 
 
 def identify_sort(original, release, *, qi=(), sa, rng=None, scale: bool = False) -> Linking:
     """E3 identify-sort (paper 001, Section 2.3): sort X and Y by the sum of their SA values (ties in
-    random order) and match the r-th row of Y to the r-th row of X. QI are not used."""
+    random order) and match the r-th row of Y to the r-th row of X.
+
+    Parameters
+    ----------
+    original, release, sa, rng, scale
+        As in ``euc1``.
+    qi
+        Not used.
+    """
     t0 = time.perf_counter()
     x, y = _frames(original, release)
     _, sa = _columns(x, y, [], sa)
@@ -266,8 +290,16 @@ def identify_sort(original, release, *, qi=(), sa, rng=None, scale: bool = False
 
 def identify_sa21(original, release, *, qi=(), sa, rng=None, scale: bool = False,
                   sa_column: str | None = None) -> Linking:
-    """E4 identify-sa21 (paper 001, Section 2.3): QI ignored; the row of X nearest on ``sa_column``
-    (default: the first of ``sa``), ties at random."""
+    """E4 identify-sa21 (paper 001, Section 2.3): QI ignored; the row of X nearest on ``sa_column``,
+    ties at random.
+
+    Parameters
+    ----------
+    original, release, sa, rng, scale, sa_column
+        As in ``identify_sa``.
+    qi
+        Not used.
+    """
     t0 = time.perf_counter()
     x, y = _frames(original, release)
     cols = _one_column(list(sa or []), sa_column)
@@ -281,13 +313,27 @@ def identify_sa21(original, release, *, qi=(), sa, rng=None, scale: bool = False
 def euc1(original, release, *, qi, sa, rng=None, scale: bool = False) -> Linking:
     """EUC1 (paper 001, Section 3.2, Algorithm 1 as read in docs/design/linkage.md#attacks): among
     the rows of X with the row's QI vector (over ``qi``), the one at the smallest Euclidean distance
-    over ``sa``; no such row -> -1 (gave up)."""
+    over ``sa``; no such row -> -1 (gave up).
+
+    Parameters
+    ----------
+    original, release, qi, sa, rng
+        As in ``attack`` (``rng`` breaks ties).
+    scale : bool
+        Divide each SA column by its standard deviation in X before measuring distances.
+    """
     return _euc("EUC1", original, release, qi, sa, rng, scale, False)
 
 
 def euc2(original, release, *, qi, sa, rng=None, scale: bool = False) -> Linking:
     """EUC2 (paper 001, Section 3.2, Algorithm 2): as EUC1, but a row whose QI vector no row of X
-    has is matched to the row of X at the smallest Euclidean distance over ``sa`` overall."""
+    has is matched to the row of X at the smallest Euclidean distance over ``sa`` overall.
+
+    Parameters
+    ----------
+    original, release, qi, sa, rng, scale
+        As in ``euc1``.
+    """
     return _euc("EUC2", original, release, qi, sa, rng, scale, True)
 
 
@@ -303,6 +349,15 @@ def read_generalization(original: pd.DataFrame, release: pd.DataFrame, qi: Seque
     values (the labels ``k_anonymize`` publishes, and the usual notation of other tools). Each
     original value covered by exactly one label is replaced by it; the others are kept. An attacker
     who reads the labels can then match QI vectors exactly again.
+
+    Parameters
+    ----------
+    original : pandas.DataFrame
+        The original table X (not modified).
+    release : pandas.DataFrame
+        The release Y, whose QI values carry the labels.
+    qi : sequence of str
+        The QI columns to read.
     """
     out = original.copy()
     for c in qi:                                   # one pass per QI column, one step per label
@@ -363,6 +418,21 @@ def assign(original, release, *, qi, sa, rng=None, scale: bool = True, qi_weight
     With ``read_labels`` (default) the release's generalization labels are first applied to X's QI
     columns (``read_generalization``), so a generalized QI value costs nothing against the original
     values it covers. X's rows are permuted at random first, so ties are broken at random.
+
+    Parameters
+    ----------
+    original, release, qi, sa, rng
+        As in ``attack``.
+    scale : bool
+        Standardize the SA columns by their standard deviation in X (default ``True``).
+    qi_weight : float
+        Cost of one differing QI column.
+    dense_limit : int
+        Largest |Y| x |X| (or block) solved as one dense assignment.
+    max_rounds : int
+        Rounds of proposals for the leftovers.
+    read_labels : bool
+        Apply the release's generalization labels to X first (``read_generalization``).
     """
     from scipy.optimize import linear_sum_assignment
 
