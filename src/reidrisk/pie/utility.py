@@ -76,7 +76,18 @@ def l2_loss_rr(epsilon, n: int, domain: int, theta) -> np.ndarray | float:
 
     Paper 002 Prop. 4.6, eq. 22; docs/design/pie.md#distribution-estimation [DER, Monte-Carlo
     verified]. Computed by the core's general form ``reidrisk.estimation.frequency.variance`` with p
-    = p_RR, q = q_RR. ``epsilon`` and ``theta`` broadcast.
+    = p_RR, q = q_RR.
+
+    Parameters
+    ----------
+    epsilon : float or array_like
+        The budget (> 0); broadcast with ``theta``.
+    n : int
+        Number of users (>= 2).
+    domain : int
+        |X| (>= 2).
+    theta : float or array_like
+        The true probability theta_x of the symbol(s), in [0, 1].
     """
 
     e = _epsilon(epsilon)
@@ -94,6 +105,13 @@ def l2_loss_glh(epsilon, n: int, g, theta) -> np.ndarray | float:
 
     Paper 002 Prop. 4.7, eq. 23; docs/design/pie.md#distribution-estimation [DER, Monte-Carlo
     verified] (hash collisions at exactly 1/g). The core's ``variance`` with p = p_GLH, q = 1/g.
+
+    Parameters
+    ----------
+    epsilon, n, theta
+        As in ``l2_loss_rr``.
+    g : int or array_like
+        The hash range (integer >= 2).
     """
 
     e = _epsilon(epsilon)
@@ -110,6 +128,15 @@ def l2_loss_glh_lambda(mi_loss, n: int, g, theta) -> np.ndarray | float:
 
     Paper 002 Thm 4.8, eq. 51; ``g = inf`` gives the limit eq. 24, ``theta_x (1 - lambda) /
     (n lambda)``. docs/design/pie.md#distribution-estimation [DER]. Strictly decreasing in g.
+
+    Parameters
+    ----------
+    mi_loss : float or array_like
+        lambda, in (0, 1).
+    n, theta
+        As in ``l2_loss_rr``.
+    g : int, float or array_like
+        The hash range (integer >= 2, or ``inf``).
     """
     lam = _probability(mi_loss, "mi_loss (lambda)", open_low=True, open_high=True)
     n = _count(n, "number of users n")
@@ -124,7 +151,13 @@ def l2_loss_glh_lambda(mi_loss, n: int, g, theta) -> np.ndarray | float:
 
 def domain_l2_loss_rr(epsilon, n: int, domain: int) -> np.ndarray | float:
     """``sum_x`` of eq. 22 over the whole domain (``sum_x theta_x = 1``):
-    ``|X| (|X| - 2 + e^eps) / (n (e^eps - 1)^2) + (|X| - 2) / (n (e^eps - 1))``."""
+    ``|X| (|X| - 2 + e^eps) / (n (e^eps - 1)^2) + (|X| - 2) / (n (e^eps - 1))``.
+
+    Parameters
+    ----------
+    epsilon, n, domain
+        As in ``l2_loss_rr``.
+    """
     e = _epsilon(epsilon)
     n = _count(n, "number of users n")
     k = _count(domain, "domain size |X|")
@@ -133,7 +166,15 @@ def domain_l2_loss_rr(epsilon, n: int, domain: int) -> np.ndarray | float:
 
 
 def domain_l2_loss_glh(epsilon, n: int, domain: int, g) -> np.ndarray | float:
-    """``sum_x`` of eq. 23 over the whole domain: ``|X| A + B`` with A, B the two coefficients."""
+    """``sum_x`` of eq. 23 over the whole domain: ``|X| A + B`` with A, B the two coefficients.
+
+    Parameters
+    ----------
+    epsilon, n, domain
+        As in ``l2_loss_rr``.
+    g
+        As in ``l2_loss_glh``.
+    """
     e = _epsilon(epsilon)
     n = _count(n, "number of users n")
     k = _count(domain, "domain size |X|")
@@ -150,7 +191,15 @@ def domain_l2_loss_glh(epsilon, n: int, domain: int, g) -> np.ndarray | float:
 def bonferroni_z(domain: int, level: float = DEFAULT_LEVEL) -> float:
     """``z = Phi^-1(1 - level / |X|)``: the one-sided significance threshold, Bonferroni-corrected
     over the domain (docs/design/pie.md#distribution-estimation [CODE]; 5.739005 for |X| =
-    10,500,393 and level 0.05)."""
+    10,500,393 and level 0.05).
+
+    Parameters
+    ----------
+    domain : int
+        |X| (>= 2).
+    level : float
+        The family-wise significance level, in (0, 1); default 0.05.
+    """
     from scipy.stats import norm
 
     k = _count(domain, "domain size |X|")
@@ -160,7 +209,17 @@ def bonferroni_z(domain: int, level: float = DEFAULT_LEVEL) -> float:
 
 def noise_sd(epsilon, n: int, domain: int, mechanism: str = "rr", g=None) -> np.ndarray | float:
     """sigma: the square root of the theta-free variance term of eq. 22 (RR) or eq. 23 (GLH)
-    (docs/design/pie.md#distribution-estimation, emp+thr [CODE])."""
+    (docs/design/pie.md#distribution-estimation, emp+thr [CODE]).
+
+    Parameters
+    ----------
+    epsilon, n, domain
+        As in ``l2_loss_rr``.
+    mechanism : {"rr", "glh"}
+        The mechanism (``"ldp"`` is not accepted).
+    g : int, optional
+        The hash range, required for ``"glh"``.
+    """
     e = _epsilon(epsilon)
     n = _count(n, "number of users n")
     k = _count(domain, "domain size |X|")
@@ -181,7 +240,15 @@ def noise_sd(epsilon, n: int, domain: int, mechanism: str = "rr", g=None) -> np.
 def threshold(epsilon, n: int, domain: int, mechanism: str = "rr", g=None,
               level: float = DEFAULT_LEVEL) -> np.ndarray | float:
     """The emp+thr threshold ``tau = z sigma`` (docs/design/pie.md#distribution-estimation
-    [CODE])."""
+    [CODE]).
+
+    Parameters
+    ----------
+    epsilon, n, domain, mechanism, g
+        As in ``noise_sd``.
+    level
+        As in ``bonferroni_z``.
+    """
     sd = np.asarray(noise_sd(epsilon, n, domain, mechanism, g))
     return _out(bonferroni_z(domain, level) * sd, epsilon, g)
 
@@ -192,9 +259,23 @@ def estimate(support_counts, n: int, epsilon: float, domain: int, mechanism: str
 
     RR: eq. 19, ``(c_x/n - q_RR) / (p_RR - q_RR)``; GLH: eq. 20, ``(c_x/n - 1/g) / (p_GLH - 1/g)``
     (docs/design/pie.md#distribution-estimation [DER+CODE]), both via the core's
-    ``reidrisk.estimation.frequency.invert``. ``thresholded=True`` is emp+thr: entries ``<= tau``
-    (``threshold``) are set to 0, the rest kept, no renormalisation ([CODE]). ``support_counts`` are
-    what ``GRR/GLH.support_counts`` return.
+    ``reidrisk.estimation.frequency.invert``.
+
+    Parameters
+    ----------
+    support_counts : array_like (|X|,)
+        What ``GRR/GLH.support_counts`` return.
+    n : int
+        Number of reports (>= 2).
+    epsilon : float
+        The budget (> 0).
+    domain, mechanism, g
+        As in ``noise_sd``.
+    thresholded : bool
+        emp+thr: entries ``<= tau`` (``threshold``) are set to 0, the rest kept, no
+        renormalisation ([CODE]).
+    level
+        As in ``bonferroni_z`` (used when ``thresholded``).
     """
 
     e = float(_epsilon(epsilon))
@@ -220,7 +301,15 @@ def estimate(support_counts, n: int, epsilon: float, domain: int, mechanism: str
 
 
 def top_symbols(theta, top_k: int) -> np.ndarray:
-    """Indices of the ``top_k`` largest entries of ``theta`` (ties by index)."""
+    """Indices of the ``top_k`` largest entries of ``theta`` (ties by index).
+
+    Parameters
+    ----------
+    theta : array_like (k,)
+        The true distribution.
+    top_k : int
+        How many symbols.
+    """
     th = _theta(theta)
     kk = _count(top_k, "top_k", low=1)
     return np.argsort(-th, kind="stable")[: min(kk, th.size)]
@@ -228,8 +317,15 @@ def top_symbols(theta, top_k: int) -> np.ndarray:
 
 def topk_l2(theta_hat, theta, top_k: int) -> np.ndarray | float:
     """``sum_{x in top-K(theta)} (theta_hat_x - theta_x)^2``
-    (docs/design/pie.md#distribution-estimation [CODE]); ``theta_hat`` (..., k) may be a stack of
-    estimates."""
+    (docs/design/pie.md#distribution-estimation [CODE]).
+
+    Parameters
+    ----------
+    theta_hat : array_like (..., k)
+        An estimate, or a stack of estimates.
+    theta, top_k
+        As in ``top_symbols``.
+    """
     th = _theta(theta)
     idx = top_symbols(th, top_k)
     d = np.asarray(theta_hat, dtype=np.float64)[..., idx] - th[idx]
@@ -237,7 +333,13 @@ def topk_l2(theta_hat, theta, top_k: int) -> np.ndarray | float:
 
 
 def topk_relative_error(theta_hat, theta, top_k: int) -> np.ndarray | float:
-    """Mean over the top-K symbols of ``|theta_hat_x - theta_x| / theta_x`` ([CODE])."""
+    """Mean over the top-K symbols of ``|theta_hat_x - theta_x| / theta_x`` ([CODE]).
+
+    Parameters
+    ----------
+    theta_hat, theta, top_k
+        As in ``topk_l2``.
+    """
     th = _theta(theta)
     idx = top_symbols(th, top_k)
     idx = idx[th[idx] > 0]
@@ -281,12 +383,31 @@ def utility_comparison(codes, domain: int, target_error: float = 0.9, top_k: int
                        ldp_form: str = "min") -> tuple[UtilityRow, ...]:
     """Top-K l2 loss of emp and emp+thr at the LDP-calibrated and the PIE-calibrated budget.
 
-    ``codes`` (n,): every user's datum in 0..domain-1 (one per user, so the prior is uniform).
     For each mechanism: the LDP budget is ``calibrate(target, n, domain, "ldp", form=ldp_form)``
     (the same for RR and GLH; GLH then uses OLH's g = max(2, round(e^eps + 1))), the PIE budget
-    is ``calibrate(target, n, domain, mechanism, g_max=g_max)``. The codes are randomized
-    ``repeats`` times with the core ``GRR``/``GLH`` (seeded by ``rng``);
+    is ``calibrate(target, n, domain, mechanism, g_max=g_max)``.
     docs/design/pie.md#distribution-estimation (the paper's Fig. 10-12 comparison).
+
+    Parameters
+    ----------
+    codes : array_like (n,)
+        Every user's datum in 0..domain-1 (one per user, so the prior is uniform).
+    domain : int
+        |X|.
+    target_error : float
+        The Bayes error both budgets must guarantee.
+    top_k : int
+        How many of the most frequent symbols the losses cover.
+    repeats : int
+        How many times the codes are randomized with the core ``GRR``/``GLH``.
+    rng : numpy.random.Generator or int
+        Generator or seed of the randomization (default 0).
+    mechanisms : sequence of str
+        Among ``"rr"`` and ``"glh"``.
+    g_max : int, optional
+        Largest hash range the GLH calibration may choose.
+    ldp_form : {"min", "tanh"}
+        The form of Prop. 4.1 for the LDP budget (as in ``alpha_ldp``).
     """
 
     k = _count(domain, "domain size |X|")
