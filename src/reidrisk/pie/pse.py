@@ -140,9 +140,18 @@ def kl_divergence(genuine, impostor, k: int | None = None, jitter: float = JITTE
     """k-NN estimate of ``D(f_G || f_I)`` in bits (Wang, Kulkarni & Verdu 2009;
     docs/design/pie.md#k-nn-divergence-estimator).
 
-    ``genuine`` (N,) and ``impostor`` (M,) 1-D score samples; ``k=None`` the adaptive estimator
-    the authors ran, an int the plain k-NN estimator. ``jitter``: sd of the Gaussian noise added to
-    every score (drawn from ``rng``) so no two scores tie.
+    Parameters
+    ----------
+    genuine : array_like (N,)
+        Genuine score sample.
+    impostor : array_like (M,)
+        Impostor score sample.
+    k : int, optional
+        ``None``: the adaptive estimator the authors ran; an int: the plain k-NN estimator.
+    jitter : float
+        sd of the Gaussian noise added to every score so no two scores tie.
+    rng : numpy.random.Generator or int
+        Generator or seed of the jitter (default 0).
     """
     return pse(genuine, impostor, k=k, bootstrap=0, jitter=jitter, rng=rng).bits
 
@@ -161,6 +170,15 @@ def pse(genuine, impostor, k: int | None = None, bootstrap: int = 200, level: fl
     too narrow against seeded repeats. The interval covers the sampling error, not the
     estimator's bias, which shrinks as N grows (docs/design/pie.md#numerical-checks lists it for
     Gaussian pairs).
+
+    Parameters
+    ----------
+    genuine, impostor, k, jitter, rng
+        As in ``kl_divergence`` (``rng`` also draws the half-samples).
+    bootstrap : int
+        Number of half-sample re-estimates (0: no interval, its bounds NaN).
+    level : float
+        Confidence level of the interval.
     """
     g = _scores(genuine, "genuine scores")
     i = _scores(impostor, "impostor scores")
@@ -207,9 +225,17 @@ def det_curve(genuine, impostor, thresholds: int | np.ndarray = 1000) -> DETCurv
     """FAR(t) = #{impostor >= t} / M and FRR(t) = #{genuine < t} / N
     (docs/design/pie.md#markov-chain-matching).
 
-    ``thresholds``: an int T for T thresholds evenly spaced between the global minimum and maximum
-    score (the authors used 1000), or an array of thresholds. Vectorized by sorting both samples
-    and binary search (no loop over thresholds).
+    Vectorized by sorting both samples and binary search (no loop over thresholds).
+
+    Parameters
+    ----------
+    genuine : array_like (N,)
+        Genuine scores.
+    impostor : array_like (M,)
+        Impostor scores.
+    thresholds : int or numpy.ndarray
+        An int T for T thresholds evenly spaced between the global minimum and maximum score (the
+        authors used 1000), or an array of thresholds.
     """
     g = np.sort(_scores(genuine, "genuine scores"))
     i = np.sort(_scores(impostor, "impostor scores"))
@@ -229,10 +255,17 @@ def identification_error(scores, truth=None, rng: np.random.Generator | int | No
                          ) -> Identification:
     """Identification error rate of the best-score rule (docs/design/pie.md#markov-chain-matching).
 
-    ``scores`` (n_probes, n_candidates): the score of each candidate user for each probe (higher =
-    more similar); ``truth`` (n_probes,) the column of each probe's genuine user (default: the
-    diagonal, probe i is user i). Rank = 1 + #{impostors scoring strictly higher} + a uniform
-    random offset in 0..#{impostors tied with the genuine score}; an error is rank > 1.
+    Rank = 1 + #{impostors scoring strictly higher} + a uniform random offset in 0..#{impostors
+    tied with the genuine score}; an error is rank > 1.
+
+    Parameters
+    ----------
+    scores : array_like (n_probes, n_candidates)
+        The score of each candidate user for each probe (higher = more similar).
+    truth : array_like (n_probes,), optional
+        The column of each probe's genuine user (default: the diagonal, probe i is user i).
+    rng : numpy.random.Generator or int
+        Generator or seed of the tie offsets (default 0).
     """
     s = np.asarray(scores, dtype=float)
     if s.ndim != 2 or s.shape[0] < 1 or s.shape[1] < 2:
@@ -259,6 +292,15 @@ def genuine_impostor(scores, truth=None, rng: np.random.Generator | int | None =
     ``"all"``: every other candidate's score, (n (m - 1),); with M >> N the k-NN estimate of f_I is
     finer, which matters when the genuine and impostor scores barely overlap (the estimate with M =
     n saturates there).
+
+    Parameters
+    ----------
+    scores, truth
+        As in ``identification_error``.
+    rng : numpy.random.Generator or int
+        Generator or seed of the drawn impostors (default 0).
+    impostors : {"one", "all"}
+        As above.
     """
     s = np.asarray(scores, dtype=float)
     n, m = s.shape
@@ -278,7 +320,15 @@ def genuine_impostor(scores, truth=None, rng: np.random.Generator | int | None =
 def read_scores(path: str | Path, column: str | None = None) -> np.ndarray:
     """A 1-D array of scores from a CSV/Parquet file: the column ``column``, else the column named
     ``score``, else the file's only column. Non-numeric or missing values and files without rows are
-    a ``ScoreError`` naming the file, the row and the value."""
+    a ``ScoreError`` naming the file, the row and the value.
+
+    Parameters
+    ----------
+    path : str or Path
+        A CSV or Parquet file.
+    column : str, optional
+        The column to read.
+    """
     path = Path(path)
     try:
         frame = read_table(path)
