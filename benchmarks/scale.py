@@ -258,7 +258,7 @@ def main(argv=None) -> int:
             res.add({"path": label, "n": N, "from_n": big}, "projected_parquet_bytes", bpr * N,
                     "B")
             proj_rows.append((label, f"{N:.0e}".replace("e+0", "e"), f"{per * 1e6:.2f} us",
-                              _human_s(t), _mib(peak), f"{bpr * N / 2**30:,.0f} GiB"))
+                              _human_s(t), _mib(peak), f"{bpr * N / 2**30:,.1f} GiB"))
 
     over = [f"{r[0]} {r[1]} ({r[4]}x)" for r in kern_rows if r[6] > 2.0]
     worst = max(kern_rows, key=lambda r: r[6])
