@@ -152,7 +152,14 @@ _STOP_HELP = ("stop must be 'noise', ('noise', threshold), 'discrepancy', a posi
 
 
 def parse_stop(stop) -> StopRule:
-    """The one parser of ``stop`` (module doc); raises ``EstimationError`` naming the value."""
+    """The one parser of ``stop`` (module doc); raises ``EstimationError`` naming the value.
+
+    Parameters
+    ----------
+    stop : str, tuple, float, StopRule or None
+        ``"noise"``, ``("noise", threshold)``, ``"discrepancy"``, a positive float tolerance,
+        ``None`` (run to ``max_iter``) or an already parsed ``StopRule``.
+    """
     if isinstance(stop, StopRule):
         return stop
     if stop is None:
@@ -183,7 +190,13 @@ def _positive(value, stop) -> float:
 
 
 def check_max_iter(max_iter) -> int:
-    """``max_iter`` as an int >= 1, or ``EstimationError``."""
+    """``max_iter`` as an int >= 1, or ``EstimationError``.
+
+    Parameters
+    ----------
+    max_iter : int
+        The largest number of EM steps.
+    """
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer, float)) \
             or int(max_iter) != max_iter or int(max_iter) < 1:
         raise EstimationError(f"max_iter must be an integer >= 1, got {max_iter!r}")
@@ -196,7 +209,20 @@ def noise_stop(gain, prev_gain, threshold: float, dof, total=0.0) -> np.ndarray:
 
     True where the extrapolated remaining deviance ``gain rho / (1 - rho)``, ``rho = gain /
     prev_gain``, is below ``threshold * dof``, or where the gain is not positive or within
-    rounding (``ROUNDING_GAIN * total``, ``total`` the problem's count): the fixed point.
+    rounding (``ROUNDING_GAIN * total``): the fixed point.
+
+    Parameters
+    ----------
+    gain : numpy.ndarray (P,)
+        Deviance gain ``2 (L_t - L_{t-1})`` of the latest iteration.
+    prev_gain : numpy.ndarray (P,)
+        The gain of the iteration before (NaN when there is none).
+    threshold : float
+        Remaining deviance per free parameter below which the rule stops.
+    dof : float or numpy.ndarray
+        Free parameters of each problem.
+    total : float or numpy.ndarray
+        Each problem's count, the scale of the rounding test.
     """
     gain = np.asarray(gain, dtype=np.float64)
     gain = np.where(np.abs(gain) <= ROUNDING_GAIN * np.asarray(total, dtype=np.float64), 0.0, gain)
@@ -216,7 +242,13 @@ def _axes(a: np.ndarray) -> tuple[int, ...]:
 
 
 def safe_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    """num / den (broadcast), 0 where den <= 0: a cell nobody can reach contributes nothing."""
+    """num / den (broadcast), 0 where den <= 0: a cell nobody can reach contributes nothing.
+
+    Parameters
+    ----------
+    num, den : numpy.ndarray
+        Numerator and denominator (broadcast together).
+    """
     den = np.asarray(den, dtype=np.float64)
     shape = den.shape if np.shape(num) == den.shape else np.broadcast_shapes(np.shape(num),
                                                                              den.shape)
@@ -230,7 +262,17 @@ _ABOVE_MINUS_ONE = np.nextafter(-1.0, 0.0)
 
 def poisson_gain(w, mu_old, mu_new, axis=None):
     """``L(mu_new) - L(mu_old)`` for the Poisson log-likelihood ``sum(w log mu - mu)``, without
-    cancellation: ``sum w log1p((mu_new - mu_old) / mu_old) - sum(mu_new - mu_old)``."""
+    cancellation: ``sum w log1p((mu_new - mu_old) / mu_old) - sum(mu_new - mu_old)``.
+
+    Parameters
+    ----------
+    w : numpy.ndarray
+        The counts.
+    mu_old, mu_new : numpy.ndarray
+        The two means, shaped like ``w``.
+    axis : int or tuple of int, optional
+        Axes summed over (``None``: all).
+    """
     d = mu_new - mu_old
     # a cell with w = 0 adds nothing to the log term (its factor is finite: w * 0); where w > 0 a
     # mean collapsing to 0 is an infinite loss, bounded here at the smallest relative step above -1
@@ -341,10 +383,29 @@ def run(problem, start, *, stop="noise", max_iter: int = DEFAULT_MAX_ITER,
     """Iterate the EM of ``problem`` from ``start`` (P, ...) until each problem meets ``stop``
     (module doc) or ``max_iter`` EM steps; each problem leaves the batch when it stops.
 
-    ``accelerate``: SQUAREM (default: under the ``"noise"`` rule only). ``n_reports`` (P,): report
-    counts for the ``"discrepancy"`` rule. ``callback(idx, theta, mu)``: called with the batch
-    positions, iterates and means of the active problems after every accepted plain step or
-    SQUAREM cycle (e.g. to trace an objective). Returns a batch ``EMResult``.
+    Parameters
+    ----------
+    problem : PoissonCounts or ReportMixture
+        The batch of P problems.
+    start : numpy.ndarray (P, ...)
+        The starting iterates.
+    stop
+        The stopping rule (``parse_stop``); default ``"noise"``.
+    max_iter : int
+        The largest number of EM steps.
+    accelerate : bool, optional
+        SQUAREM (default: under the ``"noise"`` rule only).
+    n_reports : array_like (P,), optional
+        Report counts, required by the ``"discrepancy"`` rule.
+    callback : callable, optional
+        ``callback(idx, theta, mu)``: called with the batch positions, iterates and means of the
+        active problems after every accepted plain step or SQUAREM cycle (e.g. to trace an
+        objective).
+
+    Returns
+    -------
+    EMResult
+        A batch result.
     """
     rule = parse_stop(stop)
     max_iter = check_max_iter(max_iter)
@@ -468,7 +529,19 @@ def positive_start(init, scale, shape) -> np.ndarray:
     """A start of the multiplicative EM: ``init`` (any positive scale; default uniform) rescaled
     to sum ``scale`` per problem, its zeros lifted to 1e-12 of the mean (a zero would stay zero).
 
-    ``shape`` = (P, ...); ``scale``: scalar or (P,). Raises ``EstimationError`` for a bad init.
+    Parameters
+    ----------
+    init : array_like, optional
+        The start, any positive scale (``None``: uniform).
+    scale : float or array_like (P,)
+        The sum of each problem's start.
+    shape : tuple of int
+        (P, ...), the shape of the start.
+
+    Raises
+    ------
+    EstimationError
+        For a bad init.
     """
     P = shape[0]
     cells = int(np.prod(shape[1:]))
