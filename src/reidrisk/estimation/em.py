@@ -532,7 +532,8 @@ def positive_start(init, scale, shape) -> np.ndarray:
     Parameters
     ----------
     init : array_like, optional
-        The start, any positive scale (``None``: uniform).
+        The start: finite, non-negative, a positive sum per problem, any scale (``None``:
+        uniform).
     scale : float or array_like (P,)
         The sum of each problem's start.
     shape : tuple of int
