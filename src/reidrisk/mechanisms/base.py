@@ -67,7 +67,19 @@ def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
 
 
 def check_integer(value, name: str, low: int, high: int | None = None) -> int:
-    """Validate an integer parameter in low..high (inclusive; ``high=None``: no upper bound)."""
+    """Validate an integer parameter in low..high (inclusive).
+
+    Parameters
+    ----------
+    value
+        The value to check (a bool is not an integer here).
+    name : str
+        The parameter name the error message shows.
+    low : int
+        Smallest allowed value.
+    high : int, optional
+        Largest allowed value (``None``: no upper bound).
+    """
     try:
         ok = not isinstance(value, bool) and int(value) == value
     except (TypeError, ValueError, OverflowError):
@@ -91,6 +103,11 @@ def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
     * an int or ``SeedSequence``: ``numpy.random.default_rng(rng)`` (PCG64), reproducible, for
       simulations, benchmarks and tests only (a known seed replays the noise);
     * a ``Generator``: used as it is, whatever its bit generator.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator, int, numpy.random.SeedSequence or None
+        As listed above.
     """
     if isinstance(rng, np.random.Generator):
         return rng
@@ -240,7 +257,17 @@ def check_whole_rows(miss: np.ndarray, rows: np.ndarray, name: str, sentinel: in
 
 
 def check_codes(values: np.ndarray, k: int, what: str = "values") -> np.ndarray:
-    """Validate a 1-D array of codes in {MISSING, 0..k-1}."""
+    """Validate a 1-D array of codes in {MISSING, 0..k-1}; returns them as int64.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        1-D integer codes.
+    k : int
+        Domain size.
+    what : str
+        The name the error message shows.
+    """
     values = np.asarray(values)
     if values.ndim != 1:
         raise MechanismError(f"{what} must be a 1-D array of codes, got shape {values.shape}")
