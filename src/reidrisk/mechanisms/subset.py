@@ -49,7 +49,15 @@ def _log_comb(n: int, r: int) -> float:
 
 
 def subset_size(epsilon: float, k: int) -> int:
-    """h = max(ceil(k / (1 + e^eps)), 1) of paper 004 eq. 3."""
+    """h = max(ceil(k / (1 + e^eps)), 1) of paper 004 eq. 3.
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy budget.
+    k : int
+        Domain size.
+    """
     return max(math.ceil(k / (1.0 + math.exp(epsilon))), 1)
 
 
@@ -129,9 +137,23 @@ def sample_subsets(
 ) -> np.ndarray:
     """Sorted h-subsets (c, h) int32: x plus h - 1 uniform others where ``include``, else h others.
 
-    ``sampler`` (formerly ``method``) is "floyd" (O(h) vector steps, for small h), "keys" (O(k) per row, for large h) or
-    "auto" (Floyd when h <= k / 5 or k <= 64, where it is the faster). Both are exact; memory is
-    bounded by working in row chunks.
+    Both samplers are exact; memory is bounded by working in row chunks.
+
+    Parameters
+    ----------
+    x : numpy.ndarray (c,)
+        The true codes in 0..k-1.
+    include : numpy.ndarray (c,) bool
+        Where the subset contains ``x``.
+    k : int
+        Domain size.
+    h : int
+        Subset size.
+    rng : numpy.random.Generator
+        The generator to draw from.
+    sampler : {"auto", "floyd", "keys"}
+        (formerly ``method``) "floyd" (O(h) vector steps, for small h), "keys" (O(k) per row, for
+        large h) or "auto" (Floyd when h <= k / 5 or k <= 64, where it is the faster).
     """
     x = np.asarray(x, dtype=np.int64)
     include = np.asarray(include, dtype=bool)
