@@ -58,7 +58,13 @@ _MAX_ENUMERATED = 2_000_000
 
 
 def optimal_g(epsilon: float) -> int:
-    """Variance-optimal hash range of OLH: max(2, round(e^eps + 1)) (Wang et al. 2017)."""
+    """Variance-optimal hash range of OLH: max(2, round(e^eps + 1)) (Wang et al. 2017).
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy budget.
+    """
     g = max(2, round(math.exp(epsilon) + 1.0))
     if g > DEFAULT_PRIME:
         raise MechanismError(
