@@ -141,7 +141,15 @@ def fit_markov(train: Sequences, delta: float = DELTA) -> MarkovModel:
     """Fit pi_u and A_u by maximum likelihood on each user's training sequence
     (docs/design/pie.md#markov-chain-matching).
 
-    Users with an empty training sequence get no nonzero factor (every score 0)."""
+    Users with an empty training sequence get no nonzero factor (every score 0).
+
+    Parameters
+    ----------
+    train : Sequences
+        One training sequence per user.
+    delta : float
+        Smoothing constant of the score (default 1e-8, the authors' value).
+    """
     delta = _check_delta(delta)
     n, k = train.n, train.k
     lengths = train.lengths.astype(float)
@@ -169,8 +177,16 @@ def _counts(rows: np.ndarray, keys: np.ndarray, vocab: np.ndarray, n: int) -> sp
 def score_matrix(model: MarkovModel, release: Sequences, kind: str = "trans") -> np.ndarray:
     """score[v, u] = s_u(y_v) for every release v and every model user u, (n_release, n_users).
 
-    ``kind`` "trans" (pi for the first event, A for each transition) or "visit" (pi for every
-    event). One sparse product per term; no loop over users or events.
+    One sparse product per term; no loop over users or events.
+
+    Parameters
+    ----------
+    model : MarkovModel
+        The fitted users (``fit_markov``).
+    release : Sequences
+        The released sequences to score.
+    kind : {"trans", "visit"}
+        "trans": pi for the first event, A for each transition; "visit": pi for every event.
     """
     if kind not in MODELS:
         raise MatchError(f"unknown model {kind!r}; choose one of {list(MODELS)}")
@@ -211,11 +227,26 @@ def match(background: Sequences, release: Sequences, kind: str = "trans", delta:
     measure the identification error rate (best-score rule) and the PSE
     (docs/design/pie.md#k-nn-divergence-estimator, docs/design/pie.md#markov-chain-matching).
 
-    The release's ``users`` say which background user each release belongs to (the ground truth).
-    ``rng`` draws the tie-breaking offsets, the impostor pairing, the jitter and the bootstrap.
-    ``impostors``: "one" impostor score per release against a random other user (the authors'
-    sampling, M = N) or "all" the other users' scores (M = N (n - 1)); see
-    ``reidrisk.pie.pse.genuine_impostor``.
+    Parameters
+    ----------
+    background : Sequences
+        The adversary's training data, one sequence per user.
+    release : Sequences
+        The released sequences; its ``users`` say which background user each belongs to (the
+        ground truth).
+    kind
+        As in ``score_matrix``.
+    delta
+        As in ``fit_markov``.
+    bootstrap : int
+        Half-sample re-estimates of the PSE interval (``reidrisk.pie.pse.pse``).
+    rng : numpy.random.Generator or int
+        Draws the tie-breaking offsets, the impostor pairing, the jitter and the bootstrap
+        (default 0).
+    impostors : {"one", "all"}
+        "one" impostor score per release against a random other user (the authors' sampling,
+        M = N) or "all" the other users' scores (M = N (n - 1)); see
+        ``reidrisk.pie.pse.genuine_impostor``.
     """
     if background.n < 2:
         raise MatchError(f"need at least 2 background users, got {background.n}")
@@ -231,14 +262,36 @@ def match(background: Sequences, release: Sequences, kind: str = "trans", delta:
 def maximum_knowledge(personal: Sequences, events: int | None = None, kind: str = "trans",
                       **kwargs) -> MatchResult:
     """Maximum-knowledge model: the adversary trains on the whole personal data and sees its
-    first ``events`` events (all when None) -- the paper's Fig. 5."""
+    first ``events`` events -- the paper's Fig. 5.
+
+    Parameters
+    ----------
+    personal : Sequences
+        The personal data, both the training data and the release.
+    events : int, optional
+        How many first events of each sequence the adversary sees (``None``: all).
+    kind, **kwargs
+        As in ``match``.
+    """
     return match(personal, personal.head(events), kind, **kwargs)
 
 
 def partial_knowledge(background: Sequences, personal: Sequences, train_events: int | None = None,
                       events: int | None = None, kind: str = "trans", **kwargs) -> MatchResult:
     """Partial-knowledge model: the adversary trains on the first ``train_events`` events of the
-    background period and sees the first ``events`` events of the personal data (Fig. 6)."""
+    background period and sees the first ``events`` events of the personal data (Fig. 6).
+
+    Parameters
+    ----------
+    background : Sequences
+        The background period, the adversary's training data.
+    personal : Sequences
+        The personal data, the release.
+    train_events, events : int, optional
+        How many first events of each sequence are trained on and seen (``None``: all).
+    kind, **kwargs
+        As in ``match``.
+    """
     return match(background.head(train_events), personal.head(events), kind, **kwargs)
 
 
@@ -255,8 +308,18 @@ def _shared_table(mechanism: GLH) -> np.ndarray:
 
 def obfuscate(release: Sequences, mechanism: Mechanism, rng: np.random.Generator | int | None = None
               ) -> Sequences:
-    """Perturb every event of ``release`` with ``mechanism`` (``GRR`` over the k regions, or a
-    one-table ``GLH``); the result is over the k regions (GRR) or the g hash values (GLH)."""
+    """Perturb every event of ``release`` with ``mechanism``; the result is over the k regions
+    (GRR) or the g hash values (GLH).
+
+    Parameters
+    ----------
+    release : Sequences
+        The sequences to perturb.
+    mechanism : Mechanism
+        ``GRR`` over the k regions, or a one-table ``GLH``.
+    rng : numpy.random.Generator or int, optional
+        Generator or seed (``None``: a fresh cryptographic generator).
+    """
     if mechanism.k != release.k:
         raise MatchError(f"the mechanism is over k={mechanism.k} symbols but the traces over "
                          f"{release.k}; build it with k={release.k}")
@@ -273,7 +336,15 @@ def obfuscate(release: Sequences, mechanism: Mechanism, rng: np.random.Generator
 def adversary_view(background: Sequences, mechanism: Mechanism | None) -> Sequences:
     """The background as the adversary fits it against ``mechanism``'s reports: unchanged for no
     mechanism or GRR; mapped through the shared hash table for GLH
-    (docs/design/pie.md#markov-chain-matching)."""
+    (docs/design/pie.md#markov-chain-matching).
+
+    Parameters
+    ----------
+    background : Sequences
+        The adversary's training data.
+    mechanism : Mechanism or None
+        The mechanism of the reports (a GLH must have one shared table).
+    """
     if mechanism is None or isinstance(mechanism, GRR):
         return background
     if isinstance(mechanism, GLH):
