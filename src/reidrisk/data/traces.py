@@ -142,10 +142,17 @@ def _integers(frame: pd.DataFrame, column: str, path: Path) -> np.ndarray:
 def read_traces(path: str | Path, regions, users=None) -> Sequences:
     """Read a ``user_id,time_id,reg_id`` CSV into ``Sequences`` ordered by time within each user.
 
-    ``regions``: the region domain, either an int ``K`` (ids 1..K) or the array of valid region
-    ids (code = position in the sorted array). ``users``: the expected user ids (rows follow this
-    order); a user in the file outside it, or one of them absent from the file, is a
-    ``TraceError``. Without ``users`` the file's users are taken in increasing id order.
+    Parameters
+    ----------
+    path : str or Path
+        The CSV file.
+    regions : int or array_like
+        The region domain: an int ``K`` (ids 1..K) or the array of valid region ids (code =
+        position in the sorted array).
+    users : array_like, optional
+        The expected user ids (rows follow this order); a user in the file outside it, or one of
+        them absent from the file, is a ``TraceError``. ``None``: the file's users in increasing
+        id order.
     """
     path = Path(path)
     frame = read_table(path, columns=list(TRACE_COLUMNS))
@@ -200,7 +207,13 @@ def read_traces(path: str | Path, regions, users=None) -> Sequences:
 
 
 def read_region_ids(path: str | Path) -> np.ndarray:
-    """The sorted distinct ``reg_id`` values of a region table or a trace file."""
+    """The sorted distinct ``reg_id`` values of a region table or a trace file.
+
+    Parameters
+    ----------
+    path : str or Path
+        A CSV file with a ``reg_id`` column.
+    """
     path = Path(path)
     frame = read_table(path, columns=["reg_id"])
     if len(frame) == 0:
@@ -214,7 +227,19 @@ def load_pwscup2019_osaka(dataset: str = "IDP", root: str | Path | None = None
 
     background = the reference traces (slots 1-40), personal = the original traces (slots 41-80);
     both over the 1,024 regions of ``info_region.csv``, rows in the same user order.
-    Raises ``DatasetNotFound`` (tests skip on it) when the files are absent.
+
+    Parameters
+    ----------
+    dataset : {"IDP", "TRP"}
+        Which set.
+    root : str or Path, optional
+        The folder holding the files (default: the data set's folder under
+        ``shared_data_dir()``).
+
+    Raises
+    ------
+    DatasetNotFound
+        When the files are absent (tests skip on it).
     """
     try:
         tag = OSAKA_SETS[dataset.upper()]
@@ -230,7 +255,13 @@ def load_pwscup2019_osaka(dataset: str = "IDP", root: str | Path | None = None
 
 
 def load_peopleflow_tokyo(root: str | Path | None = None) -> tuple[Sequences, Sequences]:
-    """(train, test) of the PeopleFlow Tokyo sample traces (1,000 users, 1,024 regions)."""
+    """(train, test) of the PeopleFlow Tokyo sample traces (1,000 users, 1,024 regions).
+
+    Parameters
+    ----------
+    root
+        As in ``load_pwscup2019_osaka``.
+    """
     files = ["PeopleFlow_Tokyo/traintraces_TK.csv", "PeopleFlow_Tokyo/testtraces_TK.csv",
              "PeopleFlow_Tokyo/regions_TK.csv"]
     folder = check_files(Path(root), files, PWSCUP2019) if root else require(PWSCUP2019, files)
@@ -248,6 +279,15 @@ def load_movielens_histories(root: str | Path | None = None, min_rating: int = 4
     file's column order; users with fewer than ``min_events`` such ratings are dropped (the paper
     keeps users with >= 10 likes over all of MovieLens; this subset has only 46 movies, and 1,105 of
     its 1,920 users have >= 5 likes).
+
+    Parameters
+    ----------
+    root : str or Path, optional
+        The folder holding ``A.csv`` (default: the data set's folder under ``shared_data_dir()``).
+    min_rating : int
+        Smallest rating that counts as a like.
+    min_events : int
+        Fewest likes a user needs to be kept.
     """
     files = ["A.csv"]
     folder = check_files(Path(root), files, MOVIELENS) if root else require(MOVIELENS, files)
