@@ -126,7 +126,17 @@ def latent_correlation(
     rng: np.random.Generator | int | None = None,
     structure: str = "factor",
 ) -> np.ndarray:
-    """A (g, g) correlation matrix ``(1 - d) I + d C`` (see the module docstring)."""
+    """A (g, g) correlation matrix ``(1 - d) I + d C`` (see the module docstring).
+
+    Parameters
+    ----------
+    g : int
+        Number of attributes.
+    dependence : float
+        d in [0, 1).
+    rng, structure
+        As in ``make_population``.
+    """
     d = _check_dependence(dependence)
     loadings = _loadings(g, as_generator(rng), structure)
     return _correlation_from(loadings, d)
@@ -153,7 +163,13 @@ def _check_correlation(r: float | np.ndarray, g: int) -> np.ndarray:
 
 
 def thresholds(p: np.ndarray) -> np.ndarray:
-    """Latent cut points ``Phi^{-1}(cumsum(p)[:-1])`` of one marginal, shape (f - 1,)."""
+    """Latent cut points ``Phi^{-1}(cumsum(p)[:-1])`` of one marginal, shape (f - 1,).
+
+    Parameters
+    ----------
+    p : numpy.ndarray (f,)
+        The marginal's probabilities.
+    """
     cum = np.clip(np.cumsum(p)[:-1], 0.0, 1.0)
     return ndtri(cum)
 
