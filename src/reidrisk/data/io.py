@@ -60,7 +60,13 @@ class EncodedData:
 
 
 def table_format(path: str | Path) -> str:
-    """``"csv"`` or ``"parquet"`` from the file name; ``TableError`` for anything else."""
+    """``"csv"`` or ``"parquet"`` from the file name; ``TableError`` for anything else.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file name.
+    """
     name = Path(path).name.lower()
     if name.endswith(PARQUET_SUFFIXES):
         return "parquet"
@@ -185,8 +191,19 @@ def check_output_path(path: str | Path, kind: str = "file") -> Path:
     writable, and ``path`` itself is not a folder (``kind="file"``) or not a file (``kind="folder"``;
     a report folder's parent is created when missing, so only an existing parent is checked).
 
-    Raises ``FileNotFoundError``, ``IsADirectoryError``, ``NotADirectoryError`` or
-    ``PermissionError`` naming the path and the fix. Returns ``Path(path)``.
+    Returns ``Path(path)``.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file or folder to be written.
+    kind : {"file", "folder"}
+        What ``path`` will be.
+
+    Raises
+    ------
+    FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError
+        Naming the path and the fix.
     """
     path = Path(path)
     if kind == "folder":
