@@ -110,8 +110,15 @@ def _deciles(x: np.ndarray) -> np.ndarray:
 def make_microdata(n: int = 8_333, *, rng=None) -> Microdata:
     """Draw ``n`` households with 13 discrete QI and 12 continuous SA (see the module docstring).
 
-    The default ``n`` is the size of paper 001's data (Section 2.1: 8,333 records x 25 attributes).
-    ``rng``: a ``numpy.random.Generator`` or a seed. Vectorized (no loop over households).
+    Vectorized (no loop over households).
+
+    Parameters
+    ----------
+    n : int
+        Number of households; the default is the size of paper 001's data (Section 2.1: 8,333
+        records x 25 attributes).
+    rng : numpy.random.Generator or int, optional
+        Generator or seed (``None``: a fresh cryptographic generator).
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n must be a positive integer (the number of households), got {n!r}")
