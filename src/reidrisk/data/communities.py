@@ -95,7 +95,15 @@ def load_communities(root: str | Path | None = None) -> pd.DataFrame:
 
 
 def predictive_columns(frame: pd.DataFrame, include_goals: bool = False) -> list[str]:
-    """The frame's columns minus the identifiers (and minus the 18 goals unless asked)."""
+    """The frame's columns minus the identifiers (and minus the 18 goals unless asked).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The data as ``load_communities`` returns it.
+    include_goals : bool
+        Keep the 18 goal columns.
+    """
     drop = set(IDENTIFIERS) | (set() if include_goals else set(GOALS))
     return [c for c in frame.columns if c not in drop]
 
