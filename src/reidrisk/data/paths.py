@@ -96,7 +96,17 @@ def require(name: str, files: Iterable[str] = ()) -> Path:
 
 
 def check_files(folder: Path, files: Iterable[str], name: str | None = None) -> Path:
-    """Check that every file in ``files`` exists in ``folder``; return ``folder``."""
+    """Check that every file in ``files`` exists in ``folder``; return ``folder``.
+
+    Parameters
+    ----------
+    folder : Path
+        The folder to look in.
+    files : iterable of str
+        File names that must exist in it.
+    name : str, optional
+        The data set's name, for the error message.
+    """
     folder = Path(folder)
     for f in files:
         if not (folder / f).is_file():
