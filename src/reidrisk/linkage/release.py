@@ -63,7 +63,13 @@ class Release:
 
 
 def as_release(table: pd.DataFrame | Release) -> Release:
-    """``table`` as a ``Release`` (a DataFrame is the identity release of itself)."""
+    """``table`` as a ``Release`` (a DataFrame is the identity release of itself).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame or Release
+        The original table or a previous release.
+    """
     if isinstance(table, Release):
         return table
     if not isinstance(table, pd.DataFrame):
@@ -73,8 +79,22 @@ def as_release(table: pd.DataFrame | Release) -> Release:
 
 def derive(previous: Release, data: pd.DataFrame, rows: np.ndarray | None, step: str,
            detail: dict[str, Any]) -> Release:
-    """A new release from ``previous``: ``rows[i]`` is the row of ``previous.data`` that row i of
-    ``data`` comes from (None: the same rows in the same order); the truth composes."""
+    """A new release from ``previous``; the truth composes.
+
+    Parameters
+    ----------
+    previous : Release
+        The release the step was applied to.
+    data : pandas.DataFrame
+        The new table (its index is reset).
+    rows : numpy.ndarray, optional
+        ``rows[i]`` is the row of ``previous.data`` that row i of ``data`` comes from (``None``:
+        the same rows in the same order).
+    step : str
+        The step's name, appended to ``steps``.
+    detail : dict
+        The step's parameters and what it changed, appended to ``details``.
+    """
     truth = previous.truth if rows is None else previous.truth[np.asarray(rows, dtype=np.int64)]
     return Release(data.reset_index(drop=True), truth, previous.steps + (step,),
                    previous.details + ({"step": step, **detail},))
@@ -82,7 +102,19 @@ def derive(previous: Release, data: pd.DataFrame, rows: np.ndarray | None, step:
 
 def check_columns(frame: pd.DataFrame, columns: Sequence[str], role: str, where: str = "the table"
                   ) -> list[str]:
-    """The ``columns`` as a list; ``LinkageError`` naming any absent one and the available ones."""
+    """The ``columns`` as a list; ``LinkageError`` naming any absent one and the available ones.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The table that must hold the columns.
+    columns : sequence of str
+        The column names.
+    role : str
+        What the columns are (e.g. "QI", "SA"), for the message.
+    where : str
+        Which table, for the message.
+    """
     if isinstance(columns, str):
         columns = [columns]
     columns = list(columns)
@@ -98,7 +130,17 @@ def check_columns(frame: pd.DataFrame, columns: Sequence[str], role: str, where:
 def numeric_matrix(frame: pd.DataFrame, columns: Sequence[str], where: str = "the table"
                    ) -> np.ndarray:
     """The SA ``columns`` as a float64 matrix (n, s); a column that is not numeric (text that does
-    not parse as a number, or a missing value) is a ``LinkageError`` naming it and a bad value."""
+    not parse as a number, or a missing value) is a ``LinkageError`` naming it and a bad value.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The table.
+    columns : sequence of str
+        The SA columns.
+    where : str
+        Which table, for the message.
+    """
     out = np.empty((len(frame), len(columns)), dtype=np.float64)
     for j, c in enumerate(columns):
         col = frame[c]
