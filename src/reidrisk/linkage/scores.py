@@ -120,7 +120,17 @@ class Security:
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Two-sided exact (Clopper-Pearson) interval for a binomial proportion k/n."""
+    """Two-sided exact (Clopper-Pearson) interval for a binomial proportion k/n ((0, 1) for n <= 0).
+
+    Parameters
+    ----------
+    k : int
+        Successes.
+    n : int
+        Trials.
+    level : float
+        Confidence level (default 0.95).
+    """
     if n <= 0:
         return 0.0, 1.0
     a = (1.0 - level) / 2
