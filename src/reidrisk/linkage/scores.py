@@ -120,7 +120,8 @@ class Security:
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Two-sided exact (Clopper-Pearson) interval for a binomial proportion k/n ((0, 1) for n <= 0).
+    """Two-sided exact (Clopper-Pearson) interval for a binomial proportion k/n
+    (``(0.0, 1.0)`` for n <= 0).
 
     Parameters
     ----------
