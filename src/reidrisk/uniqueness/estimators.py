@@ -318,6 +318,15 @@ def pitman_expected_uniques(theta: float, alpha: float, N: int) -> float:
 
     ``N (theta + alpha)_{N-1} / (theta + 1)_{N-1}`` (rising factorials); for large N this is
     Hoshino's ``Gamma(theta + 1) / Gamma(theta + alpha) * N^alpha``.
+
+    Parameters
+    ----------
+    theta : float
+        Concentration, > -alpha.
+    alpha : float
+        Discount, in (0, 1).
+    N : int
+        Population size.
     """
     return float(
         math.exp(
@@ -387,6 +396,13 @@ def shlosser_classes(freq: SampleFrequencies, pi: float) -> float:
     """Shlosser's estimate of the number K of non-empty population classes (Haas et al. 1995).
 
     ``K = u + f_1 sum_k (1-pi)^k f_k / sum_k k pi (1-pi)^(k-1) f_k``.
+
+    Parameters
+    ----------
+    freq : SampleFrequencies
+        The sample's frequency of frequencies (u distinct classes).
+    pi : float
+        The sampling fraction n / N.
     """
     k, fk = freq.sizes.astype(np.float64), freq.classes.astype(np.float64)
     num = np.sum(np.exp(k * math.log1p(-pi)) * fk) if pi < 1 else 0.0
