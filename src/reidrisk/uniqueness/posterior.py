@@ -163,7 +163,15 @@ class PosteriorResult:
 # validation
 # ---------------------------------------------------------------------------------------------
 def check_population_size(N, error: type[Exception] | None = None) -> int:
-    """N as an int; raises ``error`` (default ``PosteriorError``) unless N is a whole number >= 1."""
+    """N as an int; raises ``error`` unless N is a whole number >= 1.
+
+    Parameters
+    ----------
+    N
+        The population size to check.
+    error : type of Exception, optional
+        The exception to raise (default ``PosteriorError``).
+    """
     try:
         n = int(N)
         ok = n == N and n >= 1
