@@ -40,7 +40,17 @@ def measured_gap(epsilon: float, world: str = "latent",
     A measured epsilon gives its own gap. Between two measured points the larger of their two
     gaps (the gap is not monotone in epsilon, so the conservative neighbour is used), reported
     with that neighbour's epsilon; below the smallest or above the largest measured epsilon, that
-    end point's gap."""
+    end point's gap.
+
+    Parameters
+    ----------
+    epsilon : float
+        The budget per attribute.
+    world : {"latent", "copula"}
+        The world the prior was simulated from (a row of the table).
+    table : mapping, optional
+        {world: {epsilon: gap}} (default ``MEASURED_GAPS``).
+    """
     row = (MEASURED_GAPS if table is None else table)[world]
     eps = sorted(row)
     e = float(epsilon)
@@ -60,7 +70,15 @@ def ldp_caveat(epsilon: float, world: str = "latent",
                table: Mapping[str, Mapping[float, float]] | None = None) -> str | None:
     """The note the CLI prints after scoring databases that are all LDP reports, randomized with
     ``epsilon`` per attribute (the smallest over attributes and databases), with the prior
-    simulated from the fitted ``world``; None where the measured gap is <= ``GAP_LIMIT``."""
+    simulated from the fitted ``world``; None where the measured gap is <= ``GAP_LIMIT``.
+
+    Parameters
+    ----------
+    epsilon : float
+        The smallest budget per attribute over attributes and databases.
+    world, table
+        As in ``measured_gap``.
+    """
     at, gap = measured_gap(epsilon, world, table)
     if gap <= GAP_LIMIT:
         return None
