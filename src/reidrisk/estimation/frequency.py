@@ -332,6 +332,19 @@ def null_departure(a1: float, q1: float, a2: float, q2: float, f1: int, f2: int,
     (M_1 o M_1) Z (M_2 o M_2)^T`` with ``o`` the entrywise square, again a structured channel) and
     estimated. A parametric bootstrap with a fixed seed, so the estimators stay deterministic;
     cached per channel and n.
+
+    Parameters
+    ----------
+    a1, q1 : float
+        The first attribute's channel ``M_1 = a1 I + q1 1 1^T``.
+    a2, q2 : float
+        The second attribute's channel (a marginal: ``a2 = 1``, ``q2 = 0``).
+    f1, f2 : int
+        The table's shape (a marginal: ``f2 = 1``).
+    n : float
+        Number of reports.
+    estimator : {"em", "norm_sub"}
+        The estimator whose null departure is measured.
     """
     B = NULL_SAMPLES
     ch = _Channels.structured(a1, q1, a2, q2, f1, f2, B)
