@@ -95,7 +95,17 @@ _SELECT_ITER = 100  # EM steps of each candidate K after its start (selection on
 
 
 def logsumexp(a: np.ndarray, axis: int = 1, keepdims: bool = False) -> np.ndarray:
-    """log sum exp along ``axis`` (max-shifted)."""
+    """log sum exp along ``axis`` (max-shifted).
+
+    Parameters
+    ----------
+    a : numpy.ndarray
+        The values.
+    axis : int
+        The axis summed over (default 1).
+    keepdims : bool
+        Keep the summed axis with length 1.
+    """
     mx = a.max(axis=axis, keepdims=True)
     out = np.log(np.exp(a - mx).sum(axis=axis, keepdims=True)) + mx
     return out if keepdims else np.squeeze(out, axis=axis)
