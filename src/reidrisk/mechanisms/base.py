@@ -232,7 +232,19 @@ class Mechanism(ABC):
 
 def report_matrix(reports, width: int, name: str, layout: str) -> np.ndarray:
     """The reports of a mechanism whose report is a row of ``width`` entries, as an (n, width)
-    array; ``layout`` says what a row holds, for the error message."""
+    array.
+
+    Parameters
+    ----------
+    reports : array_like
+        The reports.
+    width : int
+        Entries of one report.
+    name : str
+        The mechanism's name, for the error message.
+    layout : str
+        What a row holds, for the error message.
+    """
     y = np.asarray(reports)
     if y.ndim != 2 or y.shape[1] != width:
         raise MechanismError(
@@ -244,9 +256,22 @@ def report_matrix(reports, width: int, name: str, layout: str) -> np.ndarray:
 
 def check_whole_rows(miss: np.ndarray, rows: np.ndarray, name: str, sentinel: int,
                      rule: str) -> None:
-    """Raise if a report row mixes missing entries (``miss`` (n, w) bool, the entries equal to
-    ``sentinel``) with present ones: a missing value is reported as a wholly missing row. ``rule``
-    completes the message."""
+    """Raise if a report row mixes missing entries with present ones: a missing value is reported
+    as a wholly missing row.
+
+    Parameters
+    ----------
+    miss : numpy.ndarray (n, w) bool
+        The entries equal to ``sentinel``.
+    rows : numpy.ndarray
+        The report rows, for the message.
+    name : str
+        The mechanism's name, for the message.
+    sentinel : int
+        The missing marker.
+    rule : str
+        Completes the message.
+    """
     partial = miss.any(axis=1) & ~miss.all(axis=1)
     if partial.any():
         i = int(np.flatnonzero(partial)[0])
