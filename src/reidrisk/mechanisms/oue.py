@@ -228,7 +228,13 @@ class UnaryEncoding(Mechanism):
 
 
 def packed_width(k: int) -> int:
-    """Bytes of one bit-packed report of a k-bit unary encoding: ceil(k / 8)."""
+    """Bytes of one bit-packed report of a k-bit unary encoding: ceil(k / 8).
+
+    Parameters
+    ----------
+    k : int
+        Bits of one report.
+    """
     return -(-int(k) // 8)
 
 
