@@ -75,7 +75,13 @@ _SAME_KEYS = ("schema", "protocol", "attributes")
 
 def default_chunk_rows(sizes: Iterable[int]) -> int:
     """Rows per chunk for attributes of domain sizes ``sizes``: ``CHUNK_CELLS / F``, between
-    1,024 and 65,536 (one Parquet row group of ``write_partition``)."""
+    1,024 and 65,536 (one Parquet row group of ``write_partition``).
+
+    Parameters
+    ----------
+    sizes : iterable of int
+        The attributes' domain sizes (F their sum).
+    """
     F = max(1, int(sum(int(f) for f in sizes)))
     return int(min(PARTITION_ROW_GROUP, max(1024, CHUNK_CELLS // F)))
 
@@ -88,8 +94,15 @@ def _is_url(source) -> bool:
 
 
 def filesystem(source, storage_options: dict | None = None):
-    """``(pyarrow filesystem, path)`` of a local path or an fsspec URL (fsspec resolves the URL:
-    any protocol it knows, with ``storage_options`` such as credentials or endpoints)."""
+    """``(pyarrow filesystem, path)`` of a local path or an fsspec URL.
+
+    Parameters
+    ----------
+    source : str or Path
+        A local path or an fsspec URL (fsspec resolves it: any protocol it knows).
+    storage_options : dict, optional
+        Passed to fsspec, such as credentials or endpoints.
+    """
     import pyarrow.fs as pafs
 
     if _is_url(source):
@@ -127,7 +140,15 @@ def _join(source: str, path: str, root: str) -> str:
 def partitions(source, storage_options: dict | None = None) -> list[Partition]:
     """The partitions of ``source``: a directory (searched recursively; files and folders whose
     name starts with ``.`` or ``_`` are skipped, as by ``pyarrow.dataset``), one file, or a list of
-    either; local or an fsspec URL. Sorted by path, so every run sees the same order."""
+    either; local or an fsspec URL. Sorted by path, so every run sees the same order.
+
+    Parameters
+    ----------
+    source : str, Path or list
+        A directory, one file, or a list of either; local or an fsspec URL.
+    storage_options : dict, optional
+        Passed to fsspec (credentials, endpoints).
+    """
     import pyarrow.fs as pafs
 
     if isinstance(source, Partition):
@@ -201,7 +222,15 @@ def _header_of(partition: Partition, pfile) -> ReportsHeader:
 
 def read_partition_header(partition: Partition | str, storage_options: dict | None = None
                           ) -> ReportsHeader:
-    """The metadata of one partition (schema, protocol, rebuilt mechanisms, codecs)."""
+    """The metadata of one partition (schema, protocol, rebuilt mechanisms, codecs).
+
+    Parameters
+    ----------
+    partition : Partition or str
+        The partition, or its path.
+    storage_options
+        As in ``partitions``.
+    """
     if not isinstance(partition, Partition):
         partition = partitions(partition, storage_options)[0]
     with _open(partition) as pfile:
@@ -215,7 +244,13 @@ def _same(a: ReportsHeader, b: ReportsHeader) -> bool:
 
 def describe(source, storage_options: dict | None = None) -> ReportsHeader:
     """The header shared by every partition of ``source``; refuses partitions that disagree on the
-    schema, protocol or mechanisms (their counts could not be added)."""
+    schema, protocol or mechanisms (their counts could not be added).
+
+    Parameters
+    ----------
+    source, storage_options
+        As in ``partitions``.
+    """
     parts = partitions(source, storage_options)
     first = read_partition_header(parts[0])
     for p in parts[1:]:
@@ -256,7 +291,15 @@ def iter_reports(source, *, chunk_rows: int | None = None, storage_options: dict
     ``default_chunk_rows``), decoded and validated by ``reports_io.decode_frame`` (every cell,
     every report, the protocol, the declared privacy loss). A row in an error message counts from
     the start of its chunk, whose first row in the partition the message names. Memory: one
-    chunk."""
+    chunk.
+
+    Parameters
+    ----------
+    source, storage_options
+        As in ``partitions``.
+    chunk_rows : int, optional
+        Rows per chunk (default ``default_chunk_rows``).
+    """
     parts = partitions(source, storage_options)
     header = read_partition_header(parts[0])
     for p in parts:
@@ -268,7 +311,15 @@ def count_partition(partition: Partition | str, *, chunk_rows: int | None = None
                     storage_options: dict | None = None) -> PairCounts:
     """The count tables (``pair_counts``) of one partition, summed over its chunks: exactly the
     counts of all its reports at once. The unit of work of the chunked reader and of the Dask
-    path (``reidrisk.collect.dask_counts``)."""
+    path (``reidrisk.collect.dask_counts``).
+
+    Parameters
+    ----------
+    partition, storage_options
+        As in ``read_partition_header``.
+    chunk_rows
+        As in ``iter_reports``.
+    """
     if not isinstance(partition, Partition):
         (partition,) = partitions(partition, storage_options)
     total = None
@@ -284,7 +335,19 @@ def count_columns(schema: Schema, mechanisms, columns, *, chunk_rows: int | None
                   ) -> PairCounts:
     """The count tables of reports held in memory, one chunk of rows at a time: ``columns`` has
     one report array per attribute or, for a unary encoding, a ``PackedBits`` (unpacked a chunk at
-    a time, so an (n, k) bit matrix is never formed). Equal to ``pair_counts`` of the whole."""
+    a time, so an (n, k) bit matrix is never formed). Equal to ``pair_counts`` of the whole.
+
+    Parameters
+    ----------
+    schema : Schema
+        The attributes.
+    mechanisms : sequence of Mechanism
+        One per attribute.
+    columns : sequence of numpy.ndarray or PackedBits
+        One report array (or ``PackedBits``) per attribute, in schema order.
+    chunk_rows
+        As in ``iter_reports``.
+    """
 
     mechs, cols = tuple(mechanisms), list(columns)
     n = len(cols[0]) if cols else 0
@@ -309,7 +372,15 @@ def count_reports(source, *, chunk_rows: int | None = None, storage_options: dic
     """The count tables of every report of ``source`` (partitioned Parquet, local or fsspec URL),
     read and counted one chunk at a time on this machine, with a progress bar over the reports
     (``reidrisk.report.progress``). Equal, integer for integer, to ``pair_counts`` of all the
-    reports at once and to the Dask path's result."""
+    reports at once and to the Dask path's result.
+
+    Parameters
+    ----------
+    source, chunk_rows, storage_options
+        As in ``iter_reports``.
+    progress : bool
+        Show the progress bar.
+    """
     # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report.progress import Progress
 
@@ -330,8 +401,18 @@ def fit_partitioned(source, pipeline: CollectPipeline | None = None, *,
                     client=None, progress: bool = True) -> CollectModel:
     """Fit the collection model from partitioned reports: the counts (on this machine by
     ``count_reports``, or on the Dask cluster of ``client`` by ``dask_counts.count_dask``), then
-    ``pipeline.fit_counts`` (default ``CollectPipeline()``) here. The fit reads only the count
-    tables (O(F^2) memory), so it does not grow with the number of reports."""
+    ``pipeline.fit_counts`` here. The fit reads only the count tables (O(F^2) memory), so it does
+    not grow with the number of reports.
+
+    Parameters
+    ----------
+    source, chunk_rows, storage_options, progress
+        As in ``count_reports`` (``progress`` for the local count only).
+    pipeline : CollectPipeline, optional
+        The fit's settings (default ``CollectPipeline()``).
+    client : dask.distributed.Client, optional
+        Count on this Dask cluster instead of on this machine.
+    """
 
     pipeline = CollectPipeline() if pipeline is None else pipeline
     parts = partitions(source, storage_options)
@@ -387,7 +468,19 @@ def write_partitioned(directory, reports: RecordReports | CollectedReports,
                       protocol: Protocol | None = None, *, rows_per_partition: int = 1_000_000,
                       storage_options: dict | None = None) -> list[str]:
     """Write ``reports`` as partitions of at most ``rows_per_partition`` rows in ``directory``
-    (``PartitionWriter``); returns their paths/URLs in order."""
+    (``PartitionWriter``); returns their paths/URLs in order.
+
+    Parameters
+    ----------
+    directory : str or Path
+        The target folder, local or an fsspec URL.
+    reports, protocol
+        As in ``reidrisk.collect.reports_io.write_reports``.
+    rows_per_partition : int
+        Largest number of rows of one partition.
+    storage_options
+        As in ``partitions``.
+    """
     if isinstance(reports, CollectedReports):
         protocol = reports.protocol if protocol is None else protocol
         reports = reports.reports
@@ -408,7 +501,23 @@ def simulate_partitioned(directory, schema: Schema, protocol: Protocol, n: int, 
     """A simulated collection of ``n`` people written as partitions (for tests and benchmarks):
     per partition, uniform codes with MCAR ``missing_rate`` randomized as ``protocol.randomize``
     does, except that unary encodings (OUE, RAPPOR) draw their reports packed
-    (``perturb_packed``), so memory is one partition's packed reports, never n x k bits."""
+    (``perturb_packed``), so memory is one partition's packed reports, never n x k bits.
+
+    Parameters
+    ----------
+    directory, rows_per_partition, storage_options
+        As in ``write_partitioned``.
+    schema : Schema
+        The attributes.
+    protocol : Protocol
+        The collection protocol.
+    n : int
+        Number of people.
+    missing_rate : float
+        MCAR probability that a value is missing.
+    rng : numpy.random.Generator or int, optional
+        Generator or seed (``None``: a fresh cryptographic generator).
+    """
 
     rng = as_generator(rng)
     mechs = protocol.mechanisms(schema)
