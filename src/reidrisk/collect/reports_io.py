@@ -112,7 +112,13 @@ class CollectedReports:
 
 
 def sidecar_path(path: str | Path) -> Path:
-    """Where the metadata of a CSV reports file lives: ``<path>.meta.json``."""
+    """Where the metadata of a CSV reports file lives: ``<path>.meta.json``.
+
+    Parameters
+    ----------
+    path : str or Path
+        The reports file.
+    """
     path = Path(path)
     return path.with_name(path.name + SIDECAR_SUFFIX)
 
@@ -129,7 +135,13 @@ def _is_parquet(path: Path) -> bool:
 
 
 def codec_of(mech: Mechanism) -> str:
-    """The cell codec of a mechanism's reports (module doc), from a sample report."""
+    """The cell codec of a mechanism's reports (module doc), from a sample report.
+
+    Parameters
+    ----------
+    mech : Mechanism
+        The mechanism.
+    """
 
     if isinstance(mech, UnaryEncoding):
         return "bits"
@@ -176,7 +188,13 @@ def _encode_column(mech: Mechanism, codec: str, rep: np.ndarray) -> np.ndarray:
 
 
 def reports_frame(reports: RecordReports) -> pd.DataFrame:
-    """The reports as a DataFrame of cell strings (module doc), one column per attribute."""
+    """The reports as a DataFrame of cell strings (module doc), one column per attribute.
+
+    Parameters
+    ----------
+    reports : RecordReports
+        The reports to encode.
+    """
     data = {}
     for attr, mech, rep in zip(reports.schema, reports.mechanisms, reports.reports):
         data[attr.name] = _encode_column(mech, codec_of(mech), rep)
@@ -203,7 +221,13 @@ def _metadata(schema: Schema, mechanisms, protocol: Protocol, n: int, privacy_lo
 
 
 def jsonable(obj):
-    """``obj`` (a mechanism's ``params()``) with NumPy scalars and arrays as plain JSON values."""
+    """``obj`` with NumPy scalars and arrays as plain JSON values.
+
+    Parameters
+    ----------
+    obj
+        A mechanism's ``params()`` (nested dicts, lists, NumPy values).
+    """
     if isinstance(obj, dict):
         return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -223,7 +247,15 @@ def file_mode() -> int:
 
 
 def atomic_write(path: Path, write) -> None:
-    """Call ``write(tmp)`` on a temporary file beside ``path``, then move it over ``path``."""
+    """Call ``write(tmp)`` on a temporary file beside ``path``, then move it over ``path``.
+
+    Parameters
+    ----------
+    path : Path
+        The target.
+    write : callable
+        ``write(tmp)`` writes the whole content to the temporary path ``tmp``.
+    """
 
     path = check_output_path(path)
     with user_path_in_errors(path):
@@ -322,7 +354,26 @@ def write_partition(path: str | Path, schema: Schema, mechanisms, columns, proto
     the chunked reader (``reidrisk.collect.partitioned``) decode them with ``decode_column``. The
     metadata (module doc) is stored in the file, so each partition describes itself. The batch is
     checked against the protocol ``check_rows`` rows at a time (packed columns unpacked a chunk at
-    a time). ``filesystem``: a ``pyarrow.fs`` filesystem (default: local, written atomically).
+    a time).
+
+    Parameters
+    ----------
+    path : str
+        The partition's path (on ``filesystem``).
+    schema : Schema
+        The attributes.
+    mechanisms : sequence of Mechanism
+        One per attribute.
+    columns : sequence of numpy.ndarray or PackedBits
+        One report array per attribute (schema order), or a ``PackedBits`` for a unary encoding.
+    protocol : Protocol
+        The protocol the reports follow.
+    filesystem : pyarrow.fs.FileSystem, optional
+        Where to write (default: local, written atomically).
+    row_group_rows : int
+        Rows of one Parquet row group.
+    check_rows : int
+        Rows checked against the protocol at a time.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -421,7 +472,17 @@ def _constructor_kwargs(params: dict) -> dict:
 
 
 def rebuild_mechanism(attr_name: str, f: int, params: dict) -> Mechanism:
-    """The mechanism of attribute ``attr_name`` (domain size ``f``) from its saved ``params``."""
+    """The mechanism of an attribute from its saved ``params``.
+
+    Parameters
+    ----------
+    attr_name : str
+        The attribute, for error messages.
+    f : int
+        Its domain size.
+    params : dict
+        The mechanism's saved ``params()``.
+    """
     params = dict(params)
     try:
         name = params.pop("mechanism")
@@ -450,8 +511,22 @@ def rebuild_mechanism(attr_name: str, f: int, params: dict) -> Mechanism:
 
 def decode_column(path: Path, attr_name: str, mech: Mechanism, codec: str,
                   cells: pd.Series) -> np.ndarray:
-    """One attribute's report cells (text in ``codec``) as ``mech``'s report array; errors name
-    ``path`` and the attribute. The one decoder of report cells (files and the service)."""
+    """One attribute's report cells as ``mech``'s report array. The one decoder of report cells
+    (files and the service).
+
+    Parameters
+    ----------
+    path : Path
+        The source, named in errors.
+    attr_name : str
+        The attribute, named in errors.
+    mech : Mechanism
+        The attribute's mechanism.
+    codec : str
+        The cells' codec (module doc).
+    cells : pandas.Series
+        The cells.
+    """
     n = len(cells)
     miss = cells.isna().to_numpy()
     out = _missing_rows(mech, n)
@@ -574,7 +649,13 @@ def _decode_packed(path: Path, attr_name: str, cells: pd.Series, out: np.ndarray
 
 def has_metadata(path: str | Path) -> bool:
     """True when ``path`` carries reidrisk reports metadata (a CSV's sidecar, or the key inside a
-    Parquet file; a Parquet file's sidecar also counts). Says nothing about whether it is valid."""
+    Parquet file; a Parquet file's sidecar also counts). Says nothing about whether it is valid.
+
+    Parameters
+    ----------
+    path : str or Path
+        The reports file.
+    """
     path = Path(path)
     if sidecar_path(path).is_file():
         return True
@@ -693,8 +774,15 @@ class ReportsHeader:
 
 
 def read_header(path: str | Path, meta: dict) -> ReportsHeader:
-    """The schema, protocol and rebuilt mechanisms of parsed metadata ``meta`` of ``path``;
-    errors name ``path``."""
+    """The schema, protocol and rebuilt mechanisms of parsed metadata.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file the metadata came from, named in errors.
+    meta : dict
+        The parsed metadata.
+    """
     path = Path(path)
     try:
         schema = Schema.from_dict(meta["schema"])
@@ -724,7 +812,17 @@ def read_header(path: str | Path, meta: dict) -> ReportsHeader:
 def decode_frame(path: str | Path, header: ReportsHeader, frame: pd.DataFrame) -> CollectedReports:
     """Decode and validate a frame of report cells (all rows of a file, or a chunk of them)
     declared by ``header``: every cell, every report against its mechanism, the batch against the
-    protocol and the declared privacy loss (module doc). Errors name ``path``, column and row."""
+    protocol and the declared privacy loss (module doc).
+
+    Parameters
+    ----------
+    path : str or Path
+        The source, named in errors with the column and row.
+    header : ReportsHeader
+        What the frame declares (``read_header``).
+    frame : pandas.DataFrame
+        The report cells, one column per attribute.
+    """
     path = Path(path)
     schema, protocol = header.schema, header.protocol
     absent = [c for c in schema.names if c not in frame.columns]
@@ -787,7 +885,18 @@ def check_declared_loss(source: str, meta: dict, implied: float,
     """Refuse metadata whose declared guarantee (``privacy_loss``; ``epsilon`` in older files) is
     below the loss ``implied`` by its mechanisms and reports. An absent or larger declaration is
     not an error: the caller uses the recomputed value (older files stated a summed budget).
-    Raises ``error`` naming ``source``."""
+
+    Parameters
+    ----------
+    source : str
+        The source, named in the error.
+    meta : dict
+        The parsed metadata.
+    implied : float
+        The loss the mechanisms and reports imply.
+    error : type of Exception
+        What to raise (default ``ReportsFileError``).
+    """
     declared = meta.get("privacy_loss", meta.get("epsilon"))
     if declared is None:
         return
