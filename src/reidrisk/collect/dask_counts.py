@@ -43,7 +43,17 @@ def count_graph(parts: list[Partition], *, chunk_rows: int | None = None,
                 split_every: int = SPLIT_EVERY):
     """The Dask graph (one ``dask.delayed``) of the counts of ``parts``: one ``count_partition``
     task per partition, then ``sum_counts`` tasks of ``split_every`` inputs each, level by level,
-    down to one table."""
+    down to one table.
+
+    Parameters
+    ----------
+    parts : list of Partition
+        The partitions (``reidrisk.collect.partitioned.partitions``).
+    chunk_rows : int, optional
+        Rows per chunk within a partition (default ``default_chunk_rows``).
+    split_every : int
+        Inputs of one summing task.
+    """
     dask = _require_dask()
     if not parts:
         raise ValueError("no partitions to count")
@@ -67,9 +77,19 @@ def count_dask(source, client=None, *, chunk_rows: int | None = None,
                storage_options: dict | None = None, split_every: int = SPLIT_EVERY) -> PairCounts:
     """The count tables of every report of ``source`` computed on Dask: the partitions are
     counted on the workers (``count_partition``) and summed by the scheduler's tree reduction
-    (``count_graph``). ``client``: a ``distributed.Client`` (default: the current one, else
-    Dask's default scheduler). ``source``: a directory or URL every worker can read, or the
-    list of ``partitions(...)``. Equal, integer for integer, to ``count_reports(source)``."""
+    (``count_graph``). Equal, integer for integer, to ``count_reports(source)``.
+
+    Parameters
+    ----------
+    source : str, Path or list of Partition
+        A directory or URL every worker can read, or the list of ``partitions(...)``.
+    client : distributed.Client, optional
+        Default: the current one, else Dask's default scheduler.
+    chunk_rows, split_every
+        As in ``count_graph``.
+    storage_options : dict, optional
+        Passed to fsspec for a URL.
+    """
     _require_dask()
     parts = partitions(source, storage_options)
     graph = count_graph(parts, chunk_rows=chunk_rows, split_every=split_every)
