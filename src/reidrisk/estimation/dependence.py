@@ -37,10 +37,18 @@ class PairStatistics:
 def pair_statistics(blocks, n_pair, inverses, second) -> PairStatistics:
     """Wald statistics (module doc) of P pairs.
 
-    ``blocks``: P support count blocks ``W_jj'`` (f_j, f_j'); ``n_pair`` (P,): reports having both
-    attributes; ``inverses``: P pairs ``(M_j^{-1}, M_j'^{-1})`` of inverted support matrices;
-    ``second``: P pairs ``(A_j, A_j')`` of second-moment matrices. Pairs of equal shape are stacked
-    and computed together.
+    Pairs of equal shape are stacked and computed together.
+
+    Parameters
+    ----------
+    blocks : sequence of numpy.ndarray
+        P support count blocks ``W_jj'`` (f_j, f_j').
+    n_pair : array_like (P,)
+        Reports having both attributes.
+    inverses : sequence of tuple
+        P pairs ``(M_j^{-1}, M_j'^{-1})`` of inverted support matrices.
+    second : sequence of tuple
+        P pairs ``(A_j, A_j')`` of second-moment matrices.
     """
     P = len(blocks)
     stat, df, noise = np.zeros(P), np.zeros(P, dtype=np.int64), np.zeros(P)
