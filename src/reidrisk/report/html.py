@@ -71,12 +71,24 @@ class Section:
 
 
 def escape(text: object) -> str:
-    """HTML-escape a value for use inside a section body."""
+    """HTML-escape a value for use inside a section body.
+
+    Parameters
+    ----------
+    text : object
+        The value (converted with ``str``).
+    """
     return html.escape(str(text), quote=True)
 
 
 def paragraph(text: str) -> str:
-    """A ``<p>`` of escaped plain text."""
+    """A ``<p>`` of escaped plain text.
+
+    Parameters
+    ----------
+    text : str
+        The paragraph's text.
+    """
     return f"<p>{escape(text)}</p>"
 
 
@@ -86,10 +98,21 @@ def html_table(
     caption: str | None = None,
     numeric: Sequence[bool] | None = None,
 ) -> str:
-    """An HTML table with escaped cells. ``numeric[i]`` right-aligns column i.
+    """An HTML table with escaped cells.
 
     The table sits in a ``<div class="table-wrap">`` that scrolls sideways when the table is wider
     than the page (a narrow window or a phone), instead of overflowing it.
+
+    Parameters
+    ----------
+    header : sequence
+        The column headings.
+    rows : iterable of sequence
+        The rows' cells.
+    caption : str, optional
+        The table's caption.
+    numeric : sequence of bool, optional
+        ``numeric[i]`` right-aligns column i.
     """
     header = list(header)
     numeric = list(numeric) if numeric is not None else [False] * len(header)
@@ -107,7 +130,13 @@ def html_table(
 
 
 def definition_list(items: Mapping[str, object]) -> str:
-    """A ``<dl>`` of escaped key/value pairs (for run parameters)."""
+    """A ``<dl>`` of escaped key/value pairs (for run parameters).
+
+    Parameters
+    ----------
+    items : mapping
+        The pairs, in order.
+    """
     return "<dl>" + "".join(
         f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in items.items()
     ) + "</dl>"
@@ -124,7 +153,17 @@ def _environment() -> jinja2.Environment:
 
 
 def render_html(sections: Sequence[Section], title: str, subtitle: str = "") -> str:
-    """Render the sections into the page's HTML text (no files written)."""
+    """Render the sections into the page's HTML text (no files written).
+
+    Parameters
+    ----------
+    sections : sequence of Section
+        The page's sections, in order.
+    title : str
+        The page title.
+    subtitle : str
+        A line under the title.
+    """
     anchors = [s.anchor for s in sections]
     dupes = sorted({a for a in anchors if anchors.count(a) > 1})
     if dupes:
@@ -153,6 +192,13 @@ def write_report(
     The folder is assembled under a temporary name in ``out``'s parent and renamed into place at the
     end; an existing ``out`` is replaced only then. On any error (including an interrupt) the
     temporary folder is removed and an existing ``out`` is left as it was.
+
+    Parameters
+    ----------
+    sections, title, subtitle
+        As in ``render_html``.
+    out : str or Path
+        The report folder.
     """
     sections = list(sections)
     out = Path(out)
