@@ -72,14 +72,26 @@ _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
 def new_figure(width: float, height: float) -> Figure:
-    """A figure of ``width`` x ``height`` inches attached to an Agg canvas."""
+    """A figure of ``width`` x ``height`` inches attached to an Agg canvas.
+
+    Parameters
+    ----------
+    width, height : float
+        Size in inches.
+    """
     fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
 
 
 def figure_png(fig: Figure) -> bytes:
-    """Encode a figure as PNG bytes, its text in ``font_family()`` (module doc)."""
+    """Encode a figure as PNG bytes, its text in ``font_family()`` (module doc).
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure.
+    """
     from matplotlib.text import Text
 
     family = list(font_family())
@@ -128,9 +140,21 @@ def error_curves_figure(
 ) -> Figure:
     """Error against budget, one panel per target, log-log.
 
-    ``table`` is long format with columns ``mechanism``, ``epsilon``, ``target``, ``method`` and
-    ``value``; each (mechanism, method) is one line: colour = mechanism, line style = method.
-    ``reference[target]`` draws a dotted horizontal line (e.g. the error of a uniform guess).
+    Each (mechanism, method) is one line: colour = mechanism, line style = method.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Long format with columns ``mechanism``, ``epsilon``, ``target``, ``method`` and the
+        ``value`` column.
+    value : str
+        The column plotted.
+    panels : sequence of (str, str)
+        (target, panel title) of each panel.
+    reference : mapping, optional
+        ``reference[target]`` draws a dotted horizontal line (e.g. the error of a uniform guess).
+    ylabel, xlabel, title : str
+        Axis labels and the figure title.
     """
     mechanisms = list(dict.fromkeys(table["mechanism"]))
     methods = list(dict.fromkeys(table["method"]))
@@ -180,7 +204,13 @@ def plot_distributions(
     estimates: Mapping[str, Mapping[str, Sequence[np.ndarray]]],
     title: str = "",
 ) -> bytes:
-    """PNG of ``distributions_figure`` (same arguments)."""
+    """PNG of ``distributions_figure``.
+
+    Parameters
+    ----------
+    attributes, truth, estimates, title
+        As in ``distributions_figure``.
+    """
     return figure_png(distributions_figure(attributes, truth, estimates, title))
 
 
@@ -192,9 +222,18 @@ def distributions_figure(
 ) -> Figure:
     """True against estimated distributions: one row per attribute, one column per mechanism.
 
-    ``truth[i]`` is the true distribution of ``attributes[i]`` (shape (f_i,)), and
-    ``estimates[mechanism][method][i]`` the estimate of it; bars show the truth, markers the
-    estimates (one marker shape per method).
+    Bars show the truth, markers the estimates (one marker shape per method).
+
+    Parameters
+    ----------
+    attributes : sequence of Attribute
+        The attributes, one row each.
+    truth : sequence of numpy.ndarray
+        ``truth[i]`` is the true distribution of ``attributes[i]`` (shape (f_i,)).
+    estimates : mapping
+        ``estimates[mechanism][method][i]`` is the estimate of ``truth[i]``.
+    title : str
+        The figure title.
     """
     mechanisms = list(estimates)
     methods = list(dict.fromkeys(m for per in estimates.values() for m in per))
