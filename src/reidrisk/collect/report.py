@@ -117,8 +117,13 @@ class MethodSpec:
 def planned_attributes_per_person(sizes: Sequence[int] | np.ndarray, epsilon: float, n: int,
                                   missing_rate: float = PLANNING_MISSING_RATE) -> int:
     """Attributes per person of the sampling protocol: ``choose_attributes_per_person`` for n
-    people at an assumed
-    MCAR rate (``reidrisk.collect.protocol``). Returns g when g < 2."""
+    people at an assumed MCAR rate (``reidrisk.collect.protocol``). Returns g when g < 2.
+
+    Parameters
+    ----------
+    sizes, epsilon, n, missing_rate
+        As in ``reidrisk.collect.protocol.choose_attributes_per_person`` (default rate 0.5).
+    """
 
     if len(sizes) < 2:
         return len(sizes)
@@ -131,7 +136,13 @@ def _proposed(label: str, exact_table: bool = True, **options):
 
 
 def method_specs(keys: Sequence[str] | None = None) -> list[MethodSpec]:
-    """The compared configurations of the module doc, in display order (all, or those in ``keys``)."""
+    """The compared configurations of the module doc, in display order.
+
+    Parameters
+    ----------
+    keys : sequence of str, optional
+        The configurations to keep (default: all).
+    """
 
     specs = [
         MethodSpec("reidrisk", "reidrisk", lambda: _proposed("reidrisk"), sampling=True),
@@ -163,13 +174,28 @@ def run_method(spec: MethodSpec, schema: Schema, truth_codes: np.ndarray, observ
                attributes_per_person: int | None = None, reports_cache: dict | None = None):
     """Fit one configuration; returns ``(method, seconds)``.
 
-    ``truth_codes``: the complete original data (only ``truth`` specs read it); ``observed``: the
-    data after missing values were injected, which the clients randomize under the method's
-    protocol with ``attributes_per_person`` (formerly ``k``; ``None`` = all, the paper's split;
-    ignored unless
-    ``spec.sampling``). ``reports_cache`` (optional dict) shares one randomization between methods
-    with the same client protocol, as their clients would send the same kind of report.
     ``seconds`` is the server's fitting time (randomization excluded).
+
+    Parameters
+    ----------
+    spec : MethodSpec
+        The configuration.
+    schema : Schema
+        The attributes.
+    truth_codes : numpy.ndarray (n, g)
+        The complete original data (only ``truth`` specs read it).
+    observed : numpy.ndarray (n, g)
+        The data after missing values were injected, which the clients randomize under the
+        method's protocol.
+    epsilon : float
+        The whole-record budget.
+    rng : numpy.random.Generator or int, optional
+        Generator or seed (``None``: a fresh cryptographic generator).
+    attributes_per_person : int, optional
+        Formerly ``k``; ``None`` = all, the paper's split; ignored unless ``spec.sampling``.
+    reports_cache : dict, optional
+        Shares one randomization between methods with the same client protocol, as their clients
+        would send the same kind of report.
     """
     method = spec.build()
     if spec.truth:
@@ -195,7 +221,13 @@ def run_method(spec: MethodSpec, schema: Schema, truth_codes: np.ndarray, observ
 
 def js_bits(truth: np.ndarray, estimate: np.ndarray) -> float:
     """Jensen-Shannon divergence in bits between two tables of the same shape (paper 004 Section
-    5.1), each normalized first."""
+    5.1), each normalized first.
+
+    Parameters
+    ----------
+    truth, estimate : numpy.ndarray
+        The two tables.
+    """
 
     tiny = np.finfo(np.float64).tiny
     # subnormal cell probabilities (e.g. from the copula's far tails) are flushed to zero: their
@@ -266,7 +298,15 @@ class CollectComparison:
 def default_columns(schema: Schema, c: int = 3) -> list[int]:
     """Attributes shown by default: paper 004 Fig. 10's (race, native-country, income) when the
     schema has them, else the c attributes (at most g) with the smallest domains (ties in schema
-    order)."""
+    order).
+
+    Parameters
+    ----------
+    schema : Schema
+        The attributes.
+    c : int
+        How many attributes.
+    """
     names = schema.names
     c = min(int(c), len(schema))
     if c == 3 and all(a in names for a in DEFAULT_COLUMNS_ADULT):
@@ -288,11 +328,28 @@ def compare_methods(
 ) -> CollectComparison:
     """Simulate ``reps`` collections of ``codes`` (n, g) and score every method on one c-way table.
 
-    ``codes``: the true data (``MISSING`` allowed; rows missing any of ``cols`` do not count in the
-    true table). ``cols``: names or indices of the table's attributes (default ``default_columns``).
-    ``epsilon``: whole-record budget; ``missing_rate``: share of values removed completely at
-    random (paper 004 Section 5.1) before the clients randomize. ``methods``: keys of
-    ``method_specs`` (default: all). ``progress`` receives a line per fitted method.
+    Parameters
+    ----------
+    schema : Schema
+        The attributes.
+    codes : numpy.ndarray (n, g)
+        The true data (``MISSING`` allowed; rows missing any of ``cols`` do not count in the true
+        table).
+    cols : sequence of int or str, optional
+        Names or indices of the table's attributes (default ``default_columns``).
+    epsilon : float
+        Whole-record budget.
+    missing_rate : float
+        Share of values removed completely at random (paper 004 Section 5.1) before the clients
+        randomize.
+    methods : sequence of str, optional
+        Keys of ``method_specs`` (default: all).
+    reps : int
+        Number of simulated collections.
+    rng : numpy.random.Generator or int
+        Generator or seed (default 0).
+    progress : callable, optional
+        Receives a line per fitted method.
     """
 
     codes = schema.validate_codes(codes)
@@ -357,7 +414,13 @@ def _sqrt(x):
 
 
 def plot_histograms(comparison: CollectComparison, max_cells: int = 60) -> bytes:
-    """PNG of ``histograms_figure`` (same arguments)."""
+    """PNG of ``histograms_figure``.
+
+    Parameters
+    ----------
+    comparison, max_cells
+        As in ``histograms_figure``.
+    """
     # matplotlib: loaded only when a figure is drawn
     from reidrisk.report.plots import figure_png
 
@@ -376,6 +439,13 @@ def histograms_figure(comparison: CollectComparison, max_cells: int = 60):
     of the picture but not of the JS divergence in the panel title). The bottom panel of each
     column names the cells (``"value / value / value"``, every cell up to ``HISTOGRAM_MAX_TICKS``).
     Returns the matplotlib ``Figure``.
+
+    Parameters
+    ----------
+    comparison : CollectComparison
+        The result of ``compare_methods``.
+    max_cells : int
+        Most probable cells shown.
     """
     # matplotlib: loaded only when a figure is drawn
     from reidrisk.report.plots import new_figure
@@ -434,7 +504,13 @@ def _short_label(label: str, width: int = 30) -> str:
 
 
 def plot_js(comparison: CollectComparison) -> bytes:
-    """Mean JS divergence per method as horizontal bars (with the spread over repetitions)."""
+    """Mean JS divergence per method as horizontal bars (with the spread over repetitions).
+
+    Parameters
+    ----------
+    comparison : CollectComparison
+        The result of ``compare_methods``.
+    """
     # matplotlib: loaded only when a figure is drawn
     from reidrisk.report.plots import figure_png, new_figure
 
@@ -465,7 +541,17 @@ def plot_js(comparison: CollectComparison) -> bytes:
 # ---------------------------------------------------------------------------------------------
 def collect_section(comparison: CollectComparison, title: str = "Collection: contingency tables",
                     prefix: str = "collect") -> Section:
-    """The report ``Section`` of a comparison: what was run, the JS table and the two figures."""
+    """The report ``Section`` of a comparison: what was run, the JS table and the two figures.
+
+    Parameters
+    ----------
+    comparison : CollectComparison
+        The result of ``compare_methods``.
+    title : str
+        The section title.
+    prefix : str
+        Prefix of the figure file names.
+    """
     # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report import ReportFigure, Section, escape, html_table
 
@@ -522,7 +608,15 @@ def demo_collect_section(schema: Schema, codes: np.ndarray, epsilon: float = 5.0
                          cols: Sequence[int | str] | None = None, reps: int = 1) -> Section:
     """``collect_section(compare_methods(...))`` at the paper's default point (epsilon = 5,
     c = 3) for the demo report. Data that already lack values (as the demo's do) are collected with
-    ``missing_rate=0``: nothing more is removed."""
+    ``missing_rate=0``: nothing more is removed.
+
+    Parameters
+    ----------
+    schema, codes, epsilon, missing_rate, cols, reps
+        As in ``compare_methods``.
+    seed : int, optional
+        The ``rng`` of ``compare_methods``.
+    """
     comp = compare_methods(schema, codes, cols, epsilon, missing_rate, reps=reps, rng=seed)
     return collect_section(comp)
 
