@@ -44,7 +44,17 @@ def _curves(n: int, domain: int, eps: np.ndarray) -> dict[str, np.ndarray]:
 
 def calibrations(n: int, domain: int, targets: Sequence[float] = DEFAULT_TARGETS) -> list:
     """``(target, mechanism, Calibration or None)`` for each target and mechanism ("ldp", "rr",
-    "glh"); None when no epsilon can certify the target for n users."""
+    "glh"); None when no epsilon can certify the target for n users.
+
+    Parameters
+    ----------
+    n : int
+        Number of users.
+    domain : int
+        |X|.
+    targets : sequence of float
+        Target Bayes errors (default 0.9 and 0.5).
+    """
     out: list[tuple[float, str, b.Calibration | None]] = []
     for t in targets:
         for m in ("ldp", "rr", "glh"):
@@ -65,8 +75,17 @@ _STYLE = {
 
 def plot_bounds(n: int, domain: int, epsilons=None, cals: list | None = None) -> bytes:
     """Two panels (PNG bytes): alpha vs epsilon for the three bounds (paper 002 Fig. 4) and the
-    Bayes-error lower bound vs epsilon for n users, with the calibrated budgets of ``cals``
-    (``calibrations``) marked."""
+    Bayes-error lower bound vs epsilon for n users, with the calibrated budgets marked.
+
+    Parameters
+    ----------
+    n, domain
+        As in ``calibrations``.
+    epsilons : array_like, optional
+        The budgets on the x axis (default 160 points from 0.05 to 20, log-spaced).
+    cals : list, optional
+        The result of ``calibrations``, whose budgets are marked.
+    """
     # matplotlib: loaded only when a figure is drawn
     from reidrisk.report.plots import figure_png, new_figure
 
@@ -113,8 +132,19 @@ _BY = {"ldp": "Prop. 4.1", "rr": "Thm 4.2", "glh": "Thm 4.4"}
 
 
 def pie_section(n: int, domain: int, epsilons=None, targets: Sequence[float] = DEFAULT_TARGETS):
-    """The report section (``reidrisk.report.Section``) for ``n`` users (the report's records)
-    and a domain of ``domain`` possible personal data (e.g. the number of possible records)."""
+    """The report section (``reidrisk.report.Section``).
+
+    Parameters
+    ----------
+    n : int
+        Number of users (the report's records).
+    domain : int
+        Number of possible personal data (e.g. the number of possible records).
+    epsilons
+        As in ``plot_bounds``.
+    targets
+        As in ``calibrations``.
+    """
     # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report import ReportFigure, Section, escape, html_table
 
