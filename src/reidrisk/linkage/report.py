@@ -71,7 +71,15 @@ def _default_table(n: int, gen: np.random.Generator) -> tuple[pd.DataFrame, list
 
 
 def anonymizations(qi: Sequence[str], sa: Sequence[str], k: int = 5) -> dict:
-    """The single anonymizations of paper 001's Table 9 as {name: function(X, rng) -> Release}."""
+    """The single anonymizations of paper 001's Table 9 as {name: function(X, rng) -> Release}.
+
+    Parameters
+    ----------
+    qi, sa : sequence of str
+        The quasi-identifier and sensitive columns.
+    k : int
+        The k of k-anonymization.
+    """
     qi, sa = list(qi), list(sa)
     return {
         "original": lambda x, g: as_release(x),
@@ -89,7 +97,21 @@ def run_linkage_demo(original: pd.DataFrame | None = None, *, qi: Sequence[str] 
                      sa: Sequence[str] | None = None, n: int = DEMO_ROWS,
                      attacks: Sequence[str] | None = None, rng=0) -> LinkageDemo:
     """Apply each single anonymization to ``original`` (default: a sample of ``n`` rows of UCI
-    Adult, or the synthetic survey when Adult is absent), attack and score every release."""
+    Adult, or the synthetic survey when Adult is absent), attack and score every release.
+
+    Parameters
+    ----------
+    original : pandas.DataFrame, optional
+        The table (default: the sample above).
+    qi, sa : sequence of str, optional
+        Its quasi-identifier and sensitive columns; required with ``original``.
+    n : int
+        Rows of the default sample.
+    attacks : sequence of str, optional
+        Keys of ``ATTACKS`` to run (default: all).
+    rng : numpy.random.Generator or int
+        Generator or seed (default 0).
+    """
     t0 = time.perf_counter()
     gen = as_generator(rng)
     if original is None:
@@ -107,7 +129,13 @@ def run_linkage_demo(original: pd.DataFrame | None = None, *, qi: Sequence[str] 
 
 
 def plot_linkage_heatmap(rates: pd.DataFrame) -> bytes:
-    """PNG of a heat map: attacks (rows) x anonymizations (columns), the rate printed in each cell."""
+    """PNG of a heat map: attacks (rows) x anonymizations (columns), the rate printed in each cell.
+
+    Parameters
+    ----------
+    rates : pandas.DataFrame
+        Rates with attacks as rows and anonymizations as columns.
+    """
     # matplotlib: loaded only when a figure is drawn
     from reidrisk.report.plots import figure_png, new_figure
 
@@ -128,7 +156,13 @@ def plot_linkage_heatmap(rates: pd.DataFrame) -> bytes:
 
 
 def linkage_section(demo: LinkageDemo):
-    """The report section (``reidrisk.report.Section``) of a ``run_linkage_demo`` result."""
+    """The report section (``reidrisk.report.Section``) of a ``run_linkage_demo`` result.
+
+    Parameters
+    ----------
+    demo : LinkageDemo
+        The result.
+    """
     # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report import ReportFigure, Section, escape, html_table
 
