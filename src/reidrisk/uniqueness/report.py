@@ -58,9 +58,24 @@ def run_uniqueness_demo(
     """Sample a database from ``population`` (codes (n, g); rows with a missing value are left out,
     the population is its complete rows), fit, score and evaluate.
 
-    ``epsilon``: whole-record budget of k-RR applied to the database (split evenly over the
-    attributes); None keeps it raw. ``n_records`` query records are drawn from the population
-    without replacement; their truth is the number of population records equal to them.
+    Parameters
+    ----------
+    schema : Schema
+        The attributes.
+    population : numpy.ndarray (n, g)
+        The population's codes.
+    rate : float
+        Sampling rate of the database.
+    epsilon : float, optional
+        Whole-record budget of k-RR applied to the database (split evenly over the attributes);
+        ``None`` keeps it raw.
+    n_records : int
+        Query records drawn from the population without replacement; their truth is the number
+        of population records equal to them.
+    T : sequence of float
+        The thresholds of the "count > T" decisions.
+    rng : numpy.random.Generator or int
+        Generator or seed (default 0).
     """
 
     gen = as_generator(rng)
@@ -182,7 +197,15 @@ def _calibration(demo: UniquenessDemo, min_count: int = 50) -> str:
 
 
 def uniqueness_section(demo: UniquenessDemo, top: int = 10):
-    """The report section (``reidrisk.report.Section``) of a ``run_uniqueness_demo`` result."""
+    """The report section (``reidrisk.report.Section``) of a ``run_uniqueness_demo`` result.
+
+    Parameters
+    ----------
+    demo : UniquenessDemo
+        The result.
+    top : int
+        Records listed in the table of highest P(X = 1).
+    """
     # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report import ReportFigure, Section, escape, html_table
 
