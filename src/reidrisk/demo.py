@@ -309,18 +309,42 @@ def run_demo(
 ) -> DemoResult:
     """Simulate an LDP collection with missing values and score the server's estimates.
 
-    ``data``: ``None`` for the built-in synthetic population (``n`` records, default 20000, with
-    domain sizes ``sizes`` and pairwise ``dependence``), or a CSV/Parquet path, a DataFrame, or an
-    encoded (n, g) int matrix; ``schema``: a ``Schema`` or a schema JSON path for that data (inferred
-    from a file or frame when omitted). With ``data`` given, ``n`` samples that many rows.
-    ``missing_rate``: share of values removed completely at random before collection (default 0.3
-    for the synthetic population, 0 for user data, which keeps its own missing values).
-    ``epsilons``: whole-record budgets, split evenly over the attributes. ``mechanisms``: registry
-    names (default: all in ``reidrisk.mechanisms.MECHANISMS``). ``methods``: marginal estimators.
-    ``out``: report folder (written atomically), or ``None`` for no report. ``seed``: all random
-    draws; ``None`` draws fresh entropy (recorded in ``parameters``). ``progress``: progress on
-    stderr (a bar on a terminal, plain lines every few seconds otherwise:
-    ``reidrisk.report.progress``). ``log``: receives one-line status messages.
+    Parameters
+    ----------
+    data : str, Path, pandas.DataFrame, numpy.ndarray or None
+        ``None`` for the built-in synthetic population (``n`` records, default 20000, with domain
+        sizes ``sizes`` and pairwise ``dependence``), or a CSV/Parquet path, a DataFrame, or an
+        encoded (n, g) int matrix.
+    schema : Schema, str or Path, optional
+        A ``Schema`` or a schema JSON path for that data (inferred from a file or frame when
+        omitted).
+    out : str or Path, optional
+        Report folder (written atomically), or ``None`` for no report.
+    epsilons : sequence of float
+        Whole-record budgets, split evenly over the attributes.
+    mechanisms : sequence of str, optional
+        Registry names (default: all in ``reidrisk.mechanisms.MECHANISMS``).
+    n : int, optional
+        Records of the synthetic population; with ``data`` given, samples that many rows.
+    missing_rate : float, optional
+        Share of values removed completely at random before collection (default 0.3 for the
+        synthetic population, 0 for user data, which keeps its own missing values).
+    seed : int, optional
+        All random draws; ``None`` draws fresh entropy (recorded in ``parameters``).
+    progress : bool
+        Progress on stderr (a bar on a terminal, plain lines every few seconds otherwise:
+        ``reidrisk.report.progress``).
+    sizes : sequence of int
+        Domain sizes of the synthetic population.
+    dependence : float
+        Pairwise dependence of the synthetic population.
+    methods : sequence of str
+        Marginal estimators.
+    plot_epsilon : float, optional
+        The budget whose estimates are drawn (the nearest of ``epsilons`` in log scale; default:
+        the middle one).
+    log : callable, optional
+        Receives one-line status messages.
     """
     t0 = time.perf_counter()
     log = log or (lambda msg: None)
@@ -512,7 +536,13 @@ def _shown_attributes(schema: Schema) -> list[int]:
 
 
 def demo_sections(result: DemoResult) -> list:
-    """The report sections of a demo run: overview, data, distributions, errors, numbers, run."""
+    """The report sections of a demo run: overview, data, distributions, errors, numbers, run.
+
+    Parameters
+    ----------
+    result : DemoResult
+        The result of ``run_demo``.
+    """
     # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report import ReportFigure, Section, definition_list, escape, html_table
 
