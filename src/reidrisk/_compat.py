@@ -23,7 +23,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def warn_renamed(kind: str, old: str, new: str, stacklevel: int = 3) -> None:
-    """Emit the one deprecation message for a renamed ``kind`` (keyword, attribute, ...)."""
+    """Emit the one deprecation message for a renamed ``kind`` (keyword, attribute, ...).
+
+    Parameters
+    ----------
+    kind : str
+        What was renamed ("keyword", "attribute", ...).
+    old, new : str
+        The former and the current name.
+    stacklevel : int
+        Passed to ``warnings.warn`` so the warning points at the caller.
+    """
     warnings.warn(f"the {kind} {old!r} is deprecated; use {new!r}", DeprecationWarning,
                   stacklevel=stacklevel)
 
@@ -49,7 +59,15 @@ def renamed_keywords(**renames: str) -> Callable[[F], F]:
 
 
 def renamed_attribute(new: str, old: str) -> property:
-    """A read-only property ``old`` returning ``self.<new>`` with a ``DeprecationWarning``."""
+    """A read-only property ``old`` returning ``self.<new>`` with a ``DeprecationWarning``.
+
+    Parameters
+    ----------
+    new : str
+        The current attribute name.
+    old : str
+        The former name the property serves.
+    """
 
     def get(self: Any) -> Any:
         warn_renamed("attribute", old, new)
@@ -59,7 +77,15 @@ def renamed_attribute(new: str, old: str) -> property:
 
 
 def renamed_function(func: F, old: str) -> F:
-    """The function ``func`` under its old name ``old``, with a ``DeprecationWarning`` per call."""
+    """The function ``func`` under its old name ``old``, with a ``DeprecationWarning`` per call.
+
+    Parameters
+    ----------
+    func : callable
+        The function under its current name.
+    old : str
+        The former name.
+    """
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
