@@ -127,7 +127,15 @@ class Attribute:
 
     @classmethod
     def binned(cls, name: str, edges: Sequence[float] | np.ndarray) -> Attribute:
-        """A numeric attribute binned at declared ``edges`` (ascending; outer edges included)."""
+        """A numeric attribute binned at declared ``edges``.
+
+        Parameters
+        ----------
+        name : str
+            The column name.
+        edges : sequence of float
+            Bin edges, ascending; the outer edges are included.
+        """
         edges = [float(e) for e in edges]
         labels = [f"[{_fmt(lo)}, {_fmt(hi)})" for lo, hi in zip(edges[:-1], edges[1:])]
         if labels:
@@ -138,9 +146,14 @@ class Attribute:
     def grouped(cls, name: str, groups: Mapping[str, Sequence[str]]) -> Attribute:
         """A categorical attribute whose categories merge raw values.
 
-        ``groups`` maps each category (in declared order) to the raw labels it absorbs, e.g.
-        ``{"School": ["9th", "10th"], "HS-grad": ["HS-grad"]}``. A raw label may appear in only
-        one group.
+        Parameters
+        ----------
+        name : str
+            The column name.
+        groups : mapping of str to sequence of str
+            Each category (in declared order) and the raw labels it absorbs, e.g.
+            ``{"School": ["9th", "10th"], "HS-grad": ["HS-grad"]}``. A raw label may appear in
+            only one group.
         """
         aliases: dict[str, str] = {}
         for cat, raws in groups.items():
@@ -158,8 +171,18 @@ class Attribute:
 
     @classmethod
     def quantile_binned(cls, name: str, values: Iterable[float], bins: int) -> Attribute:
-        """A numeric attribute binned at the empirical quantiles of ``values`` (ties merged, so
-        heavily tied columns get fewer than ``bins`` bins, never fewer than 2)."""
+        """A numeric attribute binned at the empirical quantiles of ``values``.
+
+        Parameters
+        ----------
+        name : str
+            The column name.
+        values : iterable of float
+            The observed values.
+        bins : int
+            Number of bins asked for (ties are merged, so heavily tied columns get fewer, never
+            fewer than 2).
+        """
         if isinstance(bins, bool) or int(bins) != bins or bins < 2:
             raise SchemaError(f"attribute {name!r}: bins must be an integer >= 2, got {bins!r}")
         bins = int(bins)
@@ -379,7 +402,19 @@ class Schema:
         columns: Sequence[str] | None = None,
     ) -> Schema:
         """Infer a schema: numeric columns with more than ``numeric_bins`` distinct values are
-        binned at quantiles, others become categorical with categories in sorted order."""
+        binned at quantiles, others become categorical with categories in sorted order.
+
+        Parameters
+        ----------
+        frame : pandas.DataFrame
+            The data.
+        numeric_bins : int
+            Quantile bins of a numeric column, and the distinct values above which it is binned.
+        max_categories : int
+            Most distinct values of a categorical column (more is a ``SchemaError``).
+        columns : sequence of str, optional
+            The columns to describe (default: all).
+        """
         attrs = []
         for name in columns or frame.columns:
             col = frame[name]
