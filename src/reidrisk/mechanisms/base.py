@@ -144,9 +144,16 @@ class Mechanism(ABC):
     def perturb(self, values: np.ndarray, rng: np.random.Generator | int | None = None) -> np.ndarray:
         """Randomize a 1-D int array of codes (``MISSING`` passes through) into reports.
 
-        ``rng=None`` (the default, for real answers) draws from a fresh cryptographic generator
-        keyed from the operating system; pass a seed or Generator only to simulate (see
-        ``as_generator``). The reports follow the exact channel under every bit generator.
+        The reports follow the exact channel under every bit generator.
+
+        Parameters
+        ----------
+        values : numpy.ndarray (n,)
+            Codes in 0..k-1, or ``MISSING``.
+        rng : numpy.random.Generator or int, optional
+            ``None`` (the default, for real answers) draws from a fresh cryptographic generator
+            keyed from the operating system; pass a seed or Generator only to simulate (see
+            ``as_generator``).
         """
 
     # ---- channel -----------------------------------------------------------------------------
