@@ -255,7 +255,19 @@ class GLH(Mechanism):
         """GLH over m fully random tables drawn once from ``rng`` (the authors' construction).
 
         The tables are public parameters of the mechanism (every report names its table), so a
-        seed is fine here; ``rng=None`` draws them from a fresh secure generator."""
+        seed is fine here.
+
+        Parameters
+        ----------
+        epsilon, k
+            As in ``GLH``.
+        m : int
+            Number of tables (>= 1).
+        g : int, optional
+            Hash range (>= 2); ``None`` picks the OLH optimum.
+        rng : numpy.random.Generator or int, optional
+            Draws the tables; ``None``: a fresh secure generator.
+        """
         g = optimal_g(check_epsilon(epsilon)) if g is None else check_integer(g, "hash range g", 2)
         m = check_integer(m, "number of hash tables m", 1)
         tables = as_generator(rng).integers(0, g, size=(m, check_domain(k)))
