@@ -118,6 +118,11 @@ class UnaryEncoding(Mechanism):
         each chunk packed (``np.packbits`` along the bits) into the (n, ceil(k/8)) output before the
         next is drawn, so for the same seed ``perturb_packed(x, s).unpack() == perturb(x, s)`` and
         the peak memory is the packed output plus one chunk (a few MiB), not n x k bytes.
+
+        Parameters
+        ----------
+        values, rng
+            As in ``Mechanism.perturb``.
         """
         rng = as_generator(rng)
         x = check_codes(values, self.k)
