@@ -223,8 +223,14 @@ class Subset(Mechanism):
     @renamed_keywords(method="sampler")
     def perturb(self, values, rng=None, sampler: str = "auto"):
         """Randomize codes (n,) into sorted h-subsets (n, h); ``MISSING`` rows pass through.
-        ``rng=None``: a fresh cryptographic generator (see ``Mechanism.perturb``); ``sampler``
-        (formerly ``method``) as in ``sample_subsets``."""
+
+        Parameters
+        ----------
+        values, rng
+            As in ``Mechanism.perturb``.
+        sampler : {"auto", "floyd", "keys"}
+            (formerly ``method``) as in ``sample_subsets``.
+        """
         rng = as_generator(rng)
         x = check_codes(values, self.k)
         out = np.full((x.size, self.h), MISSING, dtype=np.int32)
