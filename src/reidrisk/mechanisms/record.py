@@ -158,8 +158,13 @@ class RecordRandomizer:
     def randomize(self, codes: np.ndarray, rng: np.random.Generator | int | None = None) -> RecordReports:
         """Randomize an encoded (n, g) matrix.
 
-        ``rng=None`` (the default, for real answers): a fresh ChaCha20 generator keyed from the
-        operating system (``reidrisk.mechanisms.secure_generator``); a seed only to simulate.
+        Parameters
+        ----------
+        codes : numpy.ndarray (n, g)
+            Codes valid for the schema (``MISSING`` where absent).
+        rng : numpy.random.Generator or int, optional
+            ``None`` (the default, for real answers): a fresh ChaCha20 generator keyed from the
+            operating system (``reidrisk.mechanisms.secure_generator``); a seed only to simulate.
         """
         codes = self.schema.validate_codes(codes)
         rng = as_generator(rng)
