@@ -463,17 +463,25 @@ class LatentClassModel:
 
     Parameters
     ----------
-    n_classes : K, or "auto" (held-out log-likelihood over ``K_GRID``; see the module docstring),
-        or a sequence of candidate K.
-    weight_prior, category_prior : Dirichlet prior strengths in pseudo-records per class (and per
-        attribute for the categories); MAP-EM.
-    n_starts : random starts per K (each run ``_START_ITER`` steps, the best is continued).
-    max_iter, tol : EM limits; stop when the objective gains less than ``tol`` per record in one
-        EM step (an early stop along the plain EM path; see "Fitting path" in the module doc).
-    accelerate : run every fit to the fixed point instead, SQUAREM-accelerated by
+    n_classes : int, "auto" or sequence of int
+        K; "auto" chooses it by held-out log-likelihood over ``K_GRID`` (see the module
+        docstring); a sequence gives the candidate K.
+    weight_prior, category_prior : float
+        Dirichlet prior strengths (>= 0) in pseudo-records per class (and per attribute for the
+        categories); MAP-EM.
+    n_starts : int
+        Random starts per K (each run ``_START_ITER`` steps, the best is continued).
+    max_iter : int
+        EM step limit.
+    tol : float
+        Stop when the objective gains less than ``tol`` per record in one EM step (an early stop
+        along the plain EM path; see "Fitting path" in the module doc).
+    accelerate : bool
+        Run every fit to the fixed point instead, SQUAREM-accelerated by
         ``reidrisk.estimation.em`` under its ``"noise"`` rule (``tol = 0``: exactly ``max_iter``
         EM steps); not the default, see the module doc for what it changes.
-    rng : seed or Generator (starts, the held-out split).
+    rng : numpy.random.Generator or int
+        Seed or Generator of the starts and the held-out split (default 0).
 
     Learned: ``schema_``, ``weights_`` (K,), ``probs_`` (tuple of (K, f_a)), ``fit_`` (LatentFit),
     ``trace_`` (objective after every EM step of the final fit; with ``accelerate``, after every
@@ -515,10 +523,19 @@ class LatentClassModel:
     # ---- fitting -------------------------------------------------------------------------------
     def fit(self, data, schema: Schema | None = None, init: LatentClassModel | None = None
             ) -> LatentClassModel:
-        """Fit on raw records (encoded (n, g) array, ``MISSING`` skipped; ``schema`` required),
-        on ``RecordReports`` (any registered mechanism, through its exact channel), or on a list of
-        them (pooled; every source must share the schema). ``init``: a fitted model to start from
-        (its K; no random starts, no selection)."""
+        """Fit on raw records, on randomized reports, or on a list of them (pooled).
+
+        Parameters
+        ----------
+        data : numpy.ndarray, RecordReports or list of them
+            Raw records (encoded (n, g) array, ``MISSING`` skipped), ``RecordReports`` (any
+            registered mechanism, through its exact channel), or a list of them (every source
+            must share the schema).
+        schema : Schema, optional
+            Required for raw records.
+        init : LatentClassModel, optional
+            A fitted model to start from (its K; no random starts, no selection).
+        """
         t0 = time.perf_counter()
         sources = list(data) if isinstance(data, (list, tuple)) else [data]
         if not sources:
@@ -623,7 +640,13 @@ class LatentClassModel:
             raise LatentError(f"records: {exc}") from None
 
     def log_prob(self, records) -> np.ndarray:
-        """log p(x) of each record (r,); a ``MISSING`` value is marginalized out."""
+        """log p(x) of each record (r,); a ``MISSING`` value is marginalized out.
+
+        Parameters
+        ----------
+        records : numpy.ndarray (r, g)
+            Encoded records.
+        """
         self._check_fitted()
         rec = self._records(records)
         ll = np.broadcast_to(np.log(self.weights_), (rec.shape[0], self.weights_.size)).copy()
@@ -634,11 +657,23 @@ class LatentClassModel:
         return logsumexp(ll, axis=1)
 
     def prob(self, records) -> np.ndarray:
-        """p(x) of each record (r,)."""
+        """p(x) of each record (r,).
+
+        Parameters
+        ----------
+        records
+            As in ``log_prob``.
+        """
         return np.exp(self.log_prob(records))
 
     def table(self, cols: Sequence[int | str]) -> np.ndarray:
-        """The c-way table of the attributes ``cols`` (exact: sum_h w_h outer(theta_{h,a}))."""
+        """The c-way table of the attributes ``cols`` (exact: sum_h w_h outer(theta_{h,a})).
+
+        Parameters
+        ----------
+        cols : sequence of int or str
+            Indices or names of the attributes, in the table's axis order.
+        """
         self._check_fitted()
         idx = []
         for c in cols:
@@ -658,7 +693,15 @@ class LatentClassModel:
         return np.einsum(spec, self.weights_, *[self.probs_[a] for a in idx], optimize=True)
 
     def sample(self, n: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
-        """n records (n, g) drawn from the mixture."""
+        """n records (n, g) drawn from the mixture.
+
+        Parameters
+        ----------
+        n : int
+            Number of records (>= 0).
+        rng : numpy.random.Generator or int, optional
+            Generator or seed (``None``: a fresh cryptographic generator).
+        """
         self._check_fitted()
         if int(n) != n or n < 0:
             raise LatentError(f"n must be a whole number >= 0, got {n!r}")
@@ -717,7 +760,13 @@ class LatentClassModel:
         return m
 
     def save(self, path: str | Path) -> Path:
-        """Write the model as versioned JSON, atomically."""
+        """Write the model as versioned JSON, atomically.
+
+        Parameters
+        ----------
+        path : str or Path
+            The target file.
+        """
 
         path = Path(path)
         text = json.dumps(self.to_dict())
