@@ -524,7 +524,15 @@ class Pipeline:
         return cls.from_dict(spec, source=repr(str(path)))
 
     def apply(self, table: pd.DataFrame | Release, rng=None) -> Release:
-        """Apply every step in order; steps that draw randomness share one generator."""
+        """Apply every step in order; steps that draw randomness share one generator.
+
+        Parameters
+        ----------
+        table : pandas.DataFrame or Release
+            The original table or a previous release.
+        rng : numpy.random.Generator or int, optional
+            Generator or seed (``None``: a fresh cryptographic generator).
+        """
         gen = as_generator(rng)
         rel = as_release(table)
         for i, step in enumerate(self.steps, 1):
