@@ -65,7 +65,13 @@ class Population:
         return self.schema.sizes
 
     def table(self, cols: Sequence[int], normalize: bool = True) -> np.ndarray:
-        """The population's exact c-way table over ``cols`` (see ``tables.contingency``)."""
+        """The population's exact c-way table over ``cols`` (see ``tables.contingency``).
+
+        Parameters
+        ----------
+        cols, normalize
+            As in ``tables.contingency``.
+        """
         return contingency(self.codes, self.sizes, cols, normalize=normalize)
 
 
