@@ -66,7 +66,19 @@ class Sequences:
 
     @classmethod
     def from_lists(cls, seqs, k: int, users=None, labels=None) -> Sequences:
-        """Build from a list of code sequences (tests and small examples)."""
+        """Build from a list of code sequences (tests and small examples).
+
+        Parameters
+        ----------
+        seqs : sequence of sequence of int
+            One code sequence per user.
+        k : int
+            Number of symbols.
+        users : array_like, optional
+            The user ids (default 0..n-1).
+        labels : array_like, optional
+            The symbols' labels (default 0..k-1).
+        """
         lengths = np.array([len(s) for s in seqs], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         codes = (np.concatenate([np.asarray(s, dtype=np.int64) for s in seqs])
@@ -98,7 +110,13 @@ class Sequences:
         return np.arange(self.codes.size) - np.repeat(self.offsets[:-1], self.lengths)
 
     def head(self, t: int | None) -> Sequences:
-        """The first ``t`` events of every user (all of them when ``t`` is None or larger)."""
+        """The first ``t`` events of every user.
+
+        Parameters
+        ----------
+        t : int, optional
+            How many events (>= 1); all of them when ``None`` or larger.
+        """
         if t is None:
             return self
         if t < 1:
@@ -109,7 +127,13 @@ class Sequences:
         return Sequences(self.users, self.codes[keep], offsets, self.k, self.labels)
 
     def take(self, rows) -> Sequences:
-        """The users at positions ``rows`` (in that order)."""
+        """The users at positions ``rows`` (in that order).
+
+        Parameters
+        ----------
+        rows : array_like of int
+            Row positions.
+        """
         rows = np.asarray(rows, dtype=np.int64)
         lengths = self.lengths[rows]
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
@@ -118,7 +142,17 @@ class Sequences:
         return Sequences(self.users[rows], self.codes[idx], offsets, self.k, self.labels)
 
     def with_codes(self, codes: np.ndarray, k: int, labels=None) -> Sequences:
-        """The same users and lengths over new codes (e.g. after obfuscation or hashing)."""
+        """The same users and lengths over new codes (e.g. after obfuscation or hashing).
+
+        Parameters
+        ----------
+        codes : numpy.ndarray
+            The new codes, one per event.
+        k : int
+            Number of symbols of the new codes.
+        labels : array_like, optional
+            Their labels (default 0..k-1).
+        """
         codes = np.asarray(codes, dtype=np.int64)
         if codes.shape != self.codes.shape:
             raise ValueError(f"expected {self.codes.size} codes, got shape {codes.shape}")
