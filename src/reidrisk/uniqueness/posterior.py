@@ -109,7 +109,13 @@ class PosteriorResult:
         return int(self.start.size)
 
     def pmf(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        """(x, p) of record ``i``: counts in its window and their posterior probabilities."""
+        """(x, p) of record ``i``: counts in its window and their posterior probabilities.
+
+        Parameters
+        ----------
+        i : int
+            The record's position.
+        """
         i = int(i)
         if not 0 <= i < self.n_records:
             raise IndexError(f"record index {i} outside 0..{self.n_records - 1}")
@@ -120,6 +126,11 @@ class PosteriorResult:
         """(start, P): a padded matrix ``P[i, k] = P(X = start[i] + k)`` for the selected rows.
 
         P has the common width ``max(width)`` of the selection; padding is 0.
+
+        Parameters
+        ----------
+        rows : numpy.ndarray or slice, optional
+            The records to select (default: all).
         """
         idx = np.arange(self.n_records)[rows] if rows is not None else np.arange(self.n_records)
         width = self.width[idx]
@@ -135,6 +146,11 @@ class PosteriorResult:
         """P(X > T) per record; ``T`` a scalar -> (r,), a 1-D array of thresholds -> (r, len(T)).
 
         Mass outside the window (at most ``tail_bound``) is ignored.
+
+        Parameters
+        ----------
+        T : float or numpy.ndarray
+            A threshold, or a 1-D array of them.
         """
         t = np.asarray(T, dtype=np.float64)
         scalar = t.ndim == 0
