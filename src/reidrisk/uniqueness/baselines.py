@@ -93,7 +93,13 @@ class CountPrediction:
     p_unique: np.ndarray
 
     def prob_greater(self, T: float | np.ndarray) -> np.ndarray:
-        """P(X > T): scalar T -> (r,); 1-D array of thresholds -> (r, len(T))."""
+        """P(X > T): scalar T -> (r,); 1-D array of thresholds -> (r, len(T)).
+
+        Parameters
+        ----------
+        T : float or numpy.ndarray
+            A threshold, or a 1-D array of them.
+        """
         t = np.asarray(T, dtype=np.float64)
         if t.ndim > 1 or np.isnan(t).any():
             raise BaselineError(f"thresholds T must be a number or a 1-D array without NaN, got {T!r}")
