@@ -72,7 +72,13 @@ class SampleFrequencies:
         return int(self.classes.sum())
 
     def count(self, k: int) -> int:
-        """f_k: number of sample classes of size k."""
+        """f_k: number of sample classes of size k.
+
+        Parameters
+        ----------
+        k : int
+            The class size.
+        """
         hit = self.sizes == k
         return int(self.classes[hit].sum())
 
@@ -86,7 +92,13 @@ class SampleFrequencies:
 
     @classmethod
     def from_class_sizes(cls, class_sizes: np.ndarray) -> SampleFrequencies:
-        """From the sizes of the sample's classes (one entry per class, each >= 1)."""
+        """From the sizes of the sample's classes.
+
+        Parameters
+        ----------
+        class_sizes : numpy.ndarray
+            One entry per class, each >= 1.
+        """
         s = np.asarray(class_sizes)
         if s.ndim != 1 or s.size == 0:
             raise EstimatorError(f"class_sizes must be a non-empty 1-D array, got shape {s.shape}")
@@ -97,7 +109,13 @@ class SampleFrequencies:
 
     @classmethod
     def from_codes(cls, codes: np.ndarray) -> SampleFrequencies:
-        """From an encoded (n, g) sample matrix: classes are identical rows (MISSING a value)."""
+        """From an encoded sample matrix: classes are identical rows (MISSING a value).
+
+        Parameters
+        ----------
+        codes : numpy.ndarray (n, g)
+            The sample's codes.
+        """
         a = np.asarray(codes)
         if a.ndim != 2 or a.shape[0] == 0:
             raise EstimatorError(f"the sample must be a non-empty (n, g) code matrix, got shape {a.shape}")
