@@ -166,7 +166,13 @@ class Reliability:
     count: np.ndarray
 
     def max_gap(self, min_count: int = 50) -> float:
-        """Largest |observed - predicted| over bins holding at least ``min_count`` records."""
+        """Largest |observed - predicted| over bins holding at least ``min_count`` records.
+
+        Parameters
+        ----------
+        min_count : int
+            Fewest records a bin needs to count (default 50).
+        """
         ok = self.count >= min_count
         return float(np.max(np.abs(self.observed[ok] - self.predicted[ok]))) if ok.any() else float("nan")
 
