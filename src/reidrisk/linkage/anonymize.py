@@ -528,10 +528,8 @@ class Pipeline:
 
         Parameters
         ----------
-        table : pandas.DataFrame or Release
-            The original table or a previous release.
-        rng : numpy.random.Generator or int, optional
-            Generator or seed (``None``: a fresh cryptographic generator).
+        table, rng
+            As in ``shuffle_rows``.
         """
         gen = as_generator(rng)
         rel = as_release(table)
