@@ -773,8 +773,8 @@ def main(argv=None) -> int:
         "wall time on an otherwise idle machine with that many cores.")
     body.append("")
     body.append("Methods: **reidrisk** = default configuration (attribute sampling with k from "
-                "`choose_k` planned for m = 0.5, `CollectPipeline()` defaults, exact copula cell "
-                "probabilities); **paper 004** = the method as printed (ε/g per attribute, count EM "
+                "`choose_attributes_per_person` planned for m = 0.5, `CollectPipeline()` "
+                "defaults, exact copula cell probabilities); **paper 004** = the method as printed (ε/g per attribute, count EM "
                 "to a fixed tolerance, mutual-information copula, no shrinkage or fallback, table "
                 "counted from n generated records); the four complete-case baselines use only the "
                 "reports having all c attributes; DF+Copula fits the copula to the raw reports; "
