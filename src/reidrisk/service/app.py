@@ -100,6 +100,10 @@ class ApiError(ReidriskError):
         super().__init__(detail)
         self.status, self.detail, self.report, self.headers = status, detail, report, headers
 
+    def body(self) -> dict:
+        """The error's JSON body (``ErrorOut``), the same from the routes and the fast path."""
+        return {"detail": self.detail, "report": self.report}
+
 
 def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: float = 5.0,
                code_burst: float | None = None) -> FastAPI:
@@ -116,8 +120,7 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
 
     @app.exception_handler(ApiError)
     async def _api_error(_request, exc: ApiError):
-        return JSONResponse({"detail": exc.detail, "report": exc.report}, status_code=exc.status,
-                            headers=exc.headers)
+        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_request, exc: RequestValidationError):
@@ -380,8 +383,7 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
         try:
             status, body, headers = 201, await submit(token, read_body, sid, batch), None
         except ApiError as exc:
-            status, body, headers = exc.status, {"detail": exc.detail, "report": exc.report}, \
-                exc.headers
+            status, body, headers = exc.status, exc.body(), exc.headers
         await send_json(send, status, body, headers)
 
     app.add_middleware(IngestFastPath, handler=ingest_asgi)
