@@ -82,6 +82,7 @@ from reidrisk.collect.baselines.base import Method
 from reidrisk.estimation import invert, norm_sub, variance
 from reidrisk.mechanisms import make_mechanism
 from reidrisk.mechanisms.base import Mechanism, as_generator, check_epsilon
+from reidrisk.mechanisms.glh import optimal_g
 from reidrisk.schema import MISSING, Schema, SchemaError
 
 PAIR_DEPENDENCE = 0.01
@@ -117,7 +118,7 @@ def oracle_variance(cells: int, epsilon: float, oracle: str = "adaptive") -> flo
     if oracle_name(cells, epsilon, oracle) == "grr":
         p, q = e / (e + cells - 1), 1.0 / (e + cells - 1)
     else:  # OLH: p' on the hashed value, 1/g for any other value (collisions uniform)
-        g = max(2, round(e + 1.0))
+        g = optimal_g(epsilon)
         p, q = e / (e + g - 1), 1.0 / g
     return summed_variance(cells, p, q)
 
