@@ -223,3 +223,32 @@ def test_reports_files_with_the_former_protocol_key_still_read(tmp_path, codes):
     meta_path.write_text(json.dumps(meta))
     back = read_reports(path)
     assert back.protocol == Protocol(3.0, attributes_per_person=2)
+
+
+@pytest.mark.parametrize("mechanism", ["subset", "grr", "oue", "olh", "laplace_index"])
+def test_a_directory_of_partitions_reads_as_the_same_reports_in_one_file(tmp_path, codes,
+                                                                         mechanism):
+    """Every capability reads reports through read_reports: a directory of partitions (the
+    compact layout, split in three) must give exactly what one file of the same reports gives."""
+    from reidrisk.collect.partitioned import write_partitioned
+
+    proto = Protocol(3.0, attributes_per_person=3, mechanism=mechanism)
+    rr = proto.randomize(SCHEMA, codes, rng=1)
+    write_reports(tmp_path / "one.parquet", rr, proto)
+    write_partitioned(tmp_path / "parts", rr, proto, rows_per_partition=110)
+    one, parts = read_reports(tmp_path / "one.parquet"), read_reports(tmp_path / "parts")
+    assert parts.protocol == one.protocol and parts.schema == one.schema and parts.n == one.n
+    assert parts.privacy_loss == one.privacy_loss
+    for m1, m2 in zip(one.reports.mechanisms, parts.reports.mechanisms):
+        assert m1.params() == m2.params()
+    for a, b in zip(one.reports.reports, parts.reports.reports):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # declarations are checked against the partitions' metadata as against a file's
+    with pytest.raises(ReportsFileError, match="not 4"):
+        read_reports(str(tmp_path / "parts"), epsilon=4.0)
+
+
+def test_an_empty_directory_is_refused_with_its_name(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ReportsFileError, match="empty.*no Parquet files"):
+        read_reports(tmp_path / "empty")

@@ -177,6 +177,27 @@ def test_simulate_then_score_reads_the_reports_file(labelled, name):
     assert_clean_error(wrong, name, "100", "not 4")
 
 
+def test_a_directory_of_partitioned_reports_is_a_database(labelled, tmp_path):
+    """The reports of the test above, written as partitions (reidrisk.collect.partitioned): the
+    directory is read like the file, so every count is again the true population count."""
+    from reidrisk.collect.partitioned import write_partitioned
+    from reidrisk.collect.reports_io import read_reports
+
+    tmp, truth = labelled
+    sim = CliRunner().invoke(cli, ["collect", "simulate", str(tmp / "people.csv"),
+                                   str(tmp_path / "r.parquet"), "--schema",
+                                   str(tmp / "schema.json"), "-e", "100", "-m", "grr", "--k",
+                                   "all", "--seed", "1"])
+    assert sim.exit_code == 0, sim.output
+    write_partitioned(tmp_path / "parts", read_reports(tmp_path / "r.parquet"),
+                      rows_per_partition=400)
+    out = tmp_path / "scores.csv"
+    result = run("-N", 1500, "--db", f"{tmp_path / 'parts'}:1", "--records", tmp / "query.csv",
+                 "-o", out)
+    assert result.exit_code == 0, result.output
+    np.testing.assert_array_equal(pd.read_csv(out)["count_db1"].to_numpy(), truth)
+
+
 def test_reports_file_with_another_schema_is_refused(labelled, files):
     tmp, _ = labelled
     CliRunner().invoke(cli, ["collect", "simulate", str(tmp / "people.csv"), str(tmp / "r.csv"),

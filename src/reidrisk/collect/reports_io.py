@@ -657,6 +657,8 @@ def has_metadata(path: str | Path) -> bool:
         The reports file.
     """
     path = Path(path)
+    if path.is_dir():  # a directory of partitions (read_reports refuses one without metadata)
+        return True
     if sidecar_path(path).is_file():
         return True
     if path.name.lower().endswith((".parquet", ".pq")) and path.is_file():
@@ -686,7 +688,10 @@ def read_reports(path: str | Path, schema: Schema | None = None, mechanism: str 
     Parameters
     ----------
     path : str or pathlib.Path
-        The reports file.
+        The reports file, or a directory (local, or an fsspec URL such as ``s3://bucket/reports/``)
+        of partitions written by ``reidrisk.collect.partitioned`` (``write_partitioned``,
+        ``PartitionWriter``): their chunks (``partitioned.iter_reports``, which validates each) are
+        concatenated, so the whole batch is held in memory.
     schema : Schema, optional
         Must be the file's when it has metadata; required for a file without.
     mechanism : str, optional
@@ -700,6 +705,10 @@ def read_reports(path: str | Path, schema: Schema | None = None, mechanism: str 
         (or ``MechanismError``/``ProtocolError``/``SchemaError``) naming the file, column, row and
         value of the first problem.
     """
+    if (isinstance(path, str) and "://" in path) or Path(path).is_dir():
+        collected = _read_partitioned(path)
+        _check_declared(path, collected, schema, mechanism, epsilon)
+        return collected
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"reports file {str(path)!r} does not exist; check the path")
@@ -718,7 +727,25 @@ def read_reports(path: str | Path, schema: Schema | None = None, mechanism: str 
     return collected
 
 
-def _check_declared(path: Path, collected: CollectedReports, schema: Schema | None,
+def _read_partitioned(source: str | Path) -> CollectedReports:
+    """All the reports of a directory or URL of partitions, as one batch: the chunks of
+    ``partitioned.iter_reports`` (the one decoder of partitions) concatenated per attribute."""
+    # partitioned imports this module (decode_frame, write_partition): imported here, not above
+    from reidrisk.collect.partitioned import iter_reports, partitions, read_partition_header
+
+    parts = partitions(source)
+    header = read_partition_header(parts[0])
+    chunks = list(iter_reports(parts))
+    if not chunks:
+        raise ReportsFileError(
+            f"{str(source)!r}: its partitions hold no reports (0 rows); write reports into it "
+            "(reidrisk.collect.partitioned.write_partitioned) or check the path")
+    reps = tuple(np.concatenate([np.asarray(c.reports[j]) for c in chunks])
+                 for j in range(len(header.schema)))
+    return CollectedReports(RecordReports(header.schema, header.mechanisms, reps), header.protocol)
+
+
+def _check_declared(path: Path | str, collected: CollectedReports, schema: Schema | None,
                     mechanism: str | None, epsilon: float | None) -> None:
     """A caller's declaration against the file's own metadata: refuse any disagreement."""
     meta_mech = collected.protocol.mechanism.lower()
