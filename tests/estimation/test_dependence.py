@@ -27,7 +27,8 @@ def _random_pair(rng, f1, f2):
 def _kronecker_stat(W, n, inv, second):
     """The same statistic written through vec and Kronecker products, one pair at a time:
     tr(K1^+ D K2^+ D^T) = vec(D)^T (K1 (x) K2)^+ vec(D) (row-major vec, K symmetric). Also
-    returns cond(K1) cond(K2), the condition number of the Kronecker product."""
+    returns cond(K1) cond(K2), the condition number of the Kronecker product, the departure D and
+    the noise tr(K1) tr(K2) = tr(K1 (x) K2)."""
     T = inv[0] @ (W / n) @ inv[1].T
     f1, f2 = T.shape
     L1 = np.eye(f1) - np.outer(T.sum(axis=1), np.ones(f1))
@@ -36,14 +37,16 @@ def _kronecker_stat(W, n, inv, second):
     K1, K2 = L1 @ second[0] @ L1.T, L2.T @ second[1] @ L2
     d = D.reshape(-1)
     stat = n * d @ np.linalg.pinv(np.kron(K1, K2), rcond=1e-12, hermitian=True) @ d
-    return stat, np.linalg.cond(K1) * np.linalg.cond(K2)
+    return stat, np.linalg.cond(K1) * np.linalg.cond(K2), D, np.trace(np.kron(K1, K2))
 
 
 def test_batched_statistics_equal_one_pair_kronecker_form():
     """Pairs of three shapes, interleaved: each batched statistic equals its one-pair Kronecker
     form to the rounding of a pseudo-inverse, relative 64 eps times the condition number of
     K1 (x) K2 (the two forms invert different matrices, so their rounding differs by that much;
-    here 1e-13 to 6e-7), and df = (f1 - 1)(f2 - 1)."""
+    here 1e-13 to 6e-7), and df = (f1 - 1)(f2 - 1). The departure and the noise are the same
+    products in both forms (no inversion), so they agree to a few ulps of their entries (1e-12
+    absolute: the entries are O(1), products of three or four f <= 4 matrices)."""
     rng = np.random.default_rng(12)
     shapes = [(2, 3), (4, 4), (3, 2)] * 4
     pairs = [_random_pair(rng, *s) for s in shapes]
@@ -51,7 +54,9 @@ def test_batched_statistics_equal_one_pair_kronecker_form():
                           [p[2] for p in pairs], [p[3] for p in pairs])
     eps = np.finfo(np.float64).eps
     for i, (W, n, inv, second) in enumerate(pairs):
-        ref, cond = _kronecker_stat(W, n, inv, second)
+        ref, cond, D, noise = _kronecker_stat(W, n, inv, second)
         assert abs(out.stat[i] - ref) <= 64 * eps * cond * abs(ref), (i, out.stat[i], ref)
         assert out.df[i] == (W.shape[0] - 1) * (W.shape[1] - 1)
         assert out.departure[i].shape == W.shape
+        np.testing.assert_allclose(out.departure[i], D, rtol=0, atol=1e-12)
+        assert abs(out.noise[i] - noise) <= 1e-12 * abs(noise), (i, out.noise[i], noise)
