@@ -11,8 +11,9 @@ other benchmark scripts::
 Steps (``measure(step, directory, ...)``):
 
 * ``count``: ``count_reports`` of the partitions (chunked reader + counting kernel);
-* ``count-dask-W``: ``count_dask`` on a LocalCluster of W one-thread worker processes (time from
-  the cluster's start; ``worker_peak_rss_bytes``: the largest worker's peak);
+* ``count-dask-W``: ``count_dask`` on a LocalCluster of W one-thread worker processes (timed once
+  the cluster is up, its start and stop not counted; ``worker_peak_rss_bytes``: the largest
+  worker's peak);
 * ``oue-packed``: ``OUE.perturb_packed`` of n codes over k values (the packed array in memory);
 * ``simulate-grr`` / ``simulate-oue``: writing the partitions (``simulate_partitioned``).
 
@@ -35,7 +36,7 @@ import time
 from pathlib import Path
 
 THREADS = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-SIZES = (2, 3, 5, 8, 10, 12, 16, 20)  # cycled over the attributes: F = 285 for g = 30
+SIZES = (2, 3, 5, 8, 10, 12, 16, 20)  # cycled over the attributes: F = 268 for g = 30
 
 
 def _schema(sizes):
