@@ -9,6 +9,7 @@ A benchmark script does, in order::
     res.add({"k": 16, "n": 10**6}, "total_s", t.best, "s")    # one object per measured point
     res.write_json()                                          # docs/results/<name>.json
     res.write_markdown(text)                                  # docs/results/<name>.md (atomic)
+    # or both at once, printing the text too: res.write(text, echo=True)
 
 ``docs/results/<name>.json`` is a JSON list. Its first object is the run record
 ``{"benchmark", "record": "machine", "command", "machine": {...}}``; every other object is one measured
@@ -362,6 +363,15 @@ class Results:
         atomic_write_text(path, text)
         print(f"wrote {path}")
         return path
+
+    def write(self, body: str | Sequence[str], echo: bool = False) -> None:
+        """``write_json()`` then ``write_markdown(body)`` (a list of lines is joined with
+        newlines); with ``echo`` the body is printed as well."""
+        text = body if isinstance(body, str) else "\n".join(body)
+        self.write_json()
+        self.write_markdown(text)
+        if echo:
+            print(text)
 
 
 # ---- formatting --------------------------------------------------------------------------------

@@ -851,9 +851,7 @@ def main(argv=None) -> int:
     if floor:
         body.append("Distance to the copula-on-true-pairs floor at the default point: "
                     + "; ".join(floor) + ".")
-    res.write_json()
-    res.write_markdown("\n".join(body))
-    print("\n".join(body[:0]))
+    res.write(body)
     print(table)
     if missed:
         print(f"targets missed at {len(missed)} point(s)")

@@ -149,9 +149,7 @@ def main(argv=None) -> int:
                            if len(s) else "-")
             rows.append(row)
         body += [f"## {ds}", "", md_table(["variant", "c = 1", "c = 2", "c = 3"], rows), ""]
-    res.write_json()
-    res.write_markdown("\n".join(body))
-    print("\n".join(body))
+    res.write(body, echo=True)
     return 0
 
 

@@ -497,9 +497,7 @@ def main(argv=None) -> int:
     body += ["## Targets missed", ""]
     body += [f"- {m}" for m in missed] if missed else ["none"]
     body += ["", f"Wall time of this run: {(time.perf_counter() - t0) / 60:.1f} min."]
-    res.write_json()
-    res.write_markdown("\n".join(body))
-    print("\n".join(body))
+    res.write(body, echo=True)
     return 0
 
 

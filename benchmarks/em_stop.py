@@ -462,8 +462,7 @@ def main(argv=None) -> int:
         "machine during this run; the EM steps are exact, the run time below is not a speed "
         "measurement.",
     ]
-    res.write_json()
-    res.write_markdown("\n".join(body))
+    res.write(body)
     return 0
 
 
