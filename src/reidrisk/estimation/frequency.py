@@ -85,8 +85,6 @@ from reidrisk.estimation.em import (
     parse_stop,
     positive_start,
 )
-from reidrisk.mechanisms.glh import GLH
-from reidrisk.mechanisms.oue import UnaryEncoding
 
 if TYPE_CHECKING:  # pragma: no cover
     from reidrisk.mechanisms.base import Mechanism
@@ -440,7 +438,7 @@ def _per_report_noise(mech, total_known: bool = True) -> tuple[float, float]:
     p, q, k = float(p_arr), float(q_arr), mech.k
     a = p - q
     s2_0 = p * (1 - p) + (k - 1) * q * (1 - q)
-    s2 = s2_0 if isinstance(mech, (UnaryEncoding, GLH)) else 0.0
+    s2 = s2_0 if mech.independent_support else 0.0
     if total_known:
         return s2_0 / a ** 2, s2 / a ** 2
     mu = p + (k - 1) * q

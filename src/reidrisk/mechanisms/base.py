@@ -131,6 +131,11 @@ class Mechanism(ABC):
     """
 
     name: str = "mechanism"
+    #: whether a report supports each value independently of the others given the true one, so
+    #: that the support size varies between reports (unary encodings, local hashing); ``False``
+    #: where every report supports the same number of values (GRR, subset). Frequency
+    #: estimation reads it for the noise of a report's inversion vector.
+    independent_support: bool = False
 
     def __init__(self, epsilon: float, k: int) -> None:
         self.epsilon = check_epsilon(epsilon)

@@ -223,6 +223,7 @@ class GLH(Mechanism):
     """
 
     name = "glh"
+    independent_support = True
 
     def __init__(
         self,

@@ -61,6 +61,7 @@ class UnaryEncoding(Mechanism):
     """
 
     name = "unary"
+    independent_support = True
 
     @property
     @abstractmethod
