@@ -624,8 +624,14 @@ def render(args, cells: list[SpeedCell], mse_rows: list[MseRow], pair_rows: list
         def verdict(ratios, target, what):
             miss = [(c, r) for c, r in ratios if r < target]
             return (f"**met**{' ' + what if what else ''}" if not miss else "**missed** for " + ", ".join(
-                f"{LABEL[c.mech]} k={c.k} ({fmt_x(r)})" for c, r in miss)) + (
-                f" (smallest ratio {fmt_x(min(r for _, r in ratios))})")
+                f"{LABEL[c.mech]} k={c.k} ({fmt_x(r)})" for c, r in miss)) + smallest(ratios)
+
+        def smallest(ratios):
+            c, r = min(ratios, key=lambda cr: cr[1])
+            scaled = [lib for lib in PEERS if c.extrapolated(lib)]
+            return (f" (smallest ratio {fmt_x(r)}, {LABEL[c.mech]} k={c.k}"
+                    + (f", against {' and '.join(scaled)} times scaled from fewer records (`*`)"
+                       if scaled else "") + ")")
 
         out += [f"## Targets at n = {big:,}", ""]
         out.append(
