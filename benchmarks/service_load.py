@@ -307,11 +307,12 @@ def main() -> None:
             "each mechanism's and the protocol's validation, inserts the reports and folds them "
             "into the count tables in one transaction with one fsync, and only then answers every "
             "request of the group. A single report's latency is therefore that of about one "
-            "group (the one it waited behind, then its own): with 100 clients a group holds tens "
-            "of reports and costs a few milliseconds of CPU plus one fsync. `reidrisk serve` "
-            "keeps its start-up heap (the libraries) out of Python's full garbage-collection "
-            "passes (`gc.freeze`), which otherwise stalled every request in flight for "
-            "0.1-0.16 s every few thousand requests and set the p99."]
+            "group (the one it waited behind, then its own): with 100 clients a group holds at "
+            "most 100 reports (one per client) and costs one fsync plus its parsing and "
+            "inserting (group sizes and costs are not measured here). `reidrisk serve` keeps "
+            "its start-up heap (the libraries) out of Python's full garbage-collection passes "
+            "(`gc.freeze`), which otherwise stall every request in flight while they run (their "
+            "length is not measured here)."]
     if qrows:
         body += ["", "## Queries", "", md_table(["step", "reports", "seconds"], qrows), "",
                  "Target: a contingency-table query on 10^6 stored reports of 15 attributes "
