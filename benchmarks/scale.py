@@ -19,7 +19,7 @@ steps). Measured here, with one BLAS thread everywhere:
    rows): the chunked single-machine reader (``count_reports``) and Dask (``count_dask``) on a
    ``LocalCluster`` of 1 and 2 one-thread worker processes (timed once the cluster is up: its
    start and stop are not counted; peak: the largest worker's), each step in a fresh process so
-   its ``ru_maxrss`` is its own. At 10^6 reports there is one partition, so the second worker
+   its peak resident set (``VmHWM``) is its own. At 10^6 reports there is one partition, so the second worker
    has nothing to do.
 3. The collect fit at 10^5 people x 200 attributes (domain sizes 2..11, latent-Gaussian
    population, m = 0.5 MCAR, epsilon = 5, the planned protocol ``Protocol.planned``):

@@ -1,6 +1,6 @@
 """Memory high-water marks and times of the partitioned reports path (reidrisk.collect.partitioned).
 
-Each measurement runs in a fresh Python process, so its peak resident set (``ru_maxrss`` of that
+Each measurement runs in a fresh Python process, so its peak resident set (``VmHWM`` of that
 process, which only grows) is the peak of that step alone. Used by docs/scale.md and callable from
 other benchmark scripts::
 
@@ -47,6 +47,16 @@ def _schema(sizes):
 
 
 def _peak() -> int:
+    """This process's peak resident set in bytes: ``VmHWM`` of /proc/self/status where there is
+    one. Not ``ru_maxrss``: Linux carries it over fork and exec, so a step started by a large
+    parent (``scale.py`` after its kernel part) would report the parent's peak instead of its own."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024  # kB
+    except OSError:
+        pass
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # Linux: KiB
 
 
