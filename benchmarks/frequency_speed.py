@@ -48,7 +48,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from _harness import Results, Timing, fmt_s, fmt_x, md_table, time_call, time_once
+from _harness import (
+    Results,
+    Timing,
+    atomic_write_text,
+    fmt_s,
+    fmt_x,
+    md_table,
+    time_call,
+    time_once,
+)
 
 warnings.filterwarnings("ignore")
 
@@ -922,7 +931,7 @@ def main_mse_only(args) -> int:
         r["params"]["measured"] = machine["machine"]["date_utc"]
     kept = [r for r in old if r.get("metric") not in MSE_METRICS]
     kept.append({**machine, "record": "machine (accuracy re-run, --mse-only)"})
-    Path(jpath).write_text(json.dumps(kept + new, indent=1) + "\n")
+    atomic_write_text(jpath, json.dumps(kept + new, indent=1) + "\n")
     # the markdown: the accuracy section and the accuracy target line only
     md = Path(mpath).read_text()
     fresh = render(args, [], rows, [])
@@ -944,7 +953,7 @@ def main_mse_only(args) -> int:
                 f"{LABEL[r.mech]} k={r.k} n={r.n:,}" for r in bad)) + ".")
     lines = md.split("\n")
     lines = [line if ln.startswith(TARGET_MSE_LINE) else ln for ln in lines]
-    Path(mpath).write_text("\n".join(lines))
+    atomic_write_text(mpath, "\n".join(lines))
     print(f"wrote {jpath}\nwrote {mpath}")
     return 0
 
