@@ -81,9 +81,23 @@ MARGINAL_METHODS: tuple[str, ...] = ("em", "norm_sub", "exact_em")
 class Measurement:
     """Error of one estimator for one mechanism at one budget.
 
-    ``target`` is ``"marginal"`` (mean over the g attributes) or ``"pair"`` (mean over the
-    g (g - 1) / 2 pairs). ``js``: mean Jensen-Shannon divergence in bits (0..1); ``js_max``: the
-    worst attribute or pair; ``tv``: mean total variation distance (0..1).
+    Parameters
+    ----------
+    mechanism : str
+        Registry name of the mechanism (``reidrisk.mechanisms.MECHANISMS``).
+    epsilon : float
+        Whole-record budget.
+    target : str
+        ``"marginal"`` (mean over the g attributes) or ``"pair"`` (mean over the g (g - 1) / 2
+        pairs).
+    method : str
+        The estimator.
+    js : float
+        Mean Jensen-Shannon divergence in bits (0..1).
+    js_max : float
+        The worst attribute's or pair's Jensen-Shannon divergence.
+    tv : float
+        Mean total variation distance (0..1).
     """
 
     mechanism: str
@@ -97,13 +111,46 @@ class Measurement:
 
 @dataclass(frozen=True)
 class DemoResult:
-    """What ``run_demo`` computed and where it wrote the report.
+    """What ``run_demo`` computed and where it wrote the report (the codes are not kept).
 
-    ``codes`` are not kept; ``truth`` holds the true marginal distributions (one array (f_j,) per
-    attribute, over present values) and ``examples`` the estimated marginals at ``plot_epsilon``:
-    ``examples[mechanism][method]`` is a tuple of g arrays. ``reference`` holds the errors of a
-    uniform guess: ``"marginal"`` and ``"pair"`` (mean JS divergence, bits), ``"marginal_tv"`` and
-    ``"pair_tv"`` (mean total variation distance).
+    Parameters
+    ----------
+    schema : Schema
+        The collected attributes.
+    n : int
+        Records.
+    source : str
+        Where the records came from, in words.
+    missing : numpy.ndarray
+        Share of missing values per attribute, shape (g,).
+    epsilons : tuple of float
+        Whole-record budgets, ascending.
+    mechanisms : tuple of str
+        Registry names of the mechanisms compared.
+    methods : tuple of str
+        Marginal estimators compared.
+    measurements : tuple of Measurement
+        One per mechanism, budget, target and estimator.
+    reference : mapping of str to float
+        Errors of a uniform guess: ``"marginal"`` and ``"pair"`` (mean JS divergence, bits),
+        ``"marginal_tv"`` and ``"pair_tv"`` (mean total variation distance).
+    truth : tuple of numpy.ndarray
+        The true marginal distributions over present values, one array (f_j,) per attribute.
+    examples : mapping
+        The estimated marginals at ``plot_epsilon``: ``examples[mechanism][method]`` is a tuple
+        of g arrays.
+    plot_epsilon : float
+        The budget whose estimates the report draws.
+    timings : mapping of str to float
+        Seconds per mechanism (all budgets: randomize and estimate).
+    parameters : mapping of str to object
+        The run's parameters as the report lists them.
+    seconds : float
+        Wall time of the run.
+    out, report : Path, optional
+        The report's folder and its ``index.html`` (``None`` without a report).
+    extra_sections : tuple of reidrisk.report.Section
+        The other capabilities' sections of the report.
     """
 
     schema: Schema
@@ -135,7 +182,31 @@ class DemoResult:
 
     def error(self, mechanism: str, epsilon: float, target: str = "marginal", method: str = "em",
               metric: str = "js") -> float:
-        """One number of the table, e.g. ``error("grr", 4.0, "pair")``."""
+        """One number of the table, e.g. ``error("grr", 4.0, "pair")``.
+
+        Parameters
+        ----------
+        mechanism : str
+            Registry name of the mechanism.
+        epsilon : float
+            Whole-record budget (compared with ``math.isclose``).
+        target : str
+            ``"marginal"`` or ``"pair"``.
+        method : str
+            The estimator.
+        metric : str
+            ``"js"``, ``"js_max"`` or ``"tv"`` (a field of ``Measurement``).
+
+        Returns
+        -------
+        float
+            The measured error.
+
+        Raises
+        ------
+        KeyError
+            When the run has no such measurement.
+        """
         for m in self.measurements:
             if (m.mechanism, m.target, m.method) == (mechanism, target, method) and \
                     math.isclose(m.epsilon, epsilon):
@@ -345,9 +416,53 @@ def run_demo(
         the middle one).
     log : callable, optional
         Receives one-line status messages.
+
+    Returns
+    -------
+    DemoResult
+        The measurements, the true and estimated distributions, and the report's path when one
+        was written.
     """
     t0 = time.perf_counter()
     log = log or (lambda msg: None)
+    eps_list, mech_names, methods = _check_arguments(epsilons, mechanisms, methods, n, missing_rate)
+    seed_seq = np.random.SeedSequence(seed)
+    entropy = int(seed_seq.entropy)  # type: ignore[arg-type]  # an int: seeded by an int or fresh
+
+    schema, codes, source, rate, before = _prepare(data, schema, n, missing_rate, tuple(sizes),
+                                                   dependence, entropy, log)
+    _check_present(schema, codes)
+    truth = _Truth.of(schema, codes)
+    plot_epsilon = _shown_budget(eps_list, plot_epsilon)
+    measurements, examples, timings = _collect_and_score(
+        schema, codes, truth, mech_names, eps_list, methods, plot_epsilon, entropy, progress)
+    result = DemoResult(
+        schema=schema,
+        n=codes.shape[0],
+        source=source,
+        missing=(codes == MISSING).mean(axis=0),
+        epsilons=eps_list,
+        mechanisms=mech_names,
+        methods=methods,
+        measurements=tuple(measurements),
+        reference=truth.reference,
+        truth=truth.marginals,
+        examples=examples,
+        plot_epsilon=float(plot_epsilon),
+        timings=timings,
+        parameters=_parameters(seed if seed is not None else entropy, schema, codes, source, rate,
+                               eps_list, mech_names, methods, plot_epsilon),
+    )
+    if out is not None:
+        extra = _capability_sections(schema, codes, before, entropy, log)
+        result = _write(dataclasses.replace(result, extra_sections=extra), out, t0, log)
+    return dataclasses.replace(result, seconds=time.perf_counter() - t0)
+
+
+def _check_arguments(epsilons, mechanisms, methods, n, missing_rate
+                     ) -> tuple[tuple[float, ...], tuple[str, ...], tuple[str, ...]]:
+    """(budgets sorted, mechanism names, marginal estimators), each checked and without repeats;
+    ``n`` and ``missing_rate`` checked."""
     eps_list = tuple(sorted({check_epsilon(e, "epsilon") for e in epsilons}))
     if not eps_list:
         raise MechanismError("no budget given; pass at least one epsilon > 0")
@@ -364,31 +479,45 @@ def run_demo(
         raise ValueError(f"missing_rate must be in [0, 1), got {missing_rate!r}")
     if n is not None and (isinstance(n, bool) or int(n) != n or n < 2):
         raise ValueError(f"n must be an integer >= 2, got {n!r}")
-    seed_seq = np.random.SeedSequence(seed)
-    entropy = int(seed_seq.entropy)  # type: ignore[arg-type]  # an int: seeded by an int or fresh
+    return eps_list, mech_names, methods
 
-    schema, codes, source, rate, before = _prepare(data, schema, n, missing_rate, tuple(sizes),
-                                                   dependence, entropy, log)
-    _check_present(schema, codes)
-    g = len(schema)
-    n_records = codes.shape[0]
 
-    sizes_arr = schema.sizes
-    pairs = [(a, b) for a in range(g) for b in range(a + 1, g)]
-    truth = tuple(contingency(codes, sizes_arr, [j]) for j in range(g))
-    truth_pairs = [contingency(codes, sizes_arr, [a, b]) for a, b in pairs]
-    reference = {
-        "marginal": float(np.mean([_js(t, np.full(t.shape, 1.0 / t.size)) for t in truth])),
-        "pair": float(np.mean([_js(t, np.full(t.shape, 1.0 / t.size)) for t in truth_pairs])),
-        "marginal_tv": float(np.mean([_tv(t, np.full(t.shape, 1.0 / t.size)) for t in truth])),
-        "pair_tv": float(np.mean([_tv(t, np.full(t.shape, 1.0 / t.size)) for t in truth_pairs])),
-    }
-    if plot_epsilon is None:
-        plot_epsilon = eps_list[len(eps_list) // 2]
-    else:
-        wanted = plot_epsilon
-        plot_epsilon = min(eps_list, key=lambda e: abs(math.log(e) - math.log(wanted)))
+@dataclass(frozen=True)
+class _Truth:
+    """The true tables of the answers the clients hold, and the errors of a uniform guess."""
 
+    pairs: tuple[tuple[int, int], ...]
+    marginals: tuple[np.ndarray, ...]
+    pair_tables: tuple[np.ndarray, ...]
+    reference: Mapping[str, float]
+
+    @classmethod
+    def of(cls, schema: Schema, codes: np.ndarray) -> _Truth:
+        g, sizes = len(schema), schema.sizes
+        pairs = tuple((a, b) for a in range(g) for b in range(a + 1, g))
+        marginals = tuple(contingency(codes, sizes, [j]) for j in range(g))
+        tables = tuple(contingency(codes, sizes, [a, b]) for a, b in pairs)
+
+        def uniform(metric, truths) -> float:
+            return float(np.mean([metric(t, np.full(t.shape, 1.0 / t.size)) for t in truths]))
+
+        reference = {"marginal": uniform(_js, marginals), "pair": uniform(_js, tables),
+                     "marginal_tv": uniform(_tv, marginals), "pair_tv": uniform(_tv, tables)}
+        return cls(pairs, marginals, tables, reference)
+
+
+def _shown_budget(eps_list: tuple[float, ...], wanted: float | None) -> float:
+    """The budget whose estimates are drawn: the nearest of ``eps_list`` to ``wanted`` in log scale,
+    the middle one by default."""
+    if wanted is None:
+        return eps_list[len(eps_list) // 2]
+    return min(eps_list, key=lambda e: abs(math.log(e) - math.log(wanted)))
+
+
+def _collect_and_score(schema, codes, truth: _Truth, mech_names, eps_list, methods, plot_epsilon,
+                       entropy, progress):
+    """Randomize, estimate and score every (mechanism, budget): (measurements, the marginal
+    estimates at ``plot_epsilon`` per mechanism and estimator, seconds per mechanism)."""
     measurements: list[Measurement] = []
     examples: dict[str, dict[str, tuple[np.ndarray, ...]]] = {}
     timings: dict[str, float] = {m: 0.0 for m in mech_names}
@@ -408,20 +537,26 @@ def run_demo(
                     if method == PAIR_METHOD:
                         em_marginals = fitted  # the pair EM starts from these; no need to refit
                     ests = [e.probs for e in fitted]
-                    measurements.append(_score(mech, eps, "marginal", method, truth, ests))
+                    measurements.append(_score(mech, eps, "marginal", method, truth.marginals, ests))
                     if eps == plot_epsilon:
                         examples.setdefault(mech, {})[method] = tuple(ests)
                 pair_est = estimate_pairs(reports, estimator=PAIR_METHOD, marginals=em_marginals)
-                ests = [_pair_table(pair_est, p) for p in pairs]
-                measurements.append(_score(mech, eps, "pair", PAIR_METHOD, truth_pairs, ests))
+                ests = [_pair_table(pair_est, p) for p in truth.pairs]
+                measurements.append(_score(mech, eps, "pair", PAIR_METHOD, truth.pair_tables, ests))
                 timings[mech] += time.perf_counter() - t
                 bar.update(note=f"{mech} eps={_fmt_eps(eps)}")
     finally:
         bar.close()
+    return measurements, examples, timings
 
-    parameters = {
-        "seed": seed if seed is not None else entropy,
-        "records": n_records,
+
+def _parameters(seed, schema, codes, source, rate, eps_list, mech_names, methods, plot_epsilon
+                ) -> dict[str, object]:
+    """The run's parameters as the report lists them."""
+    g = len(schema)
+    return {
+        "seed": seed,
+        "records": codes.shape[0],
         "attributes": g,
         "data": source,
         "missing rate injected": f"{rate:g}",
@@ -433,73 +568,94 @@ def run_demo(
         "distributions shown at epsilon": _fmt_eps(plot_epsilon),
         **_versions(),
     }
-    result = DemoResult(
-        schema=schema,
-        n=n_records,
-        source=source,
-        missing=(codes == MISSING).mean(axis=0),
-        epsilons=eps_list,
-        mechanisms=mech_names,
-        methods=methods,
-        measurements=tuple(measurements),
-        reference=reference,
-        truth=truth,
-        examples=examples,
-        plot_epsilon=float(plot_epsilon),
-        timings=timings,
-        parameters=parameters,
-    )
-    if out is not None:
-        # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
-        from reidrisk.report import write_report
 
-        if g >= 2:  # paper 004 Fig. 10: true vs. estimated table of every collection method
-            # kept off the command line's start: loaded only by this command
-            from reidrisk.collect.report import demo_collect_section
 
-            log("Comparing the collection methods on one contingency table")
-            result = dataclasses.replace(result, extra_sections=(
-                demo_collect_section(schema, codes, missing_rate=0.0, seed=entropy),))
-        # paper 000: who is unique in the population? The people exist with all their values (the
-        # values removed above are a property of the collection, not of the people), so the
-        # population is the complete records before that removal; see UNIQUENESS_POPULATION
-        complete = np.asarray(before)[(np.asarray(before) != MISSING).all(axis=1)]
-        if g >= 2 and complete.shape[0] >= 200:
-            # kept off the command line's start: loaded only by this command
-            from reidrisk.uniqueness.report import run_uniqueness_demo, uniqueness_section
+# ---------------------------------------------------------------------------------------------
+# the other capabilities' sections, each on the same population
+# ---------------------------------------------------------------------------------------------
+def _capability_sections(schema: Schema, codes: np.ndarray, before: np.ndarray, entropy: int,
+                         log: Callable[[str], None]) -> tuple:
+    """The sections the collection, uniqueness, linkage and PIE capabilities add to the report,
+    in that order (a section is left out when the data cannot support it)."""
+    sections = (_collect_section(schema, codes, entropy, log),
+                _uniqueness_section(schema, before, entropy, log),
+                _linkage_section(entropy, log),
+                _pie_section(schema, codes.shape[0], log))
+    return tuple(s for s in sections if s is not None)
 
-            if complete.shape[0] > UNIQUENESS_POPULATION:
-                keep = _rng(entropy, "uniqueness population").choice(
-                    complete.shape[0], UNIQUENESS_POPULATION, replace=False)
-                complete = complete[np.sort(keep)]
-            log(f"Scoring uniqueness in a population of {complete.shape[0]} complete records")
-            section = uniqueness_section(run_uniqueness_demo(
-                schema, complete, rate=UNIQUENESS_RATE, n_records=min(1000, complete.shape[0]),
-                rng=entropy))
-            result = dataclasses.replace(result, extra_sections=(*result.extra_sections, section))
-        # paper 001: how many rows of an anonymized release link back to their owners? (its own
-        # table: a UCI Adult sample when installed, else a synthetic survey; a few seconds)
-        # kept off the command line's start: loaded only by this command
-        from reidrisk.linkage.report import linkage_section, run_linkage_demo
 
-        log("Attacking anonymized releases of a table (linkage)")
-        linkage = linkage_section(run_linkage_demo(rng=_rng(entropy, "linkage")))
-        result = dataclasses.replace(result, extra_sections=(*result.extra_sections, linkage))
-        # paper 002: how much epsilon can n records afford against re-identification? The whole
-        # record is the personal datum, so |X| is the number of possible records of the schema
-        if n_records >= 2:
-            # kept off the command line's start: loaded only by this command
-            from reidrisk.pie.report import pie_section
+def _collect_section(schema, codes, entropy, log):
+    """Paper 004 Fig. 10: the true and estimated table of every collection method."""
+    if len(schema) < 2:
+        return None
+    # kept off the command line's start: loaded only by this command
+    from reidrisk.collect.report import demo_collect_section
 
-            log("Computing the PIE re-identification bounds")
-            pie = pie_section(n_records, max(2, math.prod(int(s) for s in schema.sizes)))
-            result = dataclasses.replace(result, extra_sections=(*result.extra_sections, pie))
-        log(f"Writing the report to {out}")
-        result = dataclasses.replace(result, seconds=time.perf_counter() - t0)
-        index = write_report(result.sections(), out, title=REPORT_TITLE,
-                             subtitle=f"{n_records} records, {g} attributes; {source}")
-        result = dataclasses.replace(result, out=Path(out), report=index)
-    return dataclasses.replace(result, seconds=time.perf_counter() - t0)
+    log("Comparing the collection methods on one contingency table")
+    return demo_collect_section(schema, codes, missing_rate=0.0, seed=entropy)
+
+
+def _uniqueness_section(schema, before, entropy, log):
+    """Paper 000: who is unique in the population?
+
+    The people exist with all their values (the values removed before collection are a property
+    of the collection, not of the people), so the population is the complete records before that
+    removal, at most ``UNIQUENESS_POPULATION`` of them.
+    """
+    complete = np.asarray(before)[(np.asarray(before) != MISSING).all(axis=1)]
+    if len(schema) < 2 or complete.shape[0] < 200:
+        return None
+    # kept off the command line's start: loaded only by this command
+    from reidrisk.uniqueness.report import run_uniqueness_demo, uniqueness_section
+
+    if complete.shape[0] > UNIQUENESS_POPULATION:
+        keep = _rng(entropy, "uniqueness population").choice(
+            complete.shape[0], UNIQUENESS_POPULATION, replace=False)
+        complete = complete[np.sort(keep)]
+    log(f"Scoring uniqueness in a population of {complete.shape[0]} complete records")
+    return uniqueness_section(run_uniqueness_demo(
+        schema, complete, rate=UNIQUENESS_RATE, n_records=min(1000, complete.shape[0]),
+        rng=entropy))
+
+
+def _linkage_section(entropy, log):
+    """Paper 001: how many rows of an anonymized release link back to their owners?
+
+    On its own table (a UCI Adult sample when installed, else a synthetic survey; a few seconds).
+    """
+    # kept off the command line's start: loaded only by this command
+    from reidrisk.linkage.report import linkage_section, run_linkage_demo
+
+    log("Attacking anonymized releases of a table (linkage)")
+    return linkage_section(run_linkage_demo(rng=_rng(entropy, "linkage")))
+
+
+def _pie_section(schema, n_records, log):
+    """Paper 002: how much epsilon can n records afford against re-identification?
+
+    The whole record is the personal datum, so |X| is the number of possible records of the
+    schema.
+    """
+    if n_records < 2:
+        return None
+    # kept off the command line's start: loaded only by this command
+    from reidrisk.pie.report import pie_section
+
+    log("Computing the PIE re-identification bounds")
+    return pie_section(n_records, max(2, math.prod(int(s) for s in schema.sizes)))
+
+
+def _write(result: DemoResult, out: str | Path, t0: float, log: Callable[[str], None]
+           ) -> DemoResult:
+    """Write the report of ``result`` to ``out``; the result with its paths and wall time."""
+    # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
+    from reidrisk.report import write_report
+
+    log(f"Writing the report to {out}")
+    result = dataclasses.replace(result, seconds=time.perf_counter() - t0)
+    index = write_report(result.sections(), out, title=REPORT_TITLE,
+                         subtitle=f"{result.n} records, {result.g} attributes; {result.source}")
+    return dataclasses.replace(result, out=Path(out), report=index)
 
 
 def _versions() -> dict[str, str]:
@@ -542,21 +698,41 @@ def demo_sections(result: DemoResult) -> list:
     ----------
     result : DemoResult
         The result of ``run_demo``.
+
+    Returns
+    -------
+    list of reidrisk.report.Section
+        The sections in report order; the other capabilities' sections
+        (``result.extra_sections``) come before the run parameters.
     """
     # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
-    from reidrisk.report import ReportFigure, Section, definition_list, escape, html_table
+    from reidrisk.report import Section, definition_list
 
-    # matplotlib: loaded only when a figure is drawn
-    from reidrisk.report.plots import plot_distributions, plot_error_curves
+    params = dict(result.parameters)
+    params["wall time"] = f"{result.seconds:.1f} s"
+    return [
+        Section("Overview", _overview_html(result)),
+        Section("Data", _data_html(result)),
+        Section("Estimated distributions", "", (_distributions_figure(result),)),
+        Section("Error against budget", "", _error_figures(result)),
+        Section("Numbers", _numbers_html(result)),
+        *result.extra_sections,
+        Section("Run parameters", definition_list(params)),
+    ]
 
-    schema, g = result.schema, result.g
+
+def _overview_html(result: DemoResult) -> str:
+    """What was collected and estimated, and the error measures."""
+    # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
+    from reidrisk.report import escape
+
     eps_txt = ", ".join(_fmt_eps(e) for e in result.epsilons)
-    overview = (
+    return (
         "<p>Every record was randomized on the client side, attribute by attribute, with each of the "
         f"mechanisms <strong>{escape(', '.join(result.mechanisms))}</strong> and each whole-record "
-        f"budget &epsilon; = {escape(eps_txt)} (split evenly: &epsilon;/{g} per attribute, paper 004 "
-        "Algorithm 1). Missing values are not randomized and not reported. From the reports alone "
-        "the server estimated the distribution of every attribute (estimators: "
+        f"budget &epsilon; = {escape(eps_txt)} (split evenly: &epsilon;/{result.g} per attribute, "
+        "paper 004 Algorithm 1). Missing values are not randomized and not reported. From the "
+        "reports alone the server estimated the distribution of every attribute (estimators: "
         f"{escape(', '.join(result.methods))}; em = EM of paper 004 eq. 8-11, norm_sub = the "
         "inversion of eq. 6 projected onto the simplex) and of every pair of attributes (pair EM "
         "on the pair counts, eq. 12-13), over the people who answered. The estimates are compared "
@@ -566,18 +742,35 @@ def demo_sections(result: DemoResult) -> list:
         "can have under the two distributions). The dotted <em>uniform guess</em> line is the error "
         "of answering with the uniform distribution, i.e. of collecting nothing.</p>"
     )
+
+
+def _data_html(result: DemoResult) -> str:
+    """The source and one row per attribute: categories, missing share, answers, values."""
+    # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
+    from reidrisk.report import escape, html_table
+
     rows = []
-    for j, attr in enumerate(schema):
+    for j, attr in enumerate(result.schema):
         cats = ", ".join(attr.categories[:6]) + (" ..." if attr.size > 6 else "")
         rows.append([attr.name, attr.size, _pct(float(result.missing[j])),
                      int(round(result.n * (1 - float(result.missing[j])))), cats])
-    data_body = (
+    return (
         f"<p>Source: {escape(result.source)}.</p>"
         + html_table(["attribute", "categories", "missing", "answers", "values"], rows,
-                     caption=f"{result.n} records, {g} attributes",
+                     caption=f"{result.n} records, {result.g} attributes",
                      numeric=[False, True, True, True, False])
     )
 
+
+def _distributions_figure(result: DemoResult):
+    """True and estimated distributions of two attributes at ``result.plot_epsilon``."""
+    # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
+    from reidrisk.report import ReportFigure
+
+    # matplotlib: loaded only when a figure is drawn
+    from reidrisk.report.plots import plot_distributions
+
+    schema, g = result.schema, result.g
     shown = _shown_attributes(schema)
     dist_png = plot_distributions(
         [schema[j] for j in shown],
@@ -587,7 +780,7 @@ def demo_sections(result: DemoResult) -> list:
         title=f"True and estimated distributions at \u03b5 = {_fmt_eps(result.plot_epsilon)} "
               f"({result.plot_epsilon / g:.3g} per attribute)",
     )
-    dist_fig = ReportFigure(
+    return ReportFigure(
         "distributions.png", dist_png,
         caption=(f"Grey bars: the true distribution of the answers; markers: the server's estimates "
                  f"from the randomized reports at whole-record budget {_fmt_eps(result.plot_epsilon)}, "
@@ -595,15 +788,24 @@ def demo_sections(result: DemoResult) -> list:
         alt="Bar charts of true distributions with estimated probabilities as markers",
     )
 
+
+def _error_figures(result: DemoResult) -> tuple:
+    """Mean JS divergence and mean total variation against the budget, per mechanism."""
+    # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
+    from reidrisk.report import ReportFigure
+
+    # matplotlib: loaded only when a figure is drawn
+    from reidrisk.report.plots import plot_error_curves
+
     table = result.table()
     curve_kw = dict(reference=result.reference,
-                    title=f"Error against budget (n = {result.n}, g = {g})")
+                    title=f"Error against budget (n = {result.n}, g = {result.g})")
     js_png = plot_error_curves(table, "js", ylabel="mean JS divergence (bits)", **curve_kw)
     tv_reference = {t: result.reference[f"{t}_tv"] for t in ("marginal", "pair")
                     if f"{t}_tv" in result.reference}
     tv_png = plot_error_curves(table, "tv", ylabel="mean total variation distance",
                                **{**curve_kw, "reference": tv_reference})
-    err_figs = (
+    return (
         ReportFigure("error_js.png", js_png,
                      caption="Mean Jensen-Shannon divergence over all attributes (left) and all pairs "
                              "(right); solid: EM, dashed: norm-sub. Lower is better; log scales.",
@@ -614,11 +816,17 @@ def demo_sections(result: DemoResult) -> list:
                      alt="Line charts of total variation distance against epsilon per mechanism"),
     )
 
+
+def _numbers_html(result: DemoResult) -> str:
+    """Every measurement, the uniform guess's errors and the seconds per mechanism, as tables."""
+    # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
+    from reidrisk.report import html_table
+
     num_rows = []
     first = result.methods[0]
     for mech in result.mechanisms:
         for eps in result.epsilons:
-            row = [mech, _fmt_eps(eps), f"{eps / g:.3g}"]
+            row = [mech, _fmt_eps(eps), f"{eps / result.g:.3g}"]
             for meth in result.methods:
                 row.append(f"{result.error(mech, eps, 'marginal', meth):.4f}")
             row += [f"{result.error(mech, eps, 'marginal', first, 'tv'):.4f}",
@@ -630,26 +838,15 @@ def demo_sections(result: DemoResult) -> list:
               + [f"JS marginals ({m})" for m in result.methods]
               + [f"TV marginals ({first})", f"worst JS marginal ({first})",
                  f"JS pairs ({PAIR_METHOD})", f"TV pairs ({PAIR_METHOD})"])
-    numbers_body = html_table(header, num_rows, numeric=[False] + [True] * (len(header) - 1),
-                              caption="Means over attributes or pairs; JS in bits.")
+    body = html_table(header, num_rows, numeric=[False] + [True] * (len(header) - 1),
+                      caption="Means over attributes or pairs; JS in bits.")
     ref = result.reference
-    numbers_body += html_table(
+    body += html_table(
         ["reference", "JS marginals", "JS pairs", "TV marginals", "TV pairs"],
         [["uniform guess", f"{ref['marginal']:.4f}", f"{ref['pair']:.4f}",
           f"{ref.get('marginal_tv', float('nan')):.4f}", f"{ref.get('pair_tv', float('nan')):.4f}"]],
         numeric=[False, True, True, True, True])
-    numbers_body += html_table(
+    body += html_table(
         ["mechanism", "seconds (all budgets: randomize + estimate)"],
         [[m, f"{s:.2f}"] for m, s in result.timings.items()], numeric=[False, True])
-
-    params = dict(result.parameters)
-    params["wall time"] = f"{result.seconds:.1f} s"
-    return [
-        Section("Overview", overview),
-        Section("Data", data_body),
-        Section("Estimated distributions", "", (dist_fig,)),
-        Section("Error against budget", "", err_figs),
-        Section("Numbers", numbers_body),
-        *result.extra_sections,
-        Section("Run parameters", definition_list(params)),
-    ]
+    return body
