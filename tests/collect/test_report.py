@@ -79,7 +79,7 @@ def test_method_specs_cover_the_paper_and_the_floors():
     with pytest.raises(ValueError, match="unknown method"):
         method_specs(["nope"])
     sampling = {s.key for s in method_specs() if s.sampling}
-    assert sampling == {"reidrisk"}
+    assert sampling == {"reidrisk", "latent"}  # the same clients, two server models
 
 
 def test_default_columns():

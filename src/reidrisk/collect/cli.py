@@ -206,15 +206,20 @@ def _number(text: str, value: str) -> float:
               help="Where to use the report-level EM (exact likelihood of whole reports).")
 @click.option("--fallback/--no-fallback", default=True, show_default=True,
               help="Fall back to independence / uniform when the reports show no signal.")
+@click.option("--model", "model_kind", type=click.Choice(["copula", "latent"]), default="copula",
+              show_default=True,
+              help="copula: pair tables and a Gaussian copula; latent: a latent class model fitted "
+                   "on the whole reports (the options above apply to the copula only).")
 @click.option("--chunk-rows", type=click.IntRange(min=1), default=None,
               help="Partitioned reports: rows read and counted at a time (default: by the number "
                    "of categories, about 4M cells).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Partitioned reports: count them on this Dask scheduler (e.g. "
                    "tcp://host:8786; needs reidrisk[dask]); the workers must reach REPORTS.")
-def fit_cmd(reports, model, estimator, stop_text, shrink, exact_em, fallback, chunk_rows,
-            scheduler) -> None:
-    """Fit the copula model of paper 004 from REPORTS and write it to MODEL (JSON).
+def fit_cmd(reports, model, estimator, stop_text, shrink, exact_em, fallback, model_kind,
+            chunk_rows, scheduler) -> None:
+    """Fit the copula model of paper 004 (or a latent class model, --model latent) from REPORTS
+    and write it to MODEL (JSON).
 
     REPORTS is a reports file, or partitioned reports: a directory of Parquet partitions or an
     fsspec URL of one (s3://..., gs://...), read and counted a chunk at a time with bounded
@@ -232,9 +237,21 @@ def fit_cmd(reports, model, estimator, stop_text, shrink, exact_em, fallback, ch
     if partitioned and exact:
         raise InputError("--exact-em reads every report at once; partitioned reports are fitted "
                          "from their counts: drop --exact-em")
+    if partitioned and model_kind == "latent":
+        raise InputError("--model latent is fitted on the whole reports; partitioned reports are "
+                         "fitted from their counts: use --model copula, or one reports file")
+    if model_kind == "latent":
+        given = [name for name, on in (("--estimator", estimator != "em"),
+                                       ("--stop", stop_text.strip().lower() != "noise"),
+                                       ("--shrink", shrink != "none"),
+                                       ("--exact-em", exact_em != "none"),
+                                       ("--no-fallback", not fallback)) if on]
+        if given:
+            raise InputError(f"--model latent does not run the copula's steps, so "
+                             f"{', '.join(given)} would be ignored: drop them or use --model copula")
     pipe = CollectPipeline(estimator, stop=_parse_stop(stop_text),
                            shrink=None if shrink == "none" else shrink, exact_em=exact,
-                           fallback=fallback)
+                           fallback=fallback, model=model_kind)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CollectWarning)  # reported below from the model's notes
         if partitioned:
@@ -344,7 +361,7 @@ def table(model, output, columns, exact, n, seed) -> None:
             f"the {shape} table has {cells:,} cells, more than the {EXACT_HARD_LIMIT:,} that can be "
             f"computed exactly (it would take about {_duration(seconds)}); use --sampled, or fewer "
             "or smaller attributes")
-    if exact and seconds > _SHOW_PROGRESS_AFTER:
+    if exact and fitted.copula is not None and seconds > _SHOW_PROGRESS_AFTER:
         click.echo(f"Computing the {cells:,} cells of the {shape} table exactly: about "
                    f"{_duration(seconds)}.", err=True)
         grid = np.stack(np.unravel_index(np.arange(cells), dims), axis=1)

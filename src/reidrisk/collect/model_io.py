@@ -11,7 +11,11 @@ Format ``reidrisk-collect-model``, version 1: one JSON object with
   attribute's mechanism parameters);
 * ``marginals``: g lists of probabilities; ``pairs``: list of ``{"j", "k", "n", "n_eff", "table"}``
   (j < k, table as nested lists);
-* ``copula``: ``GaussianCopula.to_dict()``; ``report``: ``FitReport.to_dict()``;
+* ``model``: which model the file holds, ``"copula"`` or ``"latent"`` (files written before it
+  existed hold a copula);
+* ``copula``: ``GaussianCopula.to_dict()`` (null in a latent class model); ``latent``:
+  ``LatentClassModel.to_dict()`` (latent class models only, ``reidrisk.collect.latent_fit``);
+  ``report``: ``FitReport.to_dict()``;
 * ``privacy_loss``: the guarantee of the reports the model was fitted on
   (``CollectModel.privacy_loss``), re-checked on reading: a file declaring less than its
   mechanisms and protocol imply is refused; files written before it existed get the recomputed
@@ -20,7 +24,9 @@ Format ``reidrisk-collect-model``, version 1: one JSON object with
 Floats are written with Python's shortest round-trip representation, so a save -> load round trip
 reproduces every number exactly (and therefore every table). Files are written atomically (a
 temporary file in the same folder replaces the target only once complete). A reader refuses other
-formats and versions with a message that says which it found.
+formats and versions with a message that says which it found. A copula model is written as
+version 1 (readable by every reidrisk that reads this format); a latent class model as version 2,
+which a reader of version 1 only refuses by its version instead of misreading it.
 """
 
 from __future__ import annotations
@@ -44,11 +50,15 @@ from reidrisk.collect.reports_io import (
 from reidrisk.copula import GaussianCopula
 from reidrisk.data.tables import contingency
 from reidrisk.errors import ReidriskError
+from reidrisk.latent import LatentClassModel, LatentError
 from reidrisk.mechanisms.base import as_generator
 from reidrisk.schema import Schema, SchemaError
 
 MODEL_FORMAT = "reidrisk-collect-model"
 MODEL_VERSION = 1
+LATENT_MODEL_VERSION = 2
+"""Version of the files that hold a latent class model (module doc)."""
+MODEL_KINDS = ("copula", "latent")
 
 
 class ModelFileError(ReidriskError, ValueError):
@@ -135,7 +145,10 @@ class CollectModel:
     parameters of each attribute's mechanism; ``marginals``: g probability vectors;
     ``pair_tables`` {(j, j') with j < j': (f_j, f_j') probability table}; ``pair_n`` {(j, j'):
     reports having both}; ``pair_n_eff`` {(j, j'): information in raw records, module doc};
-    ``copula``: the fitted ``reidrisk.copula.GaussianCopula``; ``report``: ``FitReport``.
+    ``copula``: the fitted ``reidrisk.copula.GaussianCopula`` (None in a latent class model);
+    ``report``: ``FitReport``; ``latent``: the fitted ``reidrisk.latent.LatentClassModel`` when
+    the model is a latent class model (``CollectPipeline(model="latent")``; its marginals and
+    pair tables are then the mixture's 1- and 2-way tables), else None. ``kind`` says which.
     Save with ``save`` / ``to_dict`` (versioned JSON, below).
     """
 
@@ -146,8 +159,19 @@ class CollectModel:
     pair_tables: dict
     pair_n: dict
     pair_n_eff: dict
-    copula: GaussianCopula
+    copula: GaussianCopula | None
     report: FitReport
+    latent: LatentClassModel | None = None
+
+    def __post_init__(self) -> None:
+        if (self.copula is None) == (self.latent is None):
+            raise CollectError("a CollectModel holds exactly one of a copula and a latent class "
+                               "model")
+
+    @property
+    def kind(self) -> str:
+        """``"copula"`` or ``"latent"``: which model answers the queries."""
+        return "copula" if self.latent is None else "latent"
 
     @property
     def g(self) -> int:
@@ -172,7 +196,10 @@ class CollectModel:
 
     @property
     def correlation(self) -> np.ndarray:
-        """The copula's correlation matrix Sigma (g, g)."""
+        """The copula's correlation matrix Sigma (g, g) (copula models only)."""
+        if self.copula is None:
+            raise CollectError("a latent class model has no copula correlation; read its pair "
+                               "tables (pair_tables) or table(cols) instead")
         return np.asarray(self.copula.correlation_, dtype=np.float64)
 
     def columns(self, cols: Sequence[int | str]) -> list[int]:
@@ -197,6 +224,9 @@ class CollectModel:
         """``n`` complete synthetic records as codes (n, g) int32 (Algorithm 2 lines 24-32)."""
         if isinstance(n, bool) or int(n) != n or int(n) < 1:
             raise CollectError(f"n must be a positive integer number of records, got {n!r}")
+        if self.latent is not None:
+            return np.asarray(self.latent.sample(int(n), as_generator(rng)), dtype=np.int32)
+        assert self.copula is not None  # exactly one of the two (__post_init__)
         return np.asarray(self.copula.sample(int(n), as_generator(rng)), dtype=np.int32)
 
     def synthesize_frame(self, n: int, rng: np.random.Generator | int | None = None):
@@ -207,14 +237,19 @@ class CollectModel:
               rng: np.random.Generator | int | None = None) -> np.ndarray:
         """The c-way contingency table of ``cols`` (names or indices) as probabilities.
 
-        ``exact=True``: cell probabilities of the copula (multivariate normal rectangles), shape
+        ``exact=True``: cell probabilities of the copula (multivariate normal rectangles), or of
+        the latent class model (``sum_h w_h outer(theta_{h,a}, ...)``), shape
         ``(f_cols[0], ..., f_cols[c-1])``, summing to 1. ``exact=False``: the paper's Algorithm 2
         line 33: the normalized counts of ``n`` synthetic records (default: the number of records
         the model was fitted on).
         """
         idx = self.columns(cols)
         if exact:
-            t = np.asarray(self.copula.contingency_table(idx), dtype=np.float64)
+            if self.latent is not None:
+                t = np.asarray(self.latent.table(idx), dtype=np.float64)
+            else:
+                assert self.copula is not None  # exactly one of the two (__post_init__)
+                t = np.asarray(self.copula.contingency_table(idx), dtype=np.float64)
             t = np.clip(t, 0.0, None)
             return t / t.sum()
         m = self.report.n if n is None else int(n)
@@ -248,7 +283,8 @@ def model_to_dict(model: CollectModel) -> dict:
                       "table": np.asarray(T, dtype=np.float64).tolist()})
     return {
         "format": MODEL_FORMAT,
-        "version": MODEL_VERSION,
+        "version": MODEL_VERSION if model.latent is None else LATENT_MODEL_VERSION,
+        "model": model.kind,
         "reidrisk": __version__,
         "schema": model.schema.to_dict(),
         "protocol": model.protocol.to_dict() if model.protocol is not None else None,
@@ -256,7 +292,8 @@ def model_to_dict(model: CollectModel) -> dict:
         "marginals": [np.asarray(p, dtype=np.float64).tolist() for p in model.marginals],
         "pair_n": [[int(j), int(k), int(v)] for (j, k), v in sorted(model.pair_n.items())],
         "pairs": pairs,
-        "copula": model.copula.to_dict(),
+        "copula": model.copula.to_dict() if model.copula is not None else None,
+        **({"latent": model.latent.to_dict()} if model.latent is not None else {}),
         "report": model.report.to_dict(),
         "privacy_loss": model.privacy_loss,
     }
@@ -281,11 +318,19 @@ def model_from_dict(d: dict, source: str = "model") -> CollectModel:
             f"{source} is not a reidrisk collection model ('format' is {found!r}, expected "
             f"{MODEL_FORMAT!r}); create one with `reidrisk collect fit`"
         )
-    if d.get("version") != MODEL_VERSION:
+    if d.get("version") not in (MODEL_VERSION, LATENT_MODEL_VERSION):
         raise ModelFileError(
-            f"{source} has model format version {d.get('version')!r}; this reidrisk reads version "
-            f"{MODEL_VERSION}. Refit the model from its reports"
+            f"{source} has model format version {d.get('version')!r}; this reidrisk reads versions "
+            f"{MODEL_VERSION} and {LATENT_MODEL_VERSION}. Refit the model from its reports"
         )
+    kind = d.get("model", "copula")
+    if kind not in MODEL_KINDS:
+        raise ModelFileError(f"{source} holds a model of kind {kind!r}; this reidrisk reads "
+                             f"{' and '.join(map(repr, MODEL_KINDS))}")
+    if (kind == "latent") != (d["version"] == LATENT_MODEL_VERSION):
+        raise ModelFileError(f"{source}: a {kind} model in a version {d['version']} file; copula "
+                             f"models are version {MODEL_VERSION}, latent class models version "
+                             f"{LATENT_MODEL_VERSION}")
     try:
         schema = Schema.from_dict(d["schema"])
         protocol = Protocol.from_dict(d["protocol"]) if d.get("protocol") else None
@@ -296,18 +341,27 @@ def model_from_dict(d: dict, source: str = "model") -> CollectModel:
             tables[key] = np.asarray(e["table"], dtype=np.float64)
             n_eff[key] = float(e["n_eff"])
         pair_n = {(int(j), int(k)): int(v) for j, k, v in d["pair_n"]}
-        copula = GaussianCopula.from_dict(d["copula"])
+        latent = None
+        if kind == "latent":
+            copula = None
+            latent = LatentClassModel.from_dict(d["latent"], source)
+        else:
+            copula = GaussianCopula.from_dict(d["copula"])
         report = FitReport.from_dict(d["report"])
         mechanisms = tuple(dict(m) for m in d["mechanisms"])
     except KeyError as exc:
         raise ModelFileError(
             f"{source} lacks the entry {exc.args[0]!r}; the file is incomplete") from None
+    except LatentError as exc:
+        raise ModelFileError(f"{source}: {exc}") from None
     if len(marginals) != len(schema) or any(p.size != a.size for p, a in zip(marginals, schema)):
         raise ModelFileError(f"{source}: the marginals do not match the schema's domains")
     if len(mechanisms) != len(schema):
         raise ModelFileError(f"{source}: {len(mechanisms)} mechanisms for {len(schema)} attributes")
+    if latent is not None and list(latent.schema_.sizes) != list(schema.sizes):
+        raise ModelFileError(f"{source}: the latent class model does not match the schema's domains")
     model = CollectModel(schema, protocol, mechanisms, marginals, tables, pair_n, n_eff, copula,
-                         report)
+                         report, latent)
     try:
         implied = model.privacy_loss
     except ReportsFileError as exc:
@@ -339,5 +393,5 @@ def load_model(path: str | Path) -> CollectModel:
     return model_from_dict(d, source=f"model file {str(path)!r}")
 
 
-__all__ = ["MODEL_FORMAT", "MODEL_VERSION", "CollectError", "CollectModel", "FitReport",
+__all__ = ["LATENT_MODEL_VERSION", "MODEL_FORMAT", "MODEL_KINDS", "MODEL_VERSION", "CollectError", "CollectModel", "FitReport",
            "ModelFileError", "load_model", "save_model"]

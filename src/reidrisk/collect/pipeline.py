@@ -17,6 +17,10 @@ docs/design/collect.md#pipeline).
    nearest correlation matrix (``reidrisk.copula``);
 6. the fallback check (below).
 
+``CollectPipeline(model="latent")`` replaces steps 2-6 by a latent class model fitted on the whole
+reports through each attribute's channel (``reidrisk.collect.latent_fit``); the result is the same
+kind of ``CollectModel``, answering the same queries.
+
 The result is a ``CollectModel``: ``synthesize(n, rng)`` draws complete records (Algorithm 2 lines
 24-32) and ``table(cols)`` answers a c-way contingency query (line 33), exactly (multivariate normal
 rectangle probabilities) or by counting synthetic records as the paper does.
@@ -95,6 +99,7 @@ from scipy.stats import chi2, false_discovery_control
 
 from reidrisk._compat import renamed_attribute, renamed_keywords
 from reidrisk.collect import _tensor
+from reidrisk.collect.latent_fit import fit_latent
 from reidrisk.collect.model_io import CollectError, CollectModel, FitReport
 from reidrisk.collect.protocol import Protocol, variance_factor
 from reidrisk.collect.reports_io import CollectedReports
@@ -115,6 +120,7 @@ ESTIMATORS = ("em", "norm_sub", "raw")
 EXACT_EM = (False, True, "marginals")
 SHRINK = (None, "eb", "js")
 FALLBACKS = ("none", "independence", "uniform")
+MODELS = ("copula", "latent")
 DEFAULT_ALPHA = 0.05
 MARGINAL_FDR = 0.1
 """False-discovery rate of the marginal selection (module doc, "Marginal shrinkage")."""
@@ -182,13 +188,21 @@ class CollectPipeline:
         table.
     max_iter : int
         EM iteration cap.
+    model : {"copula", "latent"}
+        ``"copula"`` (default): steps 1-6 of the module doc; ``"latent"``: a latent class model
+        fitted on the whole reports (``reidrisk.collect.latent_fit``; measured against the copula
+        in docs/results/collect_latent.md). The options above belong to the copula's steps and
+        must keep their defaults with ``"latent"``.
     """
 
     @renamed_keywords(copula_method="copula_fit")
     def __init__(self, estimator: str = "em", *, stop="noise", shrink: str | None = None,
                  marginal_shrink: bool = True,
                  exact_em: bool | str = False, fallback: bool = True, alpha: float = DEFAULT_ALPHA,
-                 copula_fit: str = "table", max_iter: int = DEFAULT_MAX_ITER) -> None:
+                 copula_fit: str = "table", max_iter: int = DEFAULT_MAX_ITER,
+                 model: str = "copula") -> None:
+        if model not in MODELS:
+            raise CollectError(f"model must be one of {MODELS}, got {model!r}")
         if estimator not in ESTIMATORS:
             raise CollectError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
         if shrink not in SHRINK:
@@ -212,12 +226,15 @@ class CollectPipeline:
         self.alpha = float(alpha)
         self.copula_fit = copula_fit
         self.max_iter = int(max_iter)
+        self.model = model
+        if model == "latent":
+            _check_copula_defaults(self.settings())
 
     def settings(self) -> dict:
         return {"estimator": self.estimator, "stop": self.stop, "shrink": self.shrink,
                 "marginal_shrink": self.marginal_shrink, "exact_em": self.exact_em,
                 "fallback": self.fallback, "alpha": self.alpha,
-                "copula_fit": self.copula_fit, "max_iter": self.max_iter}
+                "copula_fit": self.copula_fit, "max_iter": self.max_iter, "model": self.model}
 
     copula_method = renamed_attribute("copula_fit", "copula_method")
 
@@ -319,13 +336,17 @@ class CollectPipeline:
     @property
     def needs_reports(self) -> bool:
         """Whether this configuration reads individual reports: only the report-level EM
-        (``exact_em``, with ``estimator="em"``); every other step reads the counts alone."""
-        return self.estimator == "em" and bool(self.exact_em)
+        (``exact_em``, with ``estimator="em"``) and the latent class model; every other step reads
+        the counts alone."""
+        return self.model == "latent" or (self.estimator == "em" and bool(self.exact_em))
 
     def fit(self, reports) -> CollectModel:
         """Fit the model (module doc) from ``RecordReports`` or ``CollectedReports``."""
         t0 = time.perf_counter()
         rr, protocol = unpack(reports)
+        if self.model == "latent":
+            _require_present(rr)
+            return fit_latent(rr, protocol, self.settings(), t0)
         _require_oracles(rr.schema, rr.mechanisms)  # before counting: supports need an oracle
         return self._fit(rr.schema, rr.mechanisms, protocol, pair_counts(rr), rr, t0)
 
@@ -347,6 +368,9 @@ class CollectPipeline:
         (``needs_reports``): use ``fit``.
         """
         t0 = time.perf_counter()
+        if self.model == "latent":
+            raise CollectError("model='latent' is fitted on the whole reports, which the counts "
+                               "do not hold; fit from the reports (fit) or use model='copula'")
         if self.needs_reports:
             raise CollectError(
                 f"exact_em={self.exact_em!r} evaluates the likelihood of each report, which the "
@@ -653,6 +677,27 @@ def _second_moment(gram: np.ndarray, n: int, mech) -> np.ndarray:
     return S / (n * (p - q) ** 2)
 
 
+def _check_copula_defaults(settings: dict) -> None:
+    """Refuse copula-step options with ``model="latent"``, which does not run those steps."""
+    defaults = CollectPipeline().settings()
+    changed = [k for k, v in settings.items()
+               if k != "model" and (v != defaults[k] or type(v) is not type(defaults[k]))]
+    if changed:
+        raise CollectError(
+            f"model='latent' does not run the copula's steps, so {', '.join(changed)} would be "
+            "ignored; drop them or use model='copula'")
+
+
+def _require_present(rr: RecordReports) -> None:
+    """Every attribute needs a present report (as in ``_marginal_estimates``)."""
+    n_present = rr.present().sum(axis=0)
+    for a, npr in zip(rr.schema, n_present):
+        if npr == 0:
+            raise CollectError(
+                f"attribute {a.name!r} has no present reports, so nothing can be estimated for "
+                "it; drop it from the schema or collect reports that include it")
+
+
 def _require_oracles(schema: Schema, mechs) -> None:
     for a, m in zip(schema, mechs):
         try:
@@ -673,5 +718,5 @@ def fit(reports, **options) -> CollectModel:
 
 __all__ = [
     "CollectError", "CollectModel", "CollectPipeline", "CollectWarning", "ESTIMATORS", "FitReport",
-    "SHRINK", "fit", "unpack",
+    "MODELS", "SHRINK", "fit", "unpack",
 ]

@@ -16,6 +16,10 @@ report and the benchmark describe the same configurations:
     epsilon / k each, ``k = planned_attributes_per_person(...)``, i.e. ``choose_attributes_per_person`` planned for a missing rate of
     ``PLANNING_MISSING_RATE``, not the true one), then ``CollectPipeline()`` with its defaults and the
     copula's exact cell probabilities.
+``latent``
+    The same clients (attribute sampling), then ``CollectPipeline(model="latent")``: a latent class
+    model fitted on the whole reports through each attribute's channel, its tables exact
+    (``reidrisk.collect.latent_fit``; measured in docs/results/collect_latent.md).
 ``paper``
     Paper 004 as printed: epsilon / g on every attribute, the count EM of eq. 8-11 run to a fixed
     tolerance ``PAPER_STOP`` (at most ``PAPER_MAX_ITER`` steps), no shrinkage of marginals or pairs,
@@ -146,6 +150,8 @@ def method_specs(keys: Sequence[str] | None = None) -> list[MethodSpec]:
 
     specs = [
         MethodSpec("reidrisk", "reidrisk", lambda: _proposed("reidrisk"), sampling=True),
+        MethodSpec("latent", "reidrisk (latent class)",
+                   lambda: _proposed("reidrisk (latent class)", model="latent"), sampling=True),
         MethodSpec("paper", "paper 004", lambda: _proposed("paper 004", exact_table=False,
                                                            **PAPER_OPTIONS)),
         MethodSpec("orappor", "O-RAPPOR", ORapporCompleteCase),
