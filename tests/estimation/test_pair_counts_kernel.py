@@ -21,6 +21,8 @@ def _schema(sizes) -> Schema:
 class _DenseGRR(GRR):
     """GRR whose support is a dense array: a mechanism the kernel only knows by ``support``."""
 
+    report_layout = None
+
     def support(self, reports):
         return np.asarray(super().support(reports).toarray(), dtype=np.float32)
 

@@ -4,8 +4,9 @@ import math
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
-from reidrisk.mechanisms import GRR, MechanismError
+from reidrisk.mechanisms import GRR, MECHANISMS, MechanismError, make_mechanism
 from reidrisk.mechanisms.base import as_generator, check_codes, check_epsilon, check_integer
 from reidrisk.schema import MISSING
 
@@ -42,3 +43,41 @@ def test_default_channel_support_matrix_and_loss():
     np.testing.assert_allclose(m.support_matrix(), [[0.75, 0.25], [0.25, 0.75]], atol=1e-15)
     assert m.privacy_loss == pytest.approx(math.log(3.0), abs=1e-12)
     assert m.params() == {"mechanism": "grr", "epsilon": math.log(3.0), "k": 2}
+
+
+@pytest.mark.parametrize("name", sorted(MECHANISMS))
+def test_report_layout_says_how_a_report_names_its_support(name):
+    """``report_layout`` is what code that writes support rows straight from the reports relies
+    on: the rows it implies must be the mechanism's own ``support``, entry for entry (missing
+    reports: empty rows)."""
+    rng = np.random.default_rng(11)
+    k = 7
+    mech = make_mechanism(name, 1.0, k)
+    codes = rng.integers(0, k, 300).astype(np.int32)
+    codes[::5] = MISSING
+    reports = mech.perturb(codes, rng)
+    s = mech.support(reports)
+    support = np.asarray(s.toarray() if sp.issparse(s) else s) != 0
+    layout = mech.report_layout
+    assert layout in {"code", "codes", "bits", None}
+    if layout is None:
+        return
+    if layout == "bits":
+        implied = np.asarray(reports.unpack() if hasattr(reports, "unpack") else reports) == 1
+        implied &= ~np.asarray(mech.is_missing(reports))[:, None]
+    else:
+        rows = np.asarray(reports).reshape(len(codes), -1)
+        present = rows[:, 0] != MISSING
+        implied = np.zeros((len(codes), k), dtype=bool)
+        r, c = np.nonzero(present[:, None] & np.ones(rows.shape, dtype=bool))
+        implied[r, rows[r, c]] = True
+        assert (rows.shape[1] == 1) == (layout == "code")
+    np.testing.assert_array_equal(implied, support)
+
+
+def test_report_layout_of_the_registered_mechanisms():
+    """GRR, subset and the unary encodings are written from their reports; local hashing only
+    through its support."""
+    assert {n: c.report_layout for n, c in MECHANISMS.items()} == {
+        "grr": "code", "subset": "codes", "oue": "bits", "rappor": "bits", "glh": None,
+        "olh": None}

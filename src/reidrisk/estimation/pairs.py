@@ -53,7 +53,6 @@ from reidrisk.estimation.frequency import (
     norm_sub,
     null_departure,
 )
-from reidrisk.mechanisms import GRR, Subset, UnaryEncoding
 from reidrisk.schema import MISSING
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -153,17 +152,18 @@ def _row_writer(mech, reports):
     buffer ``buf`` (B^T of the chunk: one row per category plus a spare last row); ``nnz``: the
     number of ones of the whole support matrix (for unary encodings its expectation); ``present``
     (n,) bool: the reports that are not missing; ``h``: the number of values every present report
-    supports when it is fixed (GRR 1, subset h), else None. GRR, subset
-    and unary encodings (arrays or ``PackedBits``) are written straight from their reports -- a
-    code is the row of its one, a bit is the entry -- and any other mechanism through its own
-    ``support`` of the chunk's rows, so no (n, f) support matrix of the whole batch is built.
+    supports when it is fixed (GRR 1, subset h), else None. Reports whose mechanism names their
+    ``report_layout`` (GRR, subset, unary encodings as arrays or ``PackedBits``) are written
+    straight from the reports -- a code is the row of its one, a bit is the entry -- and any other
+    mechanism's through its own ``support`` of the chunk's rows, so no (n, f) support matrix of
+    the whole batch is built.
     """
 
-    kind = type(mech)
+    layout = mech.report_layout
     codes = None
-    if kind.support is GRR.support and isinstance(reports, np.ndarray) and reports.ndim == 1:
+    if layout == "code" and isinstance(reports, np.ndarray) and reports.ndim == 1:
         codes = reports[:, None]
-    elif kind.support is Subset.support and isinstance(reports, np.ndarray) \
+    elif layout == "codes" and isinstance(reports, np.ndarray) \
             and reports.ndim == 2:
         codes = reports
     if codes is not None:
@@ -174,7 +174,7 @@ def _row_writer(mech, reports):
             _scatter_codes(buf, codes[start:stop], off, mech.k)
         return fill, nnz, present, int(codes.shape[1])
     packed = hasattr(reports, "unpack")
-    if kind.support is UnaryEncoding.support and (
+    if layout == "bits" and (
             packed or isinstance(reports, np.ndarray) and reports.ndim == 2):
         # each bit is 1 with probability p or q, so a present report sets about p + (k - 1) q of
         # them: the expectation decides dense or sparse without reading every bit

@@ -136,6 +136,14 @@ class Mechanism(ABC):
     #: where every report supports the same number of values (GRR, subset). Frequency
     #: estimation reads it for the noise of a report's inversion vector.
     independent_support: bool = False
+    #: how a report names the values it supports, for code that writes support rows straight from
+    #: the reports rather than through ``support``: ``"code"`` (a report is the one value it
+    #: supports, an int array (n,): GRR), ``"codes"`` (a report is the h values it supports, an int
+    #: array (n, h) whose missing rows start with ``MISSING``: subset), ``"bits"`` (a report is the
+    #: 0/1 indicator of its support, an array (n, k) or ``PackedBits``: unary encodings), or
+    #: ``None`` (only ``support`` tells; local hashing). A subclass that changes what a report is
+    #: sets it again.
+    report_layout: str | None = None
 
     def __init__(self, epsilon: float, k: int) -> None:
         self.epsilon = check_epsilon(epsilon)

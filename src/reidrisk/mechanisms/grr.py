@@ -25,6 +25,7 @@ class GRR(Mechanism):
     """
 
     name = "grr"
+    report_layout = "code"
 
     @property
     def p_support(self) -> float:

@@ -62,6 +62,7 @@ class UnaryEncoding(Mechanism):
 
     name = "unary"
     independent_support = True
+    report_layout = "bits"
 
     @property
     @abstractmethod

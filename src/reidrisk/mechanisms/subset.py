@@ -191,6 +191,7 @@ class Subset(Mechanism):
     """
 
     name = "subset"
+    report_layout = "codes"
 
     def __init__(self, epsilon: float, k: int, h: int | None = None) -> None:
         super().__init__(epsilon, k)
