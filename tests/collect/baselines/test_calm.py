@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.stats import norm
 
 from reidrisk.collect.baselines import CALM, CALMReports
 from reidrisk.collect.baselines.calm import (
@@ -145,8 +146,34 @@ def test_end_to_end_on_complete_and_missing_data():
         t = m.table(cols)
         assert t.shape == tuple(SIZES[j] for j in cols)
         assert np.all(t >= 0) and math.isclose(t.sum(), 1.0, rel_tol=1e-12)
+    # Tolerance of a 1-way marginal, derived. With epsilon = 8 every joint domain here (<= 144
+    # cells) is below 3 e^8 + 2, so every oracle is GRR. A cell of attribute j's marginal summed
+    # from a pooled set of N reports is (1/N) sum_i (B_i - C q) / (p - q), B_i = 1 when report i
+    # lands in one of the C joint cells behind it: a mean of N Bernoulli terms, variance at most
+    # 1 / (4 N (p - q)^2) whatever the distribution. The N reporters are a random subset of the n
+    # users, adding at most (1 / (4 N)) (1 - N / n) of sampling variance against the population's
+    # table. Bonferroni over the 14 cells at a family-wise level of 1e-4 gives z = 4.49 (normal
+    # approximation, N >= 10^4 here). The server's Norm-Sub and consistency move the table; a
+    # marginal cell moves by at most the L1 distance between the raw and the final joint tables,
+    # which is added. The raw projection itself must meet the variance bound alone.
+    z = norm.isf(1e-4 / (2 * 14))
     for j in range(len(SIZES)):
-        np.testing.assert_allclose(m.table([j]), contingency(codes, SIZES, [j]), atol=0.02)
+        truth = contingency(codes, SIZES, [j])
+        i = max((i for i, s in enumerate(m.sets_) if j in s),
+                key=lambda i: m.n_complete_[[k for k, s in enumerate(rr.design.sets)
+                                             if tuple(s) == m.sets_[i]]].sum())
+        members = [k for k, s in enumerate(rr.design.sets) if tuple(s) == m.sets_[i]]
+        N = int(m.n_complete_[members].sum())
+        mech = rr.mechanisms[members[0]]
+        assert mech.name == "grr"
+        pq = mech.p_support - mech.q_support
+        sd = math.sqrt(1 / (4 * N * pq**2) + (1 / (4 * N)) * (1 - N / rr.n))
+        raw = project(m.raw_marginals_[i], m.sets_[i], (j,))
+        assert np.abs(raw - truth).max() < z * sd, (j, raw, truth, z * sd)
+        moved = float(np.abs(m.marginals_[i] - m.raw_marginals_[i]).sum())
+        np.testing.assert_allclose(m.table([j]), truth, rtol=0, atol=z * sd + moved)
+        # the check has power: the uniform table (the null model) is farther than the tolerance
+        assert np.abs(truth - 1 / SIZES[j]).max() > z * sd + moved, j
     # missing values: a user lacking one of their set's attributes sends a missing report
     miss = codes.copy()
     miss[: len(miss) // 2, 0] = MISSING
