@@ -5,23 +5,31 @@ from __future__ import annotations
 import numpy as np
 
 from reidrisk.estimation.dependence import pair_statistics
+from reidrisk.mechanisms import GLH, GRR, OUE
 
 
 def _random_pair(rng, f1, f2):
-    """A pair as the pipeline has it: oracle channels ``q 1 1^T + (p - q) I`` (the inversion sums
-    to 1, so each centring map has one null direction), counts, and second moments ``E[a a^T]``
-    of random per-report inversion vectors (positive definite)."""
-    def channel(f):
-        q = rng.uniform(0.05, 0.2)
-        return np.full((f, f), q) + np.eye(f) * rng.uniform(0.3, 0.6)
+    """A pair as the pipeline has it: two mechanisms (GRR, OUE and table-hash GLH, whose support
+    matrix is not of the form ``a I + q 1 1^T``, so both ways of inverting a channel are used),
+    counts, the inverses of their support matrices (for the reference form), and second moments
+    ``E[a a^T]`` of random per-report inversion vectors (positive definite)."""
+    def mechanism(f):
+        kind = rng.integers(3)
+        eps = rng.uniform(0.5, 2.0)
+        if kind == 0:
+            return GRR(eps, f)
+        if kind == 1:
+            return OUE(eps, f)
+        return GLH.with_random_tables(eps, f, m=4, g=2, rng=int(rng.integers(1 << 30)))
 
     def second(f):
         X = rng.standard_normal((50, f)) + 1.0 / f
         return X.T @ X / 50
 
     W = rng.integers(5, 60, (f1, f2)).astype(np.int64)
-    inv = (np.linalg.inv(channel(f1)), np.linalg.inv(channel(f2)))
-    return W, int(W.sum()), inv, (second(f1), second(f2))
+    mechs = (mechanism(f1), mechanism(f2))
+    inv = tuple(np.linalg.inv(m.support_matrix()) for m in mechs)
+    return W, int(W.sum()), mechs, inv, (second(f1), second(f2))
 
 
 def _kronecker_stat(W, n, inv, second):
@@ -51,9 +59,9 @@ def test_batched_statistics_equal_one_pair_kronecker_form():
     shapes = [(2, 3), (4, 4), (3, 2)] * 4
     pairs = [_random_pair(rng, *s) for s in shapes]
     out = pair_statistics([p[0] for p in pairs], [p[1] for p in pairs],
-                          [p[2] for p in pairs], [p[3] for p in pairs])
+                          [p[2] for p in pairs], [p[4] for p in pairs])
     eps = np.finfo(np.float64).eps
-    for i, (W, n, inv, second) in enumerate(pairs):
+    for i, (W, n, _, inv, second) in enumerate(pairs):
         ref, cond, D, noise = _kronecker_stat(W, n, inv, second)
         assert abs(out.stat[i] - ref) <= 64 * eps * cond * abs(ref), (i, out.stat[i], ref)
         assert out.df[i] == (W.shape[0] - 1) * (W.shape[1] - 1)

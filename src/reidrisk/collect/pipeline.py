@@ -571,10 +571,9 @@ def _test_pairs(mechs, est: _Estimates, second: list, level: float) -> _PairTest
     doc, "Fallback"), batched by table shape."""
     counts = est.counts
     tested = [pr for pr, npr in est.n_pair.items() if npr > 0 and pr in est.tables]
-    inv = [np.linalg.inv(m.support_matrix()) for m in mechs]
     stats = pair_statistics([counts.block(j, k) for j, k in tested],
                             [est.n_pair[pr] for pr in tested],
-                            [(inv[j], inv[k]) for j, k in tested],
+                            [(mechs[j], mechs[k]) for j, k in tested],
                             [(second[j], second[k]) for j, k in tested])
     crit = {d: float(chi2.isf(level, d)) for d in np.unique(stats.df).tolist()}
     signal = {pr: float(stats.stat[i]) / crit[int(stats.df[i])] for i, pr in enumerate(tested)}

@@ -12,21 +12,38 @@ attribute's per-report second moment of the inversion vector), so
 
 a chi-square statistic under independence. ``pair_statistics`` computes it for every pair of one
 shape in one stack of small matrices (batched products and ``pinv``), instead of one pair at a
-time: the per-pair Python work dominated the pipeline's fit at 200 attributes (19,900 pairs).
+time: the per-pair Python work dominated the pipeline's fit at 200 attributes (19,900 pairs). The
+inversion ``T`` is the pair channels' own (``reidrisk.estimation.frequency``: the closed form of
+``M = a I + q 1 1^T`` where both channels have it, a linear solve otherwise), the one the pair
+estimators use.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from reidrisk.estimation.frequency import _Channels, _mech_channel, _MechChannel
+from reidrisk.mechanisms.base import Mechanism
+
 
 @dataclass(frozen=True)
 class PairStatistics:
-    """Per pair (aligned with the blocks given): ``stat`` Wald statistic, ``df`` its degrees of
-    freedom, ``departure`` D (f_j, f_j'), ``noise`` tr(K_1) tr(K_2) (the summed variance of D
-    times n)."""
+    """Statistics of P pairs, aligned with the blocks given to ``pair_statistics``.
+
+    Parameters
+    ----------
+    stat : numpy.ndarray (P,)
+        Wald statistic of each pair.
+    df : numpy.ndarray (P,)
+        Its degrees of freedom, (f_j - 1)(f_j' - 1).
+    departure : list of numpy.ndarray
+        The departure from independence D (f_j, f_j') of each pair.
+    noise : numpy.ndarray (P,)
+        tr(K_1) tr(K_2): the summed variance of D times n.
+    """
 
     stat: np.ndarray
     df: np.ndarray
@@ -34,10 +51,11 @@ class PairStatistics:
     noise: np.ndarray
 
 
-def pair_statistics(blocks, n_pair, inverses, second) -> PairStatistics:
+def pair_statistics(blocks: Sequence[np.ndarray], n_pair, mechanisms: Sequence[tuple[Mechanism, Mechanism]],
+                    second: Sequence[tuple]) -> PairStatistics:
     """Wald statistics (module doc) of P pairs.
 
-    Pairs of equal shape are stacked and computed together.
+    Pairs of equal shape (and channel form) are stacked and computed together.
 
     Parameters
     ----------
@@ -45,26 +63,40 @@ def pair_statistics(blocks, n_pair, inverses, second) -> PairStatistics:
         P support count blocks ``W_jj'`` (f_j, f_j').
     n_pair : array_like (P,)
         Reports having both attributes.
-    inverses : sequence of tuple
-        P pairs ``(M_j^{-1}, M_j'^{-1})`` of inverted support matrices.
+    mechanisms : sequence of tuple
+        P pairs ``(mechanism_j, mechanism_j')``: the mechanisms whose exact support channels
+        ``M_j``, ``M_j'`` are inverted.
     second : sequence of tuple
         P pairs ``(A_j, A_j')`` of second-moment matrices.
+
+    Returns
+    -------
+    PairStatistics
+        Statistic, degrees of freedom, departure and noise of every pair.
     """
     P = len(blocks)
     stat, df, noise = np.zeros(P), np.zeros(P, dtype=np.int64), np.zeros(P)
     departure: list = [None] * P
-    groups: dict[tuple[int, int], list[int]] = {}
+    chans: dict[int, _MechChannel] = {}  # one channel per mechanism, however many pairs it is in
+
+    def channel(mech: Mechanism) -> _MechChannel:
+        if id(mech) not in chans:
+            chans[id(mech)] = _mech_channel(mech)
+        return chans[id(mech)]
+
+    pair_chans = [(channel(a), channel(b)) for a, b in mechanisms]
+    groups: dict[tuple[int, int, bool], list[int]] = {}
     for i, W in enumerate(blocks):
-        groups.setdefault(np.shape(W), []).append(i)
+        c1, c2 = pair_chans[i]
+        groups.setdefault((*np.shape(W), c1.structured and c2.structured), []).append(i)
     n_pair = np.asarray(n_pair, dtype=np.float64)
-    for (f1, f2), idx in groups.items():
+    for (f1, f2, structured), idx in groups.items():
         W = np.stack([np.asarray(blocks[i], dtype=np.float64) for i in idx])
         n = n_pair[idx]
-        inv1 = np.stack([inverses[i][0] for i in idx])
-        inv2 = np.stack([inverses[i][1] for i in idx])
+        T = _pair_channels([pair_chans[i] for i in idx], f1, f2, structured).inverse(
+            W / n[:, None, None])
         A1 = np.stack([second[i][0] for i in idx])
         A2 = np.stack([second[i][1] for i in idx])
-        T = inv1 @ (W / n[:, None, None]) @ np.swapaxes(inv2, 1, 2)
         r, c = T.sum(axis=2), T.sum(axis=1)
         L1 = np.eye(f1) - r[:, :, None]  # I - r 1^T
         L2 = np.eye(f2) - c[:, None, :]  # I - 1 c^T
@@ -80,6 +112,16 @@ def pair_statistics(blocks, n_pair, inverses, second) -> PairStatistics:
         for a, i in enumerate(idx):
             departure[i] = D[a]
     return PairStatistics(stat, df, departure, noise)
+
+
+def _pair_channels(pairs: list, f1: int, f2: int, structured: bool) -> _Channels:
+    """The stacked two-sided channels of pairs of one shape: the closed form when every channel
+    is ``a I + q 1 1^T``, the matrices otherwise."""
+    if structured:
+        return _Channels.structured([c.a for c, _ in pairs], [c.q for c, _ in pairs],
+                                    [c.a for _, c in pairs], [c.q for _, c in pairs],
+                                    f1, f2, len(pairs))
+    return _Channels.dense(np.stack([c.M for c, _ in pairs]), np.stack([c.M for _, c in pairs]))
 
 
 __all__ = ["PairStatistics", "pair_statistics"]
