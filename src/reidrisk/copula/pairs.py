@@ -99,10 +99,17 @@ class PairFits:
 class PairBatch:
     """All cells of the discretized bivariate tables of many pairs, as flat arrays.
 
-    ``marginals``: g probability vectors; ``pairs``: (P, 2) attribute indices. Pair p has
-    (f_a + 1)(f_b + 1) CDF corners, of which the (f_a - 1)(f_b - 1) interior ones depend on rho;
-    its f_a f_b cells follow in row-major order (cell (a, b) of pair p at index
+    Pair p has (f_a + 1)(f_b + 1) CDF corners, of which the (f_a - 1)(f_b - 1) interior ones
+    depend on rho; its f_a f_b cells follow in row-major order (cell (a, b) of pair p at index
     ``cell_start[p] + a f_b + b``).
+
+    Parameters
+    ----------
+    marginals : sequence of numpy.ndarray
+        g probability vectors (declared category order), already checked
+        (``check_marginals``).
+    pairs : array_like of int, shape (P, 2)
+        Attribute indices (a, b) of each pair into ``marginals``.
     """
 
     def __init__(self, marginals: Sequence[np.ndarray], pairs: np.ndarray) -> None:
@@ -164,7 +171,13 @@ class PairBatch:
         return corner[self._i11] - corner[self._i01] - corner[self._i10] + corner[self._i00]
 
     def cells(self, rho: np.ndarray) -> np.ndarray:
-        """Cell probabilities of every pair (flat), for per-pair correlations rho (P,)."""
+        """Cell probabilities of every pair (flat), for per-pair correlations.
+
+        Parameters
+        ----------
+        rho : numpy.ndarray, shape (P,)
+            One correlation per pair, in [-1, 1].
+        """
         corner = self._static.copy()
         corner[self._int_idx] = _owen_cdf(self._int_h, self._int_k, rho[self._int_pair])
         return np.maximum(self._gather(corner), 0.0)
@@ -172,7 +185,13 @@ class PairBatch:
     def cells_at(self, rho: float) -> np.ndarray:
         """``cells`` with one correlation for every pair (the bracketing scan): by Drezner &
         Wesolowsky's integral for |rho| <= ``FIXED_RHO_MAX`` (``bvn._fixed_rho_cdf``, several
-        times cheaper per corner), else like ``cells``."""
+        times cheaper per corner), else like ``cells``.
+
+        Parameters
+        ----------
+        rho : float
+            The correlation of every pair.
+        """
         if abs(rho) > FIXED_RHO_MAX:
             return self.cells(np.full(self.n_pairs, float(rho)))
         if not hasattr(self, "_corner_terms"):
@@ -183,21 +202,47 @@ class PairBatch:
         return np.maximum(self._gather(corner), 0.0)
 
     def slope(self, rho: np.ndarray) -> np.ndarray:
-        """dP/drho per cell (flat) without the cell probabilities."""
+        """dP/drho per cell (flat) without the cell probabilities.
+
+        Parameters
+        ----------
+        rho : numpy.ndarray, shape (P,)
+            One correlation per pair.
+        """
         corner = np.zeros(self._static.size)
         corner[self._int_idx] = bvn_pdf(self._int_h, self._int_k, rho[self._int_pair])
         return self._gather(corner)
 
     def subset(self, mask: np.ndarray) -> PairBatch:
-        """The batch of the pairs selected by a boolean mask (P,)."""
+        """The batch of the pairs selected by a boolean mask.
+
+        Parameters
+        ----------
+        mask : numpy.ndarray of bool, shape (P,)
+            The pairs to keep.
+        """
         return PairBatch(self.marginals, self.pairs[mask])
 
     def cell_mask(self, mask: np.ndarray) -> np.ndarray:
-        """Per-cell boolean mask of the cells of the pairs selected by ``mask`` (P,)."""
+        """Per-cell boolean mask of the cells of the pairs selected by ``mask``.
+
+        Parameters
+        ----------
+        mask : numpy.ndarray of bool, shape (P,)
+            The selected pairs.
+        """
         return mask[self.cell_pair]
 
     def derivatives(self, rho: np.ndarray, second: bool = True):
-        """(P, dP/drho, d2P/drho2) per cell; derivatives from phi2 (Plackett's identity)."""
+        """(P, dP/drho, d2P/drho2) per cell; derivatives from phi2 (Plackett's identity).
+
+        Parameters
+        ----------
+        rho : numpy.ndarray, shape (P,)
+            One correlation per pair.
+        second : bool
+            Also return the second derivative (else ``None`` in its place).
+        """
         r = rho[self._int_pair]
         prob = self.cells(rho)
         pdf = bvn_pdf(self._int_h, self._int_k, r)
@@ -210,11 +255,23 @@ class PairBatch:
         return prob, d1, self._gather(corner)
 
     def per_pair(self, values: np.ndarray) -> np.ndarray:
-        """Sum a flat per-cell array within each pair -> (P,)."""
+        """Sum a flat per-cell array within each pair -> (P,).
+
+        Parameters
+        ----------
+        values : numpy.ndarray
+            One number per cell (flat, in the batch's cell order).
+        """
         return np.bincount(self.cell_pair, weights=values, minlength=self.n_pairs)
 
     def tables(self, rho: np.ndarray) -> list[np.ndarray]:
-        """The (f_a, f_b) model tables of all pairs at correlations rho (P,)."""
+        """The (f_a, f_b) model tables of all pairs.
+
+        Parameters
+        ----------
+        rho : array_like, shape (P,)
+            One correlation per pair.
+        """
         flat = self.cells(np.asarray(rho, dtype=np.float64))
         return [
             flat[s:e].reshape(fa, fb)
@@ -371,6 +428,29 @@ def _solve_mi(batch: PairBatch, target_mi: np.ndarray, sign: float):
     return sign * x, converged, it
 
 
+def _information(batch: PairBatch, target: np.ndarray, prob: np.ndarray, d1: np.ndarray,
+                 d2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Observed and expected Fisher information per record of each pair at its fitted rho.
+
+    Observed: ``-sum_cells Z (P'' / P - (P' / P)^2)``, the curvature of the objective
+    ``sum Z log P(rho)``; expected: ``sum_cells P'^2 / P``. At ``|rho| = RHO_MAX`` a cell's
+    probability (a difference of four CDF corners near 0.5) can round to 0 while its slope does
+    not, so ``1 / P`` must not be taken at the log floor ``_FLOOR``: ``(P' / 1e-300)^2``
+    overflows, and ``0 * inf`` is NaN for the empty cells. Two facts keep every term finite
+    without hiding a NaN: a cell with ``Z = 0`` adds exactly nothing to the objective or to any of
+    its derivatives, so the observed sum runs over the cells with ``Z > 0`` only; and ``P`` is
+    floored at ``_SCORE_FLOOR`` (1e-150), the floor of the solver's own score and curvature
+    (``_solve_table``), so that ``(P' / P)^2 <= P'^2 1e300`` stays below the float64 range for
+    every slope ``|P'| < 1e4`` (the bivariate normal density at ``RHO_MAX`` is below 12).
+    """
+    inv = 1.0 / np.maximum(prob, _SCORE_FLOOR)
+    seen = target > 0
+    terms = np.zeros(target.size)
+    r1 = d1[seen] * inv[seen]
+    terms[seen] = target[seen] * (d2[seen] * inv[seen] - r1 * r1)
+    return -batch.per_pair(terms), batch.per_pair(d1 * d1 * inv)
+
+
 def _check_tables(batch: PairBatch, tables: Sequence) -> np.ndarray:
     arrays = [np.asarray(t, dtype=np.float64) for t in tables]
     if len(arrays) != batch.n_pairs:
@@ -415,11 +495,22 @@ def fit_pair_correlations(
 ) -> PairFits:
     """Fit rho for every pair at once (paper 004 Section 4.2.3; see the module docstring).
 
-    marginals: g probability vectors (declared category order); pairs: (P, 2) attribute indices;
-    tables: P estimated pair tables, table p of shape (f[pairs[p, 0]], f[pairs[p, 1]]), each
-    summing to 1; n: None, or the number of records behind each table (scalar or (P,));
-    copula_fit (formerly ``method``): "table" or "mi" (module docstring).
+    Parameters
+    ----------
+    marginals : sequence of array_like
+        g probability vectors (declared category order).
+    pairs : array_like of int, shape (P, 2)
+        Distinct attribute indices of each pair.
+    tables : sequence of array_like
+        P estimated pair tables, table p of shape (f[pairs[p, 0]], f[pairs[p, 1]]), each
+        summing to 1.
+    copula_fit : {"table", "mi"}
+        The criterion (formerly ``method``; module docstring).
+    n : float or array_like of shape (P,), optional
+        The number of records behind each table (for the standard errors; None: no errors).
 
+    Notes
+    -----
     The standard error is 1 / sqrt(n I(rho)), I the observed Fisher information per record of the
     multinomial likelihood sum Z log P(rho) at the fitted rho (analytic second derivative); where
     it is not positive (possible for ``"mi"``, whose rho is not the likelihood maximum) the expected
@@ -463,7 +554,6 @@ def fit_pair_correlations(
     converged = converged | degenerate
 
     prob, d1, d2 = batch.derivatives(rho)
-    inv = 1.0 / np.maximum(prob, _FLOOR)
     kl = np.maximum(neg_entropy - batch.per_pair(target * _safe_log(prob)), 0.0)
     if n is None:
         se = np.full(n_p, np.nan)
@@ -471,8 +561,7 @@ def fit_pair_correlations(
         n_arr = np.broadcast_to(np.asarray(n, dtype=np.float64), (n_p,))
         if np.any(~np.isfinite(n_arr)) or np.any(n_arr <= 0):
             raise CopulaError("n (records per pair table) must be finite and > 0")
-        observed = -batch.per_pair(target * (d2 * inv - (d1 * inv) ** 2))
-        expected = batch.per_pair(d1 * d1 * inv)
+        observed, expected = _information(batch, target, prob, d1, d2)
         info = np.where(observed > 0, observed, expected)
         with np.errstate(divide="ignore"):
             se = np.where(info > 0, 1.0 / np.sqrt(n_arr * info), np.inf)
@@ -482,8 +571,20 @@ def fit_pair_correlations(
 
 @renamed_keywords(method="copula_fit")
 def fit_pair_correlation(table, marg_j, marg_j2, copula_fit: str = "table", n=None) -> PairFit:
-    """Fit rho for one pair table (f_j, f_j') given the marginals of j and j' (see
-    ``fit_pair_correlations``, which does many pairs in one batch)."""
+    """Fit rho for one pair table given the marginals of its two attributes (see
+    ``fit_pair_correlations``, which does many pairs in one batch).
+
+    Parameters
+    ----------
+    table : array_like, shape (f_j, f_j')
+        The estimated pair table, summing to 1.
+    marg_j, marg_j2 : array_like
+        The probability vectors of attributes j (rows) and j' (columns).
+    copula_fit : {"table", "mi"}
+        The criterion (formerly ``method``; module docstring).
+    n : float, optional
+        The number of records behind the table (for the standard error).
+    """
     pa, pb = check_marginal(marg_j, "j"), check_marginal(marg_j2, "j'")
     fits = fit_pair_correlations([pa, pb], [[0, 1]], [table], copula_fit=copula_fit, n=n)
     return PairFit(
