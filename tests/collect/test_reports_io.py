@@ -252,3 +252,227 @@ def test_an_empty_directory_is_refused_with_its_name(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ReportsFileError, match="empty.*no Parquet files"):
         read_reports(tmp_path / "empty")
+
+
+# ---- the cell decoder: the canonical split against the earlier pandas decoder --------------------
+def _reference_decode(mech, codec, cells: pd.Series):
+    """The text decoder of ``int``/``ints``/``bits`` cells as it was before the canonical split
+    (pandas, cell by cell), kept here as the oracle: the report array, or the error message."""
+    from pathlib import Path
+
+    path, attr_name = Path("r.csv"), "q"
+    n = len(cells)
+    miss = cells.isna().to_numpy()
+    out = np.asarray(mech.perturb(np.full(n, MISSING, dtype=np.int64), rng=0))
+    present_idx = np.flatnonzero(~miss)
+    if present_idx.size == 0:
+        return out
+    text = cells[~miss].astype(str).str.strip()
+
+    def bad_cell(pos, why):
+        return (f"{path.name}: column {attr_name!r}, row {int(present_idx[pos])}: "
+                f"cell {text.iloc[pos]!r} {why}")
+
+    empty = (text == "{}").to_numpy() if codec == "bits" else np.zeros(len(text), bool)
+    parts = text.mask(empty, "").str.split("|")
+    lens = np.where(empty, 0, parts.str.len().to_numpy())
+    flat = parts.explode().to_numpy(dtype=object)
+    flat = flat[~np.repeat(empty, np.where(empty, 1, lens))]
+    nums = pd.to_numeric(pd.Series(flat, dtype=object), errors="coerce")
+    with np.errstate(invalid="ignore"):
+        frac = nums.fillna(0.5).to_numpy() % 1 != 0
+    if frac.any():
+        bad = int(np.flatnonzero(frac)[0])
+        pos = int(np.searchsorted(np.cumsum(lens), bad, side="right"))
+        return bad_cell(pos, "is not a randomized report of integer codes (a raw label? reports "
+                             "hold category indices produced by the client)")
+    with np.errstate(invalid="ignore"):
+        vals = nums.to_numpy().astype(np.int64)
+    out = np.asarray(out).copy()
+    if codec == "int":
+        if (lens != 1).any():
+            return bad_cell(int(np.flatnonzero(lens != 1)[0]), "must hold exactly one code")
+        out[present_idx] = vals
+        return out
+    if codec == "ints":
+        width = out.shape[1]
+        if (lens != width).any():
+            pos = int(np.flatnonzero(lens != width)[0])
+            return bad_cell(pos, f"holds {lens[pos]} values; this mechanism's reports hold "
+                                 f"exactly {width} ({mech!r})")
+        out[present_idx] = vals.reshape(-1, width).astype(out.dtype)
+        return out
+    k = out.shape[1]
+    if vals.size and (vals.min() < 0 or vals.max() >= k):
+        bad = int(np.flatnonzero((vals < 0) | (vals >= k))[0])
+        return bad_cell(int(np.searchsorted(np.cumsum(lens), bad, side="right")),
+                        f"names a bit outside 0..{k - 1}")
+    block = np.zeros((present_idx.size, k), dtype=out.dtype)
+    block[np.repeat(np.arange(present_idx.size), lens), vals] = 1
+    if (block.sum(axis=1) != lens).any():
+        return bad_cell(int(np.flatnonzero(block.sum(axis=1) != lens)[0]), "repeats a bit index")
+    out[present_idx] = block
+    return out
+
+
+def _decoded(mech, codec, cells):
+    from pathlib import Path
+
+    from reidrisk.collect.reports_io import decode_column
+
+    try:
+        return decode_column(Path("r.csv"), "q", mech, codec, cells)
+    except ReportsFileError as exc:
+        return str(exc)
+
+
+def _damage(cell: str, rng: np.random.Generator) -> str:
+    """One damaged or non-canonical form of a well-formed cell (some are still accepted)."""
+    codes = [] if cell == "{}" else cell.split("|")
+    digits = lambda m: "".join(rng.choice(list("0123456789"), m))  # noqa: E731
+    forms = [
+        lambda: "|".join(codes[:-1]),                      # a code dropped ("" from one code)
+        lambda: "|".join(codes + [str(rng.integers(0, 40))]),  # a code added
+        lambda: "|".join(codes + codes[:1]),               # a code repeated
+        lambda: cell.replace("|", "||", 1) if codes[1:] else cell + "|",
+        lambda: "|" + cell,
+        lambda: "{}",
+        lambda: cell + "," + cell,
+        lambda: digits(int(rng.integers(19, 22))),         # past int64's exact range
+        lambda: digits(int(rng.integers(11, 19))),         # long, still exact
+        lambda: "-" + cell,
+        lambda: str(rng.integers(40, 10**6)),              # out of range
+        lambda: "0" * int(rng.integers(1, 4)) + cell,      # leading zeros: canonical
+        lambda: " " + cell + "\t",                          # whitespace: accepted
+        lambda: "+" + cell,
+        lambda: cell.replace("|", ".0|") + ".0" if codes else "1.0",
+        lambda: cell + "e0" if codes else "{",
+        lambda: "",
+        lambda: "\u0663",                                   # a non-ASCII digit
+        lambda: "".join(rng.choice(list("0123456789|{},.-+ xe"), int(rng.integers(1, 8)))),
+        lambda: "{}" + cell if codes else "{}{}",
+        lambda: "{" + cell + "}",
+    ]
+    return forms[int(rng.integers(len(forms)))]()
+
+
+FUZZ_MECHANISMS = ["grr", "negative", "subset", "oue", "rappor", "olh", "glh"]
+
+
+@pytest.mark.parametrize("mechanism", FUZZ_MECHANISMS)
+def test_cell_decoder_equals_the_earlier_decoder_on_random_columns(mechanism):
+    """Fixed seed, 3 domain sizes x 40 columns of 1 to 30 cells (a fifth missing): well-formed
+    columns (every mechanism's own reports, OLH/GLH with 10-digit hash values), and columns with
+    1 to 3 damaged or non-canonical cells. The decoder must give the earlier decoder's array
+    (values and dtype) or its exact error message, whatever holds the cells (object Series,
+    pandas string Series, NumPy object array: the service's)."""
+    from reidrisk.collect.protocol import resolve_mechanism
+    from reidrisk.collect.reports_io import _encode_column, codec_of
+
+    rng = np.random.default_rng(FUZZ_MECHANISMS.index(mechanism))
+    checked = {"ok": 0, "error": 0}
+    for k in (2, 7, 33):
+        mech = resolve_mechanism(mechanism, 1.0, k)
+        codec = codec_of(mech)
+        for trial in range(40):
+            n = int(rng.integers(1, 31))
+            codes = rng.integers(0, k, n)
+            codes[rng.random(n) < 0.2] = MISSING
+            cells = _encode_column(mech, codec, mech.perturb(codes, rng=rng))
+            present = np.flatnonzero(np.not_equal(cells, None))
+            if trial % 4 and present.size:  # three columns in four are damaged
+                for i in rng.choice(present, min(present.size, int(rng.integers(1, 4))),
+                                    replace=False):
+                    cells[i] = _damage(cells[i], rng)
+            ref = _reference_decode(mech, codec, pd.Series(cells, dtype=object))
+            holder = [pd.Series(cells, dtype=object), pd.Series(cells, dtype="string"),
+                      cells.copy()][trial % 3]
+            got = _decoded(mech, codec, holder)
+            if isinstance(ref, str):
+                assert got == ref, (k, list(cells))
+                checked["error"] += 1
+            else:
+                assert not isinstance(got, str), (got, list(cells))
+                assert got.dtype == ref.dtype and got.shape == ref.shape
+                np.testing.assert_array_equal(got, ref, err_msg=str(list(cells)))
+                checked["ok"] += 1
+    assert checked["ok"] >= 40 and checked["error"] >= 20  # both outcomes were exercised
+
+
+# the earlier decoder's message for each damaged form (mechanism at k = 6, epsilon = 1; the bad
+# cell is row 1 of a column whose row 0 is well formed)
+_NOT_CODES = ("is not a randomized report of integer codes (a raw label? reports hold category "
+              "indices produced by the client)")
+DAMAGED = [
+    ("grr", "x", f"cell 'x' {_NOT_CODES}"),
+    ("grr", "1|2", "cell '1|2' must hold exactly one code"),
+    ("grr", "{}", f"cell '{{}}' {_NOT_CODES}"),
+    ("grr", "1.5", f"cell '1.5' {_NOT_CODES}"),
+    ("grr", "", f"cell '' {_NOT_CODES}"),
+    ("grr", " ", f"cell '' {_NOT_CODES}"),
+    ("grr", "1||2", f"cell '1||2' {_NOT_CODES}"),
+    ("grr", "|1", f"cell '|1' {_NOT_CODES}"),
+    ("grr", "nan", f"cell 'nan' {_NOT_CODES}"),
+    ("grr", "inf", f"cell 'inf' {_NOT_CODES}"),
+    ("grr", "1e400", f"cell '1e400' {_NOT_CODES}"),
+    ("grr", "\u0661", f"cell '\u0661' {_NOT_CODES}"),
+    ("subset", "1", "cell '1' holds 1 values; this mechanism's reports hold exactly 2 "
+                    "(Subset(epsilon=1, k=6, h=2))"),
+    ("subset", "1|2|3", "cell '1|2|3' holds 3 values; this mechanism's reports hold exactly 2 "
+                        "(Subset(epsilon=1, k=6, h=2))"),
+    ("subset", "1|x", f"cell '1|x' {_NOT_CODES}"),
+    ("subset", "1||2", f"cell '1||2' {_NOT_CODES}"),
+    ("subset", "{}", f"cell '{{}}' {_NOT_CODES}"),
+    ("subset", "1|", f"cell '1|' {_NOT_CODES}"),
+    ("subset", "|1", f"cell '|1' {_NOT_CODES}"),
+    ("subset", "1,2", f"cell '1,2' {_NOT_CODES}"),
+    ("subset", "1.5|2", f"cell '1.5|2' {_NOT_CODES}"),
+    ("olh", "123", "cell '123' holds 1 values; this mechanism's reports hold exactly 3 "
+                   "(OLH(epsilon=1, k=6, g=4))"),
+    ("olh", "4294967311|x", f"cell '4294967311|x' {_NOT_CODES}"),
+    ("olh", "{}", f"cell '{{}}' {_NOT_CODES}"),
+    ("olh", "12345678901234567890|1", "cell '12345678901234567890|1' holds 2 values; this "
+                                      "mechanism's reports hold exactly 3 (OLH(epsilon=1, k=6, g=4))"),
+    ("oue", "0|0", "cell '0|0' repeats a bit index"),
+    ("oue", "2|1|2", "cell '2|1|2' repeats a bit index"),
+    ("oue", "-1|2", "cell '-1|2' names a bit outside 0..5"),
+    ("oue", "0|6", "cell '0|6' names a bit outside 0..5"),
+    ("oue", "a", f"cell 'a' {_NOT_CODES}"),
+    ("oue", "1||2", f"cell '1||2' {_NOT_CODES}"),
+    ("oue", "{}|1", f"cell '{{}}|1' {_NOT_CODES}"),
+    ("oue", "{1}", f"cell '{{1}}' {_NOT_CODES}"),
+    ("oue", "1|", f"cell '1|' {_NOT_CODES}"),
+    ("oue", "{}{}", f"cell '{{}}{{}}' {_NOT_CODES}"),
+    ("oue", "", f"cell '' {_NOT_CODES}"),
+    ("oue", "1.5", f"cell '1.5' {_NOT_CODES}"),
+    ("rappor", "0|0", "cell '0|0' repeats a bit index"),
+]
+
+
+@pytest.mark.parametrize("mechanism, cell, message", DAMAGED)
+def test_each_damaged_form_keeps_its_message(mechanism, cell, message):
+    from reidrisk.collect.protocol import resolve_mechanism
+    from reidrisk.collect.reports_io import codec_of
+
+    mech = resolve_mechanism(mechanism, 1.0, 6)
+    codec = codec_of(mech)
+    first = {"int": "2", "ints": "0|1" if mechanism == "subset" else "1|1|1", "bits": "0|2"}
+    cells = np.array([first[codec], cell, None], dtype=object)
+    for holder in (pd.Series(cells, dtype=object), cells):
+        assert _decoded(mech, codec, holder) == f"r.csv: column 'q', row 1: {message}"
+
+
+@pytest.mark.parametrize("cells", [["{1", "1}1"], ["{}", "1}{1"], ["0|1", "{}", "{}}"],
+                                   ["{{", "}}"], ["{}", "{}"], ["{},{}", "1"], ["1", "{}|"]])
+def test_braces_are_an_empty_set_only_as_a_whole_cell(cells):
+    """Pairs of cells whose braces balance over the column but not within a cell."""
+    from reidrisk.collect.protocol import resolve_mechanism
+
+    mech = resolve_mechanism("oue", 1.0, 6)
+    col = np.array(cells, dtype=object)
+    ref = _reference_decode(mech, "bits", pd.Series(col))
+    got = _decoded(mech, "bits", col)
+    if isinstance(ref, str):
+        assert got == ref
+    else:
+        np.testing.assert_array_equal(got, ref)

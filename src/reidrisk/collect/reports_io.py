@@ -152,7 +152,9 @@ def codec_of(mech: Mechanism) -> str:
 
 
 def _missing_rows(mech: Mechanism, n: int) -> np.ndarray:
-    return np.asarray(mech.perturb(np.full(n, MISSING, dtype=np.int64), rng=0))
+    """``n`` missing reports of ``mech``: one, repeated (every missing report is the same)."""
+    one = np.asarray(mech.perturb(np.full(1, MISSING, dtype=np.int64), rng=0))
+    return np.repeat(one, n, axis=0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -510,9 +512,16 @@ def rebuild_mechanism(attr_name: str, f: int, params: dict) -> Mechanism:
 
 
 def decode_column(path: Path, attr_name: str, mech: Mechanism, codec: str,
-                  cells: pd.Series) -> np.ndarray:
-    """One attribute's report cells as ``mech``'s report array. The one decoder of report cells
-    (files and the service).
+                  cells: pd.Series | np.ndarray) -> np.ndarray:
+    """One attribute's report cells as ``mech``'s report array: the one decoder of report cells,
+    used by the reports file, the partitions and the service.
+
+    Cells as ``write_reports`` writes them (codes of at most 18 digits separated by ``|``, or
+    ``{}``) are split by ``_split_canonical`` in a few NumPy passes over the column's bytes; any
+    other column (whitespace, signs, decimals, labels, ...) goes through pandas cell by cell
+    (``_split_lenient``), which accepts what it always accepted and names the first bad cell. The
+    checks of the number of codes, the bit range and repeated bits, and their messages, are the
+    same for both.
 
     Parameters
     ----------
@@ -524,41 +533,42 @@ def decode_column(path: Path, attr_name: str, mech: Mechanism, codec: str,
         The attribute's mechanism.
     codec : str
         The cells' codec (module doc).
-    cells : pandas.Series
-        The cells.
+    cells : pandas.Series or numpy.ndarray
+        The cells; missing ones are null (``None``, NaN or ``pd.NA``).
     """
-    n = len(cells)
-    miss = cells.isna().to_numpy()
+    if isinstance(cells, pd.Series) and codec in ("int", "float") \
+            and pd.api.types.is_numeric_dtype(cells.dtype):
+        miss = cells.isna().to_numpy()
+        present_idx = np.flatnonzero(~miss)
+        out = _missing_rows(mech, len(cells))
+        if present_idx.size == 0:
+            return out
+        return _decode_native(path, attr_name, codec, cells, out, present_idx)
+    values = (cells.to_numpy(dtype=object) if isinstance(cells, pd.Series)
+              else np.asarray(cells, dtype=object))
+    n = len(values)
+    miss = np.asarray(pd.isna(values), dtype=bool)
     out = _missing_rows(mech, n)
     present_idx = np.flatnonzero(~miss)
     if present_idx.size == 0:
         return out
-    if codec in ("int", "float") and pd.api.types.is_numeric_dtype(cells.dtype):
-        return _decode_native(path, attr_name, codec, cells, out, present_idx)
-    if codec == "bits" and isinstance(cells.iloc[present_idx[0]], (bytes, bytearray)):
-        return _decode_packed(path, attr_name, cells, out, present_idx)
-    text = cells[~miss].astype(str).str.strip()
+    if codec == "bits" and isinstance(values[present_idx[0]], (bytes, bytearray)):
+        return _decode_packed(path, attr_name, pd.Series(values, dtype=object), out, present_idx)
+    texts = values[present_idx].tolist()
+    split = _split_canonical(texts, codec == "bits") if codec in ("int", "ints", "bits") else None
+    shown = texts  # what a message quotes: the cells, stripped when they went through pandas
+    if split is None:
+        text = pd.Series(texts, dtype=object).astype(str).str.strip()
+        shown = text.tolist()
 
     def bad_cell(pos: int, why: str) -> ReportsFileError:
         row = int(present_idx[pos])
         return ReportsFileError(
-            f"{path.name}: column {attr_name!r}, row {row}: cell {text.iloc[pos]!r} {why}"
+            f"{path.name}: column {attr_name!r}, row {row}: cell {shown[pos]!r} {why}"
         )
 
     if codec in ("int", "ints", "bits"):
-        empty = (text == EMPTY_SET).to_numpy() if codec == "bits" else np.zeros(len(text), bool)
-        parts = text.mask(empty, "").str.split("|")
-        lens = np.where(empty, 0, parts.str.len().to_numpy())
-        flat = parts.explode().to_numpy(dtype=object)
-        flat = flat[~np.repeat(empty, np.where(empty, 1, lens))]
-        nums = pd.to_numeric(pd.Series(flat, dtype=object), errors="coerce")
-        frac = nums.fillna(0.5).to_numpy() % 1 != 0
-        if frac.any():
-            bad = int(np.flatnonzero(frac)[0])
-            pos = int(np.searchsorted(np.cumsum(lens), bad, side="right"))
-            raise bad_cell(pos, "is not a randomized report of integer codes (a raw label? reports "
-                                "hold category indices produced by the client)")
-        vals = nums.to_numpy().astype(np.int64)
+        lens, vals = split if split is not None else _split_lenient(text, codec, bad_cell)
         if codec == "int":
             if (lens != 1).any():
                 raise bad_cell(int(np.flatnonzero(lens != 1)[0]), "must hold exactly one code")
@@ -601,6 +611,125 @@ def decode_column(path: Path, attr_name: str, mech: Mechanism, codec: str,
         return out
     raise ReportsFileError(f"{path.name}: column {attr_name!r} has unknown codec {codec!r}; "
                            f"expected one of {CODECS}")
+
+
+MAX_CODE_DIGITS = 18
+"""Longest code the fast split reads: 10^18 - 1 < 2^63, so every such code is an exact int64
+(local hashing's hash parameters have 10 digits). Longer codes go through pandas."""
+
+_DIGIT = np.zeros(256, dtype=bool)
+_DIGIT[ord("0"):ord("9") + 1] = True
+_POW10 = 10 ** np.arange(MAX_CODE_DIGITS, dtype=np.int64)
+_COMMA, _PIPE, _OPEN, _CLOSE = (ord(c) for c in ",|{}")
+
+
+def _split_canonical(texts: list, bits: bool) -> tuple[np.ndarray, np.ndarray] | None:
+    """(codes per cell, all codes in order) of cells in the canonical syntax, or None when a cell
+    is not in it and pandas must read the column (``_split_lenient``).
+
+    Canonical: a cell is codes of 1 to ``MAX_CODE_DIGITS`` ASCII digits separated by single
+    ``|`` (leading zeros allowed), or, for ``bits``, exactly ``{}`` (no code). The cells are
+    joined by commas into one byte string (a cell holding a comma is not canonical: the count of
+    commas tells), and everything else is vectorized over its bytes: the alphabet, the place of
+    each ``|`` (between two digits) and of each cell's edges (digits, or a whole ``{}``), then the
+    runs of digits are the codes, valued by powers of ten and summed with ``np.add.reduceat``.
+
+    Parameters
+    ----------
+    texts : list
+        The present cells (anything but ``str`` is not canonical).
+    bits : bool
+        Whether ``{}`` (the empty set of a unary encoding) is a cell.
+    """
+    n = len(texts)
+    try:
+        raw = ",".join(texts).encode("ascii")
+    except (TypeError, UnicodeEncodeError):
+        return None
+    b = np.frombuffer(raw, dtype=np.uint8)
+    size = b.size
+    if size == 0:
+        return None
+    comma_at = np.flatnonzero(b == _COMMA)
+    if comma_at.size != n - 1:  # a cell holds a comma
+        return None
+    digit = _DIGIT[b]
+    pipe_at = np.flatnonzero(b == _PIPE)
+    if pipe_at.size + comma_at.size + np.count_nonzero(digit) != size:  # other characters
+        if not bits:
+            return None
+        open_at = np.flatnonzero(b == _OPEN)
+        brace = open_at.size + np.count_nonzero(b == _CLOSE)
+        if (brace != 2 * open_at.size
+                or pipe_at.size + comma_at.size + np.count_nonzero(digit) + brace != size
+                or open_at[-1] + 1 >= size or (b[open_at + 1] != _CLOSE).any()):
+            return None
+        # every "{}" is a whole cell: a comma (or the string's edge) on both sides
+        ends = open_at + 2
+        if not (((open_at == 0) | (b[open_at - 1] == _COMMA)).all()
+                and ((ends == size) | (b[np.minimum(ends, size - 1)] == _COMMA)).all()):
+            return None
+        empty_cell = np.zeros(n, dtype=bool)
+        empty_cell[np.searchsorted(comma_at, open_at)] = True
+    else:
+        empty_cell = None
+    # every "|" between two digits; every cell but "{}" starts and ends with a digit
+    if pipe_at.size and (pipe_at[0] == 0 or pipe_at[-1] == size - 1
+                         or not (digit[pipe_at - 1] & digit[pipe_at + 1]).all()):
+        return None
+    first = np.concatenate(([0], comma_at + 1))
+    last = np.concatenate((comma_at - 1, [size - 1]))
+    edge_ok = ((first <= last) & digit[np.minimum(first, size - 1)]
+               & digit[np.maximum(last, 0)])
+    if empty_cell is not None:
+        edge_ok |= empty_cell
+    if not edge_ok.all():
+        return None
+    # the runs of digits are the codes
+    step = np.diff(digit.view(np.int8), prepend=0, append=0)
+    starts, stops = np.flatnonzero(step == 1), np.flatnonzero(step == -1)
+    length = stops - starts
+    if length.size and length.max() > MAX_CODE_DIGITS:
+        return None
+    lens = np.bincount(np.searchsorted(comma_at, starts), minlength=n)
+    if not starts.size:
+        return lens, np.zeros(0, dtype=np.int64)
+    at = np.flatnonzero(digit)
+    place = _POW10[np.repeat(stops, length) - 1 - at]
+    offsets = np.concatenate(([0], np.cumsum(length)[:-1]))
+    vals = np.add.reduceat((b[at] - ord("0")).astype(np.int64) * place, offsets)
+    return lens, vals
+
+
+def _split_lenient(text: pd.Series, codec: str, bad_cell) -> tuple[np.ndarray, np.ndarray]:
+    """(codes per cell, all codes in order) of stripped cells that are not all canonical, read
+    by ``pd.to_numeric`` (which also takes signs, decimals such as ``1.0`` and exponents); the
+    first cell holding something that is not an integer is named by ``bad_cell``.
+
+    Parameters
+    ----------
+    text : pandas.Series
+        The present cells, stripped.
+    codec : str
+        ``int``, ``ints`` or ``bits`` (``{}`` is a cell of no code).
+    bad_cell : callable
+        ``bad_cell(position, why)`` builds the error naming the cell.
+    """
+    empty = (text == EMPTY_SET).to_numpy() if codec == "bits" else np.zeros(len(text), bool)
+    parts = text.mask(empty, "").str.split("|")
+    lens = np.where(empty, 0, parts.str.len().to_numpy())
+    flat = parts.explode().to_numpy(dtype=object)
+    flat = flat[~np.repeat(empty, np.where(empty, 1, lens))]
+    nums = pd.to_numeric(pd.Series(flat, dtype=object), errors="coerce")
+    with np.errstate(invalid="ignore"):  # inf % 1 is nan: not an integer either
+        frac = nums.fillna(0.5).to_numpy() % 1 != 0
+    if frac.any():
+        bad = int(np.flatnonzero(frac)[0])
+        pos = int(np.searchsorted(np.cumsum(lens), bad, side="right"))
+        raise bad_cell(pos, "is not a randomized report of integer codes (a raw label? reports "
+                            "hold category indices produced by the client)")
+    with np.errstate(invalid="ignore"):  # a code past int64 (refused by validate_reports)
+        return lens, nums.to_numpy().astype(np.int64)
 
 
 def _decode_native(path: Path, attr_name: str, codec: str, cells: pd.Series, out: np.ndarray,

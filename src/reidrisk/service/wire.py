@@ -17,17 +17,14 @@ import json
 import re
 import uuid
 from dataclasses import dataclass, field
-from itertools import repeat
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from reidrisk.collect.protocol import Protocol, ProtocolError, variance_factor
 
 # the reports file's own cell decoder and mechanism rebuilder: one reader of reports
 from reidrisk.collect.reports_io import (
-    EMPTY_SET,
     CollectedReports,
     ReportsFileError,
     codec_of,
@@ -39,7 +36,7 @@ from reidrisk.collect.reports_io import (
 from reidrisk.errors import ReidriskError
 from reidrisk.mechanisms.base import Mechanism, MechanismError
 from reidrisk.mechanisms.record import RecordReports
-from reidrisk.schema import MISSING, Schema, SchemaError
+from reidrisk.schema import Schema, SchemaError
 
 SPEC_FORMAT = "reidrisk-survey"
 SPEC_VERSION = 1
@@ -76,7 +73,6 @@ class SurveySpec:
     protocol: Protocol
     mechanisms: tuple[Mechanism, ...]
     codecs: tuple[str, ...]
-    _missing: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     _names: tuple = field(default=(), init=False, repr=False, compare=False)
     _name_set: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
 
@@ -186,22 +182,17 @@ class SurveySpec:
         """Validated ``RecordReports`` from cell rows of ``cells_of`` (schema order);
         ``ReportError`` names the report, attribute and problem.
 
-        A column whose cells are all well formed (``_parse_column``) is parsed with NumPy; any
-        other column, and every error message, comes from the reports file's decoder
-        (``reports_io.decode_column``), which gives the same arrays (tested) at a fixed cost of a
-        few pandas calls per column. Each mechanism's ``validate_reports`` and the protocol's
-        ``check_reports`` then run on every report."""
+        Each column goes through the reports file's own decoder (``reports_io.decode_column``,
+        which reads the canonical cells ``cells_of`` passes with a few NumPy passes and names
+        the first bad cell), then each mechanism's ``validate_reports`` and the protocol's
+        ``check_reports`` run on every report."""
+        n = len(rows)
         cols = list(zip(*rows)) if rows else [()] * len(self.schema)
-        frame = None
         reps = []
         for a, m, codec, col in zip(self.schema, self.mechanisms, self.codecs, cols):
             try:
-                rep = self._parse_column(m, codec, col)
-                if rep is None:
-                    if frame is None:
-                        frame = pd.DataFrame(rows, columns=self.schema.names, dtype=object)
-                    rep = decode_column(_ORIGIN, a.name, m, codec, frame[a.name])
-                reps.append(m.validate_reports(rep))
+                cells = np.fromiter(col, dtype=object, count=n)
+                reps.append(m.validate_reports(decode_column(_ORIGIN, a.name, m, codec, cells)))
             except (ReportsFileError, MechanismError) as exc:
                 raise ReportError(_reword(str(exc), a.name), _row_of(str(exc))) from None
         rr = RecordReports(self.schema, self.mechanisms, tuple(reps))
@@ -210,62 +201,6 @@ class SurveySpec:
         except ProtocolError as exc:
             raise ReportError(_reword(str(exc), ""), _row_of(str(exc))) from None
         return rr
-
-    def _parse_column(self, mech: Mechanism, codec: str, col: tuple) -> np.ndarray | None:
-        """One attribute's cells as ``decode_column`` decodes them, or None when the column needs
-        the reports file's decoder: a codec other than int/ints/bits, a cell that did not pass
-        ``cells_of``, or a cell with the wrong number of codes, a bit index out of range or
-        repeated (the decoder then names the problem). Cells that passed ``cells_of`` are
-        ``{}`` or integer codes separated by ``|``, so the codes of the whole column are one
-        split and one conversion."""
-        if codec not in ("int", "ints", "bits"):
-            return None
-        n = len(col)
-        cells = np.fromiter(col, dtype=object, count=n)
-        present = np.not_equal(cells, None)  # type: ignore[call-overload]  # elementwise, on objects
-        texts = cells[present].tolist()
-        if not all(type(t) is str and _CODES.match(t) for t in texts):
-            return None  # not from cells_of: the decoder says why
-        out = np.repeat(self._missing_row(mech), n, axis=0)
-        if not texts:
-            return out
-        empty = np.fromiter(map(EMPTY_SET.__eq__, texts), dtype=bool, count=len(texts))
-        if empty.any():
-            if codec != "bits":
-                return None
-            texts = [t for t in texts if t != EMPTY_SET]
-        lens = np.zeros(empty.size, dtype=np.int64)
-        lens[~empty] = np.fromiter(map(str.count, texts, repeat("|")), dtype=np.int64,
-                                   count=len(texts)) + 1
-        vals = np.array("|".join(texts).split("|") if texts else [], dtype=np.int64)
-        rows = np.flatnonzero(present)
-        if codec == "int":
-            if (lens != 1).any():
-                return None
-            out[rows] = vals
-        elif codec == "ints":
-            width = out.shape[1]
-            if (lens != width).any():
-                return None
-            out[rows] = vals.reshape(-1, width)
-        else:
-            k = out.shape[1]
-            if vals.size and (vals.min() < 0 or vals.max() >= k):
-                return None
-            block = np.zeros((rows.size, k), dtype=out.dtype)
-            block[np.repeat(np.arange(rows.size), lens), vals] = 1
-            if (block.sum(axis=1) != lens).any():  # a repeated bit index
-                return None
-            out[rows] = block
-        return out
-
-    def _missing_row(self, mech: Mechanism) -> np.ndarray:
-        """A missing report of ``mech`` (one row), as the reports file's decoder fills gaps."""
-        row = self._missing.get(id(mech))
-        if row is None:
-            row = np.asarray(mech.perturb(np.full(1, MISSING, dtype=np.int64), rng=0))
-            self._missing[id(mech)] = row
-        return row
 
     def collected(self, rr: RecordReports) -> CollectedReports:
         return CollectedReports(rr, self.protocol)
