@@ -91,6 +91,18 @@ def check_integer(value, name: str, low: int, high: int | None = None) -> int:
 
 
 def check_domain(k: int) -> int:
+    """The domain size k as an int, or ``MechanismError``.
+
+    Parameters
+    ----------
+    k : int
+        Domain size: codes are 0..k-1; an integer >= 2.
+
+    Returns
+    -------
+    int
+        ``k``.
+    """
     return check_integer(k, "domain size k", 2)
 
 
@@ -191,6 +203,16 @@ class Mechanism(ABC):
         """Exact log P(report_i | X = x) for every report i and input x: array (n, k).
 
         Rows of missing reports are 0 (log 1: a missing report carries no information).
+
+        Parameters
+        ----------
+        reports : numpy.ndarray
+            Reports of this mechanism, one per row (the layout its ``perturb`` returns).
+
+        Returns
+        -------
+        numpy.ndarray (n, k)
+            ``log P(report_i | X = x)``.
         """
 
     def enumerate_outputs(self) -> np.ndarray:
@@ -228,19 +250,69 @@ class Mechanism(ABC):
         """0/1 membership matrix (n, k): entry [i, v] = 1 if report i supports value v.
 
         Missing reports give all-zero rows. Sparse CSR when a report supports few values.
+
+        Parameters
+        ----------
+        reports : numpy.ndarray
+            Reports of this mechanism, one per row (the layout its ``perturb`` returns).
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix or numpy.ndarray (n, k)
+            The 0/1 membership matrix.
         """
 
     @abstractmethod
     def is_missing(self, reports: np.ndarray) -> np.ndarray:
-        """Boolean (n,) mask of missing reports."""
+        """Boolean (n,) mask of missing reports.
+
+        Parameters
+        ----------
+        reports : numpy.ndarray
+            Reports of this mechanism, one per row (the layout its ``perturb`` returns).
+
+        Returns
+        -------
+        numpy.ndarray (n,) of bool
+            True where the report is missing.
+        """
 
     @abstractmethod
     def validate_reports(self, reports: np.ndarray) -> np.ndarray:
-        """Check reports received from clients; raise ``MechanismError`` naming the first bad row."""
+        """Check reports received from clients; raise ``MechanismError`` naming the first bad row.
+
+        Parameters
+        ----------
+        reports : numpy.ndarray
+            Reports of this mechanism, one per row (the layout its ``perturb`` returns).
+
+        Returns
+        -------
+        numpy.ndarray
+            The reports in the mechanism's dtype.
+
+        Raises
+        ------
+        MechanismError
+            Naming the first bad row and what is wrong with it.
+        """
 
     # ---- convenience ---------------------------------------------------------------------------
     def support_counts(self, reports: np.ndarray) -> tuple[np.ndarray, int]:
-        """(w, n_present): column sums of the support matrix and the number of present reports."""
+        """(w, n_present): column sums of the support matrix and the number of present reports.
+
+        Parameters
+        ----------
+        reports : numpy.ndarray
+            Reports of this mechanism, one per row (the layout its ``perturb`` returns).
+
+        Returns
+        -------
+        w : numpy.ndarray (k,)
+            How many reports support each value (float64).
+        n_present : int
+            Reports that are not missing.
+        """
         s = self.support(reports)
         w = np.asarray(s.sum(axis=0)).ravel().astype(np.float64)
         return w, int((~self.is_missing(reports)).sum())

@@ -82,7 +82,17 @@ def _is_prime(p: int) -> bool:
 
 
 class LinearHashFamily:
-    """H_(a,b)(x) = ((a x + b) mod P) mod g, a in {1..P-1}, b in {0..P-1}; parameters (a, b)."""
+    """H_(a,b)(x) = ((a x + b) mod P) mod g, a in {1..P-1}, b in {0..P-1}; parameters (a, b).
+
+    Parameters
+    ----------
+    prime : int
+        The prime modulus P, in k..2^31 - 1.
+    k : int
+        Domain size.
+    g : int
+        Hash range.
+    """
 
     kind = "linear"
     n_params = 2
@@ -115,16 +125,54 @@ class LinearHashFamily:
         return c
 
     def draw(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """One random member of the family per report: (a, b) rows.
+
+        Parameters
+        ----------
+        n : int
+            Reports.
+        rng : numpy.random.Generator
+            Source of the draws.
+
+        Returns
+        -------
+        numpy.ndarray (n, n_params) int64
+            One hash function's parameters per row.
+        """
         a = rng.integers(1, self.prime, size=n)
         b = rng.integers(0, self.prime, size=n)
         return np.column_stack([a, b]).astype(np.int64)
 
     def hash_own(self, params: np.ndarray, x: np.ndarray) -> np.ndarray:
-        """H_i(x_i) for every row i: shape (n,)."""
+        """H_i(x_i) for every row i: shape (n,).
+
+        Parameters
+        ----------
+        params : numpy.ndarray (n, n_params)
+            Each row's hash parameters.
+        x : numpy.ndarray (n,)
+            Each row's value.
+
+        Returns
+        -------
+        numpy.ndarray (n,)
+            ``H_i(x_i)``.
+        """
         return (params[:, 0] * x + params[:, 1]) % self.prime % self.g
 
     def hash_all(self, params: np.ndarray) -> np.ndarray:
-        """H_i(v) for every row i and value v: shape (n, k)."""
+        """H_i(v) for every row i and value v: shape (n, k).
+
+        Parameters
+        ----------
+        params : numpy.ndarray (n, n_params)
+            Each row's hash parameters.
+
+        Returns
+        -------
+        numpy.ndarray (n, k)
+            ``H_i(v)`` for every value v.
+        """
         v = np.arange(self.k, dtype=np.int64)
         h = params[:, 0:1] * v
         h += params[:, 1:2]
@@ -137,6 +185,18 @@ class LinearHashFamily:
         return np.column_stack([a.ravel(), b.ravel()]).astype(np.int64)
 
     def bad_params(self, params: np.ndarray) -> np.ndarray:
+        """Rows whose (a, b) lie outside the family.
+
+        Parameters
+        ----------
+        params : numpy.ndarray (n, n_params)
+            Hash parameters of reports received.
+
+        Returns
+        -------
+        numpy.ndarray (n,) of bool
+            True where they name no member of the family.
+        """
         a, b = params[:, 0], params[:, 1]
         return (a < 1) | (a >= self.prime) | (b < 0) | (b >= self.prime)
 
@@ -148,7 +208,17 @@ class LinearHashFamily:
 
 
 class TableHashFamily:
-    """m fixed lookup tables (m, k) with entries in {0..g-1}; the parameter is the table index j."""
+    """m fixed lookup tables (m, k) with entries in {0..g-1}; the parameter is the table index j.
+
+    Parameters
+    ----------
+    tables : numpy.ndarray (m, k) or (k,)
+        The lookup tables, integers in 0..g-1.
+    k : int
+        Domain size.
+    g : int
+        Hash range.
+    """
 
     kind = "tables"
     n_params = 1
@@ -181,18 +251,70 @@ class TableHashFamily:
         return self._collision.copy()
 
     def draw(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """One random table index per report: rows (j,).
+
+        Parameters
+        ----------
+        n : int
+            Reports.
+        rng : numpy.random.Generator
+            Source of the draws.
+
+        Returns
+        -------
+        numpy.ndarray (n, n_params) int64
+            One hash function's parameters per row.
+        """
         return rng.integers(0, self.size, size=(n, 1)).astype(np.int64)
 
     def hash_own(self, params: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """H_i(x_i) for every row i: shape (n,).
+
+        Parameters
+        ----------
+        params : numpy.ndarray (n, n_params)
+            Each row's hash parameters.
+        x : numpy.ndarray (n,)
+            Each row's value.
+
+        Returns
+        -------
+        numpy.ndarray (n,)
+            ``H_i(x_i)``.
+        """
         return self.tables[params[:, 0], x]
 
     def hash_all(self, params: np.ndarray) -> np.ndarray:
+        """H_i(v) for every row i and value v: shape (n, k).
+
+        Parameters
+        ----------
+        params : numpy.ndarray (n, n_params)
+            Each row's hash parameters.
+
+        Returns
+        -------
+        numpy.ndarray (n, k)
+            ``H_i(v)`` for every value v.
+        """
         return self.tables[params[:, 0]]
 
     def enumerate(self) -> np.ndarray:
         return np.arange(self.size, dtype=np.int64)[:, None]
 
     def bad_params(self, params: np.ndarray) -> np.ndarray:
+        """Rows whose table index is out of range.
+
+        Parameters
+        ----------
+        params : numpy.ndarray (n, n_params)
+            Hash parameters of reports received.
+
+        Returns
+        -------
+        numpy.ndarray (n,) of bool
+            True where they name no member of the family.
+        """
         return (params[:, 0] < 0) | (params[:, 0] >= self.size)
 
     def describe(self) -> dict:
@@ -308,7 +430,18 @@ class GLH(Mechanism):
     def perturb(self, values, rng=None):
         """Randomize codes (n,) into reports (n, n_params + 1): hash parameters, then y.
 
-        ``rng=None``: a fresh cryptographic generator (see ``Mechanism.perturb``)."""
+        ``rng=None``: a fresh cryptographic generator (see ``Mechanism.perturb``).
+
+        Parameters
+        ----------
+        values, rng
+            As in ``Mechanism.perturb``.
+
+        Returns
+        -------
+        numpy.ndarray (n, n_params + 1) int64
+            The reports.
+        """
         rng = as_generator(rng)
         x = check_codes(values, self.k)
         out = np.full((x.size, self.report_width), MISSING, dtype=np.int64)
@@ -325,7 +458,18 @@ class GLH(Mechanism):
 
     # ---- channel ---------------------------------------------------------------------------------
     def log_prob(self, reports):
-        """Exact log P((H, y)_i | x), shape (n, k), including log(1/|family|); missing rows 0."""
+        """Exact log P((H, y)_i | x), shape (n, k), including log(1/|family|); missing rows 0.
+
+        Parameters
+        ----------
+        reports : numpy.ndarray (n, n_params + 1)
+            GLH reports (as in ``Mechanism.log_prob``).
+
+        Returns
+        -------
+        numpy.ndarray (n, k)
+            ``log P(report_i | X = x)``.
+        """
         r = self._as_reports(reports)
         const = -math.log(self.family.size)
         lut = np.array([math.log(self._lie) + const, math.log(self._p) + const])
@@ -355,7 +499,18 @@ class GLH(Mechanism):
 
     def support(self, reports):
         """Dense float32 (n, k): 1 where H_i(v) = y_i. Hashes every report against all k values,
-        in row chunks to bound memory; missing rows are all 0."""
+        in row chunks to bound memory; missing rows are all 0.
+
+        Parameters
+        ----------
+        reports : numpy.ndarray (n, n_params + 1)
+            GLH reports (as in ``Mechanism.support``).
+
+        Returns
+        -------
+        numpy.ndarray (n, k) float32
+            1 where the report's hash of the value equals its y.
+        """
         return self._matches(self._as_reports(reports)).astype(np.float32)
 
     def _matches(self, r: np.ndarray) -> np.ndarray:
@@ -374,7 +529,20 @@ class GLH(Mechanism):
 
     def support_counts(self, reports):
         """(w, n_present): how many reports support each value, hashing in row chunks without
-        building the (n, k) support matrix (same counts as ``support(reports).sum(axis=0)``)."""
+        building the (n, k) support matrix (same counts as ``support(reports).sum(axis=0)``).
+
+        Parameters
+        ----------
+        reports : numpy.ndarray (n, n_params + 1)
+            GLH reports (as in ``Mechanism.support_counts``).
+
+        Returns
+        -------
+        w : numpy.ndarray (k,)
+            How many reports support each value.
+        n_present : int
+            Reports that are not missing.
+        """
         r = self._as_reports(reports)
         present = np.flatnonzero(r[:, -1] != MISSING)
         w = np.zeros(self.k, dtype=np.int64)
@@ -386,7 +554,23 @@ class GLH(Mechanism):
 
     def validate_reports(self, reports):
         """Check shape, integer dtype, hash parameters in range, y in 0..g-1, and missing rows
-        wholly ``MISSING``. Returns the reports as int64."""
+        wholly ``MISSING``. Returns the reports as int64.
+
+        Parameters
+        ----------
+        reports : numpy.ndarray (n, n_params + 1)
+            GLH reports (as in ``Mechanism.validate_reports``).
+
+        Returns
+        -------
+        numpy.ndarray (n, n_params + 1) int64
+            The reports.
+
+        Raises
+        ------
+        MechanismError
+            Naming the first bad row.
+        """
         r = self._as_reports(reports)
         if r.size and not np.issubdtype(r.dtype, np.integer):
             raise MechanismError(f"{self.name} reports must be integers, got dtype {r.dtype}")

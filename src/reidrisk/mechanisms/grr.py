@@ -38,7 +38,20 @@ class GRR(Mechanism):
 
     def perturb(self, values, rng=None):
         """Randomize codes (n,) into codes (n,); ``MISSING`` passes through. ``rng=None``: a fresh
-        cryptographic generator (see ``Mechanism.perturb``)."""
+        cryptographic generator (see ``Mechanism.perturb``).
+
+        Parameters
+        ----------
+        values : numpy.ndarray (n,)
+            Codes in 0..k-1, or ``MISSING``.
+        rng : numpy.random.Generator or int, optional
+            Source of the randomness (see ``Mechanism.perturb``).
+
+        Returns
+        -------
+        numpy.ndarray (n,) int64
+            The reports.
+        """
         rng = as_generator(rng)
         x = check_codes(values, self.k)
         lie = rng.random(x.size) >= self.p_support
@@ -85,7 +98,20 @@ class GRR(Mechanism):
         return self._as_reports(reports) == MISSING
 
     def support_counts(self, reports):
-        """(w, n_present) by one ``bincount`` of the codes (no support matrix is built)."""
+        """(w, n_present) by one ``bincount`` of the codes (no support matrix is built).
+
+        Parameters
+        ----------
+        reports : numpy.ndarray (n,)
+            GRR reports (codes, ``MISSING`` where missing).
+
+        Returns
+        -------
+        w : numpy.ndarray (k,)
+            How many reports name each value.
+        n_present : int
+            Reports that are not missing.
+        """
         y = self._as_reports(reports)
         w = np.bincount(np.asarray(y, dtype=np.int64) + 1, minlength=self.k + 1)
         return w[1:].astype(np.float64), int(y.size - w[0])

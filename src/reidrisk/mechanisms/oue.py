@@ -86,7 +86,18 @@ class UnaryEncoding(Mechanism):
     def perturb(self, values, rng=None):
         """Randomize codes (n,) into bits (n, k) uint8; missing rows are all ``MISSING_BITS``.
 
-        ``rng=None``: a fresh cryptographic generator (see ``Mechanism.perturb``)."""
+        ``rng=None``: a fresh cryptographic generator (see ``Mechanism.perturb``).
+
+        Parameters
+        ----------
+        values, rng
+            As in ``Mechanism.perturb``.
+
+        Returns
+        -------
+        numpy.ndarray (n, k) uint8
+            The reports.
+        """
         rng = as_generator(rng)
         x = check_codes(values, self.k)
         n = x.size
@@ -138,7 +149,18 @@ class UnaryEncoding(Mechanism):
         return PackedBits(bits, x == MISSING, self.k)
 
     def pack(self, reports) -> PackedBits:
-        """Bit-pack unpacked reports (uint8 (n, k), rows of ``MISSING_BITS`` where missing)."""
+        """Bit-pack unpacked reports (uint8 (n, k), rows of ``MISSING_BITS`` where missing).
+
+        Parameters
+        ----------
+        reports : numpy.ndarray
+            Unary reports, uint8 (n, k) (as in ``Mechanism.support``).
+
+        Returns
+        -------
+        PackedBits
+            The same reports, 8 bits a byte.
+        """
         y = self._as_reports(reports)
         missing = np.asarray(self.is_missing(y), dtype=bool)
         bits = np.packbits(y == 1, axis=1)
@@ -155,6 +177,16 @@ class UnaryEncoding(Mechanism):
 
         Computed as base_i + y_ix log(p/q) + (1 - y_ix) log((1-p)/(1-q)) with
         base_i = ones_i log q + (k - ones_i) log(1 - q); missing rows are 0.
+
+        Parameters
+        ----------
+        reports : numpy.ndarray
+            Unary reports, uint8 (n, k) (as in ``Mechanism.log_prob``).
+
+        Returns
+        -------
+        numpy.ndarray (n, k)
+            ``log P(y_i | X = x)``.
         """
         y = self._as_reports(reports)
         if y.dtype == bool:
@@ -185,7 +217,18 @@ class UnaryEncoding(Mechanism):
         return report_matrix(reports, self.k, self.name, f"bit arrays, k = {self.k}")
 
     def support(self, reports):
-        """Dense float32 (n, k): the report's bits; missing rows are all 0."""
+        """Dense float32 (n, k): the report's bits; missing rows are all 0.
+
+        Parameters
+        ----------
+        reports : numpy.ndarray
+            Unary reports, uint8 (n, k) (as in ``Mechanism.support``).
+
+        Returns
+        -------
+        numpy.ndarray (n, k) float32
+            The bits.
+        """
         y = self._as_reports(reports)
         return (y == 1).astype(np.float32)
 
@@ -198,6 +241,18 @@ class UnaryEncoding(Mechanism):
 
         Rows are summed in blocks of 257 into uint16 (257 * 255 < 2^16, so no overflow), then
         into int64; a missing row adds ``MISSING_BITS`` to every column, which is subtracted.
+
+        Parameters
+        ----------
+        reports : numpy.ndarray
+            Unary reports, uint8 (n, k).
+
+        Returns
+        -------
+        w : numpy.ndarray (k,)
+            How many reports set each bit.
+        n_present : int
+            Reports that are not missing.
         """
         y = self._as_reports(reports)
         if y.dtype != np.uint8:
@@ -217,7 +272,23 @@ class UnaryEncoding(Mechanism):
 
     def validate_reports(self, reports):
         """Check shape (n, k), integer/bool dtype, entries 0/1, and missing rows wholly
-        ``MISSING_BITS``. Returns the reports as uint8."""
+        ``MISSING_BITS``. Returns the reports as uint8.
+
+        Parameters
+        ----------
+        reports : numpy.ndarray
+            Unary reports, uint8 (n, k) (as in ``Mechanism.validate_reports``).
+
+        Returns
+        -------
+        numpy.ndarray (n, k) uint8
+            The reports.
+
+        Raises
+        ------
+        MechanismError
+            Naming the first bad row.
+        """
         y = self._as_reports(reports)
         if y.size and not (np.issubdtype(y.dtype, np.integer) or y.dtype == bool):
             raise MechanismError(f"{self.name} reports must be 0/1 integers, got dtype {y.dtype}")
@@ -253,6 +324,15 @@ class PackedBits:
     bytes on a missing row); ``missing`` bool (n,); ``k`` the number of bits. ``unpack(start,
     stop)`` gives rows start:stop in the mechanisms' report layout (uint8 (m, k), a row of
     ``MISSING_BITS`` where missing), so a batch is unpacked a chunk at a time.
+
+    Parameters
+    ----------
+    bits : numpy.ndarray (n, ceil(k / 8)) uint8
+        The packed rows.
+    missing : array_like (n,) of bool
+        The missing reports.
+    k : int
+        Bits of a report (the domain size).
     """
 
     __slots__ = ("bits", "missing", "k")
@@ -276,12 +356,35 @@ class PackedBits:
         return self.bits.nbytes + self.missing.nbytes
 
     def unpack(self, start: int = 0, stop: int | None = None) -> np.ndarray:
-        """Rows start:stop as uint8 (m, k) reports (``MISSING_BITS`` rows where missing)."""
+        """Rows start:stop as uint8 (m, k) reports (``MISSING_BITS`` rows where missing).
+
+        Parameters
+        ----------
+        start, stop : int, optional
+            The rows (default: all).
+
+        Returns
+        -------
+        numpy.ndarray (stop - start, k) uint8
+            The reports.
+        """
         out = np.unpackbits(self.bits[start:stop], axis=1, count=self.k)
         out[self.missing[start:stop]] = MISSING_BITS
         return out
 
     def take(self, rows) -> PackedBits:
+        """The reports of a subset of rows, still packed.
+
+        Parameters
+        ----------
+        rows : array_like
+            Row indices or a boolean mask (n,).
+
+        Returns
+        -------
+        PackedBits
+            Those rows.
+        """
         return PackedBits(self.bits[rows], self.missing[rows], self.k)
 
 

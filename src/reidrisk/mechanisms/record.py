@@ -119,7 +119,18 @@ class RecordReports:
         return self
 
     def take(self, rows: np.ndarray) -> RecordReports:
-        """The reports of a subset of rows."""
+        """The reports of a subset of rows.
+
+        Parameters
+        ----------
+        rows : array_like
+            Row indices or a boolean mask (n,).
+
+        Returns
+        -------
+        RecordReports
+            Those rows' reports, with the same schema and mechanisms.
+        """
         return RecordReports(self.schema, self.mechanisms, tuple(r[rows] for r in self.reports))
 
 

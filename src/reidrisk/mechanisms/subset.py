@@ -250,7 +250,18 @@ class Subset(Mechanism):
         return math.log1p(-self._p) - _log_comb(self.k - 1, self.h)
 
     def log_prob(self, reports):
-        """Exact log P(S_i | x), shape (n, k); rows of missing reports are 0."""
+        """Exact log P(S_i | x), shape (n, k); rows of missing reports are 0.
+
+        Parameters
+        ----------
+        reports : numpy.ndarray (n, h)
+            Subset reports: h distinct codes a row, a row of ``MISSING`` where missing.
+
+        Returns
+        -------
+        numpy.ndarray (n, k)
+            ``log P(S_i | X = x)``.
+        """
         y = self._as_reports(reports)
         n = y.shape[0]
         lp = np.empty((n, self.k))
@@ -284,7 +295,18 @@ class Subset(Mechanism):
         return report_matrix(reports, self.h, "subset", f"h = {self.h} codes per report")
 
     def support(self, reports):
-        """CSR float32 (n, k): 1 for each of a report's h values; missing rows are empty."""
+        """CSR float32 (n, k): 1 for each of a report's h values; missing rows are empty.
+
+        Parameters
+        ----------
+        reports : numpy.ndarray (n, h)
+            Subset reports: h distinct codes a row, a row of ``MISSING`` where missing.
+
+        Returns
+        -------
+        scipy.sparse.csr_matrix (n, k) float32
+            The reports' membership matrix.
+        """
         y = self._as_reports(reports)
         n = y.shape[0]
         present = y[:, 0] != MISSING if n else np.zeros(0, dtype=bool)
@@ -300,7 +322,23 @@ class Subset(Mechanism):
 
     def validate_reports(self, reports):
         """Check shape (n, h), integer codes in the domain, no repeated value within a row, and rows
-        that are either wholly ``MISSING`` or wholly present. Returns the reports as int32."""
+        that are either wholly ``MISSING`` or wholly present. Returns the reports as int32.
+
+        Parameters
+        ----------
+        reports : numpy.ndarray (n, h)
+            Subset reports: h distinct codes a row, a row of ``MISSING`` where missing.
+
+        Returns
+        -------
+        numpy.ndarray (n, h) int32
+            The reports.
+
+        Raises
+        ------
+        MechanismError
+            Naming the first bad row.
+        """
         y = self._as_reports(reports)
         if y.size and not np.issubdtype(y.dtype, np.integer):
             raise MechanismError(f"subset reports must be integer codes, got dtype {y.dtype}")
