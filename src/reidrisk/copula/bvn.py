@@ -29,6 +29,18 @@ def bvn_cdf(h, k, rho) -> np.ndarray:
 
     Broadcasts h, k, rho; h and k may be +-inf; rho in [-1, 1] (rho = +-1 is the degenerate limit).
     Absolute error ~1e-15.
+
+    Parameters
+    ----------
+    h, k : array_like
+        The two coordinates (broadcast together; +-inf allowed).
+    rho : array_like
+        The correlation, in [-1, 1].
+
+    Returns
+    -------
+    numpy.ndarray
+        ``Phi2(h, k; rho)``, of the broadcast shape.
     """
     h, k, rho = np.broadcast_arrays(
         np.asarray(h, dtype=np.float64), np.asarray(k, dtype=np.float64),
@@ -116,7 +128,20 @@ def _fixed_rho_cdf(cdf_h, cdf_k, half_sq, prod, rho: float) -> np.ndarray:
 
 
 def bvn_pdf(h, k, rho) -> np.ndarray:
-    """Standard bivariate normal density phi2(h, k; rho) = d Phi2 / d rho; 0 at infinite h or k."""
+    """Standard bivariate normal density phi2(h, k; rho) = d Phi2 / d rho; 0 at infinite h or k.
+
+    Parameters
+    ----------
+    h, k : array_like
+        The two coordinates (broadcast together; +-inf allowed).
+    rho : array_like
+        The correlation, in [-1, 1].
+
+    Returns
+    -------
+    numpy.ndarray
+        ``phi2(h, k; rho)``, of the broadcast shape.
+    """
     h, k, rho = np.broadcast_arrays(
         np.asarray(h, dtype=np.float64), np.asarray(k, dtype=np.float64),
         np.asarray(rho, dtype=np.float64),
@@ -132,6 +157,20 @@ def bvn_pdf_drho(h, k, rho, pdf=None) -> np.ndarray:
     """d phi2(h, k; rho) / d rho (= d^2 Phi2 / d rho^2); 0 at infinite h or k.
 
     d log phi2 / d rho = rho / (1 - rho^2) + (h k (1 + rho^2) - rho (h^2 + k^2)) / (1 - rho^2)^2.
+
+    Parameters
+    ----------
+    h, k : array_like
+        The two coordinates (broadcast together; +-inf allowed).
+    rho : array_like
+        The correlation, in [-1, 1].
+    pdf : array_like, optional
+        ``bvn_pdf(h, k, rho)`` when already computed.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``d phi2 / d rho``, of the broadcast shape.
     """
     h, k, rho = np.broadcast_arrays(
         np.asarray(h, dtype=np.float64), np.asarray(k, dtype=np.float64),
@@ -152,6 +191,18 @@ def bivariate_table(rho: float, marg_j, marg_j2) -> np.ndarray:
     Cell (a, b) = P(t_j[a] <= X < t_j[a+1], t_j'[b] <= Y < t_j'[b+1]) for (X, Y) standard bivariate
     normal with correlation rho: a rectangle probability from four CDF corners. Boundary corners use
     the cumulative probabilities themselves, so row and column sums equal the marginals to rounding.
+
+    Parameters
+    ----------
+    rho : float
+        The pair's correlation, in [-1, 1].
+    marg_j, marg_j2 : array_like
+        The two attributes' marginal distributions (f_j,) and (f_j',).
+
+    Returns
+    -------
+    numpy.ndarray (f_j, f_j')
+        The table's cell probabilities.
     """
     rho = float(rho)
     if not -1.0 <= rho <= 1.0:

@@ -30,6 +30,23 @@ def check_marginal(p, j: int | str = "?") -> np.ndarray:
     """Validate one marginal: 1-D, >= 2 categories, finite, non-negative, sums to 1 (within 1e-6).
 
     Returns a float64 copy renormalised to sum exactly to 1.
+
+    Parameters
+    ----------
+    p : array_like (f,)
+        The marginal distribution.
+    j : int or str
+        The attribute, named in the error message.
+
+    Returns
+    -------
+    numpy.ndarray (f,)
+        The checked float64 copy.
+
+    Raises
+    ------
+    CopulaError
+        Naming the attribute and what is wrong.
     """
     arr = np.asarray(p, dtype=np.float64)
     if arr.ndim != 1 or arr.size < 2:
@@ -54,7 +71,18 @@ def check_marginal(p, j: int | str = "?") -> np.ndarray:
 
 
 def check_marginals(marginals: Sequence) -> list[np.ndarray]:
-    """Validate a list of g marginals (see ``check_marginal``)."""
+    """Validate a list of g marginals (see ``check_marginal``).
+
+    Parameters
+    ----------
+    marginals : sequence of array_like, or numpy.ndarray (g, f)
+        One distribution per attribute.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        The checked marginals (see ``check_marginal``).
+    """
     if isinstance(marginals, np.ndarray) and marginals.ndim == 2:
         marginals = list(marginals)
     margs = [check_marginal(p, j) for j, p in enumerate(marginals)]
@@ -68,6 +96,16 @@ def cumulative(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     ``lower[a] = P(category < a)`` and ``upper[a] = P(category >= a)`` for a = 0..f, both computed
     by summation (not as 1 - the other) so that either tail keeps full relative precision.
+
+    Parameters
+    ----------
+    p : numpy.ndarray (f,)
+        A marginal distribution.
+
+    Returns
+    -------
+    lower, upper : numpy.ndarray (f + 1,)
+        ``P(category < a)`` and ``P(category >= a)``.
     """
     p = np.asarray(p, dtype=np.float64)
     lower = np.concatenate(([0.0], np.cumsum(p)))
@@ -83,6 +121,16 @@ def thresholds(p) -> np.ndarray:
     Interior t[a] = Phi^{-1}(F(a-1)); the lower-tail probability is used below the median and the
     upper tail above it (Phi^{-1}(u) = -Phi^{-1}(1-u)), each floored at ``TAIL_FLOOR`` so that a
     zero-probability end category gives a finite threshold near +-37 instead of an infinite one.
+
+    Parameters
+    ----------
+    p : array_like (f,)
+        A marginal distribution.
+
+    Returns
+    -------
+    numpy.ndarray (f + 1,)
+        The cut points, ascending.
     """
     lower, upper = cumulative(p)
     lo = np.maximum(lower[1:-1], TAIL_FLOOR)

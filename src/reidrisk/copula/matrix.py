@@ -30,11 +30,20 @@ SHRINKAGE = (None, "eb")
 class CorrelationFit:
     """Fitted copula correlation.
 
-    correlation: (g, g) positive-definite correlation matrix (the model's Sigma);
-    raw: (g, g) assembled pair correlations after shrinkage, before projection;
-    standard_error: (g, g) standard errors of the pair fits (nan without n; 0 on the diagonal);
-    pair_fits: the per-pair results; projected: whether the projection changed the matrix;
-    signal_variance: the empirical-Bayes s (None without shrinkage).
+    Parameters
+    ----------
+    correlation : numpy.ndarray (g, g)
+        Positive-definite correlation matrix (the model's Sigma).
+    raw : numpy.ndarray (g, g)
+        Assembled pair correlations after shrinkage, before projection.
+    standard_error : numpy.ndarray (g, g)
+        Standard errors of the pair fits (nan without n; 0 on the diagonal).
+    pair_fits : PairFits
+        The per-pair results.
+    projected : bool
+        Whether the projection changed the matrix.
+    signal_variance : float or None
+        The empirical-Bayes s (None without shrinkage).
     """
 
     correlation: np.ndarray
@@ -80,7 +89,30 @@ def _pair_n_lookup(n_pairs, pair_tables, g: int):
 
 
 def collect_pairs(pair_tables, g: int, allow_missing: bool = False):
-    """Normalize pair tables to j < j' in lexicographic order: returns (pairs (P, 2), tables)."""
+    """Normalize pair tables to j < j' in lexicographic order.
+
+    Parameters
+    ----------
+    pair_tables : mapping
+        (j, j') -> (f_j, f_j') probability table (a ``PairEstimates`` works); a table keyed
+        (j', j) with j' > j is transposed.
+    g : int
+        Number of attributes.
+    allow_missing : bool
+        Whether pairs may be absent (else every one of the g (g - 1) / 2 is required).
+
+    Returns
+    -------
+    pairs : numpy.ndarray (P, 2)
+        The pairs, j < j', in lexicographic order.
+    tables : list of numpy.ndarray
+        Their (f_j, f_j') tables, in the same order.
+
+    Raises
+    ------
+    CopulaError
+        For a key that is no pair of distinct attributes, a pair given twice, or a missing pair.
+    """
     items = _table_items(pair_tables)
     keys = [k for k, _ in items]
     try:
@@ -131,11 +163,30 @@ def fit_correlation(
 ) -> CorrelationFit:
     """Fit Sigma (g, g) from g marginals and the pair tables (see the module docstring).
 
-    pair_tables: mapping (j, j') -> (f_j, f_j') probability table (a ``PairEstimates`` works);
-    n_pairs: records behind each table: None (then ``pair_tables.n_present`` if present), a
-    number, a mapping (j, j') -> n, or a (g, g) array. ``copula_fit`` (formerly ``method``):
-    "table" | "mi" (see
-    ``reidrisk.copula.pairs``); ``projection``: "dual" | "higham" | "clip".
+    Parameters
+    ----------
+    marginals : sequence of array_like
+        The g marginal distributions.
+    pair_tables : mapping
+        (j, j') -> (f_j, f_j') probability table (a ``PairEstimates`` works).
+    copula_fit : {"table", "mi"}
+        How each pair's correlation is fitted (``reidrisk.copula.pairs``; formerly ``method``).
+    n_pairs : None, float, mapping or numpy.ndarray (g, g), optional
+        Records behind each table: None (then ``pair_tables.n_present`` if present), a number,
+        a mapping (j, j') -> n, or a (g, g) array. Needed for standard errors and shrinkage.
+    shrink : {None, "eb"}
+        Empirical-Bayes shrinkage of the pair correlations toward 0 (module docstring).
+    projection : {"dual", "higham", "clip"}
+        How a matrix that is not positive definite is projected (``nearest_correlation``).
+    min_eigenvalue : float
+        Smallest eigenvalue the fitted matrix must have.
+    allow_missing_pairs : bool
+        Treat absent pairs as independent instead of refusing them.
+
+    Returns
+    -------
+    CorrelationFit
+        The matrix, the raw pair correlations, their standard errors and the pair fits.
     """
     if copula_fit not in METHODS:
         raise CopulaError(f"copula_fit must be one of {METHODS}, got {copula_fit!r}")
@@ -187,6 +238,19 @@ def fit_correlation_matrix(
     shrink: str | None = None,
     **kwargs,
 ) -> np.ndarray:
-    """Sigma (g, g) only; see ``fit_correlation`` for the arguments and the details."""
+    """Sigma (g, g) only; see ``fit_correlation`` for the details.
+
+    Parameters
+    ----------
+    marginals, pair_tables, copula_fit, n_pairs, shrink
+        As in ``fit_correlation``.
+    **kwargs
+        ``fit_correlation``'s other keywords.
+
+    Returns
+    -------
+    numpy.ndarray (g, g)
+        ``fit_correlation(...).correlation``.
+    """
     return fit_correlation(marginals, pair_tables, copula_fit, n_pairs, shrink,
                            **kwargs).correlation

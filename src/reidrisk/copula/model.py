@@ -31,7 +31,17 @@ _EXACT_TABLE_LIMIT = 2**20
 
 @dataclass(frozen=True)
 class MonteCarloProbability:
-    """Sampling estimate of cell probabilities: prob (m,), se (m,), n_samples per estimate."""
+    """Sampling estimate of cell probabilities.
+
+    Parameters
+    ----------
+    prob : numpy.ndarray (m,)
+        The estimated probabilities.
+    se : numpy.ndarray (m,)
+        Their standard errors.
+    n_samples : int
+        Records sampled per estimate.
+    """
 
     prob: np.ndarray
     se: np.ndarray
@@ -93,8 +103,19 @@ class GaussianCopula:
     def fit(self, marginals: Sequence, pair_tables, pair_n=None) -> GaussianCopula:
         """Fit from g estimated marginals (declared category order) and pair tables.
 
-        pair_tables: mapping (j, j') -> (f_j, f_j') probability table (``PairEstimates`` works);
-        pair_n: records behind each pair table (number, mapping, (g, g) array or None).
+        Parameters
+        ----------
+        marginals : sequence of array_like
+            The g marginal distributions.
+        pair_tables : mapping
+            (j, j') -> (f_j, f_j') probability table (``PairEstimates`` works).
+        pair_n : None, float, mapping or numpy.ndarray (g, g), optional
+            Records behind each pair table (as ``n_pairs`` of ``fit_correlation``).
+
+        Returns
+        -------
+        GaussianCopula
+            This copula, fitted (``marginals_``, ``correlation_``, ``fit_result_``).
         """
         result: CorrelationFit = fit_correlation(
             marginals, pair_tables, copula_fit=self.copula_fit, n_pairs=pair_n, shrink=self.shrink,
@@ -107,7 +128,22 @@ class GaussianCopula:
 
     @classmethod
     def from_parameters(cls, marginals: Sequence, correlation, **params) -> GaussianCopula:
-        """A copula with given marginals and correlation matrix (must be positive definite)."""
+        """A copula with given marginals and correlation matrix (must be positive definite).
+
+        Parameters
+        ----------
+        marginals : sequence of array_like
+            The g marginal distributions.
+        correlation : array_like (g, g)
+            A symmetric positive-definite matrix with unit diagonal.
+        **params
+            The constructor's parameters.
+
+        Returns
+        -------
+        GaussianCopula
+            The copula, ready to sample and to compute probabilities.
+        """
         model = cls(**params)
         model._set(check_marginals(marginals), correlation)
         model.fit_result_ = None
@@ -154,7 +190,22 @@ class GaussianCopula:
     # ---- generation (paper 004 Section 4.2.4) -------------------------------------------------
     def sample(self, n: int, rng: np.random.Generator | int | None = None, cols=None) -> np.ndarray:
         """n synthetic complete records: int32 codes (n, g), or (n, len(cols)) for chosen columns
-        (drawn from the sub-copula of those columns, the same distribution as their marginal)."""
+        (drawn from the sub-copula of those columns, the same distribution as their marginal).
+
+        Parameters
+        ----------
+        n : int
+            Records.
+        rng : numpy.random.Generator or int, optional
+            Source of the draws (``reidrisk.mechanisms.as_generator``).
+        cols : sequence of int, optional
+            The attributes drawn (default: all).
+
+        Returns
+        -------
+        numpy.ndarray (n, len(cols)) int32
+            The records' codes.
+        """
         self._check_fitted()
         if isinstance(n, bool) or int(n) != n or n < 0:
             raise CopulaError(f"n must be a non-negative integer, got {n!r}")
@@ -223,6 +274,25 @@ class GaussianCopula:
         to relative standard error ``rtol`` (at most ``max_points`` points) for c >= 3. A code
         ``MISSING`` leaves that attribute unconstrained (the probability of the other values).
         Cost for c >= 3: about m c^2 n_points; 1,000 cells of 9 attributes take ~1 s.
+
+        Parameters
+        ----------
+        cells : array_like (m, c)
+            Codes of the cells, one row each (``MISSING`` leaves an attribute free).
+        cols : sequence of int, optional
+            The c attributes of the columns of ``cells`` (default: all, in order).
+        rtol : float
+            Target relative standard error of the QMC estimate (c >= 3).
+        max_points : int
+            Most QMC points per cell.
+        rng : numpy.random.Generator or int, optional
+            Scrambling of the QMC points (seeded by default: the same call gives the same
+            numbers).
+
+        Returns
+        -------
+        RectangleProbability
+            The probabilities and their standard errors.
         """
         self._check_fitted()
         cols, cells, lo, up = self._bounds(cells, cols, allow_missing=True)
@@ -239,7 +309,18 @@ class GaussianCopula:
         rng: np.random.Generator | int | None = 0,
     ) -> np.ndarray:
         """Probabilities (m,) of cells (m, c) of attributes ``cols`` (see
-        ``cell_probability_estimate`` for the method and its error)."""
+        ``cell_probability_estimate`` for the method and its error).
+
+        Parameters
+        ----------
+        cells, cols, rtol, max_points, rng
+            As in ``cell_probability_estimate``.
+
+        Returns
+        -------
+        numpy.ndarray (m,)
+            The probabilities.
+        """
         return self.cell_probability_estimate(
             cells, cols, rtol=rtol, max_points=max_points, rng=rng
         ).prob
@@ -259,6 +340,26 @@ class GaussianCopula:
         encoded to one integer key each and matched by sorting. se = sqrt(p (1 - p) / n_samples).
         ``qmc=True`` draws ``n_replicates`` scrambled Sobol' sets instead and takes se from their
         spread.
+
+        Parameters
+        ----------
+        cells : array_like (m, c)
+            Codes of the cells, one row each.
+        cols : sequence of int, optional
+            The c attributes of the columns of ``cells`` (default: all, in order).
+        n_samples : int
+            Records sampled.
+        rng : numpy.random.Generator or int, optional
+            Source of the draws.
+        qmc : bool
+            Scrambled Sobol' sets instead of one random sample.
+        n_replicates : int
+            Sobol' sets (with ``qmc=True``).
+
+        Returns
+        -------
+        MonteCarloProbability
+            The estimates and their standard errors.
         """
         self._check_fitted()
         cols, cells, _, _ = self._bounds(cells, cols, allow_missing=False)
@@ -320,6 +421,22 @@ class GaussianCopula:
         ``n_samples=None``: every cell's rectangle probability (exact for c <= 2, randomized QMC
         for c >= 3, then renormalized); otherwise the paper's way, the cell frequencies among
         ``n_samples`` generated records.
+
+        Parameters
+        ----------
+        cols : sequence of int
+            The attributes of the table.
+        n_samples : int, optional
+            Records generated to count the table from (default: computed, not sampled).
+        rng : numpy.random.Generator or int, optional
+            Source of the draws (sampling or QMC).
+        rtol : float
+            Target relative standard error of each cell's QMC estimate (three or more columns).
+
+        Returns
+        -------
+        numpy.ndarray (f_c1, ..., f_cc)
+            The table.
         """
         self._check_fitted()
         cols = self._cols(cols)
@@ -359,7 +476,23 @@ class GaussianCopula:
 
     @classmethod
     def from_dict(cls, d: dict) -> GaussianCopula:
-        """Inverse of ``to_dict``."""
+        """Inverse of ``to_dict``.
+
+        Parameters
+        ----------
+        d : dict
+            What ``to_dict`` wrote.
+
+        Returns
+        -------
+        GaussianCopula
+            The same copula.
+
+        Raises
+        ------
+        CopulaError
+            For a format version this reidrisk does not read.
+        """
         if not isinstance(d, dict) or d.get("format") != FORMAT:
             raise CopulaError(f"not a serialized GaussianCopula (expected format {FORMAT!r})")
         if d.get("version") != FORMAT_VERSION:

@@ -30,8 +30,17 @@ _CHUNK_ELEMENTS = 2**22
 
 @dataclass(frozen=True)
 class RectangleProbability:
-    """prob (m,): probabilities; se (m,): standard errors (0 where exact); n_points: the most
-    QMC points used for any rectangle (0 when every probability is exact)."""
+    """Probabilities of normal rectangles with their numerical error.
+
+    Parameters
+    ----------
+    prob : numpy.ndarray (m,)
+        The probabilities.
+    se : numpy.ndarray (m,)
+        Their standard errors (0 where exact).
+    n_points : int
+        The most QMC points used for any rectangle (0 when every probability is exact).
+    """
 
     prob: np.ndarray
     se: np.ndarray

@@ -45,7 +45,22 @@ def _check_square(a) -> np.ndarray:
 
 
 def is_correlation_matrix(a, min_eigenvalue: float = 0.0, atol: float = 1e-12) -> bool:
-    """True when a is symmetric with unit diagonal and smallest eigenvalue > min_eigenvalue."""
+    """True when a is symmetric with unit diagonal and smallest eigenvalue > min_eigenvalue.
+
+    Parameters
+    ----------
+    a : array_like
+        The matrix.
+    min_eigenvalue : float
+        The eigenvalues must exceed it (tested by a Cholesky factorization of a - min I).
+    atol : float
+        Tolerance of the symmetry and of the unit diagonal.
+
+    Returns
+    -------
+    bool
+        Whether ``a`` is such a correlation matrix.
+    """
     arr = np.asarray(a, dtype=np.float64)
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1] or not np.all(np.isfinite(arr)):
         return False
@@ -104,10 +119,25 @@ def nearest_correlation(
     >= ``min_eigenvalue`` (so its Cholesky factor exists). A matrix that already is such a
     correlation matrix is returned unchanged (as a copy).
 
-    ``projection`` (formerly ``method``): "dual", "higham" or "clip" (module docstring).
-    ``tol``: Higham's iteration stops when the two iterates agree to ``tol`` (relative Frobenius
-    norm); the dual solver stops when the diagonal residual is below ``tol`` (or the dual
-    objective stalls). ``max_iter`` bounds the iterations of either.
+    Parameters
+    ----------
+    a : array_like (g, g)
+        A symmetric matrix with unit diagonal (assembled pair correlations).
+    projection : {"dual", "higham", "clip"}
+        The projection (module docstring; formerly ``method``).
+    min_eigenvalue : float
+        Smallest eigenvalue of the result, in [0, 1).
+    tol : float
+        Higham's iteration stops when two iterates agree to ``tol`` (relative Frobenius norm);
+        the dual solver when the diagonal residual is below ``tol`` (or the dual objective
+        stalls).
+    max_iter : int
+        Most iterations of either.
+
+    Returns
+    -------
+    numpy.ndarray (g, g)
+        The nearest correlation matrix.
     """
     method = projection
     if method not in PROJECTIONS:
