@@ -92,7 +92,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import chi2, false_discovery_control
@@ -300,11 +300,10 @@ class CollectPipeline:
             assert ests is not None  # every estimator but "raw" estimates the marginals
             # the pair EM starts from the marginals as the model keeps them (clipped, summing to
             # 1) and reads only the layout (schema, mechanisms) besides the counts
-            start = [replace(e, probs=p, counts=p * e.n_present) for e, p in zip(ests, margs)]
             est = estimate_pairs(_Layout(schema, mechs),  # type: ignore[arg-type]  # duck-typed
                                  self.estimator, together, stop=self.stop,
-                                 max_iter=self.max_iter, counts=counts, marginals=start,
-                                 shrink=False)
+                                 max_iter=self.max_iter, counts=counts, marginals=ests,
+                                 start=margs, shrink=False)
             for pr in together:
                 T = np.clip(np.asarray(est.tables[pr], dtype=np.float64), 0.0, None)
                 tables[pr], p_iter[pr] = T / T.sum(), int(est.iterations[pr])

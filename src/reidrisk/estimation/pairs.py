@@ -455,7 +455,8 @@ def estimate_pairs(record_reports: RecordReports, estimator: str = "em",
                    pairs: Iterable | None = None,
                    *, stop="noise", max_iter: int = DEFAULT_MAX_ITER,
                    counts: PairCounts | None = None, marginals: Sequence | None = None,
-                   shrink: bool = True) -> PairEstimates:
+                   shrink: bool = True, start: Sequence[np.ndarray] | None = None
+                   ) -> PairEstimates:
     """Estimate the distribution of every attribute pair (paper 004 Section 4.2.2, eq. 12-13).
 
     Each pair (j, j') uses only the ``n~_jj'`` reports having both attributes (eq. 13), through the
@@ -482,6 +483,9 @@ def estimate_pairs(record_reports: RecordReports, estimator: str = "em",
         The Gram counts of ``pair_counts``, to reuse them.
     marginals : list, optional
         Marginal estimates to start the EM from (used as they are).
+    start : list of numpy.ndarray, optional
+        One probability vector per attribute to start the EM from instead of the marginal
+        estimates' ``probs`` (the pair EM starts from their outer product).
     shrink : bool
         ``True`` (default): as for the marginals (``reidrisk.estimation.frequency``, "Shrinkage
         toward uniform"), every table but the raw inversion keeps only the estimated share of
@@ -534,8 +538,9 @@ def estimate_pairs(record_reports: RecordReports, estimator: str = "em",
             ch = _Channels.dense(np.stack([chans[j].M for j in J]),
                                  np.stack([chans[j].M for j in K]))
         if method == "em":
-            init = np.stack([np.outer(np.clip(marginals[j].probs, 0, None),
-                                      np.clip(marginals[jp].probs, 0, None)) for j, jp in prs])
+            p0 = [m.probs for m in marginals] if start is None else list(start)
+            init = np.stack([np.outer(np.clip(p0[j], 0, None), np.clip(p0[jp], 0, None))
+                             for j, jp in prs])
             init[init.sum(axis=(1, 2)) <= 0] = 1.0
             fit = _em_tables(W, npair, ch, stop=stop, max_iter=max_iter, init=init)
             Z, its, conv = fit.estimate, np.asarray(fit.iterations), np.asarray(fit.converged)
