@@ -213,6 +213,16 @@ class Attribute:
         """Map raw values to codes (int32, ``MISSING`` for absent values).
 
         Raises ``SchemaError`` naming the first unknown value and how to fix it.
+
+        Parameters
+        ----------
+        values : iterable or pandas.Series
+            Raw values (labels, numbers binned by ``edges``, or aliases); None/NaN for absent ones.
+
+        Returns
+        -------
+        numpy.ndarray (n,) int32
+            The codes.
         """
         if isinstance(values, pd.Series):
             series = values.reset_index(drop=True)
@@ -269,7 +279,18 @@ class Attribute:
         return codes
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
-        """Map codes back to labels (object array, ``None`` where missing)."""
+        """Map codes back to labels (object array, ``None`` where missing).
+
+        Parameters
+        ----------
+        codes : numpy.ndarray (n,)
+            Codes of this attribute, ``MISSING`` where absent.
+
+        Returns
+        -------
+        numpy.ndarray (n,) of object
+            The labels.
+        """
         codes = np.asarray(codes)
         out = np.empty(codes.shape, dtype=object)
         present = codes != MISSING
@@ -287,6 +308,23 @@ class Attribute:
 
     @classmethod
     def from_dict(cls, d: dict) -> Attribute:
+        """An attribute from its ``to_dict`` form.
+
+        Parameters
+        ----------
+        d : dict
+            ``name``, ``categories`` and optionally ``edges`` and ``aliases``.
+
+        Returns
+        -------
+        Attribute
+            The attribute.
+
+        Raises
+        ------
+        SchemaError
+            Naming the key the entry lacks.
+        """
         try:
             return cls(
                 d["name"],
@@ -333,6 +371,23 @@ class Schema:
         return self.attributes[key]
 
     def index(self, name: str) -> int:
+        """Position of the attribute called ``name``.
+
+        Parameters
+        ----------
+        name : str
+            An attribute's name.
+
+        Returns
+        -------
+        int
+            Its column in encoded matrices.
+
+        Raises
+        ------
+        SchemaError
+            When the schema has no such attribute (the message lists those it has).
+        """
         try:
             return self._index[name]
         except KeyError:
@@ -348,6 +403,18 @@ class Schema:
         return np.array([a.size for a in self.attributes], dtype=np.int64)
 
     def select(self, names: Sequence[str]) -> Schema:
+        """The schema of some attributes, in the order given.
+
+        Parameters
+        ----------
+        names : sequence of str
+            Attribute names.
+
+        Returns
+        -------
+        Schema
+            Those attributes.
+        """
         return Schema(tuple(self[n] for n in names))
 
     # ---- encode / decode -------------------------------------------------------------------
@@ -355,6 +422,16 @@ class Schema:
         """Encode a DataFrame into an int32 matrix (n, g) with ``MISSING`` = -1.
 
         Columns are matched by name; extra columns are ignored, absent ones are an error.
+
+        Parameters
+        ----------
+        frame : pandas.DataFrame
+            Raw records, one column per attribute.
+
+        Returns
+        -------
+        numpy.ndarray (n, g) int32
+            The codes.
         """
         if len(frame) == 0:
             raise SchemaError("the data has no rows; nothing to encode")
@@ -367,12 +444,39 @@ class Schema:
         return np.column_stack([a.encode(frame[a.name]) for a in self.attributes]).astype(np.int32)
 
     def decode(self, codes: np.ndarray) -> pd.DataFrame:
-        """Decode an (n, g) code matrix into a DataFrame of labels (missing as None/NaN)."""
+        """Decode an (n, g) code matrix into a DataFrame of labels (missing as None/NaN).
+
+        Parameters
+        ----------
+        codes : numpy.ndarray (n, g)
+            Encoded records.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One column of labels per attribute.
+        """
         codes = self.validate_codes(codes)
         return pd.DataFrame({a.name: a.decode(codes[:, j]) for j, a in enumerate(self.attributes)})
 
     def validate_codes(self, codes: np.ndarray) -> np.ndarray:
-        """Check an encoded matrix against the schema; return it as int32 (n, g)."""
+        """Check an encoded matrix against the schema; return it as int32 (n, g).
+
+        Parameters
+        ----------
+        codes : array_like (n, g)
+            Encoded records.
+
+        Returns
+        -------
+        numpy.ndarray (n, g) int32
+            The codes.
+
+        Raises
+        ------
+        SchemaError
+            Naming the first column and value outside its domain.
+        """
         codes = np.asarray(codes)
         if codes.ndim != 2 or codes.shape[1] != len(self):
             raise SchemaError(
@@ -438,6 +542,23 @@ class Schema:
 
     @classmethod
     def from_dict(cls, d: dict) -> Schema:
+        """A schema from its ``to_dict`` form (the JSON of ``save``).
+
+        Parameters
+        ----------
+        d : dict
+            ``format``, ``version`` and the ``attributes`` list.
+
+        Returns
+        -------
+        Schema
+            The schema.
+
+        Raises
+        ------
+        SchemaError
+            When ``d`` is not a schema of this format version.
+        """
         if d.get("format") != "reidrisk-schema":
             raise SchemaError("not a reidrisk schema: the key 'format' must be 'reidrisk-schema'")
         if d.get("version") != SCHEMA_FORMAT_VERSION:
@@ -451,7 +572,13 @@ class Schema:
 
     def save(self, path: str | Path) -> None:
         """Write the schema as JSON, atomically (a temporary file in the same folder, then
-        rename): a failed save leaves any previous file untouched."""
+        rename): a failed save leaves any previous file untouched.
+
+        Parameters
+        ----------
+        path : str or Path
+            The JSON file.
+        """
         path = Path(path)
         tmp = path.with_name(f".{path.name}.tmp")
         try:
@@ -463,6 +590,25 @@ class Schema:
 
     @classmethod
     def load(cls, path: str | Path) -> Schema:
+        """Read a schema written by ``save``.
+
+        Parameters
+        ----------
+        path : str or Path
+            The JSON file.
+
+        Returns
+        -------
+        Schema
+            The schema.
+
+        Raises
+        ------
+        FileNotFoundError
+            When there is no such file.
+        SchemaError
+            When it is not valid JSON or not a schema.
+        """
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(

@@ -30,8 +30,20 @@ _SAFE_FILENAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\.png$")
 
 @dataclass(frozen=True)
 class ReportFigure:
-    """One PNG figure: ``filename`` (a bare name ending in .png, unique within the report), the
-    encoded image bytes, a caption (plain text, escaped) and alt text for screen readers."""
+    """One PNG figure of a report section.
+
+    Parameters
+    ----------
+    filename : str
+        A bare name ending in .png, unique within the report (the figure sits next to
+        index.html).
+    png : bytes
+        The encoded image.
+    caption : str
+        Plain text, escaped when rendered.
+    alt : str
+        Alternative text for screen readers.
+    """
 
     filename: str
     png: bytes
@@ -56,6 +68,17 @@ class Section:
     built by code: escape any value that comes from data (attribute names, categories) with
     ``escape`` or build it with ``html_table``/``paragraph``, which escape their inputs.
     Figures are shown after the body, in order.
+
+    Parameters
+    ----------
+    title : str
+        The heading (plain text).
+    body : str
+        Trusted HTML.
+    figures : sequence of ReportFigure
+        Shown after the body.
+    anchor : str
+        The section's id in the page (default: a slug of the title).
     """
 
     title: str

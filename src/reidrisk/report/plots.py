@@ -125,7 +125,18 @@ def _colors(labels: Sequence[str]) -> dict[str, tuple]:
 
 
 def plot_error_curves(*args, **kwargs) -> bytes:
-    """PNG of ``error_curves_figure`` (same arguments)."""
+    """PNG of ``error_curves_figure``.
+
+    Parameters
+    ----------
+    *args, **kwargs
+        As in ``error_curves_figure``.
+
+    Returns
+    -------
+    bytes
+        The PNG image.
+    """
     return figure_png(error_curves_figure(*args, **kwargs))
 
 

@@ -29,10 +29,25 @@ def _seconds(s: float) -> str:
 class Progress:
     """Progress of ``total`` steps named ``desc``, shown on ``stream`` (default: standard error).
 
-    ``interval``: seconds between plain lines (default ``PLAIN_INTERVAL``). ``enabled=False`` shows
-    nothing. ``update(n, note)`` advances by n steps; ``note`` (e.g. the
-    current item) is shown beside the count. Use as a context manager, or call ``close()``.
-    ``clock`` is injectable for tests.
+    A bar on a terminal, a plain line every ``interval`` seconds otherwise. ``update(n, note)``
+    advances by n steps. Use as a context manager, or call ``close()``.
+
+    Parameters
+    ----------
+    total : int
+        Steps in all.
+    desc : str
+        What is progressing.
+    unit : str
+        Name of a step.
+    enabled : bool
+        ``False`` shows nothing.
+    stream : text stream, optional
+        Where progress is shown (default: standard error).
+    interval : float, optional
+        Seconds between plain lines (default ``PLAIN_INTERVAL``).
+    clock : callable
+        Seconds now (injectable for tests).
     """
 
     def __init__(self, total: int, desc: str, unit: str = "steps", enabled: bool = True,
@@ -69,6 +84,15 @@ class Progress:
         self.close()
 
     def update(self, n: int = 1, note: str = "") -> None:
+        """Advance by ``n`` steps.
+
+        Parameters
+        ----------
+        n : int
+            Steps done since the last update.
+        note : str
+            Shown beside the count (e.g. the current item).
+        """
         self.done += int(n)
         self.note = note
         if not self.enabled:
