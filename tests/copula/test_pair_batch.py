@@ -80,3 +80,26 @@ def test_boundary_pairs_fit_without_floating_point_warnings(copula_fit):
     assert at_bound.any()  # the case that used to warn is exercised
     assert np.all(np.isfinite(fits.se)) and np.all(fits.se > 0)
     assert np.all(np.isfinite(fits.kl))
+
+
+@pytest.mark.parametrize("copula_fit", ["table", "mi"])
+def test_fits_in_several_batches_equal_one_batch(monkeypatch, copula_fit):
+    """``fit_pair_correlations`` maps ``fit_pair_batch`` over batches of pairs; a pair's fit reads
+    only its own cells, so batches of 5 (36 pairs: 8 batches, each with its own bracketing scan
+    and its own active set) must reproduce the fit of all pairs in one batch bit for bit, but for
+    the iteration count, which is the largest over the batches."""
+    from reidrisk import batches
+
+    rng = np.random.default_rng(2024)
+    margs, pairs, tables = _problem(rng)
+    whole = fit_pair_correlations(margs, pairs, tables, copula_fit, n=500)
+    monkeypatch.setattr(batches, "BATCH_PAIRS", 5)
+    seen = []
+    monkeypatch.setattr(batches, "local_map",
+                        lambda fn, shared, bs: seen.append(len(bs)) or [fn(shared, b) for b in bs])
+    split = fit_pair_correlations(margs, pairs, tables, copula_fit, n=500)
+    assert seen == [8]
+    np.testing.assert_array_equal(split.pairs, whole.pairs)
+    for name in ("rho", "se", "kl", "mutual_information", "converged"):
+        np.testing.assert_array_equal(getattr(split, name), getattr(whole, name), err_msg=name)
+    assert split.iterations == whole.iterations

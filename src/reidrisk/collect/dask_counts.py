@@ -9,8 +9,12 @@ the client nor any worker ever holds more than ``split_every`` tables. Only the 
 travel; the reports stay in storage. The result is the same integers as ``count_reports`` on one
 machine.
 
-The fit itself (``CollectPipeline.fit_counts``) then runs on the client: it reads only the counts
-(O(F^2), independent of the number of reports), so it does not need the cluster.
+The fit (``CollectPipeline.fit_counts``) reads only the counts (O(F^2), independent of the
+number of reports). Its per-pair work, the pair EMs and the copula's pair correlations, is split
+into batches of pairs by ``reidrisk.batches``; ``dask_pair_map(client)`` maps those batches over
+the workers (``client.map`` of the same batch function the single-machine fit maps in its own
+process), when there are more than ``reidrisk.batches.DISTRIBUTE_PAIRS`` pairs.
+``fit_partitioned(source, client=client)`` does both: counts and per-pair fits on the cluster.
 
     from distributed import Client, LocalCluster
     from reidrisk.collect.dask_counts import count_dask
@@ -73,6 +77,32 @@ def count_graph(parts: list[Partition], *, chunk_rows: int | None = None,
     return level[0]
 
 
+def dask_pair_map(client):
+    """A ``reidrisk.batches`` mapper running the batches of per-pair work on the workers of
+    ``client``: the inputs every batch shares are scattered to each worker once, then one task per
+    batch (``client.map``, results gathered in order). Use it as
+    ``with reidrisk.batches.pair_map(dask_pair_map(client)): pipeline.fit_counts(...)``.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        The cluster's client.
+    """
+    def mapper(fn, shared, batches):
+        # broadcast: every worker gets the shared inputs (the counts, the marginals) once
+        future = client.scatter(shared, broadcast=True, hash=False)
+        run = uuid.uuid4().hex[:12]
+        futures = client.map(fn, [future] * len(batches), list(batches), pure=False,
+                             key=[f"pair-batch-{fn.__name__}-{run}-{i}"
+                                  for i in range(len(batches))])
+        try:
+            return client.gather(futures)
+        finally:
+            client.cancel([*futures, future])
+
+    return mapper
+
+
 def count_dask(source, client=None, *, chunk_rows: int | None = None,
                storage_options: dict | None = None, split_every: int = SPLIT_EVERY) -> PairCounts:
     """The count tables of every report of ``source`` computed on Dask: the partitions are
@@ -98,4 +128,4 @@ def count_dask(source, client=None, *, chunk_rows: int | None = None,
     return graph.compute()
 
 
-__all__ = ["SPLIT_EVERY", "count_dask", "count_graph"]
+__all__ = ["SPLIT_EVERY", "count_dask", "count_graph", "dask_pair_map"]

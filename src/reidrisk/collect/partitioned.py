@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from reidrisk.batches import pair_map
 from reidrisk.collect.pipeline import CollectPipeline
 from reidrisk.collect.reports_io import (
     PARQUET_KEY,
@@ -401,8 +402,10 @@ def fit_partitioned(source, pipeline: CollectPipeline | None = None, *,
                     client=None, progress: bool = True) -> CollectModel:
     """Fit the collection model from partitioned reports: the counts (on this machine by
     ``count_reports``, or on the Dask cluster of ``client`` by ``dask_counts.count_dask``), then
-    ``pipeline.fit_counts`` here. The fit reads only the count tables (O(F^2) memory), so it does
-    not grow with the number of reports.
+    ``pipeline.fit_counts``. The fit reads only the count tables (O(F^2) memory), so it does not
+    grow with the number of reports; with a ``client``, its per-pair work (pair EMs, copula pair
+    correlations) runs in batches on the workers when there are more than
+    ``reidrisk.batches.DISTRIBUTE_PAIRS`` pairs (``dask_counts.dask_pair_map``).
 
     Parameters
     ----------
@@ -417,14 +420,17 @@ def fit_partitioned(source, pipeline: CollectPipeline | None = None, *,
     pipeline = CollectPipeline() if pipeline is None else pipeline
     parts = partitions(source, storage_options)
     header = describe(parts)
+    mapper = None
     if client is not None:
         # the dask extra, used only with a cluster client (and dask_counts imports this module)
-        from reidrisk.collect.dask_counts import count_dask
+        from reidrisk.collect.dask_counts import count_dask, dask_pair_map
 
         counts = count_dask(parts, client=client, chunk_rows=chunk_rows)
+        mapper = dask_pair_map(client)
     else:
         counts = count_reports(parts, chunk_rows=chunk_rows, progress=progress)
-    return pipeline.fit_counts(counts, header.schema, header.mechanisms, header.protocol)
+    with pair_map(mapper):
+        return pipeline.fit_counts(counts, header.schema, header.mechanisms, header.protocol)
 
 
 # ---------------------------------------------------------------------------------------------

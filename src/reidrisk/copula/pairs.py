@@ -21,6 +21,11 @@ tables, whose likelihood is unimodal, else a 15-point grid scan), then safeguard
 (bisection whenever a step leaves the bracket) converge to ~1e-10. Derivatives are analytic:
 d Phi2 / d rho = phi2 (Plackett's identity). Fitted rho lies in [-RHO_MAX, RHO_MAX]; a table with
 an empty cell that only |rho| -> 1 explains (common after norm-sub of LDP estimates) ends there.
+
+Many pairs are fitted in consecutive batches of ``reidrisk.batches.BATCH_PAIRS`` by one batch
+function (``fit_pair_batch``), mapped in this process or, inside a ``reidrisk.batches.pair_map``
+block with more than ``DISTRIBUTE_PAIRS`` pairs, over a cluster's workers. A pair's fit reads only
+its own cells, so the result does not depend on the batching.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from reidrisk._compat import renamed_attribute, renamed_keywords
+from reidrisk.batches import map_pairs, split
 from reidrisk.copula.bvn import (
     FIXED_RHO_MAX,
     _fixed_rho_cdf,
@@ -523,29 +529,67 @@ def fit_pair_correlations(
         raise CopulaError(f"copula_fit must be one of {METHODS}, got {method!r}")
     margs = check_marginals(marginals)
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    g = len(margs)
+    g, n_p = len(margs), len(pairs)
     if pairs.size and (pairs.min() < 0 or pairs.max() >= g or np.any(pairs[:, 0] == pairs[:, 1])):
         raise CopulaError(f"pairs must be distinct attribute indices in 0..{g - 1}")
-    batch = PairBatch(margs, pairs)
-    target = _check_tables(batch, tables)
-    mi_hat = _mutual_information_flat(batch, target)
-    neg_entropy = batch.per_pair(np.where(target > 0, target * _safe_log(target), 0.0))
-    n_p = batch.n_pairs
+    tables = list(tables)
+    if len(tables) != n_p:
+        raise CopulaError(f"got {len(tables)} pair tables for {n_p} pairs")
+    n_arr = None
+    if n is not None:
+        n_arr = np.broadcast_to(np.asarray(n, dtype=np.float64), (n_p,))
+        if np.any(~np.isfinite(n_arr)) or np.any(n_arr <= 0):
+            raise CopulaError("n (records per pair table) must be finite and > 0")
     if n_p == 0:
         empty = np.zeros(0)
         return PairFits(pairs, empty, empty, empty, empty, method, np.zeros(0, bool), 0)
+    parts = split(n_p)
+    fits = map_pairs(fit_pair_batch, (margs, method),
+                     [(pairs[b], tables[b], None if n_arr is None else n_arr[b]) for b in parts],
+                     n_p)
+    if len(fits) == 1:
+        return fits[0]
+    def joined(name: str) -> np.ndarray:
+        return np.concatenate([getattr(f, name) for f in fits])
 
-    d1_0 = batch.slope(np.zeros(n_p))
-    info0 = batch.per_pair(d1_0**2 / np.maximum(batch.indep, _FLOOR))
+    return PairFits(pairs, joined("rho"), joined("se"), joined("kl"),
+                    joined("mutual_information"), method, joined("converged"),
+                    max(f.iterations for f in fits))
+
+
+def fit_pair_batch(shared: tuple, batch: tuple) -> PairFits:
+    """The fits of one batch of pairs (``fit_pair_correlations`` maps it over batches of
+    ``reidrisk.batches.BATCH_PAIRS`` pairs, on this machine or on a cluster's workers). Every
+    step of a pair reads only its own cells, so a pair's fit does not depend on the other pairs
+    of its cells.
+
+    Parameters
+    ----------
+    shared : tuple
+        ``(marginals, copula_fit)``: the g checked probability vectors and the criterion.
+    batch : tuple
+        ``(pairs, tables, n)``: the batch's (P, 2) checked attribute indices, its P tables and its
+        (P,) checked records per table (or None).
+    """
+    margs, method = shared
+    pairs, tables, n_arr = batch
+    cells = PairBatch(margs, pairs)
+    target = _check_tables(cells, tables)
+    mi_hat = _mutual_information_flat(cells, target)
+    neg_entropy = cells.per_pair(np.where(target > 0, target * _safe_log(target), 0.0))
+    n_p = cells.n_pairs
+
+    d1_0 = cells.slope(np.zeros(n_p))
+    info0 = cells.per_pair(d1_0**2 / np.maximum(cells.indep, _FLOOR))
     degenerate = info0 < 1e-20
 
     if method == "table":
-        rho, converged, iters = _solve_table(batch, target)
+        rho, converged, iters = _solve_table(cells, target)
     else:
-        pos, conv_p, it_p = _solve_mi(batch, mi_hat, +1.0)
-        neg, conv_n, it_n = _solve_mi(batch, mi_hat, -1.0)
-        kl_pos = neg_entropy - batch.per_pair(target * _safe_log(batch.cells(pos)))
-        kl_neg = neg_entropy - batch.per_pair(target * _safe_log(batch.cells(neg)))
+        pos, conv_p, it_p = _solve_mi(cells, mi_hat, +1.0)
+        neg, conv_n, it_n = _solve_mi(cells, mi_hat, -1.0)
+        kl_pos = neg_entropy - cells.per_pair(target * _safe_log(cells.cells(pos)))
+        kl_neg = neg_entropy - cells.per_pair(target * _safe_log(cells.cells(neg)))
         take_neg = kl_neg < kl_pos
         rho = np.where(take_neg, neg, pos)
         converged = np.where(take_neg, conv_n, conv_p)
@@ -553,15 +597,12 @@ def fit_pair_correlations(
     rho = np.where(degenerate, 0.0, rho)
     converged = converged | degenerate
 
-    prob, d1, d2 = batch.derivatives(rho)
-    kl = np.maximum(neg_entropy - batch.per_pair(target * _safe_log(prob)), 0.0)
-    if n is None:
+    prob, d1, d2 = cells.derivatives(rho)
+    kl = np.maximum(neg_entropy - cells.per_pair(target * _safe_log(prob)), 0.0)
+    if n_arr is None:
         se = np.full(n_p, np.nan)
     else:
-        n_arr = np.broadcast_to(np.asarray(n, dtype=np.float64), (n_p,))
-        if np.any(~np.isfinite(n_arr)) or np.any(n_arr <= 0):
-            raise CopulaError("n (records per pair table) must be finite and > 0")
-        observed, expected = _information(batch, target, prob, d1, d2)
+        observed, expected = _information(cells, target, prob, d1, d2)
         info = np.where(observed > 0, observed, expected)
         with np.errstate(divide="ignore"):
             se = np.where(info > 0, 1.0 / np.sqrt(n_arr * info), np.inf)
