@@ -120,3 +120,45 @@ def test_collect_fit_counts_on_a_scheduler_address(tmp_path, client):
     r = CliRunner().invoke(cli, ["collect", "fit", str(tmp_path / "parts"), str(tmp_path / "x.json"),
                                  "--scheduler", "tcp://127.0.0.1:9"])
     assert r.exit_code == 2 and "cannot reach the Dask scheduler" in r.output, r.output
+
+
+@pytest.mark.slow
+def test_dask_pair_fits_spread_over_workers_equal_the_local_fit(tmp_path, client, monkeypatch):
+    """With more pairs than DISTRIBUTE_PAIRS, the pair EMs and the copula's pair correlations run
+    in batches on the workers (the same batch functions the local fit maps in its process). The
+    thresholds are lowered so that 12 attributes (66 pairs) make 10 batches of 7; the model must
+    equal the single-machine fit bit for bit (each pair's fit reads only its own cells, and the
+    counts are the same integers), and the batches must have run on both worker processes."""
+    from distributed import get_task_stream
+
+    from reidrisk import batches
+
+    monkeypatch.setattr(batches, "BATCH_PAIRS", 7)
+    monkeypatch.setattr(batches, "DISTRIBUTE_PAIRS", 10)
+    schema = Schema(tuple(Attribute(f"a{j}", tuple("abcd"[:2 + j % 3])) for j in range(12)))
+    rng = np.random.default_rng(9)
+    latent = rng.integers(0, 2, 4_000)
+    codes = np.column_stack([(latent + (rng.random(4_000) < 0.2)) % (2 + j % 3)
+                             for j in range(12)]).astype(np.int32)
+    proto = Protocol(24.0, attributes_per_person=None, mechanism="grr")
+    rr = proto.randomize(schema, codes, rng=10)
+    write_partitioned(tmp_path, rr, proto, rows_per_partition=1_000)
+    pipe = CollectPipeline(shrink="eb")
+    local = fit_partitioned(tmp_path, pipe, progress=False)
+    with get_task_stream(client) as stream:
+        on_dask = fit_partitioned(tmp_path, pipe, client=client)
+    ran = {}
+    for task in stream.data:
+        name = task["key"] if isinstance(task["key"], str) else task["key"][0]
+        if name.startswith("pair-batch-"):
+            ran.setdefault(name.split("-")[2], set()).add(task["worker"])
+    assert set(ran) == {"estimate_pair_batch", "fit_pair_batch"}
+    assert all(len(workers) == 2 for workers in ran.values()), ran
+    assert local.fallback == "none"
+    for a, b in zip(local.marginals, on_dask.marginals):
+        np.testing.assert_array_equal(a, b)
+    assert local.pair_tables.keys() == on_dask.pair_tables.keys()
+    for key, t in local.pair_tables.items():
+        np.testing.assert_array_equal(on_dask.pair_tables[key], t)
+    assert local.report.pair_iterations == on_dask.report.pair_iterations
+    np.testing.assert_array_equal(on_dask.correlation, local.correlation)

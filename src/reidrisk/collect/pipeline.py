@@ -112,7 +112,8 @@ from reidrisk.estimation.frequency import (
     marginals_from_counts,
     shrink_toward_uniform,
 )
-from reidrisk.estimation.pairs import PairCounts, estimate_pairs, pair_counts
+from reidrisk.estimation.pair_batches import estimate_pairs_batched
+from reidrisk.estimation.pairs import PairCounts, pair_counts
 from reidrisk.mechanisms.record import RecordReports
 from reidrisk.schema import Schema
 
@@ -300,10 +301,10 @@ class CollectPipeline:
             assert ests is not None  # every estimator but "raw" estimates the marginals
             # the pair EM starts from the marginals as the model keeps them (clipped, summing to
             # 1) and reads only the layout (schema, mechanisms) besides the counts
-            est = estimate_pairs(_Layout(schema, mechs),  # type: ignore[arg-type]  # duck-typed
-                                 self.estimator, together, stop=self.stop,
-                                 max_iter=self.max_iter, counts=counts, marginals=ests,
-                                 start=margs, shrink=False)
+            # in batches of pairs, mapped over a cluster's workers inside a pair_map block
+            est = estimate_pairs_batched(_Layout(schema, mechs), self.estimator, together,
+                                         stop=self.stop, max_iter=self.max_iter, counts=counts,
+                                         marginals=ests, start=margs, shrink=False)
             for pr in together:
                 T = np.clip(np.asarray(est.tables[pr], dtype=np.float64), 0.0, None)
                 tables[pr], p_iter[pr] = T / T.sum(), int(est.iterations[pr])
