@@ -232,7 +232,13 @@ def check_output_path(path: str | Path, kind: str = "file") -> Path:
 
 class user_path_in_errors:
     """Re-raise an ``OSError`` about a temporary file as the same error about the user's ``path``
-    (a message about ``.out.csv.x1y2.tmp`` would name a file the user never asked for)."""
+    (a message about ``.out.csv.x1y2.tmp`` would name a file the user never asked for).
+
+    Parameters
+    ----------
+    path : Path
+        The file the user asked for.
+    """
 
     def __init__(self, path: Path):
         self.path = path

@@ -82,9 +82,20 @@ _HOUSING_ZERO = 0.6    # owner-occupied households without rent or repairs in th
 
 @dataclass(frozen=True, eq=False)
 class Microdata:
-    """A synthetic expenditure table: ``data`` has the QI columns ``qi`` (int64 codes) then the SA
-    columns ``sa`` (float64 yen), rows 0..n-1; ``income`` is the latent monthly income (yen) the
-    spending was drawn from (not a column of ``data``)."""
+    """A synthetic expenditure table.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        The QI columns ``qi`` (int64 codes) then the SA columns ``sa`` (float64 yen), rows
+        0..n-1.
+    qi : tuple of str
+        The quasi-identifier columns.
+    sa : tuple of str
+        The sensitive columns.
+    income : numpy.ndarray (n,)
+        The latent monthly income (yen) the spending was drawn from (not a column of ``data``).
+    """
 
     data: pd.DataFrame
     qi: tuple[str, ...]

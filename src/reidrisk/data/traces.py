@@ -46,9 +46,18 @@ class TraceError(TableError):
 class Sequences:
     """One sequence of codes per user (CSR layout).
 
-    ``users`` (n,) user identifiers; ``codes`` (total,) int64 in 0..k-1; ``offsets`` (n + 1,) with
-    user i's events at ``codes[offsets[i]:offsets[i + 1]]`` in time order; ``k`` the domain size;
-    ``labels`` (k,) the original identifier of each code.
+    Parameters
+    ----------
+    users : numpy.ndarray (n,)
+        User identifiers.
+    codes : numpy.ndarray (total,) int64
+        Codes in 0..k-1; user i's events are ``codes[offsets[i]:offsets[i + 1]]``, in time order.
+    offsets : numpy.ndarray (n + 1,)
+        Where each user's events start, then the total.
+    k : int
+        The domain size.
+    labels : numpy.ndarray (k,)
+        The original identifier of each code.
     """
 
     users: np.ndarray
@@ -99,6 +108,18 @@ class Sequences:
         return self.n
 
     def sequence(self, i: int) -> np.ndarray:
+        """User i's codes in time order.
+
+        Parameters
+        ----------
+        i : int
+            The user's row.
+
+        Returns
+        -------
+        numpy.ndarray
+            A view of ``codes``.
+        """
         return self.codes[self.offsets[i]:self.offsets[i + 1]]
 
     def owner(self) -> np.ndarray:

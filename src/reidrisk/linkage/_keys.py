@@ -9,7 +9,20 @@ import pandas as pd
 
 
 def column_codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
-    """Codes 0..c-1 of a column's values (missing values form a value of their own)."""
+    """Codes 0..c-1 of a column's values (missing values form a value of their own).
+
+    Parameters
+    ----------
+    values : pandas.Series or numpy.ndarray
+        One column.
+
+    Returns
+    -------
+    codes : numpy.ndarray (n,) int64
+        The codes, in order of first appearance.
+    count : int
+        The number of distinct values c.
+    """
     codes, uniques = pd.factorize(np.asarray(values, dtype=object) if _mixed(values) else values,
                                   use_na_sentinel=False)
     return codes.astype(np.int64, copy=False), len(uniques)
@@ -21,7 +34,22 @@ def _mixed(values) -> bool:
 
 def combine(columns: Sequence[np.ndarray], sizes: Sequence[int], n: int) -> np.ndarray:
     """One int64 key per row from per-column codes (mixed radix, re-factorized when it would
-    overflow), so that keys are equal exactly when every column's code is."""
+    overflow), so that keys are equal exactly when every column's code is.
+
+    Parameters
+    ----------
+    columns : sequence of numpy.ndarray (n,)
+        Per-column codes, each in 0..size-1.
+    sizes : sequence of int
+        Each column's number of codes.
+    n : int
+        Rows.
+
+    Returns
+    -------
+    numpy.ndarray (n,) int64
+        The row keys.
+    """
     key = np.zeros(n, dtype=np.int64)
     span = 1
     for codes, size in zip(columns, sizes):
@@ -37,7 +65,20 @@ def combine(columns: Sequence[np.ndarray], sizes: Sequence[int], n: int) -> np.n
 
 def qi_keys(*frames: pd.DataFrame, qi: Sequence[str]) -> list[np.ndarray]:
     """Keys of the QI vectors of several frames on one shared code book (a value spelled the same
-    in two frames gets the same code)."""
+    in two frames gets the same code).
+
+    Parameters
+    ----------
+    *frames : pandas.DataFrame
+        The tables.
+    qi : sequence of str
+        The quasi-identifier columns, present in every frame.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        One int64 key array per frame, one key per row.
+    """
     lengths = [len(f) for f in frames]
     total = sum(lengths)
     cols, sizes = [], []
@@ -57,5 +98,18 @@ def qi_keys(*frames: pd.DataFrame, qi: Sequence[str]) -> list[np.ndarray]:
 
 
 def group_ids(frame: pd.DataFrame, qi: Sequence[str]) -> np.ndarray:
-    """Equivalence-class id 0..g-1 of each row over the QI columns."""
+    """Equivalence-class id 0..g-1 of each row over the QI columns.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The table.
+    qi : sequence of str
+        The quasi-identifier columns.
+
+    Returns
+    -------
+    numpy.ndarray (n,) int64
+        The class of each row.
+    """
     return qi_keys(frame, qi=qi)[0]

@@ -430,7 +430,15 @@ ANONYMIZERS: dict[str, Callable[..., Release]] = {
 
 @dataclass(frozen=True)
 class Step:
-    """One pipeline step: an ``ANONYMIZERS`` name and its keyword parameters."""
+    """One pipeline step.
+
+    Parameters
+    ----------
+    name : str
+        An ``ANONYMIZERS`` name.
+    params : tuple of (str, object) pairs
+        Its keyword parameters.
+    """
 
     name: str
     params: tuple[tuple[str, Any], ...]
@@ -474,6 +482,26 @@ class Pipeline:
 
     @classmethod
     def from_dict(cls, spec: Mapping[str, Any], source: str = "the pipeline") -> Pipeline:
+        """A pipeline from its parsed TOML table (the class docstring shows the format).
+
+        Parameters
+        ----------
+        spec : mapping
+            ``steps`` (a list of tables, each with ``step`` and its parameters) and optional
+            default ``qi`` and ``sa``.
+        source : str
+            Where the table came from, named in error messages.
+
+        Returns
+        -------
+        Pipeline
+            The steps, checked.
+
+        Raises
+        ------
+        LinkageError
+            Naming the step and the key that is wrong.
+        """
         if not isinstance(spec, Mapping):
             raise LinkageError(f"{source}: expected a table with a 'steps' list")
         unknown = set(spec) - {"qi", "sa", "steps"}
@@ -514,6 +542,25 @@ class Pipeline:
 
     @classmethod
     def from_toml(cls, path: str | Path) -> Pipeline:
+        """Read a pipeline from a TOML file (see ``from_dict``).
+
+        Parameters
+        ----------
+        path : str or Path
+            The TOML file.
+
+        Returns
+        -------
+        Pipeline
+            The steps, checked.
+
+        Raises
+        ------
+        FileNotFoundError
+            When there is no such file.
+        LinkageError
+            When it is not valid TOML or not a pipeline.
+        """
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"pipeline file {str(path)!r} does not exist; check the path")

@@ -39,8 +39,21 @@ DEMO_ROWS = 1500
 
 @dataclass(frozen=True)
 class LinkageDemo:
-    """Result of ``run_linkage_demo``: ``source`` (a description of the table), ``n`` rows, the
-    ``qi``/``sa`` columns, ``cards`` {anonymization: Scorecard} in order, and ``seconds``."""
+    """Result of ``run_linkage_demo``.
+
+    Parameters
+    ----------
+    source : str
+        A description of the table.
+    n : int
+        Rows.
+    qi, sa : tuple of str
+        The quasi-identifier and sensitive columns.
+    cards : dict of str to Scorecard
+        One scorecard per anonymization, in order.
+    seconds : float
+        Wall time.
+    """
 
     source: str
     n: int

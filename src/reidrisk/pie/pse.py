@@ -46,9 +46,20 @@ class ScoreError(TableError):
 class KLEstimate:
     """A k-NN estimate of ``D(f_G || f_I)`` in bits.
 
-    ``bits`` the estimate; ``low``/``high`` the bootstrap percentile interval at ``level`` (NaN
-    without bootstrap); ``n_genuine``/``n_impostor`` the sample sizes; ``k`` the fixed k or None for
-    the adaptive estimator; ``bootstrap`` the number of resamples.
+    Parameters
+    ----------
+    bits : float
+        The estimate.
+    low, high : float
+        The bootstrap percentile interval at ``level`` (NaN without bootstrap).
+    level : float
+        Its confidence level.
+    n_genuine, n_impostor : int
+        The sample sizes.
+    k : int or None
+        The fixed k, or None for the adaptive estimator.
+    bootstrap : int
+        Bootstrap resamples.
     """
 
     bits: float
@@ -63,8 +74,17 @@ class KLEstimate:
 
 @dataclass(frozen=True)
 class DETCurve:
-    """FAR and FRR (shares in [0, 1]) at each threshold (sorted increasing); ``eer`` the equal
-    error rate (FAR = FRR, read at the threshold where |FAR - FRR| is smallest)."""
+    """FAR and FRR (shares in [0, 1]) at each threshold.
+
+    Parameters
+    ----------
+    thresholds : numpy.ndarray (T,)
+        The thresholds, increasing.
+    far, frr : numpy.ndarray (T,)
+        False acceptance and false rejection rates at each.
+    eer : float
+        The equal error rate (FAR = FRR, read at the threshold where |FAR - FRR| is smallest).
+    """
 
     thresholds: np.ndarray
     far: np.ndarray
@@ -76,10 +96,19 @@ class DETCurve:
 class Identification:
     """Best-score rule over n probes (docs/design/pie.md#markov-chain-matching).
 
-    ``ranks`` (n,) the genuine user's rank with the random tie offset; ``error_rate`` the share of
-    probes with rank > 1; ``expected_error_rate`` the same averaged exactly over the tie-breaking
-    (a genuine score tied with t impostors and beaten by none wins with probability 1/(t + 1));
-    ``n`` the number of probes; ``n_candidates`` the number of users scored per probe.
+    Parameters
+    ----------
+    ranks : numpy.ndarray (n,)
+        The genuine user's rank with the random tie offset.
+    error_rate : float
+        The share of probes with rank > 1.
+    expected_error_rate : float
+        The same averaged exactly over the tie-breaking (a genuine score tied with t impostors
+        and beaten by none wins with probability 1/(t + 1)).
+    n : int
+        Probes.
+    n_candidates : int
+        Users scored per probe.
     """
 
     ranks: np.ndarray

@@ -66,11 +66,22 @@ class MarkovModel:
     """Per-user Markov chains fitted on training sequences
     (docs/design/pie.md#markov-chain-matching).
 
-    ``users`` (n,); ``k`` the symbol domain; ``delta`` the smoothing constant;
-    ``symbols`` (S,) the sorted symbols seen in training and ``log_visit`` (n, S) CSR with
-    ln(pi_u(x) / delta) where pi_u(x) > 0; ``transitions`` (R,) the sorted transition keys
-    x * k + x' seen in training and ``log_trans`` (n, R) CSR with ln(A_u(x, x') / delta) where
-    A_u(x, x') > 0.
+    Parameters
+    ----------
+    users : numpy.ndarray (n,)
+        The users.
+    k : int
+        The symbol domain.
+    delta : float
+        The smoothing constant.
+    symbols : numpy.ndarray (S,)
+        The sorted symbols seen in training.
+    log_visit : scipy.sparse.csr_matrix (n, S)
+        ln(pi_u(x) / delta) where pi_u(x) > 0.
+    transitions : numpy.ndarray (R,)
+        The sorted transition keys x * k + x' seen in training.
+    log_trans : scipy.sparse.csr_matrix (n, R)
+        ln(A_u(x, x') / delta) where A_u(x, x') > 0.
     """
 
     users: np.ndarray
@@ -90,10 +101,19 @@ class MarkovModel:
 class MatchResult:
     """Scores of every release (row) against every background user (column) and what follows.
 
-    ``scores`` (n_release, n_background) float; ``truth`` (n_release,) the column of each
-    release's own user; ``identification`` the best-score rule; ``pse`` the k-NN estimate of
-    D(f_G || f_I) in bits from the genuine scores and one impostor score per release
-    (docs/design/pie.md#k-nn-divergence-estimator); ``genuine``/``impostor`` those two samples.
+    Parameters
+    ----------
+    scores : numpy.ndarray (n_release, n_background)
+        The scores.
+    truth : numpy.ndarray (n_release,)
+        The column of each release's own user.
+    identification : Identification
+        The best-score rule.
+    pse : KLEstimate
+        The k-NN estimate of D(f_G || f_I) in bits from the genuine scores and one impostor
+        score per release (docs/design/pie.md#k-nn-divergence-estimator).
+    genuine, impostor : numpy.ndarray
+        Those two samples.
     """
 
     scores: np.ndarray
@@ -104,6 +124,18 @@ class MatchResult:
     impostor: np.ndarray
 
     def det(self, thresholds: int | np.ndarray = 1000) -> DETCurve:
+        """The DET curve of the genuine and impostor scores (``det_curve``).
+
+        Parameters
+        ----------
+        thresholds : int or numpy.ndarray
+            As in ``det_curve``.
+
+        Returns
+        -------
+        DETCurve
+            FAR and FRR at each threshold, and the equal error rate.
+        """
         return det_curve(self.genuine, self.impostor, thresholds)
 
 

@@ -354,11 +354,31 @@ def topk_relative_error(theta_hat, theta, top_k: int) -> np.ndarray | float:
 class UtilityRow:
     """One (mechanism, calibration, estimator) cell of ``utility_comparison``.
 
-    mechanism ("rr"/"glh"), calibration ("ldp": the budget Prop. 4.1 certifies for the target;
-    "pie": the budget Thm 4.2/4.4 certifies), estimator ("emp"/"emp+thr"), epsilon, g (GLH only),
-    n, domain, top_k, target_error; loss / loss_se: mean and standard error over the repeats of the
-    top-K l2 loss; expected_loss: eq. 22/23 summed over the top-K (emp only, else nan);
-    relative_error: mean top-K relative error; repeats.
+    Parameters
+    ----------
+    mechanism : {"rr", "glh"}
+        The mechanism.
+    calibration : {"ldp", "pie"}
+        ``"ldp"``: the budget Prop. 4.1 certifies for the target; ``"pie"``: the budget
+        Thm 4.2/4.4 certifies.
+    estimator : {"emp", "emp+thr"}
+        The frequency estimator.
+    epsilon : float
+        The budget.
+    g : int or None
+        GLH's hash range (None for RR).
+    n, domain, top_k : int
+        Records, domain size and the K of the top-K.
+    target_error : float
+        The re-identification error the budget is calibrated for.
+    loss, loss_se : float
+        Mean and standard error over the repeats of the top-K l2 loss.
+    expected_loss : float
+        Eq. 22/23 summed over the top-K (emp only, else nan).
+    relative_error : float
+        Mean top-K relative error.
+    repeats : int
+        Repeats.
     """
 
     mechanism: str
