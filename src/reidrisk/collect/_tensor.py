@@ -33,16 +33,39 @@ _CHUNK_ELEMS = 1 << 22
 
 
 def check_stop(stop):
-    """Validate a stopping rule (``reidrisk.estimation.em.parse_stop``); returns it unchanged."""
+    """Validate a stopping rule (``reidrisk.estimation.em.parse_stop``).
+
+    Parameters
+    ----------
+    stop : str, tuple, float or None
+        The rule.
+
+    Returns
+    -------
+    str, tuple, float or None
+        ``stop``, unchanged.
+    """
     engine.parse_stop(stop)
     return stop
 
 
 def apply(T: np.ndarray, mats: Sequence[np.ndarray], transpose: bool = False) -> np.ndarray:
-    """Mode products ``T x_1 A_1 ... x_c A_c`` with ``A_j = mats[j]`` (or its transpose).
-
-    ``T`` (f_1, ..., f_c) (a leading batch axis is not supported); ``mats[j]`` (f_j, f_j).
+    """Mode products ``T x_1 A_1 ... x_c A_c`` with ``A_j = mats[j]`` (or its transpose):
     ``out[v_1..v_c] = sum_x prod_j A_j[v_j, x_j] T[x_1..x_c]``.
+
+    Parameters
+    ----------
+    T : numpy.ndarray (f_1, ..., f_c)
+        The table (a leading batch axis is not supported).
+    mats : sequence of numpy.ndarray (f_j, f_j)
+        One matrix per axis.
+    transpose : bool
+        Apply the transposes ``A_j^T`` instead.
+
+    Returns
+    -------
+    numpy.ndarray (f_1, ..., f_c)
+        The product.
     """
     out = np.asarray(T, dtype=np.float64)
     for ax, M in enumerate(mats):
@@ -54,9 +77,20 @@ def apply(T: np.ndarray, mats: Sequence[np.ndarray], transpose: bool = False) ->
 def support_tensor(supports: Sequence, rows: np.ndarray | None = None) -> np.ndarray:
     """c-way support counts ``W[v_1..v_c] = sum_i prod_j B_j[i, v_j]`` over the given rows.
 
-    ``supports``: c membership matrices (n, f_j), dense or sparse; ``rows``: boolean (n,) or index
-    array (default: all rows). Row-wise Khatri-Rao products in row chunks of bounded memory, then
-    one matrix product with the last axis; exact in float64. Returns float64 (f_1, ..., f_c).
+    Row-wise Khatri-Rao products in row chunks of bounded memory, then one matrix product with the
+    last axis; exact in float64.
+
+    Parameters
+    ----------
+    supports : sequence of numpy.ndarray or scipy.sparse matrix
+        c membership matrices (n, f_j).
+    rows : numpy.ndarray, optional
+        Boolean (n,) or an index array (default: all rows).
+
+    Returns
+    -------
+    numpy.ndarray (f_1, ..., f_c) float64
+        The counts.
     """
     idx = np.arange(supports[0].shape[0]) if rows is None else np.asarray(rows)
     if idx.dtype == bool:
@@ -88,14 +122,42 @@ def support_tensor(supports: Sequence, rows: np.ndarray | None = None) -> np.nda
 
 
 def channel(p: float, q: float, f: int) -> np.ndarray:
-    """Support matrix of a pure oracle: ``p`` on the diagonal, ``q`` elsewhere (f, f)."""
+    """Support matrix of a pure oracle: ``p`` on the diagonal, ``q`` elsewhere (f, f).
+
+    Parameters
+    ----------
+    p, q : float
+        P(the true value is supported) and P(a given other value is).
+    f : int
+        Domain size.
+
+    Returns
+    -------
+    numpy.ndarray (f, f)
+        The matrix.
+    """
     M = np.full((f, f), float(q))
     np.fill_diagonal(M, float(p))
     return M
 
 
 def invert(W: np.ndarray, n: float, mats: Sequence[np.ndarray]) -> np.ndarray:
-    """Unbiased inversion ``(W x_j M_j^{-1}) / n``: a probability table that may hold negatives."""
+    """Unbiased inversion ``(W x_j M_j^{-1}) / n``: a probability table that may hold negatives.
+
+    Parameters
+    ----------
+    W : numpy.ndarray (f_1, ..., f_c)
+        Support counts.
+    n : float
+        Reports behind them.
+    mats : sequence of numpy.ndarray (f_j, f_j)
+        The per-attribute support matrices.
+
+    Returns
+    -------
+    numpy.ndarray (f_1, ..., f_c)
+        The inverted table.
+    """
     invs = [np.linalg.inv(np.asarray(M, dtype=np.float64)) for M in mats]
     return apply(W, invs) / float(n)
 
@@ -105,6 +167,16 @@ def project_simplex(T: np.ndarray) -> np.ndarray:
 
     The sort-based algorithm: the projection is ``max(t - tau, 0)`` with tau the unique shift that
     makes it sum to 1 (the norm-sub fixed point of Wang et al. 2020).
+
+    Parameters
+    ----------
+    T : numpy.ndarray
+        A table of any shape.
+
+    Returns
+    -------
+    numpy.ndarray
+        The projection, of the same shape.
     """
     t = np.asarray(T, dtype=np.float64).ravel()
     u = np.sort(t)[::-1]
@@ -147,12 +219,29 @@ def em(W: np.ndarray, n: float, mats: Sequence[np.ndarray], *, stop="noise",
        max_iter: int = DEFAULT_MAX_ITER, init: np.ndarray | None = None) -> EMResult:
     """Count-based EM on the product channel (paper 004 eq. 8-11 on c axes, corrected).
 
-    ``W`` (f_1..f_c): support counts of the ``n`` reports complete on these attributes; ``mats``: the
-    per-attribute support matrices ``M_j[v, x] = P(v supported | x)``. The engine iterates
-    ``T <- T * (D x_j M_j^T) / prod_j colsum(M_j)`` with ``D = W / (n T x_j M_j)`` (Poisson/
-    Richardson-Lucy EM; for c = 1 this is ``estimation.frequency.em_counts``, for c = 2
-    ``estimation.pairs.em_tables``). ``init``: starting probabilities (default uniform).
-    Returns an ``EMResult`` whose ``estimate`` is the table of probabilities.
+    The engine iterates ``T <- T * (D x_j M_j^T) / prod_j colsum(M_j)`` with
+    ``D = W / (n T x_j M_j)`` (Poisson/Richardson-Lucy EM; for c = 1 this is
+    ``estimation.frequency.em_counts``, for c = 2 ``estimation.pairs.em_tables``).
+
+    Parameters
+    ----------
+    W : numpy.ndarray (f_1, ..., f_c)
+        Support counts of the ``n`` reports complete on these attributes.
+    n : float
+        Those reports.
+    mats : sequence of numpy.ndarray (f_j, f_j)
+        The per-attribute support matrices ``M_j[v, x] = P(v supported | x)``.
+    stop : str, tuple, float or None
+        The engine's stopping rule (``reidrisk.estimation.em.parse_stop``).
+    max_iter : int
+        Most EM steps.
+    init : numpy.ndarray (f_1, ..., f_c), optional
+        Starting probabilities (default uniform).
+
+    Returns
+    -------
+    EMResult
+        ``estimate``: the table of probabilities; its iterations and whether it converged.
     """
     W = np.asarray(W, dtype=np.float64)
     n = float(n)
@@ -165,7 +254,20 @@ def em(W: np.ndarray, n: float, mats: Sequence[np.ndarray], *, stop="noise",
 
 
 def group_rows(L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows of a likelihood matrix (n, f): ``(unique (U, f), inverse (n,))``."""
+    """Distinct rows of a likelihood matrix.
+
+    Parameters
+    ----------
+    L : numpy.ndarray (n, f)
+        One likelihood row per report.
+
+    Returns
+    -------
+    unique : numpy.ndarray (U, f)
+        The distinct rows.
+    inverse : numpy.ndarray (n,)
+        Each report's row in ``unique``.
+    """
     uniq, inv = np.unique(np.asarray(L, dtype=np.float64), axis=0, return_inverse=True)
     return uniq, np.asarray(inv).ravel()
 
@@ -174,6 +276,16 @@ def likelihoods(log_prob: np.ndarray) -> np.ndarray:
     """Per-report likelihood rows scaled by their maximum: ``exp(lp - max_x lp)`` (n, f).
 
     The EM posterior is invariant to a per-report factor, so the scaling changes nothing but range.
+
+    Parameters
+    ----------
+    log_prob : numpy.ndarray (n, f)
+        ``log P(y_i | x)`` (``Mechanism.log_prob``).
+
+    Returns
+    -------
+    numpy.ndarray (n, f)
+        The scaled likelihoods, each row's largest 1.
     """
     lp = np.asarray(log_prob, dtype=np.float64)
     return np.exp(lp - lp.max(axis=1, keepdims=True))
@@ -183,11 +295,28 @@ def exact_em(log_probs: Sequence[np.ndarray], *, stop="noise", max_iter: int = D
              init: np.ndarray | None = None, group: bool = True) -> EMResult:
     """Report-level maximum-likelihood EM of a c-way table (docs/design/core.md#exact-em).
 
-    ``log_probs``: c arrays (n, f_j) of ``log P(y_ij | x_j)`` for the n reports complete on the c
-    attributes (``Mechanism.log_prob``). With ``group`` (discrete reports) the distinct rows of each
-    attribute are found once and ``exact_em_grouped`` runs on their counts; without it (continuous
-    reports, where every row is distinct) each report is its own group, and a step costs
-    O(n prod_j f_j). Returns an ``EMResult`` (``estimate``: the table of probabilities).
+    With ``group`` (discrete reports) the distinct rows of each attribute are found once and
+    ``exact_em_grouped`` runs on their counts; without it (continuous reports, where every row is
+    distinct) each report is its own group, and a step costs O(n prod_j f_j).
+
+    Parameters
+    ----------
+    log_probs : sequence of numpy.ndarray (n, f_j)
+        ``log P(y_ij | x_j)`` of the n reports complete on the c attributes
+        (``Mechanism.log_prob``).
+    stop : str, tuple, float or None
+        The engine's stopping rule (``reidrisk.estimation.em.parse_stop``).
+    max_iter : int
+        Most EM steps.
+    init : numpy.ndarray (f_1, ..., f_c), optional
+        Starting probabilities (default uniform).
+    group : bool
+        Group equal report rows (discrete reports).
+
+    Returns
+    -------
+    EMResult
+        ``estimate``: the table of probabilities.
     """
     if not group:
         Ls = [likelihoods(lp) for lp in log_probs]
@@ -205,15 +334,31 @@ def exact_em_grouped(Ls: Sequence[np.ndarray], C: np.ndarray | None, *, stop="no
                      ) -> EMResult:
     """The exact EM on grouped reports.
 
-    ``Ls``: c likelihood matrices (U_j, f_j), one row per distinct report of attribute j (e.g. the
-    at most C(f, h) subsets of the subset mechanism); ``C`` (U_1, ..., U_c): how many reports have
-    each combination of distinct rows (``None``: the rows of ``Ls`` are aligned reports, one each).
-    The likelihood of a report with rows (u_1..u_c) is
-    ``s[u] = sum_x T[x] prod_j L_j[u_j, x_j]``; EM iterates
-    ``T <- T * (sum_u C[u] / s[u] prod_j L_j[u_j, .]) / N``. A step costs O(prod_j U_j * max f)
-    (matrix products or ``einsum`` contractions), independent of the number of reports.
-    ``stop``: ``"noise"`` (on the exact log-likelihood ``sum_u C[u] log s[u]``), a float
-    tolerance, or ``None`` (``"discrepancy"`` is for support counts). Returns an ``EMResult``.
+    The likelihood of a report with rows (u_1..u_c) is ``s[u] = sum_x T[x] prod_j L_j[u_j, x_j]``;
+    EM iterates ``T <- T * (sum_u C[u] / s[u] prod_j L_j[u_j, .]) / N``. A step costs
+    O(prod_j U_j * max f) (matrix products or ``einsum`` contractions), independent of the number
+    of reports.
+
+    Parameters
+    ----------
+    Ls : sequence of numpy.ndarray (U_j, f_j)
+        c likelihood matrices, one row per distinct report of attribute j (e.g. the at most
+        C(f, h) subsets of the subset mechanism).
+    C : numpy.ndarray (U_1, ..., U_c) or None
+        How many reports have each combination of distinct rows (``None``: the rows of ``Ls``
+        are aligned reports, one each).
+    stop : str, float or None
+        ``"noise"`` (on the exact log-likelihood ``sum_u C[u] log s[u]``), a float tolerance, or
+        ``None`` (``"discrepancy"`` is for support counts).
+    max_iter : int
+        Most EM steps.
+    init : numpy.ndarray (f_1, ..., f_c), optional
+        Starting probabilities (default uniform).
+
+    Returns
+    -------
+    EMResult
+        ``estimate``: the table of probabilities.
     """
     Ls = [np.asarray(L, dtype=np.float64) for L in Ls]
     c = len(Ls)
