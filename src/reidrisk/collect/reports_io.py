@@ -151,10 +151,20 @@ def codec_of(mech: Mechanism) -> str:
     return "ints"
 
 
+_MISSING_ROW: dict[int, tuple[Mechanism, np.ndarray]] = {}
+
+
 def _missing_rows(mech: Mechanism, n: int) -> np.ndarray:
-    """``n`` missing reports of ``mech``: one, repeated (every missing report is the same)."""
-    one = np.asarray(mech.perturb(np.full(1, MISSING, dtype=np.int64), rng=0))
-    return np.repeat(one, n, axis=0)
+    """``n`` missing reports of ``mech``: one, repeated (every missing report is the same). The
+    one is kept per mechanism object (with the object, so that its id is not reused), as the
+    service decodes a few hundred reports at a time."""
+    hit = _MISSING_ROW.get(id(mech))
+    if hit is None or hit[0] is not mech:
+        if len(_MISSING_ROW) >= 256:
+            _MISSING_ROW.clear()
+        hit = (mech, np.asarray(mech.perturb(np.full(1, MISSING, dtype=np.int64), rng=0)))
+        _MISSING_ROW[id(mech)] = hit
+    return np.repeat(hit[1], n, axis=0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -517,8 +527,8 @@ def decode_column(path: Path, attr_name: str, mech: Mechanism, codec: str,
     used by the reports file, the partitions and the service.
 
     Cells as ``write_reports`` writes them (codes of at most 18 digits separated by ``|``, or
-    ``{}``) are split by ``_split_canonical`` in a few NumPy passes over the column's bytes; any
-    other column (whitespace, signs, decimals, labels, ...) goes through pandas cell by cell
+    ``{}``) are split by ``_split_canonical`` with a few passes over the column's joined bytes
+    (no work per cell in Python); any other column (whitespace, signs, decimals, labels, ...) goes through pandas cell by cell
     (``_split_lenient``), which accepts what it always accepted and names the first bad cell. The
     checks of the number of codes, the bit range and repeated bits, and their messages, are the
     same for both.
@@ -554,12 +564,13 @@ def decode_column(path: Path, attr_name: str, mech: Mechanism, codec: str,
         return out
     if codec == "bits" and isinstance(values[present_idx[0]], (bytes, bytearray)):
         return _decode_packed(path, attr_name, pd.Series(values, dtype=object), out, present_idx)
-    texts = values[present_idx].tolist()
-    split = _split_canonical(texts, codec == "bits") if codec in ("int", "ints", "bits") else None
-    shown = texts  # what a message quotes: the cells, stripped when they went through pandas
+    present = values[present_idx]
+    split = (_split_canonical(present, codec == "bits") if codec in ("int", "ints", "bits")
+             else None)
+    shown = present  # what a message quotes: the cells, stripped when they went through pandas
     if split is None:
-        text = pd.Series(texts, dtype=object).astype(str).str.strip()
-        shown = text.tolist()
+        text = pd.Series(present, dtype=object).astype(str).str.strip()
+        shown = text.to_numpy(dtype=object)
 
     def bad_cell(pos: int, why: str) -> ReportsFileError:
         row = int(present_idx[pos])
@@ -617,87 +628,63 @@ MAX_CODE_DIGITS = 18
 """Longest code the fast split reads: 10^18 - 1 < 2^63, so every such code is an exact int64
 (local hashing's hash parameters have 10 digits). Longer codes go through pandas."""
 
-_DIGIT = np.zeros(256, dtype=bool)
-_DIGIT[ord("0"):ord("9") + 1] = True
-_POW10 = 10 ** np.arange(MAX_CODE_DIGITS, dtype=np.int64)
-_COMMA, _PIPE, _OPEN, _CLOSE = (ord(c) for c in ",|{}")
+_CODE_BYTES = b"0123456789|,"
+_SPACES = bytes.maketrans(b"|,", b"  ")
+_COMMA, _PIPE = ord(","), ord("|")
 
 
-def _split_canonical(texts: list, bits: bool) -> tuple[np.ndarray, np.ndarray] | None:
+def _split_canonical(cells: np.ndarray, bits: bool) -> tuple[np.ndarray, np.ndarray] | None:
     """(codes per cell, all codes in order) of cells in the canonical syntax, or None when a cell
     is not in it and pandas must read the column (``_split_lenient``).
 
     Canonical: a cell is codes of 1 to ``MAX_CODE_DIGITS`` ASCII digits separated by single
-    ``|`` (leading zeros allowed), or, for ``bits``, exactly ``{}`` (no code). The cells are
+    ``|`` (leading zeros allowed), or, for ``bits``, exactly ``{}`` (no code). The other cells are
     joined by commas into one byte string (a cell holding a comma is not canonical: the count of
-    commas tells), and everything else is vectorized over its bytes: the alphabet, the place of
-    each ``|`` (between two digits) and of each cell's edges (digits, or a whole ``{}``), then the
-    runs of digits are the codes, valued by powers of ten and summed with ``np.add.reduceat``.
+    commas tells) and checked with bytes methods (the alphabet; no empty code: no ``||``, ``,,``,
+    ``|,``, ``,|`` nor a separator at either end) and NumPy (the longest run of digits); the
+    codes are then one ``np.fromstring`` and the codes per cell the gaps between its commas.
 
     Parameters
     ----------
-    texts : list
-        The present cells (anything but ``str`` is not canonical).
+    cells : numpy.ndarray
+        The present cells (object array; anything but ``str`` is not canonical).
     bits : bool
         Whether ``{}`` (the empty set of a unary encoding) is a cell.
     """
-    n = len(texts)
+    n = cells.size
+    empty = None
+    if bits:
+        empty = np.asarray(cells == EMPTY_SET, dtype=bool)
+        if empty.any():
+            cells = cells[~empty]
+        else:
+            empty = None
+    m = cells.size
+    if m == 0:
+        return np.zeros(n, dtype=np.int64), np.zeros(0, dtype=np.int64)
     try:
-        raw = ",".join(texts).encode("ascii")
+        raw = ",".join(cells.tolist()).encode("ascii")
     except (TypeError, UnicodeEncodeError):
         return None
+    if (not raw or raw.count(b",") != m - 1 or raw.translate(None, _CODE_BYTES)
+            or raw[0] in b"|," or raw[-1] in b"|,"
+            or b"||" in raw or b",," in raw or b"|," in raw or b",|" in raw):
+        return None
     b = np.frombuffer(raw, dtype=np.uint8)
-    size = b.size
-    if size == 0:
+    sep_at = np.flatnonzero((b == _COMMA) | (b == _PIPE))
+    bounds = np.concatenate(([-1], sep_at, [b.size]))
+    if (np.diff(bounds) - 1).max() > MAX_CODE_DIGITS:
         return None
-    comma_at = np.flatnonzero(b == _COMMA)
-    if comma_at.size != n - 1:  # a cell holds a comma
+    vals = np.fromstring(raw.translate(_SPACES), dtype=np.int64, sep=" ")
+    if vals.size != sep_at.size + 1:  # pragma: no cover - a second guard: the checks above leave
+        # no empty code, which fromstring would skip
         return None
-    digit = _DIGIT[b]
-    pipe_at = np.flatnonzero(b == _PIPE)
-    if pipe_at.size + comma_at.size + np.count_nonzero(digit) != size:  # other characters
-        if not bits:
-            return None
-        open_at = np.flatnonzero(b == _OPEN)
-        brace = open_at.size + np.count_nonzero(b == _CLOSE)
-        if (brace != 2 * open_at.size
-                or pipe_at.size + comma_at.size + np.count_nonzero(digit) + brace != size
-                or open_at[-1] + 1 >= size or (b[open_at + 1] != _CLOSE).any()):
-            return None
-        # every "{}" is a whole cell: a comma (or the string's edge) on both sides
-        ends = open_at + 2
-        if not (((open_at == 0) | (b[open_at - 1] == _COMMA)).all()
-                and ((ends == size) | (b[np.minimum(ends, size - 1)] == _COMMA)).all()):
-            return None
-        empty_cell = np.zeros(n, dtype=bool)
-        empty_cell[np.searchsorted(comma_at, open_at)] = True
-    else:
-        empty_cell = None
-    # every "|" between two digits; every cell but "{}" starts and ends with a digit
-    if pipe_at.size and (pipe_at[0] == 0 or pipe_at[-1] == size - 1
-                         or not (digit[pipe_at - 1] & digit[pipe_at + 1]).all()):
-        return None
-    first = np.concatenate(([0], comma_at + 1))
-    last = np.concatenate((comma_at - 1, [size - 1]))
-    edge_ok = ((first <= last) & digit[np.minimum(first, size - 1)]
-               & digit[np.maximum(last, 0)])
-    if empty_cell is not None:
-        edge_ok |= empty_cell
-    if not edge_ok.all():
-        return None
-    # the runs of digits are the codes
-    step = np.diff(digit.view(np.int8), prepend=0, append=0)
-    starts, stops = np.flatnonzero(step == 1), np.flatnonzero(step == -1)
-    length = stops - starts
-    if length.size and length.max() > MAX_CODE_DIGITS:
-        return None
-    lens = np.bincount(np.searchsorted(comma_at, starts), minlength=n)
-    if not starts.size:
-        return lens, np.zeros(0, dtype=np.int64)
-    at = np.flatnonzero(digit)
-    place = _POW10[np.repeat(stops, length) - 1 - at]
-    offsets = np.concatenate(([0], np.cumsum(length)[:-1]))
-    vals = np.add.reduceat((b[at] - ord("0")).astype(np.int64) * place, offsets)
+    comma_idx = np.flatnonzero(b[sep_at] == _COMMA)
+    lens = np.diff(np.concatenate(([-1], comma_idx, [sep_at.size])))
+    if empty is not None:
+        full = np.zeros(n, dtype=lens.dtype)
+        full[~empty] = lens
+        lens = full
     return lens, vals
 
 
