@@ -105,15 +105,22 @@ class CountPrior:
     ``Y ~ NegBin(a, mu)`` with ``log mu = log(N - 1) + features @ beta`` and
     ``log a = alpha[0] + alpha[1] * log mu`` (clipped to ``LOG_A_RANGE``).
 
-    Attributes
+    Parameters
     ----------
-    names : feature names, the first is ``"intercept"``
-    beta : (k,) coefficients of the log mean
-    alpha : (2,) coefficients of the log dispersion
-    source : where the fitted counts came from ("databases" or "simulation")
-    n_fit : records the prior was fitted on
-    loglik : maximized log-likelihood (without the penalty)
-    converged : the optimizer met its tolerance
+    names : tuple of str
+        Feature names, the first is ``"intercept"``.
+    beta : numpy.ndarray (k,)
+        Coefficients of the log mean.
+    alpha : numpy.ndarray (2,)
+        Coefficients of the log dispersion.
+    source : str
+        Where the fitted counts came from (``"databases"`` or ``"simulation"``).
+    n_fit : int
+        Records the prior was fitted on.
+    loglik : float
+        Maximized log-likelihood (without the penalty).
+    converged : bool
+        Whether the optimizer met its tolerance.
     """
 
     names: tuple[str, ...]
@@ -125,21 +132,73 @@ class CountPrior:
     converged: bool
 
     def log_mean(self, features: np.ndarray, N: int) -> np.ndarray:
-        """log mu (r,) for a (r, k) feature matrix (first column = 1) and population size N."""
+        """log mu (r,) for a (r, k) feature matrix (first column = 1) and population size N.
+
+        Parameters
+        ----------
+        features : numpy.ndarray (r, k)
+            One feature row per record, the first column 1.
+        N : int
+            Population size.
+
+        Returns
+        -------
+        numpy.ndarray (r,)
+            log mu.
+        """
         F = _check_features(features, len(self.names))
         return np.log(max(int(N) - 1, 1)) + F @ self.beta
 
     def dispersion(self, log_mu: np.ndarray) -> np.ndarray:
-        """a (r,) for log mu (r,)."""
+        """The dispersion a (r,) at log mu (r,).
+
+        Parameters
+        ----------
+        log_mu : numpy.ndarray (r,)
+            Log means (``log_mean``).
+
+        Returns
+        -------
+        numpy.ndarray (r,)
+            a, with log a clipped to ``LOG_A_RANGE``.
+        """
         return np.exp(np.clip(self.alpha[0] + self.alpha[1] * np.asarray(log_mu), *LOG_A_RANGE))
 
     def parameters(self, features: np.ndarray, N: int) -> tuple[np.ndarray, np.ndarray]:
-        """(mu, a), each (r,)."""
+        """The negative binomial's mean and dispersion per record.
+
+        Parameters
+        ----------
+        features : numpy.ndarray (r, k)
+            One feature row per record, the first column 1.
+        N : int
+            Population size.
+
+        Returns
+        -------
+        mu, a : numpy.ndarray (r,)
+            Mean and dispersion.
+        """
         lm = self.log_mean(features, N)
         return np.exp(lm), self.dispersion(lm)
 
     def prob_at_least(self, k: np.ndarray | float, features: np.ndarray, N: int) -> np.ndarray:
-        """Prior P(Y >= k) per record, i.e. P(X > k) for the record's count X = 1 + Y."""
+        """Prior P(Y >= k) per record, i.e. P(X > k) for the record's count X = 1 + Y.
+
+        Parameters
+        ----------
+        k : float or numpy.ndarray
+            The count (broadcast against the records).
+        features : numpy.ndarray (r, k)
+            One feature row per record, the first column 1.
+        N : int
+            Population size.
+
+        Returns
+        -------
+        numpy.ndarray (r,)
+            The probabilities.
+        """
         mu, a = self.parameters(features, N)
         return nb_sf(np.asarray(k, dtype=np.float64) - 1.0, a, mu)
 
@@ -163,6 +222,20 @@ def nb_logpmf(y: np.ndarray | float, a: np.ndarray | float, mu: np.ndarray) -> n
     """log NegBin(y; a, mu) (mean mu, variance mu + mu^2/a); y may be non-integer (log-gamma form).
 
     ``a = inf`` (or above e^30) gives Poisson(mu); ``mu = 0`` puts all mass at y = 0. Broadcasts.
+
+    Parameters
+    ----------
+    y : float or numpy.ndarray
+        The value.
+    a : float or numpy.ndarray
+        The dispersion.
+    mu : numpy.ndarray
+        The mean.
+
+    Returns
+    -------
+    numpy.ndarray
+        The log probabilities, of the broadcast shape.
     """
     y, a, mu = np.broadcast_arrays(np.asarray(y, dtype=np.float64), np.asarray(a, dtype=np.float64),
                                    np.asarray(mu, dtype=np.float64))
@@ -181,7 +254,22 @@ def nb_logpmf(y: np.ndarray | float, a: np.ndarray | float, mu: np.ndarray) -> n
 
 
 def nb_sf(k: np.ndarray | float, a: np.ndarray, mu: np.ndarray) -> np.ndarray:
-    """P(Y > k) for Y ~ NegBin(a, mu) (Poisson where a is infinite), broadcast."""
+    """P(Y > k) for Y ~ NegBin(a, mu) (Poisson where a is infinite), broadcast.
+
+    Parameters
+    ----------
+    k : float or numpy.ndarray
+        The count.
+    a : numpy.ndarray
+        The dispersion.
+    mu : numpy.ndarray
+        The mean.
+
+    Returns
+    -------
+    numpy.ndarray
+        The probabilities, of the broadcast shape.
+    """
     k, a, mu = np.broadcast_arrays(np.asarray(k, dtype=np.float64), np.asarray(a, dtype=np.float64),
                                    np.asarray(mu, dtype=np.float64))
     pois = a > 1e13
@@ -305,7 +393,13 @@ def fit_count_prior(
 class CountGrid:
     """Bins of counts [lo, hi] (inclusive), ascending and disjoint: width 1 for the counts
     1..``exact``, then geometric bins over a window. ``mid`` = (lo + hi) / 2 is where each bin's
-    pmf is evaluated."""
+    pmf is evaluated.
+
+    Parameters
+    ----------
+    lo, hi : numpy.ndarray (L,)
+        The bins' first and last counts.
+    """
 
     lo: np.ndarray
     hi: np.ndarray
@@ -326,7 +420,24 @@ class CountGrid:
 def count_grid(x_max: int, exact: int = DEFAULT_EXACT, ratio: float = DEFAULT_RATIO,
                x_min: int = 1) -> CountGrid:
     """Bins covering 1..min(exact, x_max) one by one (when x_min <= exact) and
-    max(exact + 1, x_min)..x_max with bins of relative width ``ratio`` (at least 1 count each)."""
+    max(exact + 1, x_min)..x_max with bins of relative width ``ratio`` (at least 1 count each).
+
+    Parameters
+    ----------
+    x_max : int
+        The largest count.
+    exact : int
+        Counts up to this one get a bin each.
+    ratio : float
+        Relative width of the geometric bins.
+    x_min : int
+        The smallest count.
+
+    Returns
+    -------
+    CountGrid
+        The bins (read-only arrays).
+    """
     lo, hi = _grids(np.array([x_min]), np.array([x_max]), np.array([ratio]), exact)
     keep = hi[0] >= lo[0]
     lo_a, hi_a = lo[0, keep].copy(), hi[0, keep].copy()
@@ -384,17 +495,27 @@ class CountPosterior:
     ``blocks[b] = (rows, lo, hi, probs)`` with (len(rows), L_b) bin bounds (padding bins have
     hi < lo) and posterior masses (None when not kept).
 
-    Attributes
+    Parameters
     ----------
-    expected : (r,) E[X] (paper 000 eq. 19 under this prior)
-    variance : (r,) Var[X]
-    p_unique : (r,) P(X = 1)
-    thresholds : (t,) the thresholds T asked for at scoring time
-    p_greater : (r, t) P(X > T)
-    edge_mass : (r,) posterior mass in the outermost bins of the record's window (an estimate of
-        the mass left outside it)
-    support_sizes : (r,) bins each record was evaluated on (its cost)
-    N : population size
+    blocks : tuple
+        ``(rows, lo, hi, probs)`` per block of records (above).
+    expected : numpy.ndarray (r,)
+        E[X] (paper 000 eq. 19 under this prior).
+    variance : numpy.ndarray (r,)
+        Var[X].
+    p_unique : numpy.ndarray (r,)
+        P(X = 1).
+    thresholds : numpy.ndarray (t,)
+        The thresholds T asked for at scoring time.
+    p_greater : numpy.ndarray (r, t)
+        P(X > T).
+    edge_mass : numpy.ndarray (r,)
+        Posterior mass in the outermost bins of the record's window (an estimate of the mass
+        left outside it).
+    support_sizes : numpy.ndarray (r,)
+        Bins each record was evaluated on (its cost).
+    N : int
+        Population size.
     """
 
     blocks: tuple
@@ -427,7 +548,23 @@ class CountPosterior:
         raise IndexError(i)  # pragma: no cover
 
     def pmf(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(lo, hi, mass) of record i: bins of counts [lo, hi] with non-zero posterior mass."""
+        """Posterior of record i: bins of counts [lo, hi] with non-zero posterior mass.
+
+        Parameters
+        ----------
+        i : int
+            The record.
+
+        Returns
+        -------
+        lo, hi, mass : numpy.ndarray
+            The bins and their posterior masses.
+
+        Raises
+        ------
+        ScoringError
+            When the pmf was not kept (score with ``keep_pmf=True``).
+        """
         lo, hi, probs, k = self._find(i)
         if probs is None:
             raise ScoringError("the posterior pmf was not kept; score with keep_pmf=True")
@@ -435,8 +572,18 @@ class CountPosterior:
         return lo[k, keep].copy(), hi[k, keep].copy(), probs[k, keep].copy()
 
     def prob_greater(self, T: float | np.ndarray) -> np.ndarray:
-        """P(X > T): scalar T -> (r,); 1-D array -> (r, len(T)). Needs the kept pmf unless every T
-        was among ``thresholds``."""
+        """P(X > T) per record. Needs the kept pmf unless every T was among ``thresholds``.
+
+        Parameters
+        ----------
+        T : float or numpy.ndarray (t,)
+            One threshold or several.
+
+        Returns
+        -------
+        numpy.ndarray
+            (r,) for a scalar T, (r, t) for an array.
+        """
         t = np.atleast_1d(np.asarray(T, dtype=np.float64))
         scalar = np.ndim(T) == 0
         if t.ndim != 1 or np.isnan(t).any():
