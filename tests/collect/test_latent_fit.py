@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from scipy.stats import chi2
 
 from reidrisk.cli import cli
-from reidrisk.collect import CollectPipeline, Protocol
+from reidrisk.collect import CollectPipeline, CollectWarning, Protocol
 from reidrisk.collect.model_io import (
     LATENT_MODEL_VERSION,
     MODEL_VERSION,
@@ -176,6 +176,21 @@ def test_attribute_sampled_reports():
     t = model.table(COLS)
     assert t.shape == (3, 4, 3) and math.isclose(t.sum(), 1.0)
     assert model.pair_n[(0, 1)] == int((rr.present()[:, 0] & rr.present()[:, 1]).sum())
+
+
+def test_no_mixture_where_the_reports_show_no_dependence():
+    # independent fair coins: the pipeline's tests find nothing, so the latent model falls back as
+    # the copula does (latent_fit module doc, "Fallback") instead of fitting the LDP noise
+    rng = np.random.default_rng(11)
+    schema = Schema(tuple(Attribute(f"c{j}", ("h", "t")) for j in range(6)))
+    proto = Protocol(2.0)
+    rr = proto.randomize(schema, rng.integers(0, 2, (3000, 6)), rng)
+    with pytest.warns(CollectWarning, match="no latent class model was fitted: fallback to"):
+        model = CollectPipeline(model="latent").fit(CollectedReports(rr, proto))
+    assert model.kind == "copula" and model.fallback in ("independence", "uniform")
+    assert model.report.settings["model"] == "latent"
+    forced = CollectPipeline(model="latent", fallback=False).fit(rr)
+    assert forced.kind == "latent" and forced.fallback == "none"
 
 
 def test_bad_input():

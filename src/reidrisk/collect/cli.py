@@ -209,7 +209,7 @@ def _number(text: str, value: str) -> float:
 @click.option("--model", "model_kind", type=click.Choice(["copula", "latent"]), default="copula",
               show_default=True,
               help="copula: pair tables and a Gaussian copula; latent: a latent class model fitted "
-                   "on the whole reports (the options above apply to the copula only).")
+                   "on the whole reports (of the options above only --fallback applies to it).")
 @click.option("--chunk-rows", type=click.IntRange(min=1), default=None,
               help="Partitioned reports: rows read and counted at a time (default: by the number "
                    "of categories, about 4M cells).")
@@ -244,8 +244,7 @@ def fit_cmd(reports, model, estimator, stop_text, shrink, exact_em, fallback, mo
         given = [name for name, on in (("--estimator", estimator != "em"),
                                        ("--stop", stop_text.strip().lower() != "noise"),
                                        ("--shrink", shrink != "none"),
-                                       ("--exact-em", exact_em != "none"),
-                                       ("--no-fallback", not fallback)) if on]
+                                       ("--exact-em", exact_em != "none")) if on]
         if given:
             raise InputError(f"--model latent does not run the copula's steps, so "
                              f"{', '.join(given)} would be ignored: drop them or use --model copula")

@@ -16,18 +16,30 @@ tables that each use every report having both attributes.
 The result is an ordinary ``CollectModel`` whose ``latent`` holds the fitted
 ``reidrisk.latent.LatentClassModel`` (and whose ``copula`` is ``None``); its ``marginals`` and
 ``pair_tables`` are the mixture's 1- and 2-way tables, so everything that reads those keeps
-working. There is no fallback step: K = 1 (independence) is one of the candidates the held-out
-likelihood chooses from.
+working.
+
+Fallback. A model should never be worse than knowing nothing, and a mixture fitted by maximum
+likelihood follows the LDP noise where the reports hold no detectable signal (few reports per
+attribute, or no dependence at all): measured, docs/results/collect_latent.md. So with
+``fallback=True`` (default) the pipeline's own fallback decision comes first: the copula pipeline
+is run (its cost is small beside the mixture's), and if its tests find no pair dependence beyond
+the LDP noise, its fallback model (independence of the shrunk marginals, or the uniform
+distribution; pipeline module doc, "Fallback") is returned and no mixture is fitted; the notes say
+so. Only mechanisms that are frequency oracles have those tests; with others the mixture is always
+fitted.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
+from dataclasses import replace
 
 import numpy as np
 
 from reidrisk.collect.model_io import CollectModel, FitReport
 from reidrisk.collect.protocol import Protocol
+from reidrisk.collect.reports_io import CollectedReports
 from reidrisk.latent import LatentClassModel
 from reidrisk.mechanisms.record import RecordReports
 
@@ -48,11 +60,16 @@ def fit_latent(rr: RecordReports, protocol: Protocol | None, settings: dict,
     protocol : Protocol or None
         How the reports were collected, recorded in the model.
     settings : dict
-        The pipeline's settings, recorded in the model's ``FitReport``.
+        The pipeline's settings, recorded in the model's ``FitReport``; its ``fallback`` and
+        ``alpha`` choose and set the fallback (module doc).
     t0 : float, optional
         ``time.perf_counter()`` at the start of the fit (default: now).
     """
     t0 = time.perf_counter() if t0 is None else t0
+    if settings.get("fallback", True):
+        fallback = _fallback_model(rr, protocol, settings, t0)
+        if fallback is not None:
+            return fallback
     schema = rr.schema
     g = len(schema)
     latent = LatentClassModel("auto", rng=LATENT_SEED).fit(rr)
@@ -81,6 +98,36 @@ def fit_latent(rr: RecordReports, protocol: Protocol | None, settings: dict,
         marginals=margs, pair_tables=tables, pair_n=pair_n, pair_n_eff={}, copula=None,
         report=report, latent=latent,
     )
+
+
+def _fallback_model(rr: RecordReports, protocol: Protocol | None, settings: dict, t0: float
+                    ) -> CollectModel | None:
+    """The copula pipeline's fallback model when its tests find no dependence (module doc,
+    "Fallback"), else None."""
+    # the pipeline imports this module, so its names are imported here
+    from reidrisk.collect.pipeline import (
+        DEFAULT_ALPHA,
+        CollectError,
+        CollectPipeline,
+        CollectWarning,
+        _require_oracles,
+    )
+
+    try:
+        _require_oracles(rr.schema, rr.mechanisms)
+    except CollectError:  # not frequency oracles: no tests, the mixture is fitted
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollectWarning)  # announced below, as the latent model's
+        base = CollectPipeline(alpha=settings.get("alpha", DEFAULT_ALPHA)).fit(
+            CollectedReports(rr, protocol) if protocol is not None else rr)
+    if base.report.fallback == "none":
+        return None
+    note = "no latent class model was fitted: " + base.report.notes[-1]
+    report = replace(base.report, settings=dict(settings), notes=base.report.notes[:-1] + (note,),
+                     seconds=time.perf_counter() - t0)
+    warnings.warn(note, CollectWarning, stacklevel=4)
+    return replace(base, report=report)
 
 
 def _normalized(t: np.ndarray) -> np.ndarray:

@@ -192,8 +192,9 @@ class CollectPipeline:
     model : {"copula", "latent"}
         ``"copula"`` (default): steps 1-6 of the module doc; ``"latent"``: a latent class model
         fitted on the whole reports (``reidrisk.collect.latent_fit``; measured against the copula
-        in docs/results/collect_latent.md). The options above belong to the copula's steps and
-        must keep their defaults with ``"latent"``.
+        in docs/results/collect_latent.md). Of the options above only ``fallback`` and ``alpha``
+        apply to it (the same fallback, decided before the mixture is fitted); the others belong
+        to the copula's steps and must keep their defaults.
     """
 
     @renamed_keywords(copula_method="copula_fit")
@@ -679,8 +680,9 @@ def _second_moment(gram: np.ndarray, n: int, mech) -> np.ndarray:
 def _check_copula_defaults(settings: dict) -> None:
     """Refuse copula-step options with ``model="latent"``, which does not run those steps."""
     defaults = CollectPipeline().settings()
-    changed = [k for k, v in settings.items()
-               if k != "model" and (v != defaults[k] or type(v) is not type(defaults[k]))]
+    changed = [k for k, v in settings.items()  # the fallback applies to both (latent_fit doc)
+               if k not in ("model", "fallback", "alpha")
+               and (v != defaults[k] or type(v) is not type(defaults[k]))]
     if changed:
         raise CollectError(
             f"model='latent' does not run the copula's steps, so {', '.join(changed)} would be "
