@@ -76,14 +76,34 @@ class CollectError(ReidriskError, ValueError):
 class FitReport:
     """How a model was fitted, and what the data supported.
 
-    ``settings``: the pipeline's parameters. ``n``: records. ``n_present`` (g,): reports per
-    attribute. ``marginal_iterations`` (g,), ``pair_iterations`` {(j, j'): steps}.
-    ``marginal_signal`` (g,): uniformity test statistic / critical value (> 1: the marginal differs
-    detectably from uniform); ``pair_signal`` {(j, j'): same for dependence}. ``pair_shrink``
-    {(j, j'): James-Stein factor} (``shrink="js"`` only). ``fallback``: "none", "independence" or
-    "uniform". ``notes``: human-readable remarks. ``seconds``: wall time of the fit.
-    ``marginal_shrink`` (g,): the factor each marginal's departure from uniform was kept at
-    (1 = not shrunk; ``marginal_shrink=True`` only; empty in models saved before it existed).
+    Parameters
+    ----------
+    settings : dict
+        The pipeline's parameters.
+    n : int
+        Records.
+    n_present : tuple of int (g,)
+        Reports per attribute.
+    marginal_iterations : tuple of int (g,)
+        EM steps of each marginal.
+    pair_iterations : dict
+        {(j, j'): EM steps}.
+    marginal_signal : tuple of float (g,)
+        Uniformity test statistic / critical value (> 1: the marginal differs detectably from
+        uniform).
+    pair_signal : dict
+        {(j, j'): the same for dependence}.
+    pair_shrink : dict
+        {(j, j'): James-Stein factor} (``shrink="js"`` only).
+    fallback : {"none", "independence", "uniform"}
+        What the data supported.
+    notes : tuple of str
+        Human-readable remarks.
+    seconds : float
+        Wall time of the fit.
+    marginal_shrink : tuple of float (g,)
+        The factor each marginal's departure from uniform was kept at (1 = not shrunk;
+        ``marginal_shrink=True`` only; empty in models saved before it existed).
     """
 
     settings: dict
@@ -115,6 +135,18 @@ class FitReport:
 
     @classmethod
     def from_dict(cls, d: dict) -> FitReport:
+        """Inverse of ``to_dict``.
+
+        Parameters
+        ----------
+        d : dict
+            What ``to_dict`` wrote.
+
+        Returns
+        -------
+        FitReport
+            The report.
+        """
         pairs = [tuple(p) for p in d["pairs"]]
         return cls(dict(d["settings"]), int(d["n"]), tuple(d["n_present"]),
                    tuple(d["marginal_iterations"]), dict(zip(pairs, d["pair_iterations"])),
@@ -141,15 +173,32 @@ def _from_num(x):
 class CollectModel:
     """A fitted generative model of the population (paper 004 Algorithm 2).
 
-    ``schema``; ``protocol`` (how the reports were collected; None if unknown); ``mechanisms``:
-    parameters of each attribute's mechanism; ``marginals``: g probability vectors;
-    ``pair_tables`` {(j, j') with j < j': (f_j, f_j') probability table}; ``pair_n`` {(j, j'):
-    reports having both}; ``pair_n_eff`` {(j, j'): information in raw records, module doc};
-    ``copula``: the fitted ``reidrisk.copula.GaussianCopula`` (None in a latent class model);
-    ``report``: ``FitReport``; ``latent``: the fitted ``reidrisk.latent.LatentClassModel`` when
-    the model is a latent class model (``CollectPipeline(model="latent")``; its marginals and
-    pair tables are then the mixture's 1- and 2-way tables), else None. ``kind`` says which.
-    Save with ``save`` / ``to_dict`` (versioned JSON, below).
+    Holds exactly one of a copula and a latent class model; ``kind`` says which. Save with
+    ``save`` / ``to_dict`` (versioned JSON, below).
+
+    Parameters
+    ----------
+    schema : Schema
+        The attributes.
+    protocol : Protocol or None
+        How the reports were collected (None if unknown).
+    mechanisms : tuple of dict
+        Parameters of each attribute's mechanism.
+    marginals : tuple of numpy.ndarray
+        g probability vectors.
+    pair_tables : dict
+        {(j, j') with j < j': (f_j, f_j') probability table}.
+    pair_n : dict
+        {(j, j'): reports having both}.
+    pair_n_eff : dict
+        {(j, j'): information in raw records, module doc}.
+    copula : GaussianCopula or None
+        The fitted copula (None in a latent class model).
+    report : FitReport
+        How the model was fitted.
+    latent : LatentClassModel, optional
+        The fitted latent class model when the model is one (``CollectPipeline(model="latent")``;
+        its marginals and pair tables are then the mixture's 1- and 2-way tables), else None.
     """
 
     schema: Schema
@@ -203,7 +252,23 @@ class CollectModel:
         return np.asarray(self.copula.correlation_, dtype=np.float64)
 
     def columns(self, cols: Sequence[int | str]) -> list[int]:
-        """Attribute indices from names or indices (no repeats)."""
+        """Attribute indices from names or indices (no repeats).
+
+        Parameters
+        ----------
+        cols : sequence of int or str, or one of them
+            Attribute names or indices.
+
+        Returns
+        -------
+        list of int
+            The indices.
+
+        Raises
+        ------
+        SchemaError
+            For an unknown name, an index out of range, none or a repeat.
+        """
         if isinstance(cols, (str, int, np.integer)):
             cols = [cols]
         out = []
@@ -221,7 +286,20 @@ class CollectModel:
         return out
 
     def synthesize(self, n: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
-        """``n`` complete synthetic records as codes (n, g) int32 (Algorithm 2 lines 24-32)."""
+        """``n`` complete synthetic records as codes (n, g) int32 (Algorithm 2 lines 24-32).
+
+        Parameters
+        ----------
+        n : int
+            Records (>= 1).
+        rng : numpy.random.Generator or int, optional
+            Source of the draws (``reidrisk.mechanisms.as_generator``).
+
+        Returns
+        -------
+        numpy.ndarray (n, g) int32
+            The records' codes.
+        """
         if isinstance(n, bool) or int(n) != n or int(n) < 1:
             raise CollectError(f"n must be a positive integer number of records, got {n!r}")
         if self.latent is not None:
@@ -230,7 +308,18 @@ class CollectModel:
         return np.asarray(self.copula.sample(int(n), as_generator(rng)), dtype=np.int32)
 
     def synthesize_frame(self, n: int, rng: np.random.Generator | int | None = None):
-        """``n`` synthetic records as a DataFrame of category labels."""
+        """``n`` synthetic records as a DataFrame of category labels.
+
+        Parameters
+        ----------
+        n, rng
+            As in ``synthesize``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One column of labels per attribute.
+        """
         return self.schema.decode(self.synthesize(n, rng))
 
     def table(self, cols: Sequence[int | str], exact: bool = True, n: int | None = None,
@@ -242,6 +331,22 @@ class CollectModel:
         ``(f_cols[0], ..., f_cols[c-1])``, summing to 1. ``exact=False``: the paper's Algorithm 2
         line 33: the normalized counts of ``n`` synthetic records (default: the number of records
         the model was fitted on).
+
+        Parameters
+        ----------
+        cols : sequence of int or str
+            The attributes (names or indices).
+        exact : bool
+            Compute the cell probabilities rather than count synthetic records.
+        n : int, optional
+            Synthetic records counted (``exact=False``).
+        rng : numpy.random.Generator or int, optional
+            Source of the draws (``exact=False``).
+
+        Returns
+        -------
+        numpy.ndarray (f_cols[0], ..., f_cols[c-1])
+            The table.
         """
         idx = self.columns(cols)
         if exact:
@@ -262,13 +367,49 @@ class CollectModel:
 
     @classmethod
     def from_dict(cls, d: dict) -> CollectModel:
+        """``model_from_dict``.
+
+        Parameters
+        ----------
+        d : dict
+            What ``to_dict`` wrote.
+
+        Returns
+        -------
+        CollectModel
+            The model.
+        """
         return model_from_dict(d)
 
     def save(self, path: str | Path) -> Path:
+        """``save_model``.
+
+        Parameters
+        ----------
+        path : str or Path
+            The JSON file.
+
+        Returns
+        -------
+        Path
+            ``path``.
+        """
         return save_model(self, path)
 
     @classmethod
     def load(cls, path: str | Path) -> CollectModel:
+        """``load_model``.
+
+        Parameters
+        ----------
+        path : str or Path
+            A file written by ``save``.
+
+        Returns
+        -------
+        CollectModel
+            The model.
+        """
         return load_model(path)
 
 
@@ -276,6 +417,18 @@ class CollectModel:
 # model <-> dict
 # ---------------------------------------------------------------------------------------------
 def model_to_dict(model: CollectModel) -> dict:
+    """The model as plain JSON-ready data (format ``MODEL_FORMAT``, versioned).
+
+    Parameters
+    ----------
+    model : CollectModel
+        The model.
+
+    Returns
+    -------
+    dict
+        Lists, numbers and strings only.
+    """
     pairs = []
     for (j, k), T in sorted(model.pair_tables.items()):
         pairs.append({"j": int(j), "k": int(k), "n": int(model.pair_n.get((j, k), 0)),
@@ -312,6 +465,25 @@ def _plain(obj):
 
 
 def model_from_dict(d: dict, source: str = "model") -> CollectModel:
+    """Inverse of ``model_to_dict`` (format, version and kind checked).
+
+    Parameters
+    ----------
+    d : dict
+        What ``model_to_dict`` wrote.
+    source : str
+        Where it came from, named in error messages.
+
+    Returns
+    -------
+    CollectModel
+        The model.
+
+    Raises
+    ------
+    ModelFileError
+        For another format, an unknown version or kind, or inconsistent content.
+    """
     if not isinstance(d, dict) or d.get("format") != MODEL_FORMAT:
         found = d.get("format") if isinstance(d, dict) else type(d).__name__
         raise ModelFileError(
@@ -374,7 +546,20 @@ def model_from_dict(d: dict, source: str = "model") -> CollectModel:
 # files
 # ---------------------------------------------------------------------------------------------
 def save_model(model: CollectModel, path: str | Path) -> Path:
-    """Write the model as JSON to ``path`` atomically; returns the path."""
+    """Write the model as JSON to ``path`` atomically.
+
+    Parameters
+    ----------
+    model : CollectModel
+        The model.
+    path : str or Path
+        The JSON file.
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
     path = Path(path)
     text = json.dumps(model_to_dict(model), allow_nan=False, separators=(",", ":"))
     atomic_write(path, lambda tmp: tmp.write_text(text))
@@ -382,7 +567,25 @@ def save_model(model: CollectModel, path: str | Path) -> Path:
 
 
 def load_model(path: str | Path) -> CollectModel:
-    """Read a model written by ``save_model`` (format and version checked)."""
+    """Read a model written by ``save_model`` (format and version checked).
+
+    Parameters
+    ----------
+    path : str or Path
+        The JSON file.
+
+    Returns
+    -------
+    CollectModel
+        The model.
+
+    Raises
+    ------
+    FileNotFoundError
+        When there is no such file.
+    ModelFileError
+        When it is not valid JSON or not a model this reidrisk reads.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"model file {str(path)!r} does not exist; check the path")
