@@ -135,7 +135,25 @@ class CollectWarning(UserWarning):
 # the pipeline
 # ---------------------------------------------------------------------------------------------
 def unpack(reports) -> tuple[RecordReports, Protocol | None]:
-    """(RecordReports, Protocol or None) from a ``CollectedReports`` or a ``RecordReports``."""
+    """The reports and their protocol from a ``CollectedReports`` or a ``RecordReports``.
+
+    Parameters
+    ----------
+    reports : RecordReports or CollectedReports
+        The randomized reports.
+
+    Returns
+    -------
+    RecordReports
+        The reports.
+    Protocol or None
+        How they were collected, when known.
+
+    Raises
+    ------
+    CollectError
+        For anything else (raw data must be randomized first).
+    """
     if isinstance(reports, CollectedReports):
         return reports.reports, reports.protocol
     if isinstance(reports, RecordReports):
@@ -246,7 +264,22 @@ class CollectPipeline:
 
     # ---- steps -------------------------------------------------------------------------------
     def estimate_marginals(self, reports, counts=None) -> tuple[list[np.ndarray], list[int]]:
-        """Step 2 of the module doc: every attribute's distribution and its EM iterations."""
+        """Step 2 of the module doc: every attribute's distribution and its EM iterations.
+
+        Parameters
+        ----------
+        reports : RecordReports or CollectedReports
+            The randomized reports.
+        counts : PairCounts, optional
+            Their counts (``pair_counts``), when already taken.
+
+        Returns
+        -------
+        list of numpy.ndarray
+            Each attribute's distribution.
+        list of int
+            Each one's EM steps.
+        """
         rr, _ = unpack(reports)
         _require_oracles(rr.schema, rr.mechanisms)  # before counting: supports need an oracle
         if counts is None:
@@ -278,7 +311,18 @@ class CollectPipeline:
                                      max_iter=self.max_iter, shrink=False)
 
     def estimate(self, reports) -> _Estimates:
-        """Steps 1-3 of the module doc: marginals and pair tables (before shrinkage)."""
+        """Steps 1-3 of the module doc: marginals and pair tables (before shrinkage).
+
+        Parameters
+        ----------
+        reports : RecordReports or CollectedReports
+            The randomized reports.
+
+        Returns
+        -------
+        _Estimates
+            The marginals, pair tables, EM steps, reports per pair and counts.
+        """
         rr, _ = unpack(reports)
         _require_oracles(rr.schema, rr.mechanisms)  # before counting: supports need an oracle
         return self._estimate(rr.schema, rr.mechanisms, pair_counts(rr), rr)
@@ -342,7 +386,18 @@ class CollectPipeline:
         return self.model == "latent" or (self.estimator == "em" and bool(self.exact_em))
 
     def fit(self, reports) -> CollectModel:
-        """Fit the model (module doc) from ``RecordReports`` or ``CollectedReports``."""
+        """Fit the model (module doc) from ``RecordReports`` or ``CollectedReports``.
+
+        Parameters
+        ----------
+        reports : RecordReports or CollectedReports
+            The randomized reports.
+
+        Returns
+        -------
+        CollectModel
+            The fitted model.
+        """
         t0 = time.perf_counter()
         rr, protocol = unpack(reports)
         if self.model == "latent":
@@ -367,6 +422,22 @@ class CollectPipeline:
         steps taken by ``stop="noise"`` grows with n, as the noise it stops at shrinks). The
         report-level EM (``exact_em``) reads each report and is refused here
         (``needs_reports``): use ``fit``.
+
+        Parameters
+        ----------
+        counts : PairCounts
+            The counts of the reports (``pair_counts`` or counts folded in batch by batch).
+        schema : Schema
+            The attributes the reports were randomized over.
+        mechanisms : sequence of Mechanism
+            One mechanism per attribute, as the reports were randomized with.
+        protocol : Protocol, optional
+            Recorded in the model.
+
+        Returns
+        -------
+        CollectModel
+            The fitted model, equal to ``fit(reports)`` for equal counts.
         """
         t0 = time.perf_counter()
         if self.model == "latent":
@@ -620,6 +691,16 @@ def exact_simplex(p) -> np.ndarray:
     and renormalizing ``p / p.sum()`` (as the copula does on construction) is the identity: a saved
     and loaded model reproduces every table bit for bit. Largest-remainder rounding moves each
     entry by less than 2^-52.
+
+    Parameters
+    ----------
+    p : array_like (f,)
+        A distribution (clipped at 0 and renormalized first).
+
+    Returns
+    -------
+    numpy.ndarray (f,)
+        The rounded distribution.
     """
     p = np.clip(np.asarray(p, dtype=np.float64), 0.0, None)
     p = p / p.sum()
@@ -637,8 +718,26 @@ def fit_copula(marginals, pair_tables: dict, pair_n: dict, *, shrink: str | None
                method: str = "table") -> GaussianCopula:
     """A ``reidrisk.copula.GaussianCopula`` fitted to g marginals and the given pair tables.
 
-    Pairs absent from ``pair_tables`` are independent (correlation 0). ``pair_n``: information of
-    each pair in raw records (``CollectModel.pair_n_eff``), used by ``shrink="eb"``.
+    Pairs absent from ``pair_tables`` are independent (correlation 0).
+
+    Parameters
+    ----------
+    marginals : sequence of array_like
+        The g marginal distributions.
+    pair_tables : dict
+        {(j, j'): (f_j, f_j') probability table}.
+    pair_n : dict
+        Information of each pair in raw records (``CollectModel.pair_n_eff``), used by
+        ``shrink="eb"``.
+    shrink : {None, "eb"}
+        Shrinkage of the pair correlations (``reidrisk.copula.fit_correlation``).
+    method : {"table", "mi"}
+        The pair fit (the copula's ``copula_fit``).
+
+    Returns
+    -------
+    GaussianCopula
+        The fitted copula.
     """
     margs = [exact_simplex(p) for p in marginals]
     if not pair_tables:
@@ -713,7 +812,20 @@ def _require_oracles(schema: Schema, mechs) -> None:
 
 
 def fit(reports, **options) -> CollectModel:
-    """``CollectPipeline(**options).fit(reports)``."""
+    """``CollectPipeline(**options).fit(reports)``.
+
+    Parameters
+    ----------
+    reports : RecordReports or CollectedReports
+        The randomized reports.
+    **options
+        ``CollectPipeline``'s parameters.
+
+    Returns
+    -------
+    CollectModel
+        The fitted model.
+    """
     return CollectPipeline(**options).fit(reports)
 
 
