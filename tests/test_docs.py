@@ -4,11 +4,15 @@ Docstrings, comments, benchmarks and docs cite the design notes as ``docs/design
 (docs/design/README.md). These tests fail when a file cites a note or a section that does not exist,
 when a link inside the notes is broken, when a note cites a bibliography key that
 docs/design/bibliography.md does not define, or when anything still points at the internal working
-notes that are not part of the repository.
+notes that are not part of the repository; and when an exported callable has no numpydoc
+Parameters block.
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
 import re
 import unicodedata
 from pathlib import Path
@@ -154,3 +158,134 @@ def test_a_broken_reference_is_caught(bad_ref):
     note, anchor = m.group(1), m.group(2)
     target = DESIGN / note
     assert not target.is_file() or anchor not in anchors(target)
+
+
+# ---- every exported callable documents its parameters ----------------------------------------
+PARAMETERS = re.compile(r"^[ \t]*Parameters[ \t]*\n[ \t]*-{3,}[ \t]*$", re.M)
+#: exported callables that still lack a Parameters block, one ``module.name`` a line; the list
+#: may only shrink (a name that gains its block must leave it)
+PENDING = ROOT / "tests" / "docs_parameters_pending.txt"
+
+
+def _documents_parameters(obj) -> bool:
+    return bool(PARAMETERS.search(inspect.getdoc(obj) or ""))
+
+
+def _takes_parameters(obj, bound: bool = False) -> bool:
+    try:
+        params = list(inspect.signature(obj).parameters)
+    except (TypeError, ValueError):  # builtins without a signature
+        return False
+    return len(params) > (1 if bound else 0)
+
+
+def exported_callables(package=None) -> tuple[dict[str, bool], list[str]]:
+    """Every exported callable of the package that takes parameters, mapped to whether its
+    docstring has a numpydoc ``Parameters`` block; and the modules that could not be imported
+    (an optional extra that is not installed).
+
+    Exported: a public name defined in a module of the package (``obj.__module__`` is that
+    module), functions and classes alike, and the public methods (static and class methods
+    included, properties not) of such classes. A class documents its constructor in its own
+    docstring or its ``__init__``'s; a method without a docstring inherits its base's
+    (``inspect.getdoc``). Exceptions are left out (their parameter is the message).
+    """
+    import reidrisk
+
+    package = package or reidrisk
+    out: dict[str, bool] = {}
+    failed: list[str] = []
+    for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+        try:
+            mod = importlib.import_module(info.name)
+        except ImportError:  # an optional extra that is not installed
+            failed.append(info.name)
+            continue
+        for name, obj in vars(mod).items():
+            if name.startswith("_") or getattr(obj, "__module__", None) != info.name:
+                continue
+            qual = f"{info.name}.{name}"
+            if inspect.isfunction(obj):
+                if _takes_parameters(obj):
+                    out[qual] = _documents_parameters(obj)
+            elif inspect.isclass(obj) and not issubclass(obj, BaseException):
+                init = obj.__dict__.get("__init__")
+                if _takes_parameters(obj):
+                    out[qual] = _documents_parameters(obj) or (
+                        inspect.isfunction(init) and _documents_parameters(init))
+                for attr, raw in obj.__dict__.items():
+                    if attr.startswith("_"):
+                        continue
+                    func = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
+                    if inspect.isfunction(func) and _takes_parameters(
+                            func, bound=not isinstance(raw, staticmethod)):
+                        out[f"{qual}.{attr}"] = _documents_parameters(getattr(obj, attr))
+    return out, failed
+
+
+def test_every_exported_callable_documents_its_parameters():
+    """numpydoc style (the guide): an exported function, class or method that takes parameters
+    has a Parameters block, except the names still listed in docs_parameters_pending.txt, and
+    that list holds no name that has since gained one (or no longer exists)."""
+    found, failed = exported_callables()
+    pending = {line.strip() for line in PENDING.read_text(encoding="utf-8").splitlines()
+               if line.strip() and not line.startswith("#")}
+    missing = sorted(q for q, ok in found.items() if not ok and q not in pending)
+    assert not missing, ("these exported callables have no numpydoc Parameters block; add one "
+                         "(a line per parameter: name : type, then its meaning):\n"
+                         + "\n".join(missing))
+    unread = tuple(f"{m}." for m in failed)  # an optional extra is not installed here
+    stale = sorted(q for q in pending if found.get(q, not q.startswith(unread)))
+    assert not stale, (f"these names are documented now (or gone); remove them from "
+                       f"{PENDING.name}:\n" + "\n".join(stale))
+
+
+def test_the_parameters_check_catches_a_missing_block(monkeypatch):
+    """The checker itself: a function and a method without the block are found, documented ones
+    and parameterless ones are not."""
+    import types
+
+    mod = types.ModuleType("fake_pkg.mod")
+
+    def documented(x):
+        """Do.
+
+        Parameters
+        ----------
+        x : int
+            A number.
+        """
+
+    def bare(x):
+        """Do, with x in prose only."""
+
+    def no_args():
+        """Nothing to document."""
+
+    class Thing:
+        """A thing.
+
+        Parameters
+        ----------
+        a : int
+            A number.
+        """
+
+        def __init__(self, a):
+            self.a = a
+
+        def method(self, b):
+            """Use b."""
+
+    for obj in (documented, bare, no_args, Thing):
+        obj.__module__ = mod.__name__
+        setattr(mod, obj.__name__, obj)
+    pkg = types.ModuleType("fake_pkg")
+    pkg.__path__ = []
+    monkeypatch.setattr(pkgutil, "walk_packages",
+                        lambda path, prefix: [types.SimpleNamespace(name=mod.__name__)])
+    monkeypatch.setattr(importlib, "import_module", lambda name: mod)
+    found, failed = exported_callables(pkg)
+    assert found == {"fake_pkg.mod.documented": True, "fake_pkg.mod.bare": False,
+                     "fake_pkg.mod.Thing": True, "fake_pkg.mod.Thing.method": False}
+    assert failed == []
