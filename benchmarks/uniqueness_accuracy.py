@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import Results, md_table  # noqa: E402
 from reidrisk.copula import GaussianCopula  # noqa: E402
 from reidrisk.data.synthetic import make_population  # noqa: E402
+from reidrisk.latent import LatentClassModel  # noqa: E402
 from reidrisk.mechanisms import RecordRandomizer  # noqa: E402
 from reidrisk.uniqueness.baselines import (  # noqa: E402
     ProductDomainTooLarge,
@@ -139,7 +140,7 @@ def run_point(name, schema, pop, sizes, private, eps, m, seed, ablations=False, 
     t_ours = time.perf_counter() - t1
     out["reidrisk"] = (so.greater, ranked(so.p_greater, so.expected))
     # both world models of the prior (the default picks one of them, ``world="auto"``)
-    world_p, latent_share = {}, float("nan")
+    world_p, latent_share, shape_share = {}, float("nan"), float("nan")
     for world, label in zip(("latent", "copula"), WORLD_METHODS):
         model = ours if ours.world_ == world else UniquenessModel(world=world, rng=seed).fit(dbs, N, schema)
         sw = so if model is ours else model.score(rec, T)
@@ -147,11 +148,13 @@ def run_point(name, schema, pop, sizes, private, eps, m, seed, ablations=False, 
         world_p[label] = sw.p_unique
         if world == "latent":
             latent_share = shared_share(model.latent_.sample(N, np.random.default_rng(seed)))
+            if model.shape_ is not None:
+                shape_share = shared_share(model.shape_.sample(N, np.random.default_rng(seed)))
     if m > 1:
         s1 = UniquenessModel(rng=seed).fit(dbs[:1], N, schema).score(rec, T)
         out["reidrisk, first database only"] = (s1.greater, ranked(s1.p_greater, s1.expected))
     if keep is not None:
-        keep.append((truth, so.p_unique, sp.p_unique, world_p, latent_share))
+        keep.append((truth, so.p_unique, sp.p_unique, world_p, latent_share, shape_share))
     if ablations:
         ours.counts = "plain"
         sa = ours.score(rec, T)
@@ -216,6 +219,18 @@ def calibrated_reference(prob, bins=10, min_count=50, draws=2000, tol=0.05, seed
     return float(np.median(gaps)), float(np.quantile(gaps, 0.95)), float(np.mean(gaps <= tol))
 
 
+class _ShapeOracle(UniquenessModel):
+    """The default model with the latent class world, except that its prior's bootstrap population
+    is drawn from a given latent class model (``shape``) instead of its own shape world: with the
+    latent class fit of the whole raw population it shows whether the posterior step is calibrated
+    when the simulated population is as clumped as the real one (an oracle, not a method)."""
+
+    shape = None
+
+    def _shape_world(self, gen):
+        return self.shape
+
+
 class _WorldModel(UniquenessModel):
     """The default model, except that its prior is calibrated on a population simulated from a
     given copula (``world``) instead of its own fit: with the copula of the whole raw population
@@ -245,7 +260,9 @@ def identifiability(name, schema, pop, sizes, seeds):
     oracle = GaussianCopula().fit(list(full.marginals), full.tables)
     gen = np.random.default_rng(zlib.crc32(f"worlds {name}".encode()))
     out = {"population": shared_share(pop), "oracle copula": shared_share(oracle.sample(N, gen))}
-    fitted_share, probs, truths = [], [], []
+    latent_oracle = LatentClassModel(rng=0).fit(pop, schema)
+    out["oracle latent"] = shared_share(latent_oracle.sample(N, gen))
+    fitted_share, probs, truths, lprobs = [], [], [], []
     for seed in range(seeds):
         dbs, rec, truth, _, _ = make_point(name, schema, pop, sizes, True, 1.0, 1, seed)
         own = UniquenessModel(world="copula", rng=seed).fit(dbs, N, schema)
@@ -254,8 +271,12 @@ def identifiability(name, schema, pop, sizes, seeds):
         model.oracle = oracle
         probs.append(model.fit(dbs, N, schema).score(rec, np.array([1.0])).p_unique)
         truths.append(truth)
+        lmodel = _ShapeOracle(world="latent", rng=seed)
+        lmodel.shape = latent_oracle
+        lprobs.append(lmodel.fit(dbs, N, schema).score(rec, np.array([1.0])).p_unique)
     out["fitted copula"] = float(np.mean(fitted_share))
     out["oracle gap"] = reliability(np.concatenate(probs), np.concatenate(truths) == 1).max_gap(50)
+    out["oracle latent gap"] = reliability(np.concatenate(lprobs), np.concatenate(truths) == 1).max_gap(50)
     return out
 
 
@@ -429,13 +450,22 @@ def main(argv=None):
         for label in WORLD_METHODS:
             calib[(name, private)][label] = reliability(np.concatenate([k[3][label] for k in keep]), truth == 1)
         calib[(name, private)]["latent share"] = float(np.nanmean([k[4] for k in keep]))
+        calib[(name, private)]["shape share"] = (float(np.nanmean([k[5] for k in keep]))
+                                                 if private else float("nan"))
         res.add({"dataset": name, "private": private, "epsilon": 1.0 if private else None,
                  "world": "fitted latent class model", "seeds": seeds}, "shared_share",
                 calib[(name, private)]["latent share"], "fraction")
         if private:
             worlds = identifiability(name, schema, pop, sizes, seeds)
             calib[(name, private)]["worlds"] = worlds
-            for key in ("population", "oracle copula", "fitted copula"):
+            res.add({"dataset": name, "private": private, "epsilon": 1.0,
+                     "world": "shape world (latent class model without the category prior)", "seeds": seeds},
+                    "shared_share", calib[(name, private)]["shape share"], "fraction")
+            res.add({"dataset": name, "private": True, "method": "reidrisk, latent world, bootstrap "
+                     "population from the latent class fit of the whole raw population (oracle)",
+                     "min_count": 50, "records": int(truth.size)}, "calibration_max_gap",
+                    worlds["oracle latent gap"], "probability")
+            for key in ("population", "oracle copula", "fitted copula", "oracle latent"):
                 res.add({"dataset": name, "private": True, "epsilon": 1.0, "world": key,
                          "seeds": seeds if key == "fitted copula" else 1}, "shared_share",
                         worlds[key], "fraction")
@@ -518,6 +548,11 @@ def main(argv=None):
                         "calibration_max_gap", gap, "probability")
             share = float(np.nanmean([k[4] for k in ekeep]))
             eps_worlds.setdefault(name, {}).setdefault("latent share", []).append(share)
+            sshare = float(np.nanmean([k[5] for k in ekeep]))
+            eps_worlds.setdefault(name, {}).setdefault("shape share", []).append(sshare)
+            res.add({"sweep": "epsilon", "dataset": name, "private": True, "epsilon": eps,
+                     "world": "shape world (latent class model without the category prior)",
+                     "seeds": sweep_seeds}, "shared_share", sshare, "fraction")
             res.add({"sweep": "epsilon", "dataset": name, "private": True, "epsilon": eps,
                      "world": "fitted latent class model", "seeds": sweep_seeds}, "shared_share",
                     share, "fraction")
@@ -650,25 +685,33 @@ def report(datasets, settings, headline, floor_rows, calib, timings, panel, seed
                        cal_rows), "",
               f"![reliability]({FIG}_reliability.png)", ""]
     world_rows = [[name, f"{w['population']:.3f}", f"{w['oracle copula']:.3f}",
-                   f"{w['fitted copula']:.3f}", f"{calib[(name, True)]['reidrisk'].max_gap(50):.3f}",
-                   f"{w['oracle gap']:.3f}"]
+                   f"{w['fitted copula']:.3f}", f"{w['oracle latent']:.3f}",
+                   f"{calib[(name, True)]['shape share']:.3f}",
+                   f"{calib[(name, True)]['reidrisk'].max_gap(50):.3f}",
+                   f"{w['oracle gap']:.3f}", f"{w['oracle latent gap']:.3f}"]
                   for (name, private), v in calib.items() if private and "worlds" in v
                   for w in [v["worlds"]]]
     if world_rows:
-        lines += ["Why the private gaps are not noise. A record's P(X = 1) depends on how clumped the "
+        lines += ["Where the private gaps come from. A record's P(X = 1) depends on how clumped the "
                   "population is: how many people share their values with someone. Under k-RR with "
-                  "epsilon = 1 per attribute almost no report keeps all its values, so the reports "
-                  "carry next to nothing about that beyond the pair tables, and the prior is "
-                  "calibrated on a population simulated from the fitted model. The table gives the "
-                  "share of people who share their values with someone in the population, in a "
-                  "population drawn from the copula fitted to the pair tables of the *whole raw "
-                  "population* (the best any pairwise model can know) and in one drawn from the copula "
-                  "the default fits to the k-RR database (mean over seeds), and the largest reliability "
-                  "gap of the default and of the default with its prior simulated from the whole-"
-                  "population copula (an oracle, not a method):", "",
+                  "epsilon = 1 per attribute almost no report keeps all its values, and the prior is "
+                  "calibrated on a population simulated from a world fitted to the reports. The table "
+                  "gives the share of people who share their values with someone in the population; "
+                  "in a population drawn from the copula fitted to the pair tables of the *whole raw "
+                  "population* (the best any pairwise model can know), from the copula the copula "
+                  "world fits to the k-RR database, from the latent class model fitted to the whole "
+                  "raw population, and from the shape world the default draws its bootstrap population "
+                  "from (latent class model without the category prior, fitted to the k-RR database; "
+                  "means over seeds); and the largest reliability gap of the default, of the copula "
+                  "world with its prior simulated from the whole-population copula, and of the default "
+                  "with its bootstrap population drawn from the whole-population latent class model "
+                  "(oracles, not methods: the last one shows what the posterior step gives when the "
+                  "simulated population is as clumped as the real one):", "",
                   md_table(["dataset", "shared: population", "shared: whole-population copula",
-                            "shared: fitted copula", "largest gap: default",
-                            "largest gap: oracle prior"], world_rows), ""]
+                            "shared: fitted copula", "shared: whole-population latent model",
+                            "shared: shape world", "largest gap: default",
+                            "largest gap: copula oracle prior", "largest gap: latent oracle population"],
+                           world_rows), ""]
     lines += world_section(datasets, settings, headline, calib, panel, epsilons, eps_worlds or {}, argv)
     # floors
     lines += ["## The paper's floor and alpha (default point, paper's method with the plain counts)", "",
@@ -745,9 +788,14 @@ def world_section(datasets, settings, headline, calib, panel, epsilons, eps_worl
              "000) or a latent class model (`reidrisk.latent`: a mixture of K products of "
              "categoricals, MAP-EM through the k-RR channel, K by held-out likelihood). "
              "`UniquenessModel()` uses `world=\"auto\"`: the copula when a database is raw, the "
-             "latent class world when every database is randomized. \"shared\" is the share of "
-             "people who share their values with someone in a population of N drawn from the "
-             "fitted latent class world (population: see the table below).", ""]
+             "latent class world when every database is randomized. Without a raw database the "
+             "latent class world's prior is calibrated on a population drawn from its *shape world*: "
+             "the latent class model fitted without the category prior (`SHAPE_CATEGORY_PRIOR`), "
+             "whose Dirichlet pseudo-records, negligible on raw records, outweigh a class's "
+             "information in strongly randomized reports and make the fitted world diffuse; q keeps "
+             "the default fit. \"shared\" is the share of people who share their values with "
+             "someone in a population of N drawn from the fitted latent class world (q's) and from "
+             "the shape world (private settings; population: see the last column).", ""]
     rows = []
     for name, private in settings:
         h = headline[(name, private)]
@@ -762,15 +810,19 @@ def world_section(datasets, settings, headline, calib, panel, epsilons, eps_worl
             row.append(f"{rel.max_gap(50):.3f}")
             row.append(f"{calib[(name, private)]['latent share']:.3f}" if label.startswith("reidrisk, latent")
                        else "-")
+            row.append(f"{calib[(name, private)]['shape share']:.3f}"
+                       if label.startswith("reidrisk, latent") and private else "-")
             row.append(f"{pop_share:.3f}")
             rows.append(row)
     lines += [md_table(["setting", "world", "bal. acc T=1", "bal. acc T=10", "AUC T=1", "AUC T=10",
-                        "largest gap", "shared: fitted latent world", "shared: population"], rows), ""]
+                        "largest gap", "shared: fitted latent world", "shared: shape world",
+                        "shared: population"], rows), ""]
     for name, by in eps_worlds.items():
-        erows = [[label.split(", ")[1] if label != "latent share" else "shared: fitted latent world"]
+        names = {"latent share": "shared: fitted latent world", "shape share": "shared: shape world"}
+        erows = [[names.get(label) or label.split(", ")[1]]
                  + [f"{v:.3f}" for v in vals] for label, vals in by.items()]
         lines += [f"Largest reliability gap of P(X = 1) by world, and the share sharing of the fitted "
-                  f"latent class world, against epsilon per attribute ({name}, k-RR, m = 1, the "
+                  f"latent class world and of the shape world, against epsilon per attribute ({name}, k-RR, m = 1, the "
                   f"epsilon sweep's seeds pooled; population shares {shared_share(datasets[name][1]):.3f}):", "",
                   md_table(["epsilon"] + [f"{e:g}" for e in epsilons], erows), ""]
     if argv:

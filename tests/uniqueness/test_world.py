@@ -8,6 +8,8 @@ import pytest
 from reidrisk.data.synthetic import make_population
 from reidrisk.latent import LatentClassModel
 from reidrisk.mechanisms import RecordRandomizer
+from reidrisk.uniqueness import model as model_module
+from reidrisk.uniqueness.baselines import group_sizes
 from reidrisk.uniqueness.model import Database, UniquenessError, UniquenessModel
 
 
@@ -52,3 +54,45 @@ def test_latent_world_q_is_the_latent_model_probability(population):
 def test_bad_world_names_the_choices():
     with pytest.raises(UniquenessError, match="world must be one of"):
         UniquenessModel(world="vine")
+
+
+def test_bootstrap_population_comes_from_the_shape_world_without_the_category_prior():
+    # Without a raw database the prior is calibrated on a population drawn from the shape world
+    # (model.SHAPE_CATEGORY_PRIOR = 0: no pseudo-records pulling every class toward uniform); q
+    # keeps the default fit. With a raw database there is no bootstrap and no shape world.
+    pop = make_population(6000, [6, 8, 5, 10, 4, 12], dependence=0.6, rng=3)
+    schema, codes = pop.schema, pop.codes.astype(np.int64)
+    N = codes.shape[0]
+    raw = UniquenessModel(world="latent", rng=0).fit([_raw_db(schema, codes)], N, schema)
+    assert raw.shape_ is None and raw.prior_.source == "databases"
+    q_world, shape_world = [], []
+    for seed in range(3):
+        reps = RecordRandomizer(schema, "grr", 6.0).randomize(codes[:1500], seed)
+        m = UniquenessModel(rng=seed, n_calibration=300, simulation_cap=N).fit([Database(reps, 0.25)], N)
+        assert isinstance(m.shape_, LatentClassModel) and m.shape_ is not m.latent_
+        assert m.shape_.category_prior == model_module.SHAPE_CATEGORY_PRIOR == 0.0
+        assert m.latent_.category_prior == 1.0 and m.prior_.source == "simulation"
+        gen = np.random.default_rng(0)
+        q_world.append(np.mean(group_sizes(m.latent_.sample(N, gen)) > 1))
+        shape_world.append(np.mean(group_sizes(m.shape_.sample(N, gen)) > 1))
+    # k-RR at epsilon = 1 per attribute: a report carries a small fraction of a raw record's
+    # information, so the uniform-centred pseudo-records make the default fit more diffuse than
+    # the shape world (fewer people share their values); population share here: 0.65
+    assert np.mean(shape_world) > np.mean(q_world)
+
+
+def test_shape_world_hook_feeds_the_bootstrap(population):
+    # the prior is calibrated on whatever _shape_world returns: a one-class world (independent
+    # attributes, far less clumped) gives a different prior than the fitted shape world
+    schema, pop = population
+    N = pop.shape[0]
+    reps = RecordRandomizer(schema, "grr", 8.0).randomize(pop[:1500], 1)
+
+    class Independent(UniquenessModel):
+        def _shape_world(self, gen):
+            return LatentClassModel(1, rng=0).fit(pop, schema)
+
+    a = UniquenessModel(rng=0, n_calibration=300, simulation_cap=N).fit([Database(reps, 0.25)], N)
+    b = Independent(rng=0, n_calibration=300, simulation_cap=N).fit([Database(reps, 0.25)], N)
+    assert b.shape_.n_classes_ == 1
+    assert not np.allclose(a.prior_.beta, b.prior_.beta)

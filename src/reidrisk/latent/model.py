@@ -75,7 +75,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from reidrisk import __version__
-from reidrisk.collect.reports_io import atomic_write
 from reidrisk.errors import ReidriskError
 from reidrisk.estimation import em as em_engine
 from reidrisk.mechanisms.base import as_generator
@@ -767,6 +766,10 @@ class LatentClassModel:
         path : str or Path
             The target file.
         """
+
+        # imported here: reidrisk.collect imports this core module, so a module-level import of
+        # its writer would be circular
+        from reidrisk.collect.reports_io import atomic_write
 
         path = Path(path)
         text = json.dumps(self.to_dict())

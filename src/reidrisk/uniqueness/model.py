@@ -15,8 +15,9 @@ holding raw records or LDP reports (``RecordReports``, any registered mechanism)
    class model when every database is randomized (see ``DEFAULT_WORLD`` for the measurements);
 3. ``preset="reidrisk"`` (default): fits the prior of each record's population count
    (``scorer.CountPrior``) by empirical Bayes, on the records of a raw database when there is one,
-   otherwise on a population simulated from the fitted copula and sampled, randomized and
-   re-estimated exactly like the real databases (a parametric bootstrap).
+   otherwise on a population simulated from the fitted world and sampled, randomized and
+   re-estimated exactly like the real databases (a parametric bootstrap; for the latent class world
+   the population is drawn from a fit without the category prior, ``SHAPE_CATEGORY_PRIOR``).
    ``preset="paper"``: the paper's prior, Binomial(N, q) with the existence floor (eq. 9-19).
 
 ``score(records, T)`` then computes for each query record the copula probability q of its cell (a
@@ -140,6 +141,22 @@ attributes, see benchmarks/uniqueness_speed.py)."""
 _PROB_FLOOR = 1e-9  # smallest probability of a category (estimation can return 0)
 _Q_MIN_LAMBDA = 1e-8  # q is floored at this / N before taking logs (a feature, not the paper floor)
 _ALPHA_GRID = 25
+SHAPE_CATEGORY_PRIOR: float = 0.0
+"""Strength of the category prior (``LatentClassModel(category_prior=...)``) of the latent class
+world the prior's parametric bootstrap draws its population from when no database is raw (the
+*shape* world, ``UniquenessModel.shape_``; q keeps the default world, ``latent_``). The default
+category prior, 1 pseudo-record per class and attribute spread evenly over the categories, is
+negligible against raw records but not against LDP reports: a k-RR report of a 41-category
+attribute at epsilon = 1 carries less than a hundredth of a raw record's information (the inverse
+variance of its frequency estimate, 1 / 600 for a category of share 1/41), so the prior pulls
+every class toward uniform and the world is far more diffuse than the population (Adult, k-RR at
+epsilon = 1 per attribute, 10 % database: 40 % of its people share their values with someone,
+against 80.5 % in the population). Shrinking toward uniform biases exactly the quantity the
+bootstrap must reproduce, how clumped people are, so the shape world has none (0: the likelihood
+along the same early-stopped EM path, K by held-out likelihood). Measured in
+benchmarks/uniqueness_accuracy.py ("World model"): with the latent class fit of the whole raw
+population as the bootstrap's population (an oracle), P(X = 1) is calibrated within a few
+hundredths, so the posterior step is sound and the world's shape is what limits it."""
 _CROSSFIT_FOLDS = 5  # folds of the latent world's cross-fitted q on the reference database
 
 
@@ -538,6 +555,7 @@ class UniquenessModel:
     Learned: ``schema_``, ``N_``, ``rates_`` (m,), ``sizes_`` (m,), ``randomized_`` (m,),
     ``estimate_`` (PopulationEstimate), ``copula_``, ``prior_`` (CountPrior or None), ``alpha_``,
     ``world_`` ("latent" or "copula", after "auto"), ``latent_`` (LatentClassModel or None),
+    ``shape_`` (the latent class world the bootstrap population was drawn from, or None),
     ``reference_`` (index of the raw database used for calibration/neighbors, or None),
     ``timings_`` (seconds per fitting step).
     """
@@ -653,6 +671,7 @@ class UniquenessModel:
         t1 = time.perf_counter()
         self.copula_: GaussianCopula | None = None
         self.latent_: LatentClassModel | None = None
+        self.shape_: LatentClassModel | None = None
         self.world_ = self.world if self.world != "auto" else (
             "copula" if self.reference_ is not None else "latent")
         if self.world_ == "copula":
@@ -815,13 +834,17 @@ class UniquenessModel:
             self._calibration_N = Ns
 
     def _simulate(self) -> tuple[np.ndarray, np.ndarray, int]:
-        """Parametric bootstrap: draw a population from the fitted copula, sample and randomize the
-        databases as the real ones were (sizes, mechanisms, missing-value patterns), re-estimate the
-        copula the same way, and return the features and the exact other-member counts Y of
-        simulated query records."""
+        """Parametric bootstrap: draw a population from the fitted world (the copula, or the
+        latent class shape world ``shape_``, fitted without the category prior:
+        ``SHAPE_CATEGORY_PRIOR``), sample and randomize the databases as the real ones were (sizes,
+        mechanisms, missing-value patterns), re-estimate the world the same way as q's (for the
+        latent class world: its K and settings), and return the features and the exact
+        other-member counts Y of simulated query records."""
         gen = self._gen
         Ns = int(min(self.N_, max(self.simulation_cap, 2 * int(self.sizes_.max()))))
-        fitted = self.latent_ if self.world_ == "latent" else self.copula_
+        fitted: LatentClassModel | GaussianCopula | None = self.copula_
+        if self.world_ == "latent":
+            fitted = self.shape_ = self._shape_world(gen)
         assert fitted is not None  # fit set the world it chose
         population = fitted.sample(Ns, gen).astype(np.int64)
         sim = []
@@ -850,6 +873,16 @@ class UniquenessModel:
         y = match_counts(targets, population) - 1
         q = self._q(targets, world)
         return self._features(q, None, Ns), y, Ns
+
+    def _shape_world(self, gen: np.random.Generator) -> LatentClassModel:
+        """The latent class world the bootstrap population is drawn from (``SHAPE_CATEGORY_PRIOR``).
+
+        Parameters
+        ----------
+        gen : numpy.random.Generator
+            The fit's generator (starts and held-out split).
+        """
+        return _fit_latent(self.databases_, self.schema_, "auto", gen, SHAPE_CATEGORY_PRIOR)
 
     def base_rates(self, T: Sequence[float] | np.ndarray, N: int | None = None) -> np.ndarray:
         """P(X > T) over the population for each T: the mean of the prior P(X > T) over the records
@@ -972,11 +1005,12 @@ class UniquenessModel:
 # ---------------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------------
-def _fit_latent(dbs: Sequence[Database], schema: Schema, n_classes, gen) -> LatentClassModel:
+def _fit_latent(dbs: Sequence[Database], schema: Schema, n_classes, gen,
+                category_prior: float = 1.0) -> LatentClassModel:
     """The latent class world fitted on every database pooled: raw records as they are, reports
     through their channels (``reidrisk.latent``)."""
     data = [d.data if d.randomized else np.asarray(d.data) for d in dbs]
-    return LatentClassModel(n_classes, rng=gen).fit(data, schema)
+    return LatentClassModel(n_classes, category_prior=category_prior, rng=gen).fit(data, schema)
 
 
 def _check_N(N) -> int:
