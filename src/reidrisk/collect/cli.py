@@ -327,9 +327,10 @@ def _duration(s: float) -> str:
 def table(model, output, columns, exact, n, seed) -> None:
     """Write the contingency table of the chosen attributes (long form: labels, probability).
 
-    Exact tables of 3 or more attributes cost about 1e-4 s per cell and attribute; above
-    20,000 cells the table is counted from synthetic records instead (the command says so), unless
-    --exact is given, and progress is shown while it runs.
+    Exact tables of 3 or more attributes of a copula model cost about 1e-4 s per cell and
+    attribute; above 20,000 cells the table is counted from synthetic records instead (the command
+    says so), unless --exact is given, and progress is shown while it runs. A latent class model's
+    exact table is a sum of K outer products, computed exactly up to 2^20 cells.
     """
     import pandas as pd
 
@@ -346,8 +347,9 @@ def table(model, output, columns, exact, n, seed) -> None:
     shape = "x".join(map(str, dims))
     seconds = exact_table_seconds(dims)
     m = fitted.report.n if n is None else n
-    if exact is None:
-        exact = len(dims) <= 2 or cells <= EXACT_TABLE_MAX_CELLS
+    if exact is None:  # a latent class model's exact table is K outer products: cheap
+        exact = (len(dims) <= 2 or cells <= EXACT_TABLE_MAX_CELLS
+                 or (fitted.latent is not None and cells <= EXACT_HARD_LIMIT))
         if not exact:
             click.echo(
                 f"Note: the {shape} table has {cells:,} cells; exact probabilities would take about "
