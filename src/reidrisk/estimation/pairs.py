@@ -180,13 +180,14 @@ def _row_writer(mech, reports):
         # them: the expectation decides dense or sparse without reading every bit
         present = ~np.asarray(reports.missing if packed else mech.is_missing(reports))
         nnz = int(present.sum() * (mech.p_support + (mech.k - 1) * mech.q_support))
-        keep = present.astype(np.float32)
 
         def fill(buf, start, stop, off):
             y = reports.unpack(start, stop) if packed else reports[start:stop]
             view = buf[off:off + y.shape[1], : stop - start]
             view[...] = y.T  # 0/1 bits; a missing row holds MISSING_BITS ...
-            view *= keep[start:stop]  # ... and counts nothing
+            # ... and counts nothing: the chunk's slice of the mask, cast as the product goes (no
+            # float copy of the whole mask, an n x 4-byte allocation per attribute per call)
+            np.multiply(view, present[start:stop], out=view)
         return fill, nnz, present, None
     support = mech.support(reports)  # any other mechanism: its own support matrix
     if sp.issparse(support):
@@ -237,6 +238,11 @@ def _fill_support(support, buf, start, stop, off) -> None:
         return
     r = np.repeat(np.arange(stop - start), np.diff(part.indptr))
     buf[off + part.indices, r] = part.data
+
+
+def _fill_presence(present, buf, start, stop, off) -> None:
+    """Row ``off`` of the chunk buffer: which of reports ``start:stop`` are present (0/1)."""
+    buf[off, : stop - start] = present[start:stop]
 
 
 def _exact_gram(fills: list, sizes: list, n: int) -> np.ndarray:
@@ -322,9 +328,10 @@ def pair_counts(record_reports: RecordReports, dense: bool | None = None) -> Pai
         sums = np.add.reduceat(np.add.reduceat(gram, starts, axis=0), starts, axis=1)
         n_pair = sums // np.outer(h, h)
     else:
-        present = np.column_stack([w[2] for w in writers]) if writers \
-            else np.zeros((n, 0), dtype=bool)
-        n_pair = _exact_gram([functools.partial(_fill_support, present)], [len(writers)], n)
+        # P^T P by the same chunked update, each attribute's presence written as one row of the
+        # chunk straight from its mask (no (n, g) presence matrix of the whole batch)
+        n_pair = _exact_gram([functools.partial(_fill_presence, w[2]) for w in writers],
+                             [1] * len(writers), n)
     return PairCounts(gram, offsets, n_pair, n, bool(dense))
 
 
