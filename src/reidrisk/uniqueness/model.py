@@ -171,8 +171,14 @@ class UniquenessError(ReidriskError, ValueError):
 class Database:
     """One sampled database: raw encoded records (n, g) or LDP reports, and its sampling rate.
 
-    ``rate``: the share s of the population it samples, in (0, 1]; None means n / N.
-    ``name``: shown in messages and reports.
+    Parameters
+    ----------
+    data : numpy.ndarray (n, g) or RecordReports
+        Raw encoded records, or LDP reports.
+    rate : float, optional
+        The share s of the population it samples, in (0, 1]; None means n / N.
+    name : str
+        Shown in messages and reports.
     """
 
     data: np.ndarray | RecordReports
@@ -200,7 +206,30 @@ class Database:
                               weights: Sequence[float] | None = None) -> Database:
         """A database of k-RR reports stored as codes (one randomized category per attribute),
         randomized with ``mechanism`` (``"grr"``) at whole-record budget ``epsilon`` split by
-        ``weights`` (even by default), as ``RecordRandomizer`` does."""
+        ``weights`` (even by default), as ``RecordRandomizer`` does.
+
+        Parameters
+        ----------
+        codes : numpy.ndarray (n, g)
+            The reports' codes.
+        schema : Schema
+            The attributes.
+        mechanism : str
+            ``"grr"`` (set-valued reports are passed as ``RecordReports``).
+        epsilon : float
+            Whole-record budget.
+        rate : float, optional
+            Sampling rate, as in ``Database``.
+        name : str
+            As in ``Database``.
+        weights : sequence of float, optional
+            Split of the budget over the attributes (even by default).
+
+        Returns
+        -------
+        Database
+            The reports with their k-RR mechanisms.
+        """
         if str(mechanism).lower() != "grr":
             raise UniquenessError(
                 f"database {name or '?'}: reports stored as category codes are k-RR reports; "
@@ -261,9 +290,17 @@ def _present(db: Database) -> np.ndarray:
 class PopulationEstimate:
     """Pooled estimates (paper 000 Section IV.A).
 
-    marginals: g probability vectors; tables: {(j, j'): (f_j, f_j') table} for j < j';
-    n_effective: (g,) effective sample size per attribute (present records times the channel's
-    efficiency, 1 for raw data); groups: number of separately estimated database groups.
+    Parameters
+    ----------
+    marginals : list of numpy.ndarray
+        g probability vectors.
+    tables : dict
+        {(j, j'): (f_j, f_j') table} for j < j'.
+    n_effective : numpy.ndarray (g,)
+        Effective sample size per attribute (present records times the channel's efficiency,
+        1 for raw data).
+    groups : int
+        Number of separately estimated database groups.
     """
 
     marginals: tuple[np.ndarray, ...]
@@ -294,7 +331,20 @@ def estimate_population(databases: Sequence[Database], schema: Schema, em_stop=D
     attributes' efficiencies times the records having both for a pair). Probabilities are floored
     at ``_PROB_FLOOR`` (relative, for pairs) so that no category has probability exactly 0; no other
     smoothing (a pseudo-count flattens the EM estimates of large domains badly when epsilon is small).
-    ``em_stop`` is the EM's stopping rule for the marginals and the pairs (``estimate_pairs``).
+
+    Parameters
+    ----------
+    databases : sequence of Database
+        The sampled databases.
+    schema : Schema
+        Their attributes.
+    em_stop : str, tuple, float or None
+        The EM's stopping rule for the marginals and the pairs (``estimate_pairs``).
+
+    Returns
+    -------
+    PopulationEstimate
+        The pooled marginals and pair tables.
     """
     g = len(schema)
     sizes = [int(f) for f in schema.sizes]
@@ -409,6 +459,20 @@ def count_matches(records: np.ndarray, db: Database, chunk: int = 1 << 22) -> np
     equal code for k-RR). Database rows missing one of those attributes never match. Vectorized
     through integer keys (loop over missing-value patterns) or a product of sparse support columns
     (loop over attributes, records in chunks).
+
+    Parameters
+    ----------
+    records : numpy.ndarray (r, g)
+        Encoded query records (``MISSING`` allowed).
+    db : Database
+        The database searched.
+    chunk : int
+        Most cells of a sparse product at once.
+
+    Returns
+    -------
+    numpy.ndarray (r,)
+        The matches.
     """
     out = np.zeros(records.shape[0], dtype=np.int64)
     if _single_valued(db):
@@ -445,7 +509,20 @@ def count_matches(records: np.ndarray, db: Database, chunk: int = 1 << 22) -> np
 
 def neighbor_counts(records: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """(r,) rows of a raw database that differ from each query record on exactly one of its present
-    attributes (and agree on all the others). Loop over attributes, vectorized over records."""
+    attributes (and agree on all the others). Loop over attributes, vectorized over records.
+
+    Parameters
+    ----------
+    records : numpy.ndarray (r, g)
+        Encoded query records.
+    codes : numpy.ndarray (n, g)
+        The raw database.
+
+    Returns
+    -------
+    numpy.ndarray (r,)
+        The neighbours of each record.
+    """
     out = np.zeros(records.shape[0], dtype=np.float64)
     for cols, rows in _patterns(records):
         if cols.size < 2:
@@ -468,17 +545,34 @@ def neighbor_counts(records: np.ndarray, codes: np.ndarray) -> np.ndarray:
 class UniquenessScores:
     """Per-record answers of ``UniquenessModel.score`` for r records and t thresholds.
 
-    Attributes
+    Parameters
     ----------
-    preset : "reidrisk" or "paper" (with the settings in ``settings``; formerly ``method``)
-    N : population size
-    q : (r,) copula probability of each record's cell (before any floor)
-    counts : (r, m) matches of each record in each database
-    expected : (r,) E[X]; variance : (r,) Var[X]; p_unique : (r,) P(X = 1)
-    thresholds : (t,) T; p_greater : (r, t) P(X > T)
-    greater : (r, t) bool, the decision "X > T" by ``rule``; ``at_risk`` is its negation
-    base_rates : (t,) P(X > T) over the population (the balanced rule's cut-offs), or None
-    posterior : the full posterior (``scorer.CountPosterior`` or ``posterior.PosteriorResult``)
+    preset : {"reidrisk", "paper"}
+        The model's preset (formerly ``method``).
+    settings : dict
+        Its settings.
+    rule : str
+        The decision rule.
+    N : int
+        Population size.
+    q : numpy.ndarray (r,)
+        Copula probability of each record's cell (before any floor).
+    counts : numpy.ndarray (r, m)
+        Matches of each record in each database.
+    expected, variance : numpy.ndarray (r,)
+        E[X] and Var[X].
+    p_unique : numpy.ndarray (r,)
+        P(X = 1).
+    thresholds : numpy.ndarray (t,)
+        The thresholds T.
+    p_greater : numpy.ndarray (r, t)
+        P(X > T).
+    greater : numpy.ndarray (r, t) of bool
+        The decision "X > T" by ``rule``; ``at_risk`` is its negation.
+    base_rates : numpy.ndarray (t,) or None
+        P(X > T) over the population (the balanced rule's cut-offs).
+    posterior : CountPosterior or PosteriorResult
+        The full posterior.
     """
 
     preset: str
@@ -510,7 +604,18 @@ class UniquenessScores:
     def to_frame(self, index=None) -> pd.DataFrame:
         """One row per record: expected_count, p_unique, p_gt_<T> and flag_le_<T> per threshold
         (flag = 1 when at most T people are predicted to share the record's values), q, and the
-        count in each database."""
+        count in each database.
+
+        Parameters
+        ----------
+        index : array_like, optional
+            The frame's index (default 0..r-1).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per record.
+        """
         data = {"expected_count": self.expected, "p_unique": self.p_unique}
         for j, t in enumerate(self.thresholds):
             tag = f"{t:g}"
@@ -645,8 +750,20 @@ class UniquenessModel:
         """Fit the population model from m >= 1 databases sampled from a population of
         ``population_size`` people.
 
-        ``databases``: ``Database`` objects, ``RecordReports``, encoded (n, g) arrays (raw records)
-        or tuples ``(data, rate)``. ``schema`` is required when every database is raw.
+        Parameters
+        ----------
+        databases : sequence
+            ``Database`` objects, ``RecordReports``, encoded (n, g) arrays (raw records) or
+            tuples ``(data, rate)``.
+        population_size : int
+            N.
+        schema : Schema, optional
+            Required when every database is raw.
+
+        Returns
+        -------
+        UniquenessModel
+            This model, fitted.
         """
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
@@ -747,7 +864,18 @@ class UniquenessModel:
         """q (r,): probability of each record's cell under the fitted copula
         (docs/design/uniqueness.md#model, step 4): a normal rectangle probability by randomized QMC
         (``qmc_points`` points, fixed scrambling seed, so a record's q does not depend on the other
-        records). A missing value leaves its attribute unconstrained."""
+        records). A missing value leaves its attribute unconstrained.
+
+        Parameters
+        ----------
+        records : numpy.ndarray (r, g)
+            Encoded records.
+
+        Returns
+        -------
+        numpy.ndarray (r,)
+            q.
+        """
         self._check_fitted()
         rec = self._check_records(records)
         return self._q(rec)
@@ -886,7 +1014,20 @@ class UniquenessModel:
 
     def base_rates(self, T: Sequence[float] | np.ndarray, N: int | None = None) -> np.ndarray:
         """P(X > T) over the population for each T: the mean of the prior P(X > T) over the records
-        the prior was fitted on (a sample of the population, real or simulated)."""
+        the prior was fitted on (a sample of the population, real or simulated).
+
+        Parameters
+        ----------
+        T : sequence of float or numpy.ndarray
+            The thresholds.
+        N : int, optional
+            Population size (default the fitted one).
+
+        Returns
+        -------
+        numpy.ndarray (t,)
+            P(X > T).
+        """
         self._check_fitted()
         if self.prior_ is None:
             raise UniquenessError("base rates need the calibrated prior (prior='calibrated')")
@@ -916,7 +1057,18 @@ class UniquenessModel:
 
     # ---- scoring -------------------------------------------------------------------------------
     def counts_of(self, records: np.ndarray) -> np.ndarray:
-        """(r, m) matches of each record in each database (``count_matches``)."""
+        """(r, m) matches of each record in each database (``count_matches``).
+
+        Parameters
+        ----------
+        records : numpy.ndarray (r, g)
+            Encoded records.
+
+        Returns
+        -------
+        numpy.ndarray (r, m)
+            The matches.
+        """
         self._check_fitted()
         rec = self._check_records(records)
         return np.column_stack([count_matches(rec, d) for d in self.databases_])
@@ -950,9 +1102,22 @@ class UniquenessModel:
               keep_pmf: bool = True) -> UniquenessScores:
         """Posterior of each record's population count X: E[X], P(X = 1), P(X > T) and the decision.
 
-        records: encoded (r, g) codes under the model's schema (``MISSING`` allowed: the count is
-        then over the present attributes). T: one or more thresholds. N: population size (default
-        the fitted one). keep_pmf: keep the full posterior (memory r x grid size).
+        Parameters
+        ----------
+        records : numpy.ndarray (r, g)
+            Encoded codes under the model's schema (``MISSING`` allowed: the count is then over
+            the present attributes).
+        T : float or sequence of float
+            One or more thresholds.
+        N : int, optional
+            Population size (default the fitted one).
+        keep_pmf : bool
+            Keep the full posterior (memory r x grid size).
+
+        Returns
+        -------
+        UniquenessScores
+            The per-record answers.
         """
         self._check_fitted()
         rec = self._check_records(records)
