@@ -10,7 +10,12 @@ Usage::
 * **In-function imports**: ``import reidrisk...`` / ``from reidrisk... import`` / relative imports
   nested in a function body (AST), each listed with the comment next to it (the reason it stays).
 * **Longest functions**: AST line span ``end_lineno - lineno + 1`` of every function and method
-  (decorators excluded, docstring included).
+  (decorators excluded, docstring included, nested functions excluded), and the same without the
+  docstring (the code lines).
+* **Exported callables without a Parameters block**: the functions, classes and methods that
+  ``tests/test_docs.py`` (``exported_callables``) checks for a numpydoc ``Parameters`` block,
+  counted with and without one (the test allows only the names listed in
+  ``tests/docs_parameters_pending.txt``).
 * **Crossings of one collect fit**: ``CollectPipeline().fit(reports)`` on a small simulated
   dataset (5 attributes, 2,000 people, 30 % missing, ``Protocol(4.0, attributes_per_person=2)``),
   traced with ``sys.setprofile``. A call is a *crossing* when the nearest reidrisk frame below
@@ -42,9 +47,11 @@ REPO = Path(__file__).resolve().parent.parent
 SRC = REPO / "src" / "reidrisk"
 NAME = "structure"
 TOP = 10
-#: the functions issue 16 names as too long to read in one direction
+#: the functions named as too long to read in one direction
 WATCHED = ("reidrisk.collect.pipeline.CollectPipeline._fit",
-           "reidrisk.uniqueness.scorer.count_posterior")
+           "reidrisk.uniqueness.scorer.count_posterior",
+           "reidrisk.demo.run_demo",
+           "reidrisk.demo.demo_sections")
 
 
 # ---- static: imports and function lengths ----------------------------------------------------
@@ -104,7 +111,12 @@ def static_measures() -> dict:
         for qual, fn in _functions(tree):
             span = fn.end_lineno - fn.lineno + 1
             nested = sum(c.end_lineno - c.lineno + 1 for c in _nested_functions(fn))
-            lengths.append({"function": f"{mod}.{qual}", "lines": span - nested, "span": span})
+            first = fn.body[0]
+            doc = (first.end_lineno - first.lineno + 1
+                   if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                   and isinstance(first.value.value, str) else 0)
+            lengths.append({"function": f"{mod}.{qual}", "lines": span - nested, "span": span,
+                            "code": span - nested - doc})
             for node in ast.walk(fn):
                 if isinstance(node, (ast.Import, ast.ImportFrom)) and _own(node) \
                         and id(node) not in seen:
@@ -119,6 +131,22 @@ def static_measures() -> dict:
     lengths.sort(key=lambda r: -r["lines"])
     watched = {r["function"]: r["lines"] for r in lengths if r["function"] in WATCHED}
     return {"imports": imports, "longest": lengths[:TOP], "watched": watched}
+
+
+def parameters_blocks() -> dict:
+    """Exported callables that take parameters, and those without a numpydoc Parameters block,
+    by the test's own definition (``tests/test_docs.py``: ``exported_callables``)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_docs_check", REPO / "tests" / "test_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    found, failed = module.exported_callables()
+    return {"exported_callables": len(found),
+            "without_parameters": sum(1 for ok in found.values() if not ok),
+            "without_parameters_names": sorted(q for q, ok in found.items() if not ok),
+            "unimported_modules": failed}
 
 
 # ---- dynamic: crossings of one collect fit ---------------------------------------------------
@@ -234,6 +262,7 @@ def module_edges(r: dict) -> list[tuple[str, str]]:
 
 def measure() -> dict:
     s = static_measures()
+    d = parameters_blocks()
     c = crossings()
     head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True).stdout.strip()
@@ -245,6 +274,7 @@ def measure() -> dict:
         "longest": s["longest"],
         "watched": s["watched"],
         "imports": s["imports"],
+        **d,
         **c,
     }
 
@@ -264,9 +294,11 @@ def _summary_rows(runs: dict) -> list[list]:
             ("oracle_checks", "oracle checks (`_require_oracles`) in one collect fit"),
             ("in_function_imports", "in-function imports of the package's own modules"),
             ("in_function_imports_without_reason", "... of them without a comment giving the reason"),
-            ("longest_function_lines", "longest function (lines, nested functions excluded)")]
+            ("longest_function_lines", "longest function (lines, nested functions excluded)"),
+            ("exported_callables", "exported functions, classes and methods that take parameters"),
+            ("without_parameters", "... of them without a numpydoc Parameters block")]
     labels = list(runs)
-    return [[text] + [runs[lab][k] for lab in labels] for k, text in keys], labels
+    return [[text] + [runs[lab].get(k, "") for lab in labels] for k, text in keys], labels
 
 
 def _watched(r: dict, function: str):
@@ -284,11 +316,15 @@ def write(runs: dict) -> None:
         for k in ("collect_module_edges", "collect_edges", "collect_modules", "collect_calls",
                   "crossing_edges", "crossing_modules", "crossing_calls", "unpack_calls",
                   "oracle_checks", "in_function_imports", "in_function_imports_without_reason",
-                  "longest_function_lines"):
-            res.add({"state": label}, k, r[k], "count" if k != "longest_function_lines" else "lines")
+                  "longest_function_lines", "exported_callables", "without_parameters"):
+            if k in r:
+                res.add({"state": label}, k, r[k],
+                        "count" if k != "longest_function_lines" else "lines")
         for i, f in enumerate(r["longest"]):
             res.add({"state": label, "rank": i + 1, "function": f["function"]}, "function_lines",
                     f["lines"], "lines")
+        for name in r.get("without_parameters_names", ()):
+            res.add({"state": label, "name": name}, "without_parameters_block", 1, "count")
         for e in r["edges"]:
             res.add({"state": label, "caller": e["caller"], "callee": e["callee"]}, "crossing",
                     e["calls"], "calls")
@@ -309,15 +345,21 @@ def write(runs: dict) -> None:
             "of the function around them). The function-level edges count the accessors of the "
             "counts (`PairCounts.block`, `.counts`, `.n_present`) under each named step that reads "
             "them, so splitting a function into steps adds edges without adding a module; the "
-            "module pairs are the shape of the fit.", "",
+            "module pairs are the shape of the fit. Function lengths include the docstring (a "
+            "numpydoc Parameters block is part of it); the code lines leave it out. Exported "
+            "callables are counted as tests/test_docs.py checks them (public functions and "
+            "classes defined in a module of the package, and their public methods, that take "
+            "parameters); the names still without a Parameters block are listed in "
+            "tests/docs_parameters_pending.txt.", "",
             md_table(["measure"] + labels, rows), "",
             md_table(["function (lines, nested functions excluded)"] + labels,
                      [[f"`{f}`"] + [_watched(runs[lab], f) for lab in labels] for f in WATCHED]),
             "",
             f"## Longest functions ({labels[-1]})", "",
-            md_table(["function", "lines (nested functions excluded)", "span"],
-                     [[f"`{f['function']}`", f["lines"], f["span"]]
-                                             for f in last["longest"]]), "",
+            md_table(["function", "lines (nested functions excluded)", "code lines (docstring "
+                      "excluded)", "span"],
+                     [[f"`{f['function']}`", f["lines"], f.get("code", ""), f["span"]]
+                      for f in last["longest"]]), "",
             "## Module pairs crossed out of reidrisk.collect in one collect fit", "",
             *[f"* {lab}: " + ", ".join(f"`{a}` -> `{b}`" for a, b in module_edges(runs[lab]))
               for lab in labels], "",
@@ -343,7 +385,8 @@ def main(argv=None) -> None:
     rows, _ = _summary_rows({"now": r})
     print(md_table(["measure", "now"], rows))
     print()
-    print(md_table(["function", "lines"], [[f["function"], f["lines"]] for f in r["longest"]]))
+    print(md_table(["function", "lines", "code lines"],
+                   [[f["function"], f["lines"], f["code"]] for f in r["longest"]]))
     print()
     print(md_table(["caller", "callee", "calls"],
                    [[e["caller"], e["callee"], e["calls"]] for e in r["edges"]]))
