@@ -590,8 +590,6 @@ def calibrate(target_error: float, n: int, domain: int, mechanism: str = "rr", *
     BoundError
         When the target cannot be certified at any epsilon (``n`` too small).
     """
-    from scipy.optimize import brentq
-
     m = _mechanism(mechanism)
     n = _count(n, "number of users n")
     k = _count(domain, "domain size |X|")
@@ -607,50 +605,67 @@ def calibrate(target_error: float, n: int, domain: int, mechanism: str = "rr", *
             f"target needs n >= 2^(1/(1 - target)) = {need:.6g}); lower --target-error"
         )
 
-    def solve(mech: str, gg) -> float:
-        def f(le: float) -> float:  # on the log-epsilon scale
-            a = alpha(math.exp(le), n, k, mech, g=gg, releases=t, form=form)
-            return float(bayes_error_bound(a, n, mp)) - target
-
-        lo, hi = math.log(1e-12), 0.0
-        if f(lo) < 0:  # cannot happen for budget >= 0, kept as a guard
-            raise BoundError(f"no epsilon > 1e-12 meets the target {target:g}")
-        while f(hi) >= 0:
-            if hi > math.log(1e4):
-                return math.inf  # the bound holds at every budget
-            hi += math.log(2.0)
-        root = brentq(f, lo, hi, xtol=1e-14, rtol=1e-13, maxiter=500)
-        step = 1e-13 * max(1.0, abs(root))
-        for _ in range(64):  # the root may sit a rounding error on the wrong side: step inside
-            if f(root) >= 0:
-                break
-            root -= step
-            step *= 2.0
-        return math.exp(root)
-
-    eps_ldp = solve("ldp", None) if (use_ldp_bound or m == "ldp") else 0.0
+    eps_ldp = (_largest_budget("ldp", None, n, k, t, form, mp, target)
+               if (use_ldp_bound or m == "ldp") else 0.0)
     gg = None
     if m == "glh":
-        if g is None:
-            # import cycle: pie.utility imports this module
-            from reidrisk.pie.utility import domain_l2_loss_glh
-
-            gmax = min(k, _G_LIMIT) if g_max is None else _count(g_max, "g_max")
-            grid = _g_grid(gmax)
-            lam = budget / (t * _cap(n, k))  # Thm 4.4 allows the same lambda at every g
-            with np.errstate(divide="ignore"):
-                eps_g = np.log1p(lam * grid / (1.0 - lam)) if lam < 1 else np.full_like(grid, 700.)
-            eps_g = np.minimum(np.maximum(eps_g, eps_ldp), 700.0)
-            loss = np.asarray(domain_l2_loss_glh(eps_g, n, k, grid))
-            gg = int(grid[int(np.argmin(loss))])
-        else:
-            gg = _count(g, "hash range g")
-    eps_mech = eps_ldp if m == "ldp" else solve(m, gg)
+        gg = (_count(g, "hash range g") if g is not None
+              else _glh_range(budget, n, k, t, g_max, eps_ldp))
+    eps_mech = eps_ldp if m == "ldp" else _largest_budget(m, gg, n, k, t, form, mp, target)
     if eps_mech >= eps_ldp:
         eps, by = eps_mech, m
     else:
         eps, by = eps_ldp, "ldp"
+    return _calibration(m, target, n, k, t, float(eps), gg, by, budget, mp, form, use_ldp_bound)
 
+
+def _largest_budget(mech: str, gg, n: int, k: int, t: int, form: str, mp, target: float) -> float:
+    """The largest epsilon at which ``mech``'s bound still guarantees ``target``: the root of
+    ``bayes_error_bound(alpha(eps)) = target`` on the log-epsilon scale (``inf`` when the bound
+    holds at every budget)."""
+    from scipy.optimize import brentq
+
+    def f(le: float) -> float:  # on the log-epsilon scale
+        a = alpha(math.exp(le), n, k, mech, g=gg, releases=t, form=form)
+        return float(bayes_error_bound(a, n, mp)) - target
+
+    lo, hi = math.log(1e-12), 0.0
+    if f(lo) < 0:  # cannot happen for budget >= 0, kept as a guard
+        raise BoundError(f"no epsilon > 1e-12 meets the target {target:g}")
+    while f(hi) >= 0:
+        if hi > math.log(1e4):
+            return math.inf  # the bound holds at every budget
+        hi += math.log(2.0)
+    root = brentq(f, lo, hi, xtol=1e-14, rtol=1e-13, maxiter=500)
+    step = 1e-13 * max(1.0, abs(root))
+    for _ in range(64):  # the root may sit a rounding error on the wrong side: step inside
+        if f(root) >= 0:
+            break
+        root -= step
+        step *= 2.0
+    return math.exp(root)
+
+
+def _glh_range(budget: float, n: int, k: int, t: int, g_max, eps_ldp: float) -> int:
+    """The GLH hash range of ``calibrate`` with ``g=None``: the g in 2..g_max whose largest
+    budget has the least expected l2 loss over the whole domain (``calibrate``'s docstring)."""
+    # import cycle: pie.utility imports this module
+    from reidrisk.pie.utility import domain_l2_loss_glh
+
+    gmax = min(k, _G_LIMIT) if g_max is None else _count(g_max, "g_max")
+    grid = _g_grid(gmax)
+    lam = budget / (t * _cap(n, k))  # Thm 4.4 allows the same lambda at every g
+    with np.errstate(divide="ignore"):
+        eps_g = np.log1p(lam * grid / (1.0 - lam)) if lam < 1 else np.full_like(grid, 700.)
+    eps_g = np.minimum(np.maximum(eps_g, eps_ldp), 700.0)
+    loss = np.asarray(domain_l2_loss_glh(eps_g, n, k, grid))
+    return int(grid[int(np.argmin(loss))])
+
+
+def _calibration(m: str, target: float, n: int, k: int, t: int, eps: float, gg, by: str,
+                 budget: float, mp, form: str, use_ldp_bound: bool) -> Calibration:
+    """The ``Calibration`` of budget ``eps``: the alpha it certifies, its error bound and, for RR
+    and GLH, the mutual-information loss lambda."""
     e_eval = min(eps, 700.0)
     a = float(certified_alpha(e_eval, n, k, m, g=gg, releases=t, form=form)) if use_ldp_bound \
         else float(alpha(e_eval, n, k, m, g=gg, releases=t, form=form))
@@ -660,7 +675,7 @@ def calibrate(target_error: float, n: int, domain: int, mechanism: str = "rr", *
     elif m == "glh":
         lam_out = float(lambda_glh(e_eval, gg))
     return Calibration(
-        mechanism=m, target_error=target, n=n, domain=k, releases=t, epsilon=float(eps), g=gg,
+        mechanism=m, target_error=target, n=n, domain=k, releases=t, epsilon=eps, g=gg,
         mi_loss=lam_out, alpha=a, error_bound=float(bayes_error_bound(a, n, mp)),
         certified_by=by, alpha_budget=budget, max_prior=mp,
     )
