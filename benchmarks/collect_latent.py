@@ -34,6 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 import collect_accuracy as ca
 from _harness import Results, md_table
 
@@ -55,6 +57,66 @@ def plan(args) -> list:
             for r in range(args.reps):
                 tasks.append(ca.Task(ds, m, eps, r, cs, methods, args.queries, args.seed))
     return tasks
+
+
+def diagnose(args) -> tuple[list[str], list[tuple]]:
+    """What limits the latent model on Adult at the default point: the same mixture (K chosen the
+    same way, ``LatentClassModel("auto")``) fitted on ever less information -- the complete true
+    data, the data after the missingness, the values the sampling protocol asks each person for
+    (no LDP noise), the reports -- and on the reports with K fixed. Same missingness, queries and
+    reports as the main table (collect_accuracy's seeds)."""
+    from reidrisk.collect.protocol import Protocol
+    from reidrisk.collect.report import js_bits, planned_attributes_per_person
+    from reidrisk.data.missing import mcar
+    from reidrisk.data.tables import contingency
+    from reidrisk.latent import LatentClassModel
+    from reidrisk.schema import MISSING
+
+    ds, m, eps = "adult", ca.DEFAULT_M, ca.DEFAULT_EPS
+    schema, codes = ca._data(ds)
+    n, g = codes.shape
+    k = planned_attributes_per_person(schema.sizes, eps, n)
+    names = {"truth": "complete true data", "observed": f"after the missingness (m = {m:g})",
+             "asked": f"the {k} attributes each person is asked, raw (no LDP noise)",
+             "reports": "the reports (the latent method)", "K8": "the reports, K = 8 fixed",
+             "K32": "the reports, K = 32 fixed"}
+    js: dict[str, list[float]] = {key: [] for key in names}
+    chosen: dict[str, list[int]] = {key: [] for key in names}
+    full = LatentClassModel("auto", rng=0).fit(codes, schema)
+    for r in range(args.reps):
+        observed = mcar(codes, m, np.random.default_rng(ca._seed(args.seed, "missing", ds, m, r)))
+        proto_rng = np.random.default_rng(ca._seed(args.seed, "reports", ds, m, eps, r))
+        reports = Protocol(eps, k, "subset").randomize(schema, observed, proto_rng)
+        asked = np.where(reports.present(), observed, MISSING)
+        qrng = np.random.default_rng(ca._seed(args.seed, "queries", ds, r, ca.DEFAULT_C))
+        queries = [sorted(int(j) for j in qrng.choice(g, ca.DEFAULT_C, replace=False))
+                   for _ in range(args.queries)]
+        models = {"truth": full,
+                  "observed": LatentClassModel("auto", rng=0).fit(observed, schema),
+                  "asked": LatentClassModel("auto", rng=0).fit(asked, schema),
+                  "reports": LatentClassModel("auto", rng=0).fit(reports),
+                  "K8": LatentClassModel(8, rng=0).fit(reports),
+                  "K32": LatentClassModel(32, rng=0).fit(reports)}
+        for key, model in models.items():
+            js[key].append(float(np.mean([js_bits(contingency(codes, schema.sizes, q),
+                                                  model.table(q)) for q in queries])))
+            chosen[key].append(model.n_classes_)
+    lines = ["## What limits the latent model on Adult", "",
+             f"The mixture of the latent method (`LatentClassModel(\"auto\")`, no fallback) "
+             f"fitted on ever less information, Adult at the default point, c = {ca.DEFAULT_C}, "
+             f"the same {args.reps} repetitions and queries as above; K: the chosen numbers of "
+             "classes (min-max over repetitions).", ""]
+    body, points = [], []
+    for key, label in names.items():
+        v = np.asarray(js[key])
+        body.append([label, f"{v.mean():.4f}", f"{v.std(ddof=1) if v.size > 1 else 0:.4f}",
+                     f"{min(chosen[key])}-{max(chosen[key])}"])
+        points.append(({"dataset": ds, "m": m, "eps": eps, "c": ca.DEFAULT_C, "reps": args.reps,
+                        "queries": args.queries, "fitted_on": key,
+                        "classes": [int(x) for x in chosen[key]]},
+                       "latent_js_mean", float(v.mean()), "bits"))
+    lines += [md_table(["latent class model fitted on", "JS mean", "sd", "K"], body), ""]
+    return lines, points
 
 
 def summarize(records: list[dict]):
@@ -217,6 +279,10 @@ def main(argv=None) -> None:
     records = ca.execute(plan(args), run)
     rows = summarize(records)
     lines, points = render(rows, args, time.perf_counter() - t0)
+    if "adult" in args.datasets:
+        more, extra = diagnose(args)
+        lines[-2:-2] = more
+        points += extra
     for params, metric, value, unit in points:
         res.add(params, metric, value, unit)
     res.write(lines, echo=True)
