@@ -7,6 +7,13 @@ Usage::
     python benchmarks/structure.py --record before  # keep them as the "before" of a refactor
     python benchmarks/structure.py --record after   # and write docs/results/structure.{md,json}
 
+With ``--at REV`` the package of commit REV is measured instead of the working tree: its ``src/``
+is exported (``git archive``) to a temporary folder and measured there by this script (and the
+current tests/test_docs.py), so that edits not yet committed in a shared tree are not counted::
+
+    python benchmarks/structure.py --at 6725577 --record before
+    python benchmarks/structure.py --at HEAD --record after
+
 * **In-function imports**: ``import reidrisk...`` / ``from reidrisk... import`` / relative imports
   nested in a function body (AST), each listed with the comment next to it (the reason it stays).
 * **Longest functions**: AST line span ``end_lineno - lineno + 1`` of every function and method
@@ -35,8 +42,10 @@ import ast
 import functools
 import inspect
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -44,7 +53,8 @@ from pathlib import Path
 from _harness import RESULTS_DIR, Results, md_table
 
 REPO = Path(__file__).resolve().parent.parent
-SRC = REPO / "src" / "reidrisk"
+#: the package measured: the working tree's, or an exported commit's (``--at``)
+SRC = Path(os.environ.get("STRUCTURE_SRC", REPO / "src")) / "reidrisk"
 NAME = "structure"
 TOP = 10
 #: the functions named as too long to read in one direction
@@ -264,8 +274,9 @@ def measure() -> dict:
     s = static_measures()
     d = parameters_blocks()
     c = crossings()
-    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                          capture_output=True, text=True).stdout.strip()
+    head = os.environ.get("STRUCTURE_COMMIT") or subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+        capture_output=True, text=True).stdout.strip()
     return {
         "commit": head,
         "in_function_imports": len(s["imports"]),
@@ -339,7 +350,10 @@ def write(runs: dict) -> None:
             "package's own modules made inside functions, the longest functions, and the module "
             "boundaries one `CollectPipeline().fit` crosses (5 attributes, 2,000 simulated people, "
             "30 % missing, `Protocol(4.0, attributes_per_person=2)`). No timing is measured.", "",
-            "States: " + "; ".join(f"{lab}: commit {runs[lab].get('commit', '?')}" for lab in labels)
+            "States: " + "; ".join(
+                f"{lab}: commit {runs[lab].get('commit', '?')}"
+                + (" (its package exported and measured with `--at`: edits not committed are not "
+                   "counted)" if runs[lab].get("exported") else "") for lab in labels)
             + ". A crossing is a call whose nearest reidrisk caller lies in another module "
             "(properties, dunder methods, comprehensions and keyword-renaming wrappers are part "
             "of the function around them). The function-level edges count the accessors of the "
@@ -374,14 +388,37 @@ def write(runs: dict) -> None:
     res.write_markdown("\n".join(body))
 
 
+def measure_at(rev: str) -> dict:
+    """``measure()`` of commit ``rev``'s package: ``src/`` exported to a temporary folder and
+    measured by this script in a process that imports reidrisk from there."""
+    short = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", rev],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", short, "src"],
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        out = Path(tmp) / "measure.json"
+        env = {**os.environ, "PYTHONPATH": str(Path(tmp) / "src"),
+               "STRUCTURE_SRC": str(Path(tmp) / "src"), "STRUCTURE_COMMIT": short}
+        subprocess.run([sys.executable, __file__, "--json-out", str(out)], env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+        return {**json.loads(out.read_text()), "exported": True}
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--record", choices=["before", "after"],
                     help="keep the numbers under this label; 'after' writes docs/results/structure.*")
     ap.add_argument("--before-file", type=Path, default=None,
                     help="JSON of an earlier '--record before' run (default: kept in /tmp)")
+    ap.add_argument("--at", metavar="REV", default=None,
+                    help="measure the package of this commit instead of the working tree")
+    ap.add_argument("--json-out", type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    r = measure()
+    r = measure_at(args.at) if args.at else measure()
+    if args.json_out is not None:  # the measuring process of --at
+        args.json_out.write_text(json.dumps(r))
+        return
     rows, _ = _summary_rows({"now": r})
     print(md_table(["measure", "now"], rows))
     print()
