@@ -84,6 +84,11 @@ def rectangle_probability(
         Independent scrambles; their spread gives the standard error.
     rng : numpy.random.Generator or int, optional
         Seeds the scrambling (fixed by default, so results are reproducible).
+
+    Returns
+    -------
+    RectangleProbability
+        The probabilities (m,), their standard errors and the QMC points used.
     """
     lo = np.atleast_2d(np.asarray(lower, dtype=np.float64))
     up = np.atleast_2d(np.asarray(upper, dtype=np.float64))

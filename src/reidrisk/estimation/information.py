@@ -65,6 +65,11 @@ def entropy(p, base=np.e) -> np.ndarray | float:
         of a table, pass ``table.ravel()``.
     base : float
         Logarithm base (positive, != 1); natural log (nats) by default, 2 for bits.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The entropy, one per leading index (a float for a single distribution).
     """
     p = _normalize(p, (-1,), "p")
     h = -_xlogy(p, p).sum(axis=-1) / _log(base)
@@ -85,6 +90,11 @@ def mutual_information(table, base=np.e) -> np.ndarray | float:
         Non-negative finite counts or probabilities, normalised over the last two axes first.
     base : float
         Logarithm base (positive, != 1); natural log by default, 2 for bits.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The mutual information, in units of ``base`` (a float for one table).
     """
     t = _normalize(table, (-2, -1), "table")
     px = t.sum(axis=-1, keepdims=True)
@@ -117,6 +127,11 @@ def kl_divergence(p, q, base=np.e) -> np.ndarray | float:
         tables, pass ravelled arrays.
     base : float
         Logarithm base (positive, != 1); natural log by default.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The divergence, in units of ``base`` (a float for one pair of distributions).
     """
     p, q = _pair(p, q, "kl_divergence")
     with np.errstate(divide="ignore"):
@@ -140,6 +155,11 @@ def js_divergence(p, q, base=2) -> np.ndarray | float:
         contingency tables pass ravelled arrays.
     base : float
         Logarithm base (positive, != 1); 2 by default.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The divergence, in units of ``base`` (a float for one pair of distributions).
     """
     p, q = _pair(p, q, "js_divergence")
     with np.errstate(divide="ignore", invalid="ignore"):

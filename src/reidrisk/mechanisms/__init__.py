@@ -38,6 +38,11 @@ def make_mechanism(name: str, epsilon: float, k: int, **kwargs) -> Mechanism:
     **kwargs
         Passed to the constructor, e.g. ``h`` for "subset", ``g``/``prime``/``tables`` for "glh".
 
+    Returns
+    -------
+    Mechanism
+        The mechanism.
+
     Raises
     ------
     MechanismError

@@ -79,6 +79,11 @@ def check_integer(value, name: str, low: int, high: int | None = None) -> int:
         Smallest allowed value.
     high : int, optional
         Largest allowed value (``None``: no upper bound).
+
+    Returns
+    -------
+    int
+        ``value`` as an int.
     """
     try:
         ok = not isinstance(value, bool) and int(value) == value
@@ -120,6 +125,11 @@ def as_generator(rng: np.random.Generator | int | None) -> np.random.Generator:
     ----------
     rng : numpy.random.Generator, int, numpy.random.SeedSequence or None
         As listed above.
+
+    Returns
+    -------
+    numpy.random.Generator
+        The generator to draw from.
     """
     if isinstance(rng, np.random.Generator):
         return rng
@@ -318,7 +328,13 @@ class Mechanism(ABC):
         return w, int((~self.is_missing(reports)).sum())
 
     def params(self) -> dict:
-        """Parameters that identify the mechanism (for files and reports)."""
+        """Parameters that identify the mechanism (for files and reports).
+
+        Returns
+        -------
+        dict
+            Name, budget, domain size and the mechanism's own settings.
+        """
         return {"mechanism": self.name, "epsilon": self.epsilon, "k": self.k}
 
 
@@ -336,6 +352,11 @@ def report_matrix(reports, width: int, name: str, layout: str) -> np.ndarray:
         The mechanism's name, for the error message.
     layout : str
         What a row holds, for the error message.
+
+    Returns
+    -------
+    numpy.ndarray (n, width)
+        The reports.
     """
     y = np.asarray(reports)
     if y.ndim != 2 or y.shape[1] != width:
@@ -384,6 +405,11 @@ def check_codes(values: np.ndarray, k: int, what: str = "values") -> np.ndarray:
         Domain size.
     what : str
         The name the error message shows.
+
+    Returns
+    -------
+    numpy.ndarray (n,) int64
+        The codes.
     """
     values = np.asarray(values)
     if values.ndim != 1:

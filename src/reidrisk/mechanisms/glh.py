@@ -64,6 +64,11 @@ def optimal_g(epsilon: float) -> int:
     ----------
     epsilon : float
         The privacy budget.
+
+    Returns
+    -------
+    int
+        The hash range g.
     """
     g = max(2, round(math.exp(epsilon) + 1.0))
     if g > DEFAULT_PRIME:
@@ -390,6 +395,11 @@ class GLH(Mechanism):
             Hash range (>= 2); ``None`` picks the OLH optimum.
         rng : numpy.random.Generator or int, optional
             Draws the tables; ``None``: a fresh secure generator.
+
+        Returns
+        -------
+        GLH
+            The mechanism over those tables.
         """
         g = optimal_g(check_epsilon(epsilon)) if g is None else check_integer(g, "hash range g", 2)
         m = check_integer(m, "number of hash tables m", 1)

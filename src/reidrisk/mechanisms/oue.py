@@ -136,6 +136,11 @@ class UnaryEncoding(Mechanism):
         ----------
         values, rng
             As in ``Mechanism.perturb``.
+
+        Returns
+        -------
+        PackedBits
+            The reports, 8 bits a byte.
         """
         rng = as_generator(rng)
         x = check_codes(values, self.k)
@@ -312,6 +317,11 @@ def packed_width(k: int) -> int:
     ----------
     k : int
         Bits of one report.
+
+    Returns
+    -------
+    int
+        ceil(k / 8).
     """
     return -(-int(k) // 8)
 

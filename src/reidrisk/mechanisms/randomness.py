@@ -52,6 +52,11 @@ def secure_generator(key: int | None = None) -> np.random.Generator:
     key : int, optional
         An int in 0..2^256 - 1 that replays a fixed stream of the same cipher; for tests only (a
         key, like a seed, lets its holder remove the noise). ``None``: a fresh key.
+
+    Returns
+    -------
+    numpy.random.Generator
+        A generator over ChaCha20 with a fresh key.
     """
     from randomgen import ChaCha  # imported on first use: it is only needed by clients
 
@@ -76,6 +81,11 @@ def is_secure(rng: np.random.Generator) -> bool:
     rng : numpy.random.Generator
         The generator to inspect (any object; without a ChaCha ``bit_generator`` the answer is
         False).
+
+    Returns
+    -------
+    bool
+        Whether ``rng`` is such a generator.
     """
     try:
         from randomgen import ChaCha
@@ -100,6 +110,11 @@ def random_bytes(rng: np.random.Generator, shape) -> np.ndarray:
         The generator to draw from, whatever its bit generator.
     shape : int or tuple of int
         Shape of the returned uint8 array.
+
+    Returns
+    -------
+    numpy.ndarray of uint8
+        Bytes of the given shape.
     """
     shape = (shape,) if np.ndim(shape) == 0 else tuple(shape)
     size = int(np.prod(shape, dtype=np.int64))

@@ -31,6 +31,11 @@ def split_budget(epsilon: float, g: int, weights: Sequence[float] | None = None)
     weights : sequence of float, optional
         One positive finite weight per attribute; the budgets are proportional to them.
         ``None``: an even split, ``epsilon / g`` each.
+
+    Returns
+    -------
+    numpy.ndarray (g,)
+        The per-attribute budgets.
     """
     eps = check_epsilon(epsilon)
     if weights is None:
@@ -176,6 +181,11 @@ class RecordRandomizer:
         rng : numpy.random.Generator or int, optional
             ``None`` (the default, for real answers): a fresh ChaCha20 generator keyed from the
             operating system (``reidrisk.mechanisms.secure_generator``); a seed only to simulate.
+
+        Returns
+        -------
+        RecordReports
+            One report array per attribute, with the schema and the mechanisms.
         """
         codes = self.schema.validate_codes(codes)
         rng = as_generator(rng)

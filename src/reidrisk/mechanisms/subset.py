@@ -57,6 +57,11 @@ def subset_size(epsilon: float, k: int) -> int:
         The privacy budget.
     k : int
         Domain size.
+
+    Returns
+    -------
+    int
+        h.
     """
     return max(math.ceil(k / (1.0 + math.exp(epsilon))), 1)
 
@@ -154,6 +159,11 @@ def sample_subsets(
     sampler : {"auto", "floyd", "keys"}
         (formerly ``method``) "floyd" (O(h) vector steps, for small h), "keys" (O(k) per row, for
         large h) or "auto" (Floyd when h <= k / 5 or k <= 64, where it is the faster).
+
+    Returns
+    -------
+    numpy.ndarray (c, h) int32
+        The subsets, ascending within rows.
     """
     x = np.asarray(x, dtype=np.int64)
     include = np.asarray(include, dtype=bool)
@@ -231,6 +241,11 @@ class Subset(Mechanism):
             As in ``Mechanism.perturb``.
         sampler : {"auto", "floyd", "keys"}
             (formerly ``method``) as in ``sample_subsets``.
+
+        Returns
+        -------
+        numpy.ndarray (n, h) int32
+            The reports (rows of ``MISSING`` where missing).
         """
         rng = as_generator(rng)
         x = check_codes(values, self.k)

@@ -100,6 +100,11 @@ def escape(text: object) -> str:
     ----------
     text : object
         The value (converted with ``str``).
+
+    Returns
+    -------
+    str
+        The escaped text.
     """
     return html.escape(str(text), quote=True)
 
@@ -111,6 +116,11 @@ def paragraph(text: str) -> str:
     ----------
     text : str
         The paragraph's text.
+
+    Returns
+    -------
+    str
+        The ``<p>`` element.
     """
     return f"<p>{escape(text)}</p>"
 
@@ -136,6 +146,11 @@ def html_table(
         The table's caption.
     numeric : sequence of bool, optional
         ``numeric[i]`` right-aligns column i.
+
+    Returns
+    -------
+    str
+        The table's HTML.
     """
     header = list(header)
     numeric = list(numeric) if numeric is not None else [False] * len(header)
@@ -159,6 +174,11 @@ def definition_list(items: Mapping[str, object]) -> str:
     ----------
     items : mapping
         The pairs, in order.
+
+    Returns
+    -------
+    str
+        The ``<dl>`` element.
     """
     return "<dl>" + "".join(
         f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in items.items()
@@ -186,6 +206,11 @@ def render_html(sections: Sequence[Section], title: str, subtitle: str = "") -> 
         The page title.
     subtitle : str
         A line under the title.
+
+    Returns
+    -------
+    str
+        The whole page.
     """
     anchors = [s.anchor for s in sections]
     dupes = sorted({a for a in anchors if anchors.count(a) > 1})
@@ -222,6 +247,11 @@ def write_report(
         As in ``render_html``.
     out : str or Path
         The report folder.
+
+    Returns
+    -------
+    Path
+        ``out/index.html``.
     """
     sections = list(sections)
     out = Path(out)

@@ -78,6 +78,11 @@ def new_figure(width: float, height: float) -> Figure:
     ----------
     width, height : float
         Size in inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The empty figure.
     """
     fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
@@ -91,6 +96,11 @@ def figure_png(fig: Figure) -> bytes:
     ----------
     fig : matplotlib.figure.Figure
         The figure.
+
+    Returns
+    -------
+    bytes
+        The PNG image.
     """
     from matplotlib.text import Text
 
@@ -166,6 +176,11 @@ def error_curves_figure(
         ``reference[target]`` draws a dotted horizontal line (e.g. the error of a uniform guess).
     ylabel, xlabel, title : str
         Axis labels and the figure title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure.
     """
     mechanisms = list(dict.fromkeys(table["mechanism"]))
     methods = list(dict.fromkeys(table["method"]))
@@ -221,6 +236,11 @@ def plot_distributions(
     ----------
     attributes, truth, estimates, title
         As in ``distributions_figure``.
+
+    Returns
+    -------
+    bytes
+        The PNG image.
     """
     return figure_png(distributions_figure(attributes, truth, estimates, title))
 
@@ -245,6 +265,11 @@ def distributions_figure(
         ``estimates[mechanism][method][i]`` is the estimate of ``truth[i]``.
     title : str
         The figure title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure.
     """
     mechanisms = list(estimates)
     methods = list(dict.fromkeys(m for per in estimates.values() for m in per))
