@@ -135,6 +135,11 @@ class Attribute:
             The column name.
         edges : sequence of float
             Bin edges, ascending; the outer edges are included.
+
+        Returns
+        -------
+        Attribute
+            The attribute.
         """
         edges = [float(e) for e in edges]
         labels = [f"[{_fmt(lo)}, {_fmt(hi)})" for lo, hi in zip(edges[:-1], edges[1:])]
@@ -154,6 +159,11 @@ class Attribute:
             Each category (in declared order) and the raw labels it absorbs, e.g.
             ``{"School": ["9th", "10th"], "HS-grad": ["HS-grad"]}``. A raw label may appear in
             only one group.
+
+        Returns
+        -------
+        Attribute
+            The attribute.
         """
         aliases: dict[str, str] = {}
         for cat, raws in groups.items():
@@ -182,6 +192,11 @@ class Attribute:
         bins : int
             Number of bins asked for (ties are merged, so heavily tied columns get fewer, never
             fewer than 2).
+
+        Returns
+        -------
+        Attribute
+            The attribute.
         """
         if isinstance(bins, bool) or int(bins) != bins or bins < 2:
             raise SchemaError(f"attribute {name!r}: bins must be an integer >= 2, got {bins!r}")
@@ -518,6 +533,11 @@ class Schema:
             Most distinct values of a categorical column (more is a ``SchemaError``).
         columns : sequence of str, optional
             The columns to describe (default: all).
+
+        Returns
+        -------
+        Schema
+            The inferred schema.
         """
         attrs = []
         for name in columns or frame.columns:

@@ -204,6 +204,11 @@ def load_adult(split: str = "train", root: str | Path | None = None) -> pd.DataF
     root : str or Path, optional
         The folder holding the files (default: ``shared_data_dir()/uci-adult``).
 
+    Returns
+    -------
+    pandas.DataFrame
+        The records.
+
     Raises
     ------
     DatasetNotFound
@@ -229,6 +234,11 @@ def adult_schema(variant: str = "paper004", domain: str = "declared") -> Schema:
         For ``"paper000"``: the full category lists (``"declared"``) or only the categories
         observed in the 30,162 complete train records (``"observed"``: drops workclass
         ``Never-worked``; product of the domain sizes 54,001,920 = the 5.4e7 of Table 2).
+
+    Returns
+    -------
+    Schema
+        The schema.
     """
     if domain not in ("declared", "observed"):
         raise ValueError(f"domain must be 'declared' or 'observed', got {domain!r}")
@@ -290,6 +300,11 @@ def load_adult_encoded(
     complete_only : bool
         Keep only the rows with every schema attribute present (train: 30,162 of 32,561 for both
         variants).
+
+    Returns
+    -------
+    EncodedData
+        The schema and the codes (n, g) int32.
     """
     schema = adult_schema(variant, domain)
     frame = load_adult(split, root)[schema.names]

@@ -54,6 +54,11 @@ def load_communities(root: str | Path | None = None) -> pd.DataFrame:
         The folder holding the two files (default:
         ``shared_data_dir()/uci-communities-crime-unnormalized``).
 
+    Returns
+    -------
+    pandas.DataFrame
+        The records.
+
     Raises
     ------
     DatasetNotFound
@@ -103,6 +108,11 @@ def predictive_columns(frame: pd.DataFrame, include_goals: bool = False) -> list
         The data as ``load_communities`` returns it.
     include_goals : bool
         Keep the 18 goal columns.
+
+    Returns
+    -------
+    list of str
+        The column names.
     """
     drop = set(IDENTIFIERS) | (set() if include_goals else set(GOALS))
     return [c for c in frame.columns if c not in drop]
@@ -128,6 +138,11 @@ def communities_schema(
         Largest share of missing values an attribute may have to be kept.
     include_goals : bool
         Keep the 18 goal attributes as well (default: predictive attributes only).
+
+    Returns
+    -------
+    Schema
+        The schema.
     """
     if not 0.0 <= max_missing <= 1.0:
         raise ValueError(f"max_missing must be a fraction in [0, 1], got {max_missing!r}")
@@ -154,6 +169,11 @@ def load_communities_encoded(
         As in ``communities_schema``.
     root
         As in ``load_communities``.
+
+    Returns
+    -------
+    EncodedData
+        The schema and the codes.
     """
     frame = load_communities(root)
     schema = communities_schema(frame, bins=bins, max_missing=max_missing,

@@ -66,6 +66,11 @@ def table_format(path: str | Path) -> str:
     ----------
     path : str or Path
         The file name.
+
+    Returns
+    -------
+    str
+        ``"csv"`` or ``"parquet"``.
     """
     name = Path(path).name.lower()
     if name.endswith(PARQUET_SUFFIXES):
@@ -88,6 +93,11 @@ def read_table(path: str | Path, columns: Sequence[str] | None = None) -> pd.Dat
     columns : sequence of str, optional
         Selects and orders columns; naming an absent column is a ``TableError`` that lists the
         file's columns. ``None``: all columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The table.
 
     Raises
     ------
@@ -160,6 +170,11 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
         The table to write.
     path : str or Path
         The target; its suffix (``.csv`` or ``.parquet``) chooses the format.
+
+    Returns
+    -------
+    Path
+        ``path``.
     """
     path = Path(path)
     fmt = table_format(path)
@@ -199,6 +214,11 @@ def check_output_path(path: str | Path, kind: str = "file") -> Path:
         The file or folder to be written.
     kind : {"file", "folder"}
         What ``path`` will be.
+
+    Returns
+    -------
+    Path
+        ``path``.
 
     Raises
     ------
@@ -266,6 +286,11 @@ def read_encoded(path: str | Path, schema: Schema) -> np.ndarray:
         lacks is a ``TableError`` naming it.
     schema : Schema
         The attributes to encode with.
+
+    Returns
+    -------
+    numpy.ndarray (n, g) int32
+        The codes.
     """
     frame = read_table(path, columns=schema.names)
     if len(frame) == 0:
@@ -287,6 +312,11 @@ def write_encoded(codes: np.ndarray, schema: Schema, path: str | Path) -> Path:
         The attributes the codes belong to.
     path : str or Path
         The target, ``.csv`` or ``.parquet``.
+
+    Returns
+    -------
+    Path
+        ``path``.
     """
     return write_table(schema.decode(codes), path)
 

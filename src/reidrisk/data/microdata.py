@@ -130,6 +130,11 @@ def make_microdata(n: int = 8_333, *, rng=None) -> Microdata:
         records x 25 attributes).
     rng : numpy.random.Generator or int, optional
         Generator or seed (``None``: a fresh cryptographic generator).
+
+    Returns
+    -------
+    Microdata
+        The table and the latent incomes.
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n must be a positive integer (the number of households), got {n!r}")

@@ -62,6 +62,11 @@ def mcar(
         Generator or seed (``None``: a fresh cryptographic generator).
     columns : sequence of int, optional
         Column indices to remove values from (default: all).
+
+    Returns
+    -------
+    numpy.ndarray
+        The codes with the removed cells ``MISSING``.
     """
     codes = _check_codes(codes)
     m = _check_rate(rate)
@@ -90,6 +95,11 @@ def mar_probabilities(driver_codes: np.ndarray, rate: float, strength: float = 2
         The mean removal probability, in [0, 1).
     strength : float
         Slope of the logistic in the driver's position (> 0: higher codes lose more values).
+
+    Returns
+    -------
+    numpy.ndarray (n,)
+        The probabilities.
     """
     m = _check_rate(rate)
     driver_codes = np.asarray(driver_codes)
@@ -137,6 +147,11 @@ def mar(
         Column index of the driver attribute (0..g-1).
     strength : float
         As in ``mar_probabilities``.
+
+    Returns
+    -------
+    numpy.ndarray (n, g)
+        The codes with the removed cells ``MISSING``.
     """
     codes = _check_codes(codes)
     m = _check_rate(rate)

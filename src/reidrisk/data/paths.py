@@ -43,6 +43,11 @@ def shared_data_dir(search_from: Iterable[str | Path] | None = None) -> Path:
     search_from : iterable of str or Path, optional
         Folders to search from (default: this package's location, then the current directory).
 
+    Returns
+    -------
+    Path
+        The folder.
+
     Raises
     ------
     DatasetNotFound
@@ -79,6 +84,11 @@ def require(name: str, files: Iterable[str] = ()) -> Path:
     files : iterable of str
         File names that must exist in that folder.
 
+    Returns
+    -------
+    Path
+        The data set's folder.
+
     Raises
     ------
     DatasetNotFound
@@ -106,6 +116,11 @@ def check_files(folder: Path, files: Iterable[str], name: str | None = None) -> 
         File names that must exist in it.
     name : str, optional
         The data set's name, for the error message.
+
+    Returns
+    -------
+    Path
+        ``folder``.
     """
     folder = Path(folder)
     for f in files:

@@ -71,6 +71,11 @@ class Population:
         ----------
         cols, normalize
             As in ``tables.contingency``.
+
+        Returns
+        -------
+        numpy.ndarray
+            The table, one axis per column of ``cols``.
         """
         return contingency(self.codes, self.sizes, cols, normalize=normalize)
 
@@ -142,6 +147,11 @@ def latent_correlation(
         d in [0, 1).
     rng, structure
         As in ``make_population``.
+
+    Returns
+    -------
+    numpy.ndarray (g, g)
+        The correlation matrix.
     """
     d = _check_dependence(dependence)
     loadings = _loadings(g, as_generator(rng), structure)
@@ -175,6 +185,11 @@ def thresholds(p: np.ndarray) -> np.ndarray:
     ----------
     p : numpy.ndarray (f,)
         The marginal's probabilities.
+
+    Returns
+    -------
+    numpy.ndarray (f - 1,)
+        The cut points.
     """
     cum = np.clip(np.cumsum(p)[:-1], 0.0, 1.0)
     return ndtri(cum)
@@ -207,6 +222,11 @@ def make_population(
         vectors.
     structure : {"factor", "random"}
         The correlation structure C for a scalar ``dependence`` (see the module docstring).
+
+    Returns
+    -------
+    Population
+        The schema, the codes and the latent model.
     """
     if isinstance(n, bool) or int(n) != n or n < 1:
         raise ValueError(f"n must be a positive integer, got {n!r}")
@@ -267,6 +287,11 @@ def make_binary_population(
         Number of people (default 10,000).
     rng, dependence, marginals, structure
         As in ``make_population``.
+
+    Returns
+    -------
+    Population
+        As ``make_population``.
     """
     if isinstance(g, bool) or int(g) != g or g < 1:
         raise ValueError(f"g must be a positive integer, got {g!r}")

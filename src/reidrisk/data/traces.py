@@ -87,6 +87,11 @@ class Sequences:
             The user ids (default 0..n-1).
         labels : array_like, optional
             The symbols' labels (default 0..k-1).
+
+        Returns
+        -------
+        Sequences
+            The sequences.
         """
         lengths = np.array([len(s) for s in seqs], dtype=np.int64)
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
@@ -137,6 +142,11 @@ class Sequences:
         ----------
         t : int, optional
             How many events (>= 1); all of them when ``None`` or larger.
+
+        Returns
+        -------
+        Sequences
+            The shortened sequences.
         """
         if t is None:
             return self
@@ -154,6 +164,11 @@ class Sequences:
         ----------
         rows : array_like of int
             Row positions.
+
+        Returns
+        -------
+        Sequences
+            Those users' sequences.
         """
         rows = np.asarray(rows, dtype=np.int64)
         lengths = self.lengths[rows]
@@ -173,6 +188,11 @@ class Sequences:
             Number of symbols of the new codes.
         labels : array_like, optional
             Their labels (default 0..k-1).
+
+        Returns
+        -------
+        Sequences
+            The recoded sequences.
         """
         codes = np.asarray(codes, dtype=np.int64)
         if codes.shape != self.codes.shape:
@@ -208,6 +228,11 @@ def read_traces(path: str | Path, regions, users=None) -> Sequences:
         The expected user ids (rows follow this order); a user in the file outside it, or one of
         them absent from the file, is a ``TraceError``. ``None``: the file's users in increasing
         id order.
+
+    Returns
+    -------
+    Sequences
+        The traces.
     """
     path = Path(path)
     frame = read_table(path, columns=list(TRACE_COLUMNS))
@@ -268,6 +293,11 @@ def read_region_ids(path: str | Path) -> np.ndarray:
     ----------
     path : str or Path
         A CSV file with a ``reg_id`` column.
+
+    Returns
+    -------
+    numpy.ndarray
+        The region identifiers, ascending.
     """
     path = Path(path)
     frame = read_table(path, columns=["reg_id"])
@@ -290,6 +320,11 @@ def load_pwscup2019_osaka(dataset: str = "IDP", root: str | Path | None = None
     root : str or Path, optional
         The folder holding the files (default: the data set's folder under
         ``shared_data_dir()``).
+
+    Returns
+    -------
+    background, personal : Sequences
+        The two periods' traces.
 
     Raises
     ------
@@ -316,6 +351,11 @@ def load_peopleflow_tokyo(root: str | Path | None = None) -> tuple[Sequences, Se
     ----------
     root
         As in ``load_pwscup2019_osaka``.
+
+    Returns
+    -------
+    train, test : Sequences
+        The two halves of the traces.
     """
     files = ["PeopleFlow_Tokyo/traintraces_TK.csv", "PeopleFlow_Tokyo/testtraces_TK.csv",
              "PeopleFlow_Tokyo/regions_TK.csv"]
@@ -343,6 +383,11 @@ def load_movielens_histories(root: str | Path | None = None, min_rating: int = 4
         Smallest rating that counts as a like.
     min_events : int
         Fewest likes a user needs to be kept.
+
+    Returns
+    -------
+    Sequences
+        One history per user.
     """
     files = ["A.csv"]
     folder = check_files(Path(root), files, MOVIELENS) if root else require(MOVIELENS, files)

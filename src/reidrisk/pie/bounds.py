@@ -192,6 +192,11 @@ def lambda_rr(epsilon, domain: int) -> np.ndarray | float:
         The budget (> 0).
     domain : int
         |X|, the size of the data domain (>= 2).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        lambda_RR (a float for scalar inputs, else the broadcast shape).
     """
     e = _epsilon(epsilon)
     k = _count(domain, "domain size |X|")
@@ -212,6 +217,11 @@ def lambda_glh(epsilon, g) -> np.ndarray | float:
         The budget (> 0).
     g : int or array_like
         The hash range (integer >= 2); an array is broadcast with ``epsilon``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        lambda_GLH (a float for scalar inputs, else the broadcast shape).
     """
     e = _epsilon(epsilon)
     gg = _counts(g, "hash range g")
@@ -235,6 +245,11 @@ def alpha_ldp(epsilon, n: int, form: str = "min") -> np.ndarray | float:
         ``"min"``: ``min{eps log e, eps^2 log e, log n}`` [REC] (the paper's printed form is
         uncertain; the ``log n`` cap is certain). ``"tanh"``: ``min{eps tanh(eps/2) log e, log n}``,
         the tighter bound from Lemma B.2's proof [DER, verified]; never above the min form.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        alpha in bits (a float for scalar inputs, else the broadcast shape).
     """
     e = _epsilon(epsilon)
     n = _count(n, "number of users n")
@@ -265,6 +280,11 @@ def alpha_rr(epsilon, n: int, domain: int, releases: int = 1) -> np.ndarray | fl
         |X|, the size of the data domain (>= 2).
     releases : int
         t, the number of releases (>= 1).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        alpha in bits (a float for scalar inputs, else the broadcast shape).
     """
     n = _count(n, "number of users n")
     k = _count(domain, "domain size |X|")
@@ -285,6 +305,11 @@ def alpha_glh(epsilon, n: int, domain: int, g, releases: int = 1) -> np.ndarray 
         As in ``alpha_rr``.
     g : int or array_like
         Hash range (integer >= 2).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        alpha in bits (a float for scalar inputs, else the broadcast shape).
     """
     n = _count(n, "number of users n")
     k = _count(domain, "domain size |X|")
@@ -310,6 +335,11 @@ def alpha(epsilon, n: int, domain: int, mechanism: str = "rr", g=None, releases:
         Hash range, required for ``"glh"``.
     form : {"min", "tanh"}
         As in ``alpha_ldp`` (``"ldp"`` only).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        alpha in bits (a float for scalar inputs, else the broadcast shape).
     """
     m = _mechanism(mechanism)
     if m == "rr":
@@ -342,6 +372,11 @@ def alpha_composed(epsilons: Sequence[float], n: int, domain: int, mechanism: st
         The bound to sum, as in ``alpha``.
     g : int or sequence of int, optional
         Hash range, required for ``"glh"``: a scalar or one per release.
+
+    Returns
+    -------
+    float
+        alpha in bits.
     """
     e = _epsilon(epsilons, "epsilons")
     if e.ndim != 1:
@@ -398,6 +433,11 @@ def bayes_error_bound(information, n: int | None = None, max_prior=None) -> np.n
         (``log(1/(1 - beta*)) = log n``, eq. 10/12).
     max_prior : float, optional
         ``max_u p_U(u) = 1 - beta*`` (eq. 9/11).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The lower bound on the Bayes error (a float for scalar inputs, else the broadcast shape).
     """
     i = _information(information)
     bits = _prior_bits(n, max_prior)
@@ -428,6 +468,11 @@ def bayes_error_bound_hv(information, n: int | None = None, max_prior=None) -> n
     ----------
     information, n, max_prior
         As in ``bayes_error_bound``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The lower bound on the Bayes error (a float for scalar inputs, else the broadcast shape).
     """
     i = _information(information)
     bits = _prior_bits(n, max_prior)
@@ -456,6 +501,11 @@ def information_budget(target_error: float, n: int | None = None, max_prior=None
         The Bayes error to guarantee, in [0, 1).
     n, max_prior
         As in ``bayes_error_bound``.
+
+    Returns
+    -------
+    float
+        alpha in bits (negative when no alpha >= 0 reaches the target).
     """
     t = float(_probability(target_error, "target_error", open_high=True))
     bits = float(_prior_bits(n, max_prior))
@@ -528,6 +578,11 @@ def certified_alpha(epsilon, n: int, domain: int, mechanism: str = "rr", g=None,
     ----------
     epsilon, n, domain, mechanism, g, releases, form
         As in ``alpha``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        alpha in bits (a float for scalar inputs, else the broadcast shape).
     """
     a = np.asarray(alpha(epsilon, n, domain, mechanism, g=g, releases=releases, form=form))
     ldp = np.asarray(alpha(epsilon, n, domain, "ldp", releases=releases, form=form))
@@ -755,6 +810,11 @@ def user_information(p_ux, channel) -> float:
     ----------
     p_ux, channel
         As in ``output_joint``.
+
+    Returns
+    -------
+    float
+        I(U;Y) in bits.
     """
 
     return float(mutual_information(output_joint(p_ux, channel), base=2))
@@ -767,6 +827,11 @@ def data_information(p_ux) -> float:
     ----------
     p_ux : array_like, shape (n, |X|)
         Joint distribution of user and datum (non-negative, sums to 1).
+
+    Returns
+    -------
+    float
+        I(U;X) in bits.
     """
 
     return float(mutual_information(_joint(p_ux), base=2))
@@ -780,6 +845,11 @@ def bayes_error(p_uy) -> float:
     ----------
     p_uy : array_like, shape (n, |Y|)
         Joint distribution of user and output (e.g. from ``output_joint``).
+
+    Returns
+    -------
+    float
+        The Bayes error.
     """
     p = _joint(p_uy, "p_uy")
     return float(max(0.0, 1.0 - p.max(axis=0).sum()))
@@ -795,6 +865,11 @@ def product_channel(*channels) -> np.ndarray:
     ----------
     *channels : array_like, shape (|Y_i|, |X_i|)
         One or more channels ``Q_i[y, x]``, in release order.
+
+    Returns
+    -------
+    numpy.ndarray (prod |Y_i|, prod |X_i|)
+        The joint channel.
     """
     if not channels:
         raise BoundError("product_channel needs at least one channel")
@@ -851,6 +926,11 @@ def figure4_table(epsilons: Sequence[float] = FIGURE4_EPSILONS, n: int = FIGURE4
         Number of users (>= 2); default 1,370,637.
     domain : int
         |X| (>= 2); default 10,500,393 POIs.
+
+    Returns
+    -------
+    tuple of Figure4Row
+        One row per epsilon.
     """
     e = _epsilon(epsilons, "epsilons").ravel()
     n = _count(n, "number of users n")

@@ -181,6 +181,11 @@ def kl_divergence(genuine, impostor, k: int | None = None, jitter: float = JITTE
         sd of the Gaussian noise added to every score so no two scores tie.
     rng : numpy.random.Generator or int
         Generator or seed of the jitter (default 0).
+
+    Returns
+    -------
+    float
+        The estimate in bits.
     """
     return pse(genuine, impostor, k=k, bootstrap=0, jitter=jitter, rng=rng).bits
 
@@ -208,6 +213,11 @@ def pse(genuine, impostor, k: int | None = None, bootstrap: int = 200, level: fl
         Number of half-sample re-estimates (0: no interval, its bounds NaN).
     level : float
         Confidence level of the interval.
+
+    Returns
+    -------
+    KLEstimate
+        The estimate, its bootstrap interval and the sample sizes.
     """
     g = _scores(genuine, "genuine scores")
     i = _scores(impostor, "impostor scores")
@@ -265,6 +275,11 @@ def det_curve(genuine, impostor, thresholds: int | np.ndarray = 1000) -> DETCurv
     thresholds : int or numpy.ndarray
         An int T for T thresholds evenly spaced between the global minimum and maximum score (the
         authors used 1000), or an array of thresholds.
+
+    Returns
+    -------
+    DETCurve
+        FAR and FRR at each threshold, and the equal error rate.
     """
     g = np.sort(_scores(genuine, "genuine scores"))
     i = np.sort(_scores(impostor, "impostor scores"))
@@ -295,6 +310,11 @@ def identification_error(scores, truth=None, rng: np.random.Generator | int | No
         The column of each probe's genuine user (default: the diagonal, probe i is user i).
     rng : numpy.random.Generator or int
         Generator or seed of the tie offsets (default 0).
+
+    Returns
+    -------
+    Identification
+        Ranks and error rates of the best-score rule.
     """
     s = np.asarray(scores, dtype=float)
     if s.ndim != 2 or s.shape[0] < 1 or s.shape[1] < 2:
@@ -330,6 +350,13 @@ def genuine_impostor(scores, truth=None, rng: np.random.Generator | int | None =
         Generator or seed of the drawn impostors (default 0).
     impostors : {"one", "all"}
         As above.
+
+    Returns
+    -------
+    genuine : numpy.ndarray (n,)
+        The genuine scores.
+    impostor : numpy.ndarray
+        The impostor scores.
     """
     s = np.asarray(scores, dtype=float)
     n, m = s.shape
@@ -357,6 +384,11 @@ def read_scores(path: str | Path, column: str | None = None) -> np.ndarray:
         A CSV or Parquet file.
     column : str, optional
         The column to read.
+
+    Returns
+    -------
+    numpy.ndarray (n,) float64
+        The scores.
     """
     path = Path(path)
     try:

@@ -54,6 +54,11 @@ def calibrations(n: int, domain: int, targets: Sequence[float] = DEFAULT_TARGETS
         |X|.
     targets : sequence of float
         Target Bayes errors (default 0.9 and 0.5).
+
+    Returns
+    -------
+    list of tuple
+        ``(target, mechanism, Calibration or None)``.
     """
     out: list[tuple[float, str, b.Calibration | None]] = []
     for t in targets:
@@ -85,6 +90,11 @@ def plot_bounds(n: int, domain: int, epsilons=None, cals: list | None = None) ->
         The budgets on the x axis (default 160 points from 0.05 to 20, log-spaced).
     cals : list, optional
         The result of ``calibrations``, whose budgets are marked.
+
+    Returns
+    -------
+    bytes
+        The PNG image.
     """
     # matplotlib: loaded only when a figure is drawn
     from reidrisk.report.plots import figure_png, new_figure
@@ -144,6 +154,11 @@ def pie_section(n: int, domain: int, epsilons=None, targets: Sequence[float] = D
         As in ``plot_bounds``.
     targets
         As in ``calibrations``.
+
+    Returns
+    -------
+    reidrisk.report.Section
+        The section.
     """
     # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report import ReportFigure, Section, escape, html_table

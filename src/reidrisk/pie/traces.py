@@ -181,6 +181,11 @@ def fit_markov(train: Sequences, delta: float = DELTA) -> MarkovModel:
         One training sequence per user.
     delta : float
         Smoothing constant of the score (default 1e-8, the authors' value).
+
+    Returns
+    -------
+    MarkovModel
+        The fitted chains.
     """
     delta = _check_delta(delta)
     n, k = train.n, train.k
@@ -219,6 +224,11 @@ def score_matrix(model: MarkovModel, release: Sequences, kind: str = "trans") ->
         The released sequences to score.
     kind : {"trans", "visit"}
         "trans": pi for the first event, A for each transition; "visit": pi for every event.
+
+    Returns
+    -------
+    numpy.ndarray (n_release, n_users)
+        The scores.
     """
     if kind not in MODELS:
         raise MatchError(f"unknown model {kind!r}; choose one of {list(MODELS)}")
@@ -279,6 +289,11 @@ def match(background: Sequences, release: Sequences, kind: str = "trans", delta:
         "one" impostor score per release against a random other user (the authors' sampling,
         M = N) or "all" the other users' scores (M = N (n - 1)); see
         ``reidrisk.pie.pse.genuine_impostor``.
+
+    Returns
+    -------
+    MatchResult
+        The scores, the identification error and the PSE estimate.
     """
     if background.n < 2:
         raise MatchError(f"need at least 2 background users, got {background.n}")
@@ -304,6 +319,11 @@ def maximum_knowledge(personal: Sequences, events: int | None = None, kind: str 
         How many first events of each sequence the adversary sees (``None``: all).
     kind, **kwargs
         As in ``match``.
+
+    Returns
+    -------
+    MatchResult
+        As ``match``.
     """
     return match(personal, personal.head(events), kind, **kwargs)
 
@@ -323,6 +343,11 @@ def partial_knowledge(background: Sequences, personal: Sequences, train_events: 
         How many first events of each sequence are trained on and seen (``None``: all).
     kind, **kwargs
         As in ``match``.
+
+    Returns
+    -------
+    MatchResult
+        As ``match``.
     """
     return match(background.head(train_events), personal.head(events), kind, **kwargs)
 
@@ -351,6 +376,11 @@ def obfuscate(release: Sequences, mechanism: Mechanism, rng: np.random.Generator
         ``GRR`` over the k regions, or a one-table ``GLH``.
     rng : numpy.random.Generator or int, optional
         Generator or seed (``None``: a fresh cryptographic generator).
+
+    Returns
+    -------
+    Sequences
+        The reports as sequences.
     """
     if mechanism.k != release.k:
         raise MatchError(f"the mechanism is over k={mechanism.k} symbols but the traces over "
@@ -376,6 +406,11 @@ def adversary_view(background: Sequences, mechanism: Mechanism | None) -> Sequen
         The adversary's training data.
     mechanism : Mechanism or None
         The mechanism of the reports (a GLH must have one shared table).
+
+    Returns
+    -------
+    Sequences
+        The background as the adversary fits it.
     """
     if mechanism is None or isinstance(mechanism, GRR):
         return background

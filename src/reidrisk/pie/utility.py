@@ -88,6 +88,11 @@ def l2_loss_rr(epsilon, n: int, domain: int, theta) -> np.ndarray | float:
         |X| (>= 2).
     theta : float or array_like
         The true probability theta_x of the symbol(s), in [0, 1].
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The expected loss (a float for scalar inputs, else the broadcast shape).
     """
 
     e = _epsilon(epsilon)
@@ -112,6 +117,11 @@ def l2_loss_glh(epsilon, n: int, g, theta) -> np.ndarray | float:
         As in ``l2_loss_rr``.
     g : int or array_like
         The hash range (integer >= 2).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The expected loss (a float for scalar inputs, else the broadcast shape).
     """
 
     e = _epsilon(epsilon)
@@ -137,6 +147,11 @@ def l2_loss_glh_lambda(mi_loss, n: int, g, theta) -> np.ndarray | float:
         As in ``l2_loss_rr``.
     g : int, float or array_like
         The hash range (integer >= 2, or ``inf``).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The expected loss (a float for scalar inputs, else the broadcast shape).
     """
     lam = _probability(mi_loss, "mi_loss (lambda)", open_low=True, open_high=True)
     n = _count(n, "number of users n")
@@ -157,6 +172,11 @@ def domain_l2_loss_rr(epsilon, n: int, domain: int) -> np.ndarray | float:
     ----------
     epsilon, n, domain
         As in ``l2_loss_rr``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The expected loss summed over the domain (a float for scalar inputs, else the broadcast shape).
     """
     e = _epsilon(epsilon)
     n = _count(n, "number of users n")
@@ -174,6 +194,11 @@ def domain_l2_loss_glh(epsilon, n: int, domain: int, g) -> np.ndarray | float:
         As in ``l2_loss_rr``.
     g
         As in ``l2_loss_glh``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The expected loss summed over the domain (a float for scalar inputs, else the broadcast shape).
     """
     e = _epsilon(epsilon)
     n = _count(n, "number of users n")
@@ -199,6 +224,11 @@ def bonferroni_z(domain: int, level: float = DEFAULT_LEVEL) -> float:
         |X| (>= 2).
     level : float
         The family-wise significance level, in (0, 1); default 0.05.
+
+    Returns
+    -------
+    float
+        z.
     """
     from scipy.stats import norm
 
@@ -219,6 +249,11 @@ def noise_sd(epsilon, n: int, domain: int, mechanism: str = "rr", g=None) -> np.
         The mechanism (``"ldp"`` is not accepted).
     g : int, optional
         The hash range, required for ``"glh"``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        sigma (a float for scalar inputs, else the broadcast shape).
     """
     e = _epsilon(epsilon)
     n = _count(n, "number of users n")
@@ -248,6 +283,11 @@ def threshold(epsilon, n: int, domain: int, mechanism: str = "rr", g=None,
         As in ``noise_sd``.
     level
         As in ``bonferroni_z``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        tau (a float for scalar inputs, else the broadcast shape).
     """
     sd = np.asarray(noise_sd(epsilon, n, domain, mechanism, g))
     return _out(bonferroni_z(domain, level) * sd, epsilon, g)
@@ -276,6 +316,11 @@ def estimate(support_counts, n: int, epsilon: float, domain: int, mechanism: str
         renormalisation ([CODE]).
     level
         As in ``bonferroni_z`` (used when ``thresholded``).
+
+    Returns
+    -------
+    numpy.ndarray (k,)
+        theta_hat.
     """
 
     e = float(_epsilon(epsilon))
@@ -309,6 +354,11 @@ def top_symbols(theta, top_k: int) -> np.ndarray:
         The true distribution.
     top_k : int
         How many symbols.
+
+    Returns
+    -------
+    numpy.ndarray
+        The indices, largest first.
     """
     th = _theta(theta)
     kk = _count(top_k, "top_k", low=1)
@@ -325,6 +375,11 @@ def topk_l2(theta_hat, theta, top_k: int) -> np.ndarray | float:
         An estimate, or a stack of estimates.
     theta, top_k
         As in ``top_symbols``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The loss (a float for scalar inputs, else the broadcast shape).
     """
     th = _theta(theta)
     idx = top_symbols(th, top_k)
@@ -339,6 +394,11 @@ def topk_relative_error(theta_hat, theta, top_k: int) -> np.ndarray | float:
     ----------
     theta_hat, theta, top_k
         As in ``topk_l2``.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The mean relative error (a float for scalar inputs, else the broadcast shape).
     """
     th = _theta(theta)
     idx = top_symbols(th, top_k)
@@ -428,6 +488,11 @@ def utility_comparison(codes, domain: int, target_error: float = 0.9, top_k: int
         Largest hash range the GLH calibration may choose.
     ldp_form : {"min", "tanh"}
         The form of Prop. 4.1 for the LDP budget (as in ``alpha_ldp``).
+
+    Returns
+    -------
+    tuple of UtilityRow
+        One row per mechanism, calibration and estimator.
     """
 
     k = _count(domain, "domain size |X|")
