@@ -322,6 +322,11 @@ def fit_count_prior(
     match) still give finite estimates; with a few hundred records it is negligible. The gradient is
     analytic (d log L / d log m = a (y - m) / (a + m); d / d log a = a [psi(y + a) - psi(a) + log a
     + 1 - log(a + m) - (a + y) / (a + m)]).
+
+    Returns
+    -------
+    CountPrior
+        The fitted prior.
     """
     F = _check_features(features)
     y = np.asarray(observed, dtype=np.float64)
@@ -720,6 +725,11 @@ def count_posterior(
        bins hold more than 1e-9 is widened and the block redone.
 
     The cost per record is set by the spread of its posterior, not by N.
+
+    Returns
+    -------
+    CountPosterior
+        The posterior of every record.
     """
     inp = _check_posterior_inputs(mu, dispersion, N, rates, counts, kappa, false_matches,
                                   false_dispersion, T)
