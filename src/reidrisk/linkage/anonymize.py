@@ -179,6 +179,11 @@ def k_anonymize(table: pd.DataFrame | Release, qi: Sequence[str], k: int, *, sup
         Share of the rows that may be suppressed (at least ``k - 1`` rows may be).
     rng
         Accepted for a uniform signature and not used (deterministic).
+
+    Returns
+    -------
+    Release
+        The anonymized table, with the true row mapping composed.
     """
     rel = as_release(table)
     data = rel.data
@@ -258,6 +263,11 @@ def add_noise(table: pd.DataFrame | Release, sa: Sequence[str], scale: float, *,
         Scale the additive noise by each column's standard deviation (default).
     rng : numpy.random.Generator or int, optional
         The noise's generator.
+
+    Returns
+    -------
+    Release
+        The anonymized table, with the true row mapping composed.
     """
     rel = as_release(table)
     sa = check_columns(rel.data, sa, "SA")
@@ -291,6 +301,11 @@ def shuffle_rows(table: pd.DataFrame | Release, *, rng=None) -> Release:
         The original table or a previous release.
     rng : numpy.random.Generator or int, optional
         Generator or seed (``None``: a fresh cryptographic generator).
+
+    Returns
+    -------
+    Release
+        The anonymized table, with the true row mapping composed.
     """
     rel = as_release(table)
     perm = as_generator(rng).permutation(len(rel.data))
@@ -309,6 +324,11 @@ def unify(table: pd.DataFrame | Release, columns: Sequence[str], *, value: Any =
     value : scalar or mapping, optional
         ``None``: each column's most frequent value (ties: the first in pandas' value_counts
         order); a scalar for every column; or a {column: value} mapping with one per column.
+
+    Returns
+    -------
+    Release
+        The anonymized table, with the true row mapping composed.
     """
     rel = as_release(table)
     columns = check_columns(rel.data, columns, "unified")
@@ -349,6 +369,11 @@ def average_sa(table: pd.DataFrame | Release, qi: Sequence[str], sa: Sequence[st
         The quasi-identifier columns that define the groups.
     sa : sequence of str
         The sensitive (numeric) columns to replace.
+
+    Returns
+    -------
+    Release
+        The anonymized table, with the true row mapping composed.
     """
     rel = as_release(table)
     qi = check_columns(rel.data, qi, "QI")
@@ -374,6 +399,11 @@ def swap_sa(table: pd.DataFrame | Release, qi: Sequence[str], sa: Sequence[str],
         The sensitive (numeric) columns to permute.
     rng : numpy.random.Generator or int, optional
         Generator or seed (``None``: a fresh cryptographic generator).
+
+    Returns
+    -------
+    Release
+        The anonymized table, with the true row mapping composed.
     """
     rel = as_release(table)
     qi = check_columns(rel.data, qi, "QI")
@@ -403,6 +433,11 @@ def delete_records(table: pd.DataFrame | Release, fraction: float, *, rng=None) 
         Share of the rows to delete, in [0, 1).
     rng : numpy.random.Generator or int, optional
         Generator or seed (``None``: a fresh cryptographic generator).
+
+    Returns
+    -------
+    Release
+        The anonymized table, with the true row mapping composed.
     """
     rel = as_release(table)
     fraction = float(fraction)
@@ -577,6 +612,11 @@ class Pipeline:
         ----------
         table, rng
             As in ``shuffle_rows``.
+
+        Returns
+        -------
+        Release
+            The table after every step, with the true row mapping composed.
         """
         gen = as_generator(rng)
         rel = as_release(table)

@@ -223,6 +223,11 @@ def identify_rand(original, release, *, qi, sa=(), rng=None, scale: bool = False
         As in ``attack``.
     sa, scale
         Accepted for a uniform signature and not used.
+
+    Returns
+    -------
+    Linking
+        The guessed original row of every released row (-1: no guess).
     """
     t0 = time.perf_counter()
     x, y = _frames(original, release)
@@ -260,6 +265,11 @@ def identify_sa(original, release, *, qi, sa, rng=None, scale: bool = False,
         As in ``euc1``.
     sa_column : str, optional
         The SA column to compare (default: the first of ``sa``).
+
+    Returns
+    -------
+    Linking
+        The guessed original row of every released row (-1: no guess).
     """
     return _euc("E2", original, release, qi, _one_column(list(sa or []), sa_column), rng, scale,
                 False)
@@ -275,6 +285,11 @@ def identify_sort(original, release, *, qi=(), sa, rng=None, scale: bool = False
         As in ``euc1``.
     qi
         Not used.
+
+    Returns
+    -------
+    Linking
+        The guessed original row of every released row (-1: no guess).
     """
     t0 = time.perf_counter()
     x, y = _frames(original, release)
@@ -299,6 +314,11 @@ def identify_sa21(original, release, *, qi=(), sa, rng=None, scale: bool = False
         As in ``identify_sa``.
     qi
         Not used.
+
+    Returns
+    -------
+    Linking
+        The guessed original row of every released row (-1: no guess).
     """
     t0 = time.perf_counter()
     x, y = _frames(original, release)
@@ -321,6 +341,11 @@ def euc1(original, release, *, qi, sa, rng=None, scale: bool = False) -> Linking
         As in ``attack`` (``rng`` breaks ties).
     scale : bool
         Divide each SA column by its standard deviation in X before measuring distances.
+
+    Returns
+    -------
+    Linking
+        The guessed original row of every released row (-1: no guess).
     """
     return _euc("EUC1", original, release, qi, sa, rng, scale, False)
 
@@ -333,6 +358,11 @@ def euc2(original, release, *, qi, sa, rng=None, scale: bool = False) -> Linking
     ----------
     original, release, qi, sa, rng, scale
         As in ``euc1``.
+
+    Returns
+    -------
+    Linking
+        The guessed original row of every released row (-1: no guess).
     """
     return _euc("EUC2", original, release, qi, sa, rng, scale, True)
 
@@ -358,6 +388,11 @@ def read_generalization(original: pd.DataFrame, release: pd.DataFrame, qi: Seque
         The release Y, whose QI values carry the labels.
     qi : sequence of str
         The QI columns to read.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The generalized copy of ``original``.
     """
     out = original.copy()
     for c in qi:                                   # one pass per QI column, one step per label
@@ -433,6 +468,11 @@ def assign(original, release, *, qi, sa, rng=None, scale: bool = True, qi_weight
         Rounds of proposals for the leftovers.
     read_labels : bool
         Apply the release's generalization labels to X first (``read_generalization``).
+
+    Returns
+    -------
+    Linking
+        The guessed original row of every released row (-1: no guess).
     """
     from scipy.optimize import linear_sum_assignment
 

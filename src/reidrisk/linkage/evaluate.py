@@ -120,7 +120,13 @@ def evaluate(original: pd.DataFrame, release: pd.DataFrame | Release, *, qi: Seq
         Breaks the attacks' ties.
     scale : bool
         Standardize the SA columns before distances in every attack but ``assign`` (which
-        always scales); default off, as in the paper."""
+        always scales); default off, as in the paper.
+
+    Returns
+    -------
+    Scorecard
+        Utility, security and the attacks' re-identification rates.
+    """
     if isinstance(release, Release):
         truth = release.truth if truth is None else truth
         y = release.data

@@ -69,6 +69,11 @@ def as_release(table: pd.DataFrame | Release) -> Release:
     ----------
     table : pandas.DataFrame or Release
         The original table or a previous release.
+
+    Returns
+    -------
+    Release
+        The release.
     """
     if isinstance(table, Release):
         return table
@@ -94,6 +99,11 @@ def derive(previous: Release, data: pd.DataFrame, rows: np.ndarray | None, step:
         The step's name, appended to ``steps``.
     detail : dict
         The step's parameters and what it changed, appended to ``details``.
+
+    Returns
+    -------
+    Release
+        The new release.
     """
     truth = previous.truth if rows is None else previous.truth[np.asarray(rows, dtype=np.int64)]
     return Release(data.reset_index(drop=True), truth, previous.steps + (step,),
@@ -114,6 +124,11 @@ def check_columns(frame: pd.DataFrame, columns: Sequence[str], role: str, where:
         What the columns are (e.g. "QI", "SA"), for the message.
     where : str
         Which table, for the message.
+
+    Returns
+    -------
+    list of str
+        The columns.
     """
     if isinstance(columns, str):
         columns = [columns]
@@ -140,6 +155,11 @@ def numeric_matrix(frame: pd.DataFrame, columns: Sequence[str], where: str = "th
         The SA columns.
     where : str
         Which table, for the message.
+
+    Returns
+    -------
+    numpy.ndarray (n, s) float64
+        The values.
     """
     out = np.empty((len(frame), len(columns)), dtype=np.float64)
     for j, c in enumerate(columns):

@@ -92,6 +92,11 @@ def anonymizations(qi: Sequence[str], sa: Sequence[str], k: int = 5) -> dict:
         The quasi-identifier and sensitive columns.
     k : int
         The k of k-anonymization.
+
+    Returns
+    -------
+    dict
+        {name: function(X, rng) -> Release}, in the table's order.
     """
     qi, sa = list(qi), list(sa)
     return {
@@ -124,6 +129,11 @@ def run_linkage_demo(original: pd.DataFrame | None = None, *, qi: Sequence[str] 
         Keys of ``ATTACKS`` to run (default: all).
     rng : numpy.random.Generator or int
         Generator or seed (default 0).
+
+    Returns
+    -------
+    LinkageDemo
+        The scorecards of every anonymization.
     """
     t0 = time.perf_counter()
     gen = as_generator(rng)
@@ -148,6 +158,11 @@ def plot_linkage_heatmap(rates: pd.DataFrame) -> bytes:
     ----------
     rates : pandas.DataFrame
         Rates with attacks as rows and anonymizations as columns.
+
+    Returns
+    -------
+    bytes
+        The PNG image.
     """
     # matplotlib: loaded only when a figure is drawn
     from reidrisk.report.plots import figure_png, new_figure
@@ -175,6 +190,11 @@ def linkage_section(demo: LinkageDemo):
     ----------
     demo : LinkageDemo
         The result.
+
+    Returns
+    -------
+    reidrisk.report.Section
+        The section.
     """
     # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report import ReportFigure, Section, escape, html_table

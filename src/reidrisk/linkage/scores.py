@@ -131,6 +131,11 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
         Trials.
     level : float
         Confidence level (default 0.95).
+
+    Returns
+    -------
+    low, high : float
+        The interval's bounds.
     """
     if n <= 0:
         return 0.0, 1.0
@@ -155,6 +160,11 @@ def reid_rate(linking: Linking, truth: np.ndarray | Release, *, n_original: int 
         ``truth`` + 1 is used as a lower bound of |X| (pass it when known).
     level : float
         Confidence level of the Clopper-Pearson interval (default 0.95).
+
+    Returns
+    -------
+    Rate
+        Rows linked to their true row, of all, with the interval.
     """
     if isinstance(truth, Release):
         truth = truth.truth
@@ -200,6 +210,11 @@ def utility_scores(original: pd.DataFrame, release: pd.DataFrame | Release, *, q
     truth : numpy.ndarray, optional
         Original row position of each released row, needed for U5 only (a ``Release``'s own is
         used when not given); without it U5 is NaN.
+
+    Returns
+    -------
+    Utility
+        U1-U6.
     """
     if isinstance(release, Release):
         truth = release.truth if truth is None else truth
@@ -261,6 +276,11 @@ def security_scores(release: pd.DataFrame | Release, *, qi: Sequence[str]) -> Se
         The anonymized table (an empty one scores 0, 0.0).
     qi : sequence of str
         The quasi-identifier columns that define the classes.
+
+    Returns
+    -------
+    Security
+        S1 and S2.
     """
     y = release.data if isinstance(release, Release) else release
     qi = check_columns(y, qi, "QI", "the release")
