@@ -195,7 +195,8 @@ def exported_callables(package=None) -> tuple[dict[str, bool], list[str]]:
     package = package or reidrisk
     out: dict[str, bool] = {}
     failed: list[str] = []
-    for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+    for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".",
+                                      onerror=failed.append):
         try:
             mod = importlib.import_module(info.name)
         except ImportError:  # an optional extra that is not installed
@@ -283,7 +284,7 @@ def test_the_parameters_check_catches_a_missing_block(monkeypatch):
     pkg = types.ModuleType("fake_pkg")
     pkg.__path__ = []
     monkeypatch.setattr(pkgutil, "walk_packages",
-                        lambda path, prefix: [types.SimpleNamespace(name=mod.__name__)])
+                        lambda path, prefix, onerror: [types.SimpleNamespace(name=mod.__name__)])
     monkeypatch.setattr(importlib, "import_module", lambda name: mod)
     found, failed = exported_callables(pkg)
     assert found == {"fake_pkg.mod.documented": True, "fake_pkg.mod.bare": False,
