@@ -178,7 +178,13 @@ class DemoResult:
         return len(self.schema)
 
     def table(self) -> pd.DataFrame:
-        """All measurements in long format (one row per mechanism, epsilon, target, method)."""
+        """All measurements in long format (one row per mechanism, epsilon, target, method).
+
+        Returns
+        -------
+        pandas.DataFrame
+            The measurements.
+        """
         return pd.DataFrame([dataclasses.asdict(m) for m in self.measurements])
 
     def error(self, mechanism: str, epsilon: float, target: str = "marginal", method: str = "em",
@@ -216,7 +222,13 @@ class DemoResult:
 
     def summary(self) -> str:
         """A compact text table: mechanism x epsilon -> mean JS divergence (EM) of the marginals
-        and of the pairs."""
+        and of the pairs.
+
+        Returns
+        -------
+        str
+            The table's lines.
+        """
         eps_head = "".join(f"{_fmt_eps(e):>9}" for e in self.epsilons)
         width = max(len("pairs of attributes"), *(len(m) for m in self.mechanisms)) + 2
         lines = [
@@ -237,7 +249,13 @@ class DemoResult:
         return "\n".join(lines)
 
     def sections(self) -> list:
-        """The report sections of this run (see ``reidrisk.report``)."""
+        """The report sections of this run (see ``reidrisk.report``).
+
+        Returns
+        -------
+        list of reidrisk.report.Section
+            The sections.
+        """
         return demo_sections(self)
 
 

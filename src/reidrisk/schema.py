@@ -314,6 +314,13 @@ class Attribute:
         return out
 
     def to_dict(self) -> dict:
+        """The attribute as plain JSON-ready data (``from_dict`` reads it).
+
+        Returns
+        -------
+        dict
+            ``name``, ``categories`` and, when set, ``edges`` and ``aliases``.
+        """
         d: dict = {"name": self.name, "categories": list(self.categories)}
         if self.edges is not None:
             d["edges"] = list(self.edges)
@@ -557,6 +564,13 @@ class Schema:
         return cls(tuple(attrs))
 
     def to_dict(self) -> dict:
+        """The schema as plain JSON-ready data (``from_dict`` reads it; ``save`` writes it).
+
+        Returns
+        -------
+        dict
+            ``format``, ``version`` and the ``attributes`` list.
+        """
         return {"format": "reidrisk-schema", "version": SCHEMA_FORMAT_VERSION,
                 "attributes": [a.to_dict() for a in self.attributes]}
 

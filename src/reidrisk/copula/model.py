@@ -460,7 +460,13 @@ class GaussianCopula:
 
     # ---- persistence -------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        """Plain-JSON representation (lists, floats, strings); no pickle."""
+        """Plain-JSON representation (lists, floats, strings); no pickle.
+
+        Returns
+        -------
+        dict
+            Lists, numbers and strings only (``from_dict`` reads it).
+        """
         self._check_fitted()
         return {
             "format": FORMAT,

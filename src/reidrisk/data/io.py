@@ -55,7 +55,13 @@ class EncodedData:
         return int(self.codes.shape[0])
 
     def complete_rows(self) -> np.ndarray:
-        """Boolean mask (n,) of the rows with no missing value."""
+        """Boolean mask (n,) of the rows with no missing value.
+
+        Returns
+        -------
+        numpy.ndarray (n,) of bool
+            True where the record is complete.
+        """
         return np.asarray((self.codes >= 0).all(axis=1))
 
 

@@ -128,11 +128,23 @@ class Sequences:
         return self.codes[self.offsets[i]:self.offsets[i + 1]]
 
     def owner(self) -> np.ndarray:
-        """(total,) the row index of the user each event belongs to."""
+        """(total,) the row index of the user each event belongs to.
+
+        Returns
+        -------
+        numpy.ndarray (total,)
+            The user row of each event.
+        """
         return np.repeat(np.arange(self.n), self.lengths)
 
     def position(self) -> np.ndarray:
-        """(total,) the position of each event within its user's sequence (0-based)."""
+        """(total,) the position of each event within its user's sequence (0-based).
+
+        Returns
+        -------
+        numpy.ndarray (total,)
+            The position of each event.
+        """
         return np.arange(self.codes.size) - np.repeat(self.offsets[:-1], self.lengths)
 
     def head(self, t: int | None) -> Sequences:

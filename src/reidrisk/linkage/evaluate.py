@@ -50,6 +50,13 @@ class Scorecard:
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
+        """The scorecard as plain JSON-ready data.
+
+        Returns
+        -------
+        dict
+            Utility, security, rates and sizes.
+        """
         return {
             "n_original": self.n_original,
             "n_release": self.n_release,
@@ -61,6 +68,13 @@ class Scorecard:
         }
 
     def to_text(self) -> str:
+        """The scorecard as a few lines of text.
+
+        Returns
+        -------
+        str
+            The lines.
+        """
         u, s = self.utility, self.security
         lines = [f"Release of {self.n_release} rows from an original of {self.n_original} rows",
                  "",

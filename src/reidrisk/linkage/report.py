@@ -63,7 +63,13 @@ class LinkageDemo:
     seconds: float
 
     def rates(self) -> pd.DataFrame:
-        """Re-identification rates, one row per attack, one column per anonymization."""
+        """Re-identification rates, one row per attack, one column per anonymization.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The rates.
+        """
         return pd.DataFrame({name: {r.attack: r.rate for r in card.rates}
                              for name, card in self.cards.items()})
 

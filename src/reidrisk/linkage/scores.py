@@ -97,6 +97,13 @@ class Utility:
     U6_nrow: int
 
     def to_dict(self) -> dict:
+        """U1-U6 as plain data.
+
+        Returns
+        -------
+        dict
+            Score name to value.
+        """
         return asdict(self)
 
 
@@ -116,6 +123,13 @@ class Security:
     S2_mean_class: float
 
     def to_dict(self) -> dict:
+        """S1 and S2 as plain data.
+
+        Returns
+        -------
+        dict
+            Score name to value.
+        """
         return asdict(self)
 
 

@@ -203,7 +203,13 @@ class Mechanism(ABC):
         """P(a given other value in the report's support set)."""
 
     def support_matrix(self) -> np.ndarray:
-        """k x k matrix M with M[v, x] = P(v in S(Y) | X = x): expected support counts are M z."""
+        """k x k matrix M with M[v, x] = P(v in S(Y) | X = x): expected support counts are M z.
+
+        Returns
+        -------
+        numpy.ndarray (k, k)
+            M.
+        """
         m = np.full((self.k, self.k), self.q_support)
         np.fill_diagonal(m, self.p_support)
         return m
@@ -226,11 +232,23 @@ class Mechanism(ABC):
         """
 
     def enumerate_outputs(self) -> np.ndarray:
-        """All possible reports (for exact channels on small domains). Optional."""
+        """All possible reports (for exact channels on small domains). Optional.
+
+        Returns
+        -------
+        numpy.ndarray
+            One possible report per row.
+        """
         raise NotImplementedError(f"{self.name} does not enumerate its outputs")
 
     def channel(self) -> np.ndarray:
-        """Exact channel Q[y, x] = P(Y = y | X = x) over ``enumerate_outputs()`` (small k only)."""
+        """Exact channel Q[y, x] = P(Y = y | X = x) over ``enumerate_outputs()`` (small k only).
+
+        Returns
+        -------
+        numpy.ndarray (n_outputs, k)
+            Q.
+        """
         return np.exp(self.log_prob(self.enumerate_outputs()))
 
     def max_log_ratio(self) -> float:
@@ -239,6 +257,11 @@ class Mechanism(ABC):
         Here from the enumerated exact channel (small domains); every mechanism overrides it with
         the closed form of its channel probabilities, which holds at any domain size. A correct,
         non-wasteful mechanism returns ``epsilon`` (to rounding).
+
+        Returns
+        -------
+        float
+            The largest log-likelihood ratio.
         """
         q = self.log_prob(self.enumerate_outputs())
         return float(np.max(q.max(axis=1) - q.min(axis=1)))

@@ -118,13 +118,26 @@ class LinearHashFamily:
         return self.prime * (self.prime - 1)
 
     def collision(self) -> Fraction:
-        """Exact P(H(x) = H(x')) for x != x' (the same for every pair)."""
+        """Exact P(H(x) = H(x')) for x != x' (the same for every pair).
+
+        Returns
+        -------
+        fractions.Fraction
+            The collision probability.
+        """
         P, g = self.prime, self.g
         base, rem = divmod(P, g)
         sq = rem * (base + 1) ** 2 + (g - rem) * base**2
         return Fraction(sq - P, P * (P - 1))
 
     def collision_matrix(self) -> np.ndarray:
+        """Exact P(H(v) = H(x)) for every pair (k, k).
+
+        Returns
+        -------
+        numpy.ndarray (k, k)
+            ``collision()`` off the diagonal, 1 on it.
+        """
         c = np.full((self.k, self.k), float(self.collision()))
         np.fill_diagonal(c, 1.0)
         return c
@@ -186,6 +199,13 @@ class LinearHashFamily:
         return h
 
     def enumerate(self) -> np.ndarray:
+        """Every member of the family (small primes only).
+
+        Returns
+        -------
+        numpy.ndarray (P (P - 1), 2) int64
+            One (a, b) per row.
+        """
         a, b = np.meshgrid(np.arange(1, self.prime), np.arange(self.prime), indexing="ij")
         return np.column_stack([a.ravel(), b.ravel()]).astype(np.int64)
 
@@ -206,9 +226,23 @@ class LinearHashFamily:
         return (a < 1) | (a >= self.prime) | (b < 0) | (b >= self.prime)
 
     def describe(self) -> dict:
+        """The family's parameters, for files and reports.
+
+        Returns
+        -------
+        dict
+            The kind and the prime.
+        """
         return {"hash": self.kind, "prime": self.prime}
 
     def summary(self) -> str:
+        """The family's parameter ranges in words.
+
+        Returns
+        -------
+        str
+            The ranges of a and b.
+        """
         return f"a in 1..{self.prime - 1}, b in 0..{self.prime - 1}"
 
 
@@ -247,7 +281,13 @@ class TableHashFamily:
         return self.tables.shape[0]
 
     def collision_matrix(self) -> np.ndarray:
-        """Exact P(H(v) = H(x)) for every pair (k, k): the fraction of tables where they collide."""
+        """Exact P(H(v) = H(x)) for every pair (k, k): the fraction of tables where they collide.
+
+        Returns
+        -------
+        numpy.ndarray (k, k)
+            The collision probabilities (1 on the diagonal).
+        """
         if self._collision is None:
             hits = np.zeros((self.k, self.k))
             for table in self.tables:  # m tables, each compared with itself in one k x k step
@@ -305,6 +345,13 @@ class TableHashFamily:
         return self.tables[params[:, 0]]
 
     def enumerate(self) -> np.ndarray:
+        """Every member of the family: the table indices.
+
+        Returns
+        -------
+        numpy.ndarray (m, 1) int64
+            One index per row.
+        """
         return np.arange(self.size, dtype=np.int64)[:, None]
 
     def bad_params(self, params: np.ndarray) -> np.ndarray:
@@ -323,9 +370,23 @@ class TableHashFamily:
         return (params[:, 0] < 0) | (params[:, 0] >= self.size)
 
     def describe(self) -> dict:
+        """The family's parameters, for files and reports.
+
+        Returns
+        -------
+        dict
+            The kind, the number of tables and the tables.
+        """
         return {"hash": self.kind, "m": self.size, "tables": self.tables.tolist()}
 
     def summary(self) -> str:
+        """The family's parameter range in words.
+
+        Returns
+        -------
+        str
+            The range of the table index.
+        """
         return f"table index in 0..{self.size - 1}"
 
 
@@ -414,7 +475,13 @@ class GLH(Mechanism):
         return self._p
 
     def support_matrix(self) -> np.ndarray:
-        """Exact M[v, x] = c_vx p' + (1 - c_vx) (1 - p') / (g - 1), c_vx = P(H(v) = H(x))."""
+        """Exact M[v, x] = c_vx p' + (1 - c_vx) (1 - p') / (g - 1), c_vx = P(H(v) = H(x)).
+
+        Returns
+        -------
+        numpy.ndarray (k, k)
+            M.
+        """
         c = self.family.collision_matrix()
         m = c * self._p + (1.0 - c) * self._lie
         np.fill_diagonal(m, self._p)
@@ -488,7 +555,13 @@ class GLH(Mechanism):
         return lp
 
     def enumerate_outputs(self):
-        """All (hash parameters, y) pairs, int64 (|family| g, n_params + 1); small families only."""
+        """All (hash parameters, y) pairs, int64 (|family| g, n_params + 1); small families only.
+
+        Returns
+        -------
+        numpy.ndarray (|family| g, n_params + 1) int64
+            The reports.
+        """
         total = self.family.size * self.g
         if total > _MAX_ENUMERATED:
             raise NotImplementedError(
@@ -499,7 +572,13 @@ class GLH(Mechanism):
         return np.column_stack([np.repeat(params, self.g, axis=0), y])
 
     def max_log_ratio(self):
-        """log(p' (g - 1) / (1 - p')) = epsilon exactly."""
+        """log(p' (g - 1) / (1 - p')) = epsilon exactly.
+
+        Returns
+        -------
+        float
+            epsilon.
+        """
         return math.log(self._p) - math.log(self._lie)
 
     # ---- server ----------------------------------------------------------------------------------

@@ -207,13 +207,25 @@ class UnaryEncoding(Mechanism):
         return lp
 
     def enumerate_outputs(self):
-        """All 2^k bit vectors, uint8 (2^k, k) (k <= 16)."""
+        """All 2^k bit vectors, uint8 (2^k, k) (k <= 16).
+
+        Returns
+        -------
+        numpy.ndarray (2^k, k) uint8
+            The reports.
+        """
         if self.k > _MAX_ENUMERATED_K:
             raise NotImplementedError(f"{self.name} has 2^{self.k} outputs; too many to enumerate")
         return np.array(list(itertools.product((0, 1), repeat=self.k)), dtype=np.uint8)
 
     def max_log_ratio(self):
-        """log(p (1 - q) / (q (1 - p))): a report with bit x set and bit x' clear."""
+        """log(p (1 - q) / (q (1 - p))): a report with bit x set and bit x' clear.
+
+        Returns
+        -------
+        float
+            The largest log-likelihood ratio.
+        """
         lp1, lp0, lq1, lq0 = self._log_terms()
         return (lp1 - lq1) - (lp0 - lq0)
 

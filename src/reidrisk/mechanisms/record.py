@@ -83,13 +83,25 @@ class RecordReports:
         return len(self.reports[0])
 
     def attribute_losses(self) -> np.ndarray:
-        """(g,) the privacy loss of one report of each attribute (``Mechanism.privacy_loss``)."""
+        """(g,) the privacy loss of one report of each attribute (``Mechanism.privacy_loss``).
+
+        Returns
+        -------
+        numpy.ndarray (g,)
+            The losses.
+        """
         return np.array([m.privacy_loss for m in self.mechanisms], dtype=np.float64)
 
     def spent(self) -> np.ndarray:
         """(n,) the privacy loss of each record's report: by sequential composition (paper 004
         Algorithm 1) the sum of the losses of the attributes it reported; an attribute a record
-        did not report (missing, or not sampled by the protocol) spends nothing."""
+        did not report (missing, or not sampled by the protocol) spends nothing.
+
+        Returns
+        -------
+        numpy.ndarray (n,)
+            The losses.
+        """
         return self.present().astype(np.float64) @ self.attribute_losses()
 
     @property
@@ -107,15 +119,33 @@ class RecordReports:
         return self.privacy_loss
 
     def present(self) -> np.ndarray:
-        """(n, g) bool: which attributes each record reported."""
+        """(n, g) bool: which attributes each record reported.
+
+        Returns
+        -------
+        numpy.ndarray (n, g) of bool
+            True where the attribute was reported.
+        """
         return np.column_stack([~m.is_missing(r) for m, r in zip(self.mechanisms, self.reports)])
 
     def supports(self) -> list:
-        """Per-attribute support-membership matrices (n, f_j)."""
+        """Per-attribute support-membership matrices (n, f_j).
+
+        Returns
+        -------
+        list of numpy.ndarray or scipy.sparse matrix
+            One (n, f_j) matrix per attribute.
+        """
         return [m.support(r) for m, r in zip(self.mechanisms, self.reports)]
 
     def validate(self) -> RecordReports:
-        """Check every report against its mechanism (for reports received from clients)."""
+        """Check every report against its mechanism (for reports received from clients).
+
+        Returns
+        -------
+        RecordReports
+            The reports in their mechanisms' dtypes.
+        """
         for attr, mech, rep in zip(self.schema, self.mechanisms, self.reports):
             try:
                 mech.validate_reports(rep)

@@ -257,11 +257,23 @@ class Subset(Mechanism):
 
     # ---- channel ---------------------------------------------------------------------------------
     def log_prob_in(self) -> float:
-        """log P(S | x) for a set S that contains x."""
+        """log P(S | x) for a set S that contains x.
+
+        Returns
+        -------
+        float
+            The log probability.
+        """
         return math.log(self._p) - _log_comb(self.k - 1, self.h - 1)
 
     def log_prob_out(self) -> float:
-        """log P(S | x) for a set S that does not contain x."""
+        """log P(S | x) for a set S that does not contain x.
+
+        Returns
+        -------
+        float
+            The log probability.
+        """
         return math.log1p(-self._p) - _log_comb(self.k - 1, self.h)
 
     def log_prob(self, reports):
@@ -292,7 +304,13 @@ class Subset(Mechanism):
         return lp
 
     def enumerate_outputs(self):
-        """All C(k, h) subsets as an int32 array (C(k, h), h), ascending within rows."""
+        """All C(k, h) subsets as an int32 array (C(k, h), h), ascending within rows.
+
+        Returns
+        -------
+        numpy.ndarray (C(k, h), h) int32
+            The reports.
+        """
         count = math.comb(self.k, self.h)
         if count > _MAX_ENUMERATED:
             raise NotImplementedError(
@@ -302,7 +320,13 @@ class Subset(Mechanism):
         return np.fromiter(combos, dtype=np.int32, count=count * self.h).reshape(count, self.h)
 
     def max_log_ratio(self):
-        """log P(S|x) / P(S|x') for x in S, x' not in S: exactly epsilon (paper 004 eq. 25-28)."""
+        """log P(S|x) / P(S|x') for x in S, x' not in S: exactly epsilon (paper 004 eq. 25-28).
+
+        Returns
+        -------
+        float
+            epsilon.
+        """
         return self.log_prob_in() - self.log_prob_out()
 
     # ---- server ----------------------------------------------------------------------------------

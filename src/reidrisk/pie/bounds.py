@@ -561,6 +561,13 @@ class Calibration:
     max_prior: float | None = None
 
     def to_dict(self) -> dict:
+        """The calibration as plain JSON-ready data.
+
+        Returns
+        -------
+        dict
+            Field name to value.
+        """
         from dataclasses import asdict
 
         return asdict(self)
