@@ -120,6 +120,13 @@ class FitReport:
     marginal_shrink: tuple[float, ...] = ()
 
     def to_dict(self) -> dict:
+        """The fit report as plain JSON-ready data (``from_dict`` reads it).
+
+        Returns
+        -------
+        dict
+            Lists, numbers and strings only.
+        """
         pairs = sorted(self.pair_iterations)
         return {
             "settings": dict(self.settings), "n": self.n, "n_present": list(self.n_present),
@@ -363,6 +370,13 @@ class CollectModel:
 
     # ---- files -------------------------------------------------------------------------------
     def to_dict(self) -> dict:
+        """The model as plain JSON-ready data (``from_dict`` reads it).
+
+        Returns
+        -------
+        dict
+            Lists, numbers and strings only.
+        """
         return model_to_dict(self)
 
     @classmethod

@@ -251,6 +251,13 @@ class CollectPipeline:
             _check_copula_defaults(self.settings())
 
     def settings(self) -> dict:
+        """The pipeline's parameters, as the fit report records them.
+
+        Returns
+        -------
+        dict
+            Parameter name to value.
+        """
         return {"estimator": self.estimator, "stop": self.stop, "shrink": self.shrink,
                 "marginal_shrink": self.marginal_shrink, "exact_em": self.exact_em,
                 "fallback": self.fallback, "alpha": self.alpha,

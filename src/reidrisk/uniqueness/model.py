@@ -732,7 +732,13 @@ class UniquenessModel:
         self.rng = rng
 
     def settings(self) -> dict:
-        """The effective settings (after the preset)."""
+        """The effective settings (after the preset).
+
+        Returns
+        -------
+        dict
+            The settings.
+        """
         return dict(preset=self.preset, prior=self.prior, counts=self.counts,
                     neighbors=self.neighbors, rule=self.rule, floor=self.floor, alpha=self.alpha,
                     world=self.world, copula_fit=self.copula_fit, em_stop=self.em_stop,

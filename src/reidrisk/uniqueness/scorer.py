@@ -203,6 +203,13 @@ class CountPrior:
         return nb_sf(np.asarray(k, dtype=np.float64) - 1.0, a, mu)
 
     def to_dict(self) -> dict:
+        """The prior as plain JSON-ready data.
+
+        Returns
+        -------
+        dict
+            Field name to value (arrays as lists).
+        """
         return {"names": list(self.names), "beta": self.beta.tolist(), "alpha": self.alpha.tolist(),
                 "source": self.source, "n_fit": self.n_fit, "loglik": self.loglik,
                 "converged": self.converged}
