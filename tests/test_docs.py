@@ -10,10 +10,12 @@ Parameters block.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import pkgutil
 import re
+import textwrap
 import unicodedata
 from pathlib import Path
 
@@ -224,21 +226,89 @@ def exported_callables(package=None) -> tuple[dict[str, bool], list[str]]:
     return out, failed
 
 
+RETURNS = re.compile(r"^[ \t]*(Returns|Yields)[ \t]*\n[ \t]*-{3,}[ \t]*$", re.M)
+#: exported functions and methods that return a value but do not say what in a Returns block
+RETURNS_PENDING = ROOT / "tests" / "docs_returns_pending.txt"
+
+
+def _returns_value(func) -> bool:
+    """Whether the body of ``func`` (not of functions nested in it) returns a value or yields."""
+    try:
+        source = textwrap.dedent(inspect.getsource(inspect.unwrap(func)))
+    except (OSError, TypeError):  # no source (built or generated)
+        return False
+    todo = list(ast.iter_child_nodes(ast.parse(source).body[0]))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True
+        if isinstance(node, ast.Return) and node.value is not None and not (
+                isinstance(node.value, ast.Constant) and node.value.value is None):
+            return True
+        todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def returning_callables(package=None) -> tuple[dict[str, bool], list[str]]:
+    """Every exported function and method (as in ``exported_callables``) whose body returns a
+    value, mapped to whether its docstring has a numpydoc ``Returns`` (or ``Yields``) block; and
+    the modules that could not be imported."""
+    import reidrisk
+
+    package = package or reidrisk
+    out: dict[str, bool] = {}
+    failed: list[str] = []
+    for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".",
+                                      onerror=failed.append):
+        try:
+            mod = importlib.import_module(info.name)
+        except ImportError:  # an optional extra that is not installed
+            failed.append(info.name)
+            continue
+        for name, obj in vars(mod).items():
+            if name.startswith("_") or getattr(obj, "__module__", None) != info.name:
+                continue
+            funcs = [(f"{info.name}.{name}", obj, obj)] if inspect.isfunction(obj) else []
+            if inspect.isclass(obj) and not issubclass(obj, BaseException):
+                for attr, raw in obj.__dict__.items():
+                    func = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
+                    if not attr.startswith("_") and inspect.isfunction(func):
+                        funcs.append((f"{info.name}.{name}.{attr}", func, getattr(obj, attr)))
+            for qual, func, documented in funcs:
+                if _returns_value(func):
+                    out[qual] = bool(RETURNS.search(inspect.getdoc(documented) or ""))
+    return out, failed
+
+
+def _check_against_pending(found: dict[str, bool], failed: list[str], pending_file: Path,
+                           what: str) -> None:
+    pending = {line.strip() for line in pending_file.read_text(encoding="utf-8").splitlines()
+               if line.strip() and not line.startswith("#")}
+    missing = sorted(q for q, ok in found.items() if not ok and q not in pending)
+    assert not missing, (f"these exported callables have no numpydoc {what} block; add one:\n"
+                         + "\n".join(missing))
+    unread = tuple(f"{m}." for m in failed)  # an optional extra is not installed here
+    stale = sorted(q for q in pending if found.get(q, not q.startswith(unread)))
+    assert not stale, (f"these names are documented now (or gone); remove them from "
+                       f"{pending_file.name}:\n" + "\n".join(stale))
+
+
+def test_every_exported_function_that_returns_says_what():
+    """numpydoc style: an exported function or method that returns a value has a Returns (or
+    Yields) block, except the names still listed in docs_returns_pending.txt, and that list
+    holds no name that has since gained one (or no longer exists)."""
+    found, failed = returning_callables()
+    _check_against_pending(found, failed, RETURNS_PENDING, "Returns")
+
+
 def test_every_exported_callable_documents_its_parameters():
     """numpydoc style (the guide): an exported function, class or method that takes parameters
     has a Parameters block, except the names still listed in docs_parameters_pending.txt, and
     that list holds no name that has since gained one (or no longer exists)."""
     found, failed = exported_callables()
-    pending = {line.strip() for line in PENDING.read_text(encoding="utf-8").splitlines()
-               if line.strip() and not line.startswith("#")}
-    missing = sorted(q for q, ok in found.items() if not ok and q not in pending)
-    assert not missing, ("these exported callables have no numpydoc Parameters block; add one "
-                         "(a line per parameter: name : type, then its meaning):\n"
-                         + "\n".join(missing))
-    unread = tuple(f"{m}." for m in failed)  # an optional extra is not installed here
-    stale = sorted(q for q in pending if found.get(q, not q.startswith(unread)))
-    assert not stale, (f"these names are documented now (or gone); remove them from "
-                       f"{PENDING.name}:\n" + "\n".join(stale))
+    _check_against_pending(found, failed, PENDING, "Parameters")
 
 
 def test_the_parameters_check_catches_a_missing_block(monkeypatch):
@@ -289,4 +359,61 @@ def test_the_parameters_check_catches_a_missing_block(monkeypatch):
     found, failed = exported_callables(pkg)
     assert found == {"fake_pkg.mod.documented": True, "fake_pkg.mod.bare": False,
                      "fake_pkg.mod.Thing": True, "fake_pkg.mod.Thing.method": False}
+    assert failed == []
+
+
+def test_the_returns_check_catches_a_missing_block(monkeypatch):
+    """The checker itself: functions and methods that return a value or yield need the block;
+    those that return nothing (or only None) do not."""
+    import types
+
+    mod = types.ModuleType("fake_pkg.mod")
+
+    def documented(x):
+        """Do.
+
+        Returns
+        -------
+        int
+            x.
+        """
+        return x
+
+    def bare(x):
+        """Do, and say what comes back in prose only."""
+        return x
+
+    def nothing(x):
+        """Do, for the side effect."""
+        if x:
+            return None
+
+    def nested_only(x):
+        """Return nothing; the nested function does."""
+        def inner():
+            return x
+        inner()
+
+    def generator(n):
+        """Count."""
+        yield from range(n)
+
+    class Thing:
+        """A thing."""
+
+        def method(self):
+            """Give 1."""
+            return 1
+
+    for obj in (documented, bare, nothing, nested_only, generator, Thing):
+        obj.__module__ = mod.__name__
+        setattr(mod, obj.__name__, obj)
+    pkg = types.ModuleType("fake_pkg")
+    pkg.__path__ = []
+    monkeypatch.setattr(pkgutil, "walk_packages",
+                        lambda path, prefix, onerror: [types.SimpleNamespace(name=mod.__name__)])
+    monkeypatch.setattr(importlib, "import_module", lambda name: mod)
+    found, failed = returning_callables(pkg)
+    assert found == {"fake_pkg.mod.documented": True, "fake_pkg.mod.bare": False,
+                     "fake_pkg.mod.generator": False, "fake_pkg.mod.Thing.method": False}
     assert failed == []
