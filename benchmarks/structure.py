@@ -19,10 +19,11 @@ current tests/test_docs.py), so that edits not yet committed in a shared tree ar
 * **Longest functions**: AST line span ``end_lineno - lineno + 1`` of every function and method
   (decorators excluded, docstring included, nested functions excluded), and the same without the
   docstring (the code lines).
-* **Exported callables without a Parameters block**: the functions, classes and methods that
-  ``tests/test_docs.py`` (``exported_callables``) checks for a numpydoc ``Parameters`` block,
-  counted with and without one (the test allows only the names listed in
-  ``tests/docs_parameters_pending.txt``).
+* **Exported callables without a Parameters or Returns block**: the functions, classes and
+  methods that ``tests/test_docs.py`` checks for a numpydoc ``Parameters`` block
+  (``exported_callables``) and for a ``Returns`` block (``returning_callables``), counted with and
+  without one (the tests allow only the names listed in ``tests/docs_parameters_pending.txt`` and
+  ``tests/docs_returns_pending.txt``).
 * **Crossings of one collect fit**: ``CollectPipeline().fit(reports)`` on a small simulated
   dataset (5 attributes, 2,000 people, 30 % missing, ``Protocol(4.0, attributes_per_person=2)``),
   traced with ``sys.setprofile``. A call is a *crossing* when the nearest reidrisk frame below
@@ -153,9 +154,12 @@ def parameters_blocks() -> dict:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     found, failed = module.exported_callables()
+    returning, _ = module.returning_callables()
     return {"exported_callables": len(found),
             "without_parameters": sum(1 for ok in found.values() if not ok),
             "without_parameters_names": sorted(q for q, ok in found.items() if not ok),
+            "returning_callables": len(returning),
+            "without_returns": sum(1 for ok in returning.values() if not ok),
             "unimported_modules": failed}
 
 
@@ -307,7 +311,9 @@ def _summary_rows(runs: dict) -> list[list]:
             ("in_function_imports_without_reason", "... of them without a comment giving the reason"),
             ("longest_function_lines", "longest function (lines, nested functions excluded)"),
             ("exported_callables", "exported functions, classes and methods that take parameters"),
-            ("without_parameters", "... of them without a numpydoc Parameters block")]
+            ("without_parameters", "... of them without a numpydoc Parameters block"),
+            ("returning_callables", "exported functions and methods that return a value"),
+            ("without_returns", "... of them without a numpydoc Returns block")]
     labels = list(runs)
     return [[text] + [runs[lab].get(k, "") for lab in labels] for k, text in keys], labels
 
@@ -327,7 +333,8 @@ def write(runs: dict) -> None:
         for k in ("collect_module_edges", "collect_edges", "collect_modules", "collect_calls",
                   "crossing_edges", "crossing_modules", "crossing_calls", "unpack_calls",
                   "oracle_checks", "in_function_imports", "in_function_imports_without_reason",
-                  "longest_function_lines", "exported_callables", "without_parameters"):
+                  "longest_function_lines", "exported_callables", "without_parameters",
+                  "returning_callables", "without_returns"):
             if k in r:
                 res.add({"state": label}, k, r[k],
                         "count" if k != "longest_function_lines" else "lines")
@@ -363,8 +370,9 @@ def write(runs: dict) -> None:
             "numpydoc Parameters block is part of it); the code lines leave it out. Exported "
             "callables are counted as tests/test_docs.py checks them (public functions and "
             "classes defined in a module of the package, and their public methods, that take "
-            "parameters); the names still without a Parameters block are listed in "
-            "tests/docs_parameters_pending.txt.", "",
+            "parameters, and the functions and methods that return a value); the names still "
+            "without a Parameters or Returns block are listed in "
+            "tests/docs_parameters_pending.txt and tests/docs_returns_pending.txt.", "",
             md_table(["measure"] + labels, rows), "",
             md_table(["function (lines, nested functions excluded)"] + labels,
                      [[f"`{f}`"] + [_watched(runs[lab], f) for lab in labels] for f in WATCHED]),
