@@ -1,4 +1,4 @@
-"""Wald statistics of pair independence from the Gram counts, many pairs at once.
+"""Chi-square statistics of pair independence from the Gram counts, many pairs at once.
 
 The collection pipeline tests every pair (j, j') for dependence beyond the LDP noise
 (``reidrisk.collect.pipeline``, module doc "Fallback"): with ``T`` the unbiased inversion of the
@@ -10,12 +10,13 @@ attribute's per-report second moment of the inversion vector), so
 
     stat = n tr(K_1^+ D K_2^+ D^T),   df = (f_j - 1)(f_j' - 1),
 
-a chi-square statistic under independence. ``pair_statistics`` computes it for every pair of one
-shape in one stack of small matrices (batched products and ``pinv``), instead of one pair at a
-time: the per-pair Python work dominated the pipeline's fit at 200 attributes (19,900 pairs). The
-inversion ``T`` is the pair channels' own (``reidrisk.estimation.frequency``: the closed form of
-``M = a I + q 1 1^T`` where both channels have it, a linear solve otherwise), the one the pair
-estimators use.
+chi-square under independence: the quadratic form of ``D`` in the covariance
+``K_1 (x) K_2 / n`` it has under independence (docs/design/collect.md#fallback).
+``pair_statistics`` computes it for every pair of one shape in one stack of small matrices
+(batched products and ``pinv``), instead of one pair at a time: the per-pair Python work dominated
+the pipeline's fit at 200 attributes (19,900 pairs). The inversion ``T`` is the pair channels' own
+(``reidrisk.estimation.frequency``: the closed form of ``M = a I + q 1 1^T`` where both channels
+have it, a linear solve otherwise), the one the pair estimators use.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class PairStatistics:
     Parameters
     ----------
     stat : numpy.ndarray (P,)
-        Wald statistic of each pair.
+        The independence statistic of each pair.
     df : numpy.ndarray (P,)
         Its degrees of freedom, (f_j - 1)(f_j' - 1).
     departure : list of numpy.ndarray
@@ -53,7 +54,7 @@ class PairStatistics:
 
 def pair_statistics(blocks: Sequence[np.ndarray], n_pair, mechanisms: Sequence[tuple[Mechanism, Mechanism]],
                     second: Sequence[tuple]) -> PairStatistics:
-    """Wald statistics (module doc) of P pairs.
+    """Independence statistics (module doc) of P pairs.
 
     Pairs of equal shape (and channel form) are stacked and computed together.
 
