@@ -36,9 +36,22 @@ ESTIMATORS = ("norm_sub", "em", "exact_em")
 class CompleteCase(Method):
     """A c-way table from the reports complete on the c attributes (module doc).
 
-    ``estimator``: ``"norm_sub"``, ``"em"`` or ``"exact_em"``; ``stop``: EM stopping rule
-    (``reidrisk.collect._tensor``); ``max_iter``: EM iteration cap (module doc).
     Learned: ``schema_``, ``reports_``, ``present_`` (n, g).
+
+    Parameters
+    ----------
+    estimator : {"norm_sub", "em", "exact_em"}, optional
+        How the c-way table is estimated (module doc); ``None`` (default): the class's own
+        (``"norm_sub"`` here).
+    stop : str, tuple, float or None
+        EM stopping rule (``reidrisk.collect._tensor.check_stop``; default ``"noise"``).
+    max_iter : int
+        EM iteration cap.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``estimator``.
     """
 
     name = "complete_case"
@@ -55,6 +68,18 @@ class CompleteCase(Method):
         self.max_iter = int(max_iter)
 
     def fit(self, reports) -> CompleteCase:
+        """Keep the reports and which attributes each one has (the tables are estimated per query).
+
+        Parameters
+        ----------
+        reports : RecordReports or CollectedReports
+            The randomized reports of every person.
+
+        Returns
+        -------
+        CompleteCase
+            This method, fitted (``schema_``, ``reports_``, ``present_``).
+        """
         rr, _ = unpack(reports)
         self.schema_ = rr.schema
         self.reports_ = rr
@@ -69,7 +94,18 @@ class CompleteCase(Method):
         return self._supports[j]
 
     def complete_rows(self, cols: list[int]) -> np.ndarray:
-        """Boolean (n,) mask of the reports having every attribute of ``cols``."""
+        """The reports having every attribute of ``cols``.
+
+        Parameters
+        ----------
+        cols : list of int
+            Attribute indices.
+
+        Returns
+        -------
+        numpy.ndarray of bool (n,)
+            True for the reports complete on ``cols``.
+        """
         return np.asarray(self.present_[:, cols].all(axis=1))
 
     def _table(self, cols: list[int]) -> np.ndarray:

@@ -14,6 +14,16 @@ class DFCopula(Proposed):
     pair support counts ``W / sum W`` (the empirical distributions of the randomized reports, not
     inverted); the copula is fitted to them exactly as in the proposed method, with the raw counts
     of reports as the pairs' sample sizes, no shrinkage and no fallback.
+
+    Parameters
+    ----------
+    label : str
+        The variant's name in result tables.
+    exact_table : bool
+        As in ``Proposed``: the copula's exact cell probabilities (default) or counts of synthetic
+        records.
+    seed : int or numpy.random.Generator
+        Seed of the synthetic records (``exact_table=False``).
     """
 
     name = "df_copula"

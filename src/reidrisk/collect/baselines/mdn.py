@@ -16,6 +16,16 @@ class MDNCompleteCase(CompleteCase):
     negative survey reconstructs the joint distribution of the dimensions by inverting the
     negative-survey matrix on every dimension; here that is the Kronecker inversion over the c
     attributes of the complete reports, projected onto the simplex.
+
+    Parameters
+    ----------
+    estimator : {"norm_sub", "em", "exact_em"}, optional
+        How the c-way table is estimated (``CompleteCase``); ``None`` (default): the class's own
+        (``"norm_sub"`` here).
+    stop : str, tuple, float or None
+        EM stopping rule (``reidrisk.collect._tensor.check_stop``; default ``"noise"``).
+    max_iter : int
+        EM iteration cap.
     """
 
     name = "mdn"

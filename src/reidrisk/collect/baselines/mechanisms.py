@@ -34,6 +34,13 @@ class NegativeSurvey(Mechanism):
     complement of y), which is why MDN does poorly when epsilon is large (the optimal h is small).
 
     Reports: int64 codes (n,), ``MISSING`` where the input was missing.
+
+    Parameters
+    ----------
+    epsilon : float
+        The LDP budget, > 0.
+    k : int
+        Domain size (>= 2).
     """
 
     name = "negative"
@@ -55,7 +62,20 @@ class NegativeSurvey(Mechanism):
         return 1.0 - self._s
 
     def perturb(self, values, rng=None):
-        """Randomize codes (n,) into negative reports (n,); ``MISSING`` passes through."""
+        """Randomize codes into negative reports; ``MISSING`` passes through.
+
+        Parameters
+        ----------
+        values : numpy.ndarray (n,)
+            Codes in 0..k-1, or ``MISSING``.
+        rng : numpy.random.Generator or int, optional
+            Source of the randomness (see ``Mechanism.perturb``; ``None``: cryptographic).
+
+        Returns
+        -------
+        numpy.ndarray of int64 (n,)
+            The reported codes: the true one with probability ``r``, each other one with ``s``.
+        """
         rng = as_generator(rng)
         x = check_codes(values, self.k)
         out = x.copy()
@@ -86,7 +106,18 @@ class NegativeSurvey(Mechanism):
         return y
 
     def support(self, reports):
-        """Dense float32 (n, k): 1 everywhere except at the reported value; missing rows are 0."""
+        """The values each report supports: every value except the reported one.
+
+        Parameters
+        ----------
+        reports : numpy.ndarray (n,)
+            Negative-survey reports (codes, ``MISSING`` for a missing input).
+
+        Returns
+        -------
+        numpy.ndarray of float32 (n, k)
+            1 everywhere except at the reported value; missing rows are all 0.
+        """
         y = self._as_reports(reports)
         s = np.ones((y.size, self.k), dtype=np.float32)
         present = y != MISSING
@@ -114,6 +145,13 @@ class LaplaceIndex(Mechanism):
     density) in the report-level EM.
 
     Reports: float64 (n,), NaN where the input was missing.
+
+    Parameters
+    ----------
+    epsilon : float
+        The LDP budget, > 0.
+    k : int
+        Domain size (>= 2).
     """
 
     name = "laplace_index"
@@ -132,6 +170,20 @@ class LaplaceIndex(Mechanism):
         raise MechanismError("laplace_index reports have no support set; use log_prob")
 
     def perturb(self, values, rng=None):
+        """Add Laplace noise of scale ``(k - 1) / eps`` to each code; missing gives NaN.
+
+        Parameters
+        ----------
+        values : numpy.ndarray (n,)
+            Codes in 0..k-1, or ``MISSING``.
+        rng : numpy.random.Generator or int, optional
+            Source of the randomness (see ``Mechanism.perturb``; ``None``: cryptographic).
+
+        Returns
+        -------
+        numpy.ndarray of float64 (n,)
+            ``code + Laplace(scale)``, NaN where the input was missing.
+        """
         rng = as_generator(rng)
         x = check_codes(values, self.k)
         out = np.full(x.size, np.nan)

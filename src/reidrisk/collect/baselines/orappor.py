@@ -14,6 +14,16 @@ class ORapporCompleteCase(CompleteCase):
     unary encoding. Server: Kairouz et al. decode by inverting the channel and projecting onto the
     simplex; over c attributes the channel is the Kronecker product of the c bit channels (inverted
     axis by axis), using only the reports complete on the c attributes (paper 004 Section 5.4).
+
+    Parameters
+    ----------
+    estimator : {"norm_sub", "em", "exact_em"}, optional
+        How the c-way table is estimated (``CompleteCase``); ``None`` (default): the class's own
+        (``"norm_sub"`` here).
+    stop : str, tuple, float or None
+        EM stopping rule (``reidrisk.collect._tensor.check_stop``; default ``"noise"``).
+    max_iter : int
+        EM iteration cap.
     """
 
     name = "orappor"

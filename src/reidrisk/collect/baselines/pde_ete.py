@@ -17,6 +17,16 @@ class PDEETECompleteCase(CompleteCase):
     epsilon-LDP), and the server runs the report-level EM with the exact Laplace likelihood over
     the c-way table of the complete reports. Nominal categories are treated as ordered, as a
     method that does not categorize must.
+
+    Parameters
+    ----------
+    estimator : {"norm_sub", "em", "exact_em"}, optional
+        How the c-way table is estimated (``CompleteCase``); ``None`` (default): the class's own
+        (``"exact_em"`` here).
+    stop : str, tuple, float or None
+        EM stopping rule (``reidrisk.collect._tensor.check_stop``; default ``"noise"``).
+    max_iter : int
+        EM iteration cap.
     """
 
     name = "pde_ete"

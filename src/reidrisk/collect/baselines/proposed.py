@@ -9,9 +9,19 @@ from reidrisk.collect.pipeline import CollectPipeline, CollectWarning
 class Proposed(Method):
     """Paper 004's method: ``CollectPipeline(**options)`` on subset reports, tables from its copula.
 
-    ``exact_table``: answer queries with the copula's exact cell probabilities (default) or, as the
-    paper does, by counting ``n`` synthetic records (``exact_table=False``, seeded by ``seed``).
-    ``label`` names the variant in result tables. Learned: ``model_`` (``CollectModel``).
+    Learned: ``model_`` (``CollectModel``).
+
+    Parameters
+    ----------
+    label : str
+        The variant's name in result tables.
+    exact_table : bool
+        Answer queries with the copula's exact cell probabilities (default) or, as the paper does,
+        by counting ``n`` synthetic records (``False``).
+    seed : int or numpy.random.Generator
+        Seed of the synthetic records (``exact_table=False``).
+    **options
+        Keyword arguments of ``CollectPipeline`` (estimator, stop, shrink, fallback, ...).
     """
 
     name = "proposed"
@@ -24,6 +34,19 @@ class Proposed(Method):
         self.pipeline = CollectPipeline(**options)
 
     def fit(self, reports) -> Proposed:
+        """Fit ``CollectPipeline`` on the reports (its fallback warnings are kept in
+        ``model_.report``, not raised).
+
+        Parameters
+        ----------
+        reports : RecordReports or CollectedReports
+            The randomized subset reports of every person.
+
+        Returns
+        -------
+        Proposed
+            This method, fitted (``model_``, ``schema_``).
+        """
         import warnings
 
         with warnings.catch_warnings():

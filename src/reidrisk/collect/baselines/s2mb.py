@@ -14,6 +14,16 @@ class S2MbCompleteCase(CompleteCase):
     the c subset channels. S2Mb assumed no missing values ("if there were multiple attributes ...
     they were converted into one attribute in advance", paper 004 Section 3.2), which is exactly
     this joint estimation on the complete reports.
+
+    Parameters
+    ----------
+    estimator : {"norm_sub", "em", "exact_em"}, optional
+        How the c-way table is estimated (``CompleteCase``); ``None`` (default): the class's own
+        (``"em"`` here).
+    stop : str, tuple, float or None
+        EM stopping rule (``reidrisk.collect._tensor.check_stop``; default ``"noise"``).
+    max_iter : int
+        EM iteration cap.
     """
 
     name = "s2mb"

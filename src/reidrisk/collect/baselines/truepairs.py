@@ -17,6 +17,12 @@ class TruePairsCopula(Method):
     a Gaussian copula. Marginals and pairs are counted over the rows that have them (available
     cases), with their row counts as sample sizes; no shrinkage. Fit with ``fit_truth``.
     Learned: ``model_`` (the copula), ``schema_``.
+
+    Parameters
+    ----------
+    copula_fit : {"table", "mi"}
+        How a pair correlation is matched to its table (formerly ``method``), as in
+        ``CollectPipeline``.
     """
 
     name = "true_pairs_copula"
@@ -31,9 +37,36 @@ class TruePairsCopula(Method):
     method = renamed_attribute("copula_fit", "method")
 
     def fit(self, reports):
+        """Not available: this reference reads the true data (use ``fit_truth``).
+
+        Parameters
+        ----------
+        reports : RecordReports or CollectedReports
+            Ignored.
+
+        Raises
+        ------
+        NotImplementedError
+            Always.
+        """
         raise NotImplementedError("TruePairsCopula needs the true data: use fit_truth(schema, codes)")
 
     def fit_truth(self, schema, codes) -> TruePairsCopula:
+        """Fit the copula to the exact marginals and pair tables of the true data.
+
+        Parameters
+        ----------
+        schema : Schema
+            The attributes of ``codes``.
+        codes : array_like (n, g)
+            The true records as integer codes, ``MISSING`` where a value is missing (checked by
+            ``schema.validate_codes``).
+
+        Returns
+        -------
+        TruePairsCopula
+            This reference, fitted (``model_``, ``schema_``).
+        """
         codes = schema.validate_codes(codes)
         sizes = schema.sizes
         g = len(schema)

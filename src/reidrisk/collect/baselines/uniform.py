@@ -17,11 +17,37 @@ class Uniform(Method):
     mechanism = "subset"
 
     def fit(self, reports) -> Uniform:
+        """Read the schema of the reports (nothing else is learned).
+
+        Parameters
+        ----------
+        reports : RecordReports or CollectedReports
+            The randomized reports (only their schema is used).
+
+        Returns
+        -------
+        Uniform
+            This method, fitted (``schema_``).
+        """
         rr, _ = unpack(reports)
         self.schema_ = rr.schema
         return self
 
     def fit_truth(self, schema, codes) -> Uniform:
+        """Read the schema (the true data are not used).
+
+        Parameters
+        ----------
+        schema : Schema
+            The attributes.
+        codes : numpy.ndarray (n, g)
+            The true records (ignored).
+
+        Returns
+        -------
+        Uniform
+            This method, fitted (``schema_``).
+        """
         self.schema_ = schema
         return self
 
