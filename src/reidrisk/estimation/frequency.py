@@ -14,7 +14,8 @@ Every mechanism in ``reidrisk.mechanisms`` is a pure frequency oracle: the suppo
   shrunk toward uniform by default (below);
 * ``variance``   -- the exact per-cell variance of the inversion estimate (paper 002 eq. 22,
   docs/design/core.md#inversion-variance);
-* ``shrink_toward_uniform``, ``inversion_noise``, ``james_stein_noise`` -- that shrinkage.
+* ``default_shrink``, ``shrink_weights``, ``inversion_noise``, ``null_departure``,
+  ``james_stein_noise``, ``shrink_toward_uniform`` -- that shrinkage.
 
 Every EM here runs on the package's one engine, ``reidrisk.estimation.em`` (iteration, SQUAREM
 acceleration, stopping rules); this module only sets up the channels and the starts.
@@ -38,28 +39,38 @@ Shrinkage toward uniform (``shrink=True``, default of the front ends)
 Where the budget is small the maximum-likelihood estimate follows the LDP noise and is further from
 the truth than the uniform guess. The front ends (``estimate_marginal``, ``estimate_marginals``,
 ``marginals_from_counts``; ``reidrisk.estimation.pairs.estimate_pairs`` for pair tables) therefore
-keep only an estimated share ``lam`` of the estimate's departure from uniform,
-``p <- u + lam (p - u)`` (``default_shrink``), with ``lam`` the larger of two positive-part
-James-Stein weights ``max(0, 1 - c / ||departure||^2)``:
+keep only a share ``lam`` of the estimate's departure from uniform, ``p <- u + lam (p - u)``
+(``default_shrink``, ``shrink_weights``), chosen for the estimate actually being shrunk:
 
-1. from the unbiased inversion: its departure ``d`` in the D = k - 1 sum-zero directions and
-   ``c = (D - 2) / D tr C``, James and Stein's constant for its exact covariance ``C`` given the
-   reports' true values (``inversion_noise``: the channel gives ``tr C`` in closed form, the same
-   for every truth; ``james_stein_noise``). For Gaussian noise this estimator's risk is below the
-   unbiased estimate's for every truth when D >= 3 (it shrinks nothing for k <= 3);
-2. from the estimate itself: its departure ``p - u`` and ``c`` the 95% quantile of that departure
-   when the truth is uniform (``null_departure``: a parametric bootstrap through the channel with
-   a fixed seed, cached), i.e. what noise alone makes the estimator show.
+1. the weight that minimises Stein's unbiased risk estimate (SURE) of the shrunk estimate. The
+   noise it charges is the estimate's own: the EM (and norm-sub) are bounded by the simplex and
+   move with the noise only on the face they land on (the cells off zero), so with ``s`` such
+   cells the noise is that of ``s - 1`` directions of the inversion (``inversion_noise``), not of
+   all ``k - 1``; the rule is James and Stein's when no cell is at zero;
+2. where that weight's standard error is above ``SURE_SE_MAX`` = 1 / 3.92 (its 95% confidence
+   interval wider than [0, 1]: the data do not determine it, and the face may be chosen by noise
+   rather than by the truth), James and Stein's weight on the unbiased inversion,
+   ``1 - (k - 3) s2 / ||inversion - u||^2`` (``s2`` its noise per direction,
+   ``james_stein_noise``), which does not depend on the face;
+3. and at least ``1 - null / ||p - u||^2``, with ``null`` the 95% quantile of the estimate's
+   departure from uniform when the truth is uniform (``null_departure``: a parametric bootstrap
+   through the channel with a fixed seed, cached), i.e. a departure beyond what noise alone makes
+   the estimator show is kept. It matters for the pair tables, whose EM starts from the product
+   of the marginals and stops where the likelihood is flat, so their departure is not the
+   face-bounded maximum-likelihood one that SURE's noise assumes (a skewed 4 x 4 pair at
+   epsilon 0.1 per attribute, 20,000 reports: 2.6x the unshrunk table's error with it, 11x
+   without); on single attributes it changes an error by at most 6%.
 
-The first alone ignores that the EM and norm-sub, being constrained to the simplex, remove most of
-the noise where the truth is sparse (heavy head): at k = 1024 it shrank a Zipf truth to 1.6-3x the
-MLE's squared error. The second alone mistakes the EM's bias at weak signal for signal (up to 2.3x
-the uniform guess's error at k = 100, epsilon = 0.1). Each errs toward shrinking, so the larger
-weight is kept. The weights are applied to each method's estimate (EM, norm-sub, exact EM: a
-convex combination with u, so it stays a distribution); the raw ``"inversion"`` keeps its
-unbiasedness and is never shrunk. ``shrink=False`` gives the estimators as they are (for ``"em"``
-the maximum-likelihood estimate); ``FrequencyEstimate.shrink`` records ``lam``. Measured, with
-the alternatives: docs/results/em_stop.md.
+The rule replaced the larger of weights 2 and 3 alone, which shrank skewed truths at epsilon 0.1,
+where the inversion's noise is large but the EM is accurate, to up to 1.6x the best error
+(docs/results/em_stop.md: worst cell 1.59x and 6 of 174 cells above 1.2x before, 1.27x and 1
+cell now; that cell has little signal, where SURE's weight is unbiased but noisy). Nothing is
+shrunk for k <= 3 (no shrinkage estimator dominates there). The weights are applied to each
+method's estimate (EM, norm-sub, exact EM: a convex combination with u, so it stays a
+distribution); the raw ``"inversion"`` keeps its unbiasedness and is never shrunk.
+``shrink=False`` gives the estimators as they are (for ``"em"`` the maximum-likelihood estimate);
+``FrequencyEstimate.shrink`` records ``lam``. Measured, with the alternatives (each weight alone,
+the stricter gate): docs/results/em_stop.md.
 """
 
 from __future__ import annotations
@@ -96,7 +107,7 @@ __all__ = [
     "DEFAULT_MAX_ITER", "EMResult", "EstimationError", "FrequencyEstimate", "METHODS", "NOISE_TOL",
     "default_shrink", "em_counts", "em_reports", "estimate_marginal", "estimate_marginals",
     "inversion_noise", "invert", "james_stein_noise", "marginals_from_counts", "norm_sub",
-    "null_departure", "shrink_toward_uniform", "shrink_weight", "variance",
+    "null_departure", "shrink_toward_uniform", "shrink_weight", "shrink_weights", "variance",
 ]
 
 
@@ -329,7 +340,8 @@ def null_departure(a1: float, q1: float, a2: float, q2: float, f1: int, f2: int,
     f2)`` (mean ``M_1 Z M_2^T``; each cell a sum of independent indicators, variance ``mean -
     (M_1 o M_1) Z (M_2 o M_2)^T`` with ``o`` the entrywise square, again a structured channel) and
     estimated. A parametric bootstrap with a fixed seed, so the estimators stay deterministic;
-    cached per channel and n.
+    cached per channel and n. ``default_shrink`` keeps at least the share of a departure beyond
+    it (module doc, "Shrinkage toward uniform", weight 3).
 
     Parameters
     ----------
@@ -344,7 +356,14 @@ def null_departure(a1: float, q1: float, a2: float, q2: float, f1: int, f2: int,
     estimator : {"em", "norm_sub"}
         The estimator whose null departure is measured.
     """
-    B = NULL_SAMPLES
+    return float(np.quantile(_null_departures(a1, q1, a2, q2, f1, f2, n, estimator, NULL_SAMPLES),
+                             NULL_LEVEL))
+
+
+def _null_departures(a1, q1, a2, q2, f1, f2, n, estimator, samples: int) -> np.ndarray:
+    """The ``samples`` bootstrap departures ``||estimate - u||^2`` of ``null_departure`` (same
+    parameters; fixed seed)."""
+    B = int(samples)
     ch = _Channels.structured(a1, q1, a2, q2, f1, f2, B)
     p1, p2 = a1 + q1, a2 + q2
     sq = _Channels.structured(p1 * p1 - q1 * q1, q1 * q1, p2 * p2 - q2 * q2, q2 * q2, f1, f2, B)
@@ -357,29 +376,42 @@ def null_departure(a1: float, q1: float, a2: float, q2: float, f1: int, f2: int,
     else:
         est = _em_tables(W, np.full(B, float(n)), ch).estimate
     P = est / est.sum(axis=(1, 2), keepdims=True)
-    dep = np.sum((P - 1.0 / (f1 * f2)) ** 2, axis=(1, 2))
-    return float(np.quantile(dep, NULL_LEVEL))
+    return np.sum((P - 1.0 / (f1 * f2)) ** 2, axis=(1, 2))
 
 
-def default_shrink(probs, inversion, noise, null) -> tuple[np.ndarray, float]:
-    """The front ends' shrinkage (module doc): ``probs`` keeps the larger of two estimated shares
-    of signal, James and Stein's from the unbiased ``inversion`` and its noise ``noise``
-    (``james_stein_noise(inversion_noise(...))``), and the share of ``probs``'s own departure
-    from uniform beyond ``null`` (``null_departure``: what noise alone gives). Each errs on the
-    side of shrinking: the first ignores that the constrained estimate removes most of the noise
-    where the truth is sparse, the second counts all of a departure up to a high quantile of the
-    null as noise.
+FACE_TOL = 0.02
+"""A cell of the EM's (or norm-sub's) estimate counts as on the boundary of the simplex (at zero)
+when it is below this many standard errors of one cell (``default_shrink``): the noise rule stops
+within about 0.02 standard errors of the maximum-likelihood estimate per direction
+(``reidrisk.estimation.em``), so a smaller value cannot be told from zero."""
+
+SURE_SE_MAX = 1.0 / (2.0 * 1.959963984540054)
+"""``shrink_weights`` uses the weight of Stein's unbiased risk estimate where its standard error is
+at most this, i.e. where its two-sided 95% confidence interval (+-1.96 standard errors) is
+narrower than the whole range [0, 1] of weights, so that the data say something about the weight;
+elsewhere James and Stein's weight on the inversion. Measured (docs/results/em_stop.md, column
+``SURE gate 1/2``): a looser gate (standard error at most 1/2) keeps more of the skewed truths at
+epsilon 0.1, but at the demo's smallest budget (k = 12-16, epsilon 1/6) its weight, unbiased but
+noisy, left 1.0-1.1x the uniform guess's error where this one gives 0.8-0.9x."""
+
+
+def default_shrink(probs, inversion, trace, null=None) -> tuple[np.ndarray, float]:
+    """The front ends' shrinkage toward uniform (module doc, "Shrinkage toward uniform").
+
+    ``probs`` keeps the share ``lam`` of its departure from uniform given by ``shrink_weights``
+    (one table).
 
     Parameters
     ----------
     probs : array_like
-        The constrained estimate, a table of probabilities (any shape).
+        The constrained estimate (EM, norm-sub), a table of probabilities (any shape).
     inversion : array_like
-        The unbiased inversion estimate, a table of the same size.
-    noise : float
-        The inversion's noise, ``james_stein_noise(inversion_noise(...))``.
-    null : float
-        The ``||probs - uniform||^2`` that noise alone gives (``null_departure``).
+        The unbiased inversion of the same counts, a table of the same size.
+    trace : float
+        The trace of the inversion's covariance in its sum-zero directions
+        (``inversion_noise``).
+    null : float, optional
+        The estimate's null departure (``null_departure``), as in ``shrink_weights``.
 
     Returns
     -------
@@ -387,10 +419,85 @@ def default_shrink(probs, inversion, noise, null) -> tuple[np.ndarray, float]:
         ``(shrunk probs, lam)``.
     """
     probs = np.asarray(probs, dtype=np.float64)
-    inversion = np.asarray(inversion, dtype=np.float64)
+    lam = float(shrink_weights(probs.reshape(1, -1), np.reshape(inversion, (1, -1)),
+                               np.array([trace], dtype=np.float64),
+                               None if null is None else np.array([null], dtype=np.float64))[0])
     u = 1.0 / probs.size
-    lam = max(shrink_weight(inversion - inversion.mean(), noise), shrink_weight(probs - u, null))
     return u + lam * (probs - u), lam
+
+
+def shrink_weights(probs, inversion, trace, null=None) -> np.ndarray:
+    """The default shrinkage weights of B tables at once (module doc, "Shrinkage toward uniform").
+
+    With ``F`` cells, ``d = F - 1`` free directions, ``s2 = trace / d`` the inversion's noise per
+    direction (near-isotropic at the budgets where shrinkage matters; ``james_stein_noise``),
+    ``e = probs - u`` the estimate's departure from uniform and ``y`` the inversion's departure
+    (centred), the weight that minimises Stein's unbiased risk estimate (SURE) of ``u + lam e``
+    is ``lam = (e . y - s2 (df - 2)) / ||e||^2``, with ``df + 1`` the cells of ``probs`` off the
+    boundary of the simplex (above ``FACE_TOL`` standard errors of a cell). ``df`` is the divergence
+    of the estimate as a function of the counts: the constrained estimate moves with the noise only
+    on the face of the simplex it lands on (for a projection onto a polyhedron, Meyer and Woodroofe
+    2000), so its noise is ``s2 df``, not the inversion's ``s2 d``; ``- 2`` accounts for the
+    weight's own dependence on the data, as in James and Stein's constant, to which the rule
+    reduces when no cell is at zero (then ``e = y``). Where the truth is skewed the face is small
+    and the EM far more accurate than the inversion, and this weight keeps it (the inversion's
+    James-Stein weight shrank such estimates to 1.5-1.8x the best error: docs/results/em_stop.md).
+
+    The weight's standard error is about ``sqrt(s2 ||e||^2 + 2 s2^2 df) / ||e||^2``
+    (``Var(e . y)``: the noise along ``e``, plus that of ``e`` itself, which follows the noise on
+    its face). Where it exceeds ``SURE_SE_MAX`` the data cannot tell shrinking to uniform from not
+    shrinking, the face is chosen by noise rather than by the truth, and the weight is James and
+    Stein's on the inversion, ``max(0, 1 - (d - 2) s2 / ||y||^2)``, which does not depend on the
+    face (the previous default's first weight). Clipped to [0, 1]; 1 (no shrinkage) for
+    ``d <= 2``, where no shrinkage estimator dominates.
+
+    Parameters
+    ----------
+    probs : array_like (B, F)
+        The constrained estimates (each row sums to 1).
+    inversion : array_like (B, F)
+        The unbiased inversions of the same counts (probabilities).
+    trace : array_like (B,)
+        Each inversion's noise trace in its sum-zero directions (``inversion_noise``).
+    null : array_like (B,), optional
+        Each estimate's null departure (``null_departure``); when given, the weight is at least
+        ``1 - null / ||e||^2``.
+
+    Returns
+    -------
+    numpy.ndarray (B,)
+        The weights ``lam``.
+    """
+    P = np.asarray(probs, dtype=np.float64)
+    Y = np.asarray(inversion, dtype=np.float64)
+    trace = np.asarray(trace, dtype=np.float64)
+    if P.ndim != 2 or Y.shape != P.shape or trace.shape != P.shape[:1]:
+        raise EstimationError(
+            f"shrink_weights needs (B, F) estimates and inversions and (B,) traces, got "
+            f"{P.shape}, {Y.shape} and {trace.shape}"
+        )
+    if not (np.all(np.isfinite(trace)) and np.all(trace >= 0)):
+        raise EstimationError(f"trace must be finite and >= 0, got {trace!r}")
+    F = P.shape[1]
+    d = F - 1
+    if d <= 2:
+        return np.ones(P.shape[0])
+    s2 = trace / d
+    e = P - 1.0 / F
+    y = Y - Y.mean(axis=1, keepdims=True)
+    ee = np.sum(e * e, axis=1)
+    yy = np.sum(y * y, axis=1)
+    free = np.sum(P > FACE_TOL * np.sqrt(s2)[:, None], axis=1)
+    safe_ee = np.where(ee > 0, ee, 1.0)
+    sure = (np.sum(e * y, axis=1) - s2 * np.maximum(free - 3, 0)) / safe_ee
+    # Var(e . y) ~ s2 ||e||^2 (the noise along e) + 2 s2^2 df (e follows the noise on its face)
+    se = np.sqrt(s2 * ee + 2.0 * s2 * s2 * np.maximum(free - 1, 0)) / safe_ee
+    js = 1.0 - (d - 2) * s2 / np.where(yy > 0, yy, 1.0)
+    js = np.where(yy > 0, js, 0.0)
+    lam = np.where(se <= SURE_SE_MAX, sure, js)
+    if null is not None:
+        lam = np.maximum(lam, 1.0 - np.asarray(null, dtype=np.float64) / safe_ee)
+    return np.where(ee > 0, np.clip(lam, 0.0, 1.0), 0.0)
 
 
 def james_stein_noise(trace, dims: int) -> float:
@@ -835,10 +942,11 @@ def estimate_marginal(mech: Mechanism, reports, estimator: str = "em", *,
         Passed to the EMs (``reidrisk.estimation.em``).
     shrink : bool
         ``True`` (default; module doc, "Shrinkage toward uniform"): the estimate of every method
-        but ``"inversion"`` keeps only the estimated share of signal in its departure from uniform
-        (``shrink_toward_uniform`` with the inversion's departure and its exact noise,
-        ``inversion_noise``); the share is ``FrequencyEstimate.shrink``. ``False``: the estimator
-        as it is (for ``"em"`` the maximum-likelihood estimate).
+        but ``"inversion"`` keeps only a share of its departure from uniform (``default_shrink``:
+        Stein's unbiased risk estimate's weight with the estimate's own noise, or James and
+        Stein's weight on the inversion where that is too uncertain); the share is
+        ``FrequencyEstimate.shrink``. ``False``: the estimator as it is (for ``"em"`` the
+        maximum-likelihood estimate).
     """
     method = _check_method(estimator)
     missing = np.asarray(mech.is_missing(reports), dtype=bool)
@@ -902,8 +1010,8 @@ def _marginals_from_counts(ws, ns, mechs, names, method, *, stop="noise",
 
 def _shrunk(est: FrequencyEstimate, w, mech, chan: _MechChannel | None = None
             ) -> FrequencyEstimate:
-    """``est`` shrunk toward uniform (``shrink_toward_uniform``) by the departure of the inversion
-    of its support counts ``w`` and that inversion's exact noise (``inversion_noise``). The raw
+    """``est`` shrunk toward uniform by ``default_shrink``, with the inversion of its support counts
+    ``w`` and that inversion's exact noise trace (``inversion_noise``). The raw
     inversion (whose contract is unbiasedness) and channels not of the p/q form (whose inversion
     noise is not the oracles' closed form) are returned as they are."""
     chan = _mech_channel(mech) if chan is None else chan
@@ -911,10 +1019,9 @@ def _shrunk(est: FrequencyEstimate, w, mech, chan: _MechChannel | None = None
         return est
     n = est.n_present
     theta = invert(w, n, mech.p_support, mech.q_support) / n
-    noise = james_stein_noise(inversion_noise(n, mech), mech.k - 1)
     null = null_departure(chan.a, chan.q, 1.0, 0.0, mech.k, 1, float(n),
                           "norm_sub" if est.estimator == "norm_sub" else "em")
-    probs, lam = default_shrink(est.probs, theta, noise, null)
+    probs, lam = default_shrink(est.probs, theta, inversion_noise(n, mech), null)
     return replace(est, probs=probs, counts=probs * n, shrink=lam)
 
 

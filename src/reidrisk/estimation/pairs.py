@@ -47,11 +47,10 @@ from reidrisk.estimation.frequency import (
     _em_tables,
     _marginals_from_counts,
     _mech_channel,
-    default_shrink,
     inversion_noise,
-    james_stein_noise,
     norm_sub,
     null_departure,
+    shrink_weights,
 )
 from reidrisk.schema import MISSING
 
@@ -495,10 +494,10 @@ def estimate_pairs(record_reports: RecordReports, estimator: str = "em",
         estimates' ``probs`` (the pair EM starts from their outer product).
     shrink : bool
         ``True`` (default): as for the marginals (``reidrisk.estimation.frequency``, "Shrinkage
-        toward uniform"), every table but the raw inversion keeps only the estimated share of
-        signal in its departure from the uniform table (``shrink_toward_uniform`` with the pair
-        inversion's departure and its exact noise ``inversion_noise(n, m_j, m_j')``), and the
-        marginals computed here are shrunk too. ``False``: the estimator as it is (for ``"em"``
+        toward uniform"), every table but the raw inversion keeps only a share of its departure
+        from the uniform table (``shrink_weights`` with the pair inversion, its exact noise
+        ``inversion_noise(n, m_j, m_j')`` and the table's null departure), and the marginals
+        computed here are shrunk too. ``False``: the estimator as it is (for ``"em"``
         the maximum-likelihood table).
     """
     method = _check_method(estimator, PAIR_METHODS)
@@ -561,13 +560,15 @@ def estimate_pairs(record_reports: RecordReports, estimator: str = "em",
         lams = np.ones(len(prs))
         if shrink and structured and method != "inversion":
             T_inv = ch.inverse(W) / npair[:, None, None]
-            T = T.copy()
-            for i, (j, jp) in enumerate(prs):
-                noise = james_stein_noise(inversion_noise(npair[i], mechs[j], mechs[jp]),
-                                          f1 * f2 - 1)
-                null = null_departure(chans[j].a, chans[j].q, chans[jp].a, chans[jp].q, f1, f2,
-                                      float(npair[i]), method)
-                T[i], lams[i] = default_shrink(T[i], T_inv[i], noise, null)
+            # the noise trace is inversion_noise(1, ...) / n: one closed form per attribute pair
+            unit = {pr: inversion_noise(1.0, mechs[pr[0]], mechs[pr[1]]) for pr in set(prs)}
+            trace = np.array([unit[pr] for pr in prs]) / npair
+            null = np.array([null_departure(chans[j].a, chans[j].q, chans[jp].a, chans[jp].q,
+                                            f1, f2, float(npair[i]), method)
+                             for i, (j, jp) in enumerate(prs)])
+            P = len(prs)
+            lams = shrink_weights(T.reshape(P, -1), T_inv.reshape(P, -1), trace, null)
+            T = 1.0 / (f1 * f2) + lams[:, None, None] * (T - 1.0 / (f1 * f2))
         for i, (j, jp) in enumerate(prs):
             key, t = ((j, jp), np.array(T[i])) if j < jp else ((jp, j), np.array(T[i].T))
             t.setflags(write=False)
