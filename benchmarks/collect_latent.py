@@ -281,7 +281,7 @@ def main(argv=None) -> None:
     lines, points = render(rows, args, time.perf_counter() - t0)
     if "adult" in args.datasets:
         more, extra = diagnose(args)
-        lines[-2:-2] = more
+        lines[-2:-2] = ["", *more]
         points += extra
     for params, metric, value, unit in points:
         res.add(params, metric, value, unit)
