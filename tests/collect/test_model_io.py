@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import math
 import warnings
@@ -106,3 +107,10 @@ def test_model_io_is_the_file_format_only():
     assert "reidrisk.collect.pipeline" not in imported
     assert "reidrisk.collect" not in imported  # the package would import the pipeline
     assert not hasattr(model_io, "fit_copula")
+
+
+def test_a_model_holds_exactly_one_of_a_copula_and_a_latent_class_model(model):
+    # kind is read from which one is set, so a model with neither or both is refused
+    with pytest.raises(model_io.CollectError, match="exactly one of a copula and a latent"):
+        dataclasses.replace(model, copula=None)
+    assert model.kind == "copula" and model.to_dict()["model"] == "copula"
