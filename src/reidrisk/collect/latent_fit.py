@@ -64,6 +64,12 @@ def fit_latent(rr: RecordReports, protocol: Protocol | None, settings: dict,
         ``alpha`` choose and set the fallback (module doc).
     t0 : float, optional
         ``time.perf_counter()`` at the start of the fit (default: now).
+
+    Returns
+    -------
+    CollectModel
+        The latent class model (``kind == "latent"``), or the pipeline's fallback model when the
+        reports show no dependence (module doc, "Fallback").
     """
     t0 = time.perf_counter() if t0 is None else t0
     if settings.get("fallback", True):
