@@ -238,3 +238,7 @@ def test_cli_model_option(tmp_path):
     r = run("fit", tmp_path / "r.csv", tmp_path / "x.json", "--model", "latent", "--shrink", "eb")
     assert r.exit_code != 0 and "--shrink would be ignored" in r.output
     assert not (tmp_path / "x.json").exists()
+    parts = tmp_path / "parts"  # a directory: partitioned reports, fitted from their counts
+    parts.mkdir()
+    r = run("fit", parts, tmp_path / "x.json", "--model", "latent")
+    assert r.exit_code != 0 and "partitioned reports are fitted from their counts" in r.output
