@@ -51,7 +51,12 @@ to constants (the reports' likelihood rows are scaled by a per-report constant).
 Prior strength (documented rule, not tuned to one table): ``weight_prior`` = 1 pseudo-record per
 class on the weights and ``category_prior`` = 1 pseudo-record per class and attribute spread evenly
 over its categories (beta_a = 1 / f_a per category): enough to keep every probability positive
-and the EM away from the boundary, negligible against classes of tens of records.
+and the EM away from the boundary, negligible against classes of tens of raw records. Not against
+strongly randomized reports: a k-RR report of a 41-category attribute at epsilon = 1 carries less
+than a hundredth of a raw record's information, so the pseudo-records pull every class toward
+uniform and the fitted model is more diffuse (fewer people share their values) than the data's
+population; ``category_prior=0`` removes that pull (the uniqueness prior's bootstrap population is
+drawn from such a fit, ``reidrisk.uniqueness.model.SHAPE_CATEGORY_PRIOR``).
 
 Choice of K (``n_classes="auto"``): held-out log-likelihood. The records are split at random
 80 / 20; K runs over ``K_GRID`` (capped so that every class has on average at least

@@ -51,8 +51,12 @@ How far P(X = 1) can be trusted
 -------------------------------
 With a raw database the prior is fitted on real counts, and P(X = 1) is calibrated within the
 noise of the check. With only LDP databases it is fitted on a simulated population and is only as
-calibrated as that population is clumped like the real one: the ranking of records stays useful,
-the probabilities are too high, and ``reidrisk uniqueness score`` says so when no database is raw.
+calibrated as that population is clumped like the real one (the latent class world draws it from
+a fit without the category prior, ``SHAPE_CATEGORY_PRIOR``, which brought the largest gap on Adult
+at epsilon = 1 per attribute from 0.373 to 0.148): the ranking of records stays useful, the
+probabilities are too high where the simulated population is more diffuse than the real one, and
+``reidrisk uniqueness score`` says so where the measured gap at the databases' epsilon is above
+0.1 (``caveat``).
 Measurements: docs/design/uniqueness.md#how-far-px--1-can-be-trusted.
 """
 
@@ -112,8 +116,10 @@ world when every database is randomized. Measured on Adult (paper 000's 9 attrib
 database, 10 seeds x 1,000 records; benchmarks/uniqueness_accuracy.py, "World model"): raw
 database, latent / copula: balanced accuracy 0.910 / 0.893 (T = 1), 0.932 / 0.926 (T = 10), but
 largest reliability gap of P(X = 1) 0.180 / 0.059, so the copula stays the default there; k-RR at
-epsilon = 1 per attribute: gap 0.373 / 0.472 (and lower for the latent world at every epsilon of
-the sweep 0.5..10), balanced accuracy 0.802 / 0.823 (T = 1), 0.802 / 0.776 (T = 10)."""
+epsilon = 1 per attribute, with the latent world's prior calibrated on its shape world
+(``SHAPE_CATEGORY_PRIOR``): gap 0.148 / 0.472 (and lower for the latent world at every epsilon of
+the sweep 0.1..10), balanced accuracy 0.811 / 0.823 (T = 1), 0.783 / 0.776 (T = 10), AUC 0.903 /
+0.907 (T = 1), 0.891 / 0.895 (T = 10)."""
 COUNTS = ("channel", "plain")
 
 DEFAULT_EM_STOP: float | str = "auto"
