@@ -49,17 +49,54 @@ class NotFound(ReidriskError, LookupError):
 
 
 def hash_token(token: str) -> str:
-    """SHA-256 of a token: tokens are 256-bit random strings, so a fast hash suffices at rest."""
+    """SHA-256 of a token: tokens are 256-bit random strings, so a fast hash suffices at rest.
+
+    Parameters
+    ----------
+    token : str
+        A submission code or researcher token.
+
+    Returns
+    -------
+    str
+        The hexadecimal digest (64 characters), what the database keeps.
+    """
     return hashlib.sha256(token.encode()).hexdigest()
 
 
 def new_token(prefix: str) -> str:
+    """A new random token: 256 bits from ``secrets``, URL-safe, after a prefix naming its kind.
+
+    Parameters
+    ----------
+    prefix : str
+        ``"sc"`` for a submission code, ``"rt"`` for a researcher token.
+
+    Returns
+    -------
+    str
+        ``"<prefix>_<43 URL-safe characters>"``.
+    """
     return f"{prefix}_{secrets.token_urlsafe(32)}"
 
 
 def database_url(url: str | None, data_dir: str | Path | None) -> str:
-    """The SQLAlchemy URL: ``url`` as given (``postgresql://`` gets the psycopg 3 driver) or SQLite
-    at ``<data_dir>/reidrisk.sqlite3`` (the directory is created)."""
+    """The SQLAlchemy URL of the service's database.
+
+    Parameters
+    ----------
+    url : str or None
+        A database URL, used when given (``postgresql://`` and ``postgres://`` get the psycopg 3
+        driver).
+    data_dir : str or Path or None
+        Otherwise, the directory of a SQLite database ``reidrisk.sqlite3`` (created if absent;
+        ``None``: ``reidrisk-data`` in the working directory).
+
+    Returns
+    -------
+    str
+        The URL for ``Storage``.
+    """
     if url:
         if url.startswith("postgresql://") or url.startswith("postgres://"):
             url = "postgresql+psycopg://" + url.split("://", 1)[1]
@@ -71,6 +108,22 @@ def database_url(url: str | None, data_dir: str | Path | None) -> str:
 
 @dataclass(frozen=True)
 class Survey:
+    """A survey as stored.
+
+    Parameters
+    ----------
+    id : str
+        Its id (32 hexadecimal characters).
+    name : str
+        Its name.
+    spec : SurveySpec
+        Schema, protocol and mechanisms (``reidrisk.service.wire``).
+    revision : int
+        Bumped by every change.
+    n_reports : int
+        Reports stored.
+    """
+
     id: str
     name: str
     spec: SurveySpec
@@ -80,6 +133,22 @@ class Survey:
 
 @dataclass(frozen=True)
 class Credential:
+    """A submission code or researcher token, without its secret.
+
+    Parameters
+    ----------
+    id : str
+        Its id (16 hexadecimal characters).
+    survey_id : str
+        The survey it gives access to.
+    kind : str
+        ``CODE`` (submission code) or ``RESEARCHER`` (researcher token).
+    label : str
+        Who it is for.
+    revoked : bool
+        Whether it has been revoked.
+    """
+
     id: str
     survey_id: str
     kind: str
@@ -89,8 +158,19 @@ class Credential:
 
 @dataclass(frozen=True)
 class IngestResult:
-    """``accepted``: reports stored by this request; ``duplicates``: ids already stored (retries);
-    ``inserted``: the ids stored by this request."""
+    """What one ingestion stored.
+
+    Parameters
+    ----------
+    accepted : int
+        Reports stored by this request.
+    duplicates : int
+        Report ids already stored (retries), not stored again.
+    n_reports : int
+        Reports the survey holds after this request.
+    inserted : frozenset of str
+        The ids stored by this request.
+    """
 
     accepted: int
     duplicates: int
@@ -107,7 +187,13 @@ def _from_blob(b: bytes, shape) -> np.ndarray:
 
 
 class Storage:
-    """The service's database (module doc)."""
+    """The service's database (module doc); opening it applies the missing migrations.
+
+    Parameters
+    ----------
+    url : str
+        SQLAlchemy URL: ``sqlite:///path`` or ``postgresql+psycopg://...`` (``database_url``).
+    """
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -142,6 +228,20 @@ class Storage:
 
     # ---- surveys -----------------------------------------------------------------------------
     def create_survey(self, name: str, spec: SurveySpec) -> Survey:
+        """A new survey, with empty count tables.
+
+        Parameters
+        ----------
+        name : str
+            Its name.
+        spec : SurveySpec
+            Its schema, protocol and mechanisms.
+
+        Returns
+        -------
+        Survey
+            The survey at revision 1, with no reports.
+        """
         sid = uuid.uuid4().hex
         g, F = len(spec.schema), int(sum(spec.schema.sizes))
         with self.engine.begin() as conn:
@@ -162,6 +262,25 @@ class Storage:
         return spec
 
     def survey(self, sid: str, conn: sa.Connection | None = None) -> Survey:
+        """A survey as stored now.
+
+        Parameters
+        ----------
+        sid : str
+            The survey's id.
+        conn : sqlalchemy.Connection, optional
+            Read inside this transaction; ``None`` (default): a read connection of its own.
+
+        Returns
+        -------
+        Survey
+            The survey with its current revision and report count.
+
+        Raises
+        ------
+        NotFound
+            For an unknown ``sid``.
+        """
         q = (sa.select(m.surveys.c.id, m.surveys.c.name, m.surveys.c.spec, m.surveys.c.revision,
                        m.counts.c.n)
              .join(m.counts, m.counts.c.survey_id == m.surveys.c.id)
@@ -177,13 +296,43 @@ class Storage:
                       int(row.n))
 
     def list_surveys(self) -> list[Survey]:
+        """Every survey.
+
+        Returns
+        -------
+        list of Survey
+            In order of creation.
+        """
         with self._read() as c:
             ids = [r[0] for r in c.execute(sa.select(m.surveys.c.id).order_by(
                 m.surveys.c.created_at))]
         return [self.survey(i) for i in ids]
 
     def update_survey(self, sid: str, name: str | None, spec: SurveySpec | None) -> Survey:
-        """Change a survey's name or definition; refused once it has reports (immutable)."""
+        """Change a survey's name or definition; its revision is bumped when anything changes.
+
+        Parameters
+        ----------
+        sid : str
+            The survey's id.
+        name : str or None
+            A new name; ``None``: unchanged.
+        spec : SurveySpec or None
+            A new definition (its count tables are reset); ``None``: unchanged. Refused once the
+            survey has reports (immutable).
+
+        Returns
+        -------
+        Survey
+            The survey after the change.
+
+        Raises
+        ------
+        NotFound
+            For an unknown ``sid``.
+        StorageError
+            When ``spec`` is given and the survey has reports.
+        """
         with self.engine.begin() as conn:
             cur = self.survey(sid, conn)
             values: dict = {}
@@ -205,7 +354,29 @@ class Storage:
 
     # ---- credentials -------------------------------------------------------------------------
     def issue(self, sid: str, kind: str, label: str = "") -> tuple[Credential, str]:
-        """A new submission code or researcher token; the token is returned once, stored hashed."""
+        """A new submission code or researcher token; the token is returned once, stored hashed.
+
+        Parameters
+        ----------
+        sid : str
+            The survey it gives access to.
+        kind : str
+            ``CODE`` or ``RESEARCHER``.
+        label : str
+            Who it is for.
+
+        Returns
+        -------
+        credential : Credential
+            The new credential.
+        token : str
+            Its secret, not stored (only its ``hash_token``).
+
+        Raises
+        ------
+        NotFound
+            For an unknown ``sid``.
+        """
         self.survey(sid)
         token = new_token("sc" if kind == CODE else "rt")
         cid = uuid.uuid4().hex[:16]
@@ -216,6 +387,18 @@ class Storage:
         return Credential(cid, sid, kind, label, False), token
 
     def credential(self, token: str) -> Credential | None:
+        """The credential a token belongs to.
+
+        Parameters
+        ----------
+        token : str
+            A submission code or researcher token.
+
+        Returns
+        -------
+        Credential or None
+            The credential (revoked ones included: check ``revoked``); None for an unknown token.
+        """
         with self._read() as c:
             row = c.execute(sa.select(m.credentials).where(
                 m.credentials.c.token_hash == hash_token(token))).first()
@@ -224,6 +407,20 @@ class Storage:
         return Credential(row.id, row.survey_id, row.kind, row.label, row.revoked_at is not None)
 
     def credentials(self, sid: str, kind: str | None = None) -> list[Credential]:
+        """A survey's credentials.
+
+        Parameters
+        ----------
+        sid : str
+            The survey's id.
+        kind : str, optional
+            ``CODE`` or ``RESEARCHER`` only; ``None`` (default): both.
+
+        Returns
+        -------
+        list of Credential
+            In order of issue, revoked ones included.
+        """
         q = sa.select(m.credentials).where(m.credentials.c.survey_id == sid)
         if kind:
             q = q.where(m.credentials.c.kind == kind)
@@ -233,6 +430,25 @@ class Storage:
                 for r in rows]
 
     def revoke(self, sid: str, cid: str) -> Credential:
+        """Revoke a credential (kept, marked revoked).
+
+        Parameters
+        ----------
+        sid : str
+            The survey's id.
+        cid : str
+            The credential's id.
+
+        Returns
+        -------
+        Credential
+            The credential, revoked.
+
+        Raises
+        ------
+        NotFound
+            When the survey has no such credential.
+        """
         with self.engine.begin() as conn:
             res = conn.execute(sa.update(m.credentials).where(
                 (m.credentials.c.id == cid) & (m.credentials.c.survey_id == sid)
@@ -246,7 +462,32 @@ class Storage:
                credential_id: str | None | list = None) -> IngestResult:
         """Store validated reports and fold the new ones into the count tables (module doc).
 
-        ``credential_id``: the submission code's id, one for all reports or one per report."""
+        Returns after the commit: an acknowledged report is durable; on any error nothing of the
+        batch is stored.
+
+        Parameters
+        ----------
+        survey : Survey
+            The survey, as read when the reports were validated (refused if it changed since).
+        ids : list of str
+            The client-generated report ids; an id already stored is a retry, not stored again.
+        cells : list of list
+            Each report in the reports-file cell format (schema order, None = missing).
+        rr : RecordReports
+            The same reports decoded (``SurveySpec.decode``), in the order of ``ids``.
+        credential_id : str or list of str, optional
+            The submission code's id, one for all reports or one per report.
+
+        Returns
+        -------
+        IngestResult
+            Reports stored, duplicates, and the survey's report count after the commit.
+
+        Raises
+        ------
+        StorageError
+            When the survey changed since ``survey`` was read.
+        """
         now = time.time()
         creds = credential_id if isinstance(credential_id, list) else [credential_id] * len(ids)
         rows = [{"survey_id": survey.id, "report_id": rid, "credential_id": cid,
@@ -279,8 +520,18 @@ class Storage:
         return IngestResult(len(inserted), len(ids) - len(inserted), n_total, frozenset(inserted))
 
     def counts(self, survey: Survey) -> PairCounts:
-        """The survey's count tables as ``PairCounts`` (what ``pair_counts`` gives on its
-        reports)."""
+        """The survey's count tables.
+
+        Parameters
+        ----------
+        survey : Survey
+            The survey (its schema gives the tables' shapes).
+
+        Returns
+        -------
+        PairCounts
+            What ``reidrisk.estimation.pairs.pair_counts`` gives on all its stored reports.
+        """
         sizes = [int(s) for s in survey.spec.schema.sizes]
         F, g = sum(sizes), len(sizes)
         with self._read() as c:
@@ -292,6 +543,23 @@ class Storage:
                           dense=False)
 
     def n_reports(self, sid: str) -> int:
+        """The number of reports a survey holds.
+
+        Parameters
+        ----------
+        sid : str
+            The survey's id.
+
+        Returns
+        -------
+        int
+            Reports stored.
+
+        Raises
+        ------
+        NotFound
+            For an unknown ``sid``.
+        """
         with self._read() as c:
             n = c.execute(sa.select(m.counts.c.n).where(m.counts.c.survey_id == sid)).scalar()
         if n is None:
@@ -299,13 +567,38 @@ class Storage:
         return int(n)
 
     def report_cells(self, sid: str) -> tuple[list[str], list[list]]:
-        """(report ids, cell rows) of a survey's reports in arrival order."""
+        """A survey's stored reports in arrival order.
+
+        Parameters
+        ----------
+        sid : str
+            The survey's id.
+
+        Returns
+        -------
+        ids : list of str
+            The report ids.
+        cells : list of list
+            Each report's cells (the reports-file cell format).
+        """
         with self._read() as c:
             rows = c.execute(sa.select(m.reports.c.report_id, m.reports.c.cells)
                              .where(m.reports.c.survey_id == sid).order_by(m.reports.c.seq)).all()
         return [r[0] for r in rows], [json.loads(r[1]) for r in rows]
 
     def report_ids(self, sid: str) -> list[str]:
+        """The ids of a survey's stored reports.
+
+        Parameters
+        ----------
+        sid : str
+            The survey's id.
+
+        Returns
+        -------
+        list of str
+            The report ids, in no particular order.
+        """
         with self._read() as c:
             return [r[0] for r in c.execute(
                 sa.select(m.reports.c.report_id).where(m.reports.c.survey_id == sid))]
