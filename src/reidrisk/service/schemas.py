@@ -8,10 +8,22 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 
 class ProtocolIn(BaseModel):
-    """How clients report (``reidrisk.collect.Protocol``): the whole-record budget ``epsilon``, the
-    number ``attributes_per_person`` of attributes each person reports (``null`` = all, the
-    paper's even split; ``k`` is accepted as its former name), the per-attribute mechanism and the
-    sampling rule ``among``."""
+    """How clients report (``reidrisk.collect.Protocol``).
+
+    Parameters
+    ----------
+    epsilon : float
+        The whole-record budget, > 0.
+    attributes_per_person : int or null
+        Attributes each person reports, >= 1 (``null``, the default: all, the paper's even split;
+        ``k`` is accepted as its former name).
+    mechanism : str
+        The per-attribute mechanism's registry name (default ``"subset"``).
+    among : str
+        Which attributes are sampled: ``"present"`` (default) or ``"all"``.
+    mechanism_options : dict
+        Extra keyword arguments of the mechanism (e.g. a hash range).
+    """
 
     model_config = ConfigDict(extra="forbid")
     epsilon: float = Field(gt=0)
@@ -23,7 +35,17 @@ class ProtocolIn(BaseModel):
 
 
 class SurveyIn(BaseModel):
-    """A new survey: a name, the schema (``reidrisk.schema.Schema.to_dict``) and the protocol."""
+    """A new survey.
+
+    Parameters
+    ----------
+    name : str
+        The survey's name, 1 to 200 characters.
+    schema : dict
+        The attributes (``reidrisk.schema.Schema.to_dict``).
+    protocol : ProtocolIn
+        How clients report.
+    """
 
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=200)
@@ -32,7 +54,17 @@ class SurveyIn(BaseModel):
 
 
 class SurveyPatch(BaseModel):
-    """A change to a survey; ``schema``/``protocol`` only while it has no reports."""
+    """A change to a survey; ``schema``/``protocol`` only while it has no reports.
+
+    Parameters
+    ----------
+    name : str, optional
+        A new name, 1 to 200 characters.
+    schema : dict, optional
+        A new schema (``reidrisk.schema.Schema.to_dict``).
+    protocol : ProtocolIn, optional
+        A new protocol.
+    """
 
     model_config = ConfigDict(extra="forbid")
     name: str | None = Field(default=None, min_length=1, max_length=200)
@@ -41,6 +73,23 @@ class SurveyPatch(BaseModel):
 
 
 class SurveyOut(BaseModel):
+    """A survey as the service holds it.
+
+    Parameters
+    ----------
+    id : str
+        The survey's id.
+    name : str
+        Its name.
+    revision : int
+        Bumped by every change.
+    n_reports : int
+        Reports stored.
+    config : dict
+        The schema, protocol and each attribute's mechanism parameters (the reports-file
+        metadata of ``reidrisk.collect.reports_io``), what a client needs to randomize.
+    """
+
     id: str
     name: str
     revision: int
@@ -49,12 +98,38 @@ class SurveyOut(BaseModel):
 
 
 class CredentialIn(BaseModel):
+    """A request for new submission codes or researcher tokens.
+
+    Parameters
+    ----------
+    label : str
+        Who they are for (e.g. an institution), up to 200 characters; shared by all issued.
+    count : int
+        How many to issue, 1 to 10,000 (default 1).
+    """
+
     model_config = ConfigDict(extra="forbid")
     label: str = Field(default="", max_length=200)
     count: int = Field(default=1, ge=1, le=10_000)
 
 
 class CredentialOut(BaseModel):
+    """A submission code or researcher token.
+
+    Parameters
+    ----------
+    id : str
+        The credential's id (used to revoke it).
+    label : str
+        Its label.
+    kind : str
+        ``"code"`` (submission code) or ``"researcher"`` (researcher token).
+    revoked : bool
+        Whether it has been revoked.
+    token : str or null
+        The secret itself, shown once, when issued; ``null`` otherwise.
+    """
+
     id: str
     label: str
     kind: str
@@ -64,22 +139,60 @@ class CredentialOut(BaseModel):
 
 class ReportIn(BaseModel):
     """One randomized report: a client-generated UUID and a cell per reported attribute
-    (``reidrisk.service.wire``); absent or null = missing."""
+    (``reidrisk.service.wire``); absent or null = missing.
+
+    Parameters
+    ----------
+    id : str
+        Client-generated UUID; a retry with the same id is stored once.
+    values : dict of str to str or null
+        The cell of each reported attribute, by attribute name.
+    """
 
     id: str
     values: dict[str, str | None]
 
 
 class BatchIn(BaseModel):
+    """A batch of randomized reports.
+
+    Parameters
+    ----------
+    reports : list of ReportIn
+        The reports, stored all or none.
+    """
+
     reports: list[ReportIn]
 
 
 class IngestOut(BaseModel):
+    """What a batch did.
+
+    Parameters
+    ----------
+    accepted : int
+        Reports stored by this request.
+    duplicates : int
+        Report ids already stored (retries), not stored again.
+    n_reports : int
+        Reports the survey holds after this request.
+    """
+
     accepted: int = Field(description="reports stored by this request")
     duplicates: int = Field(description="report ids already stored (retries), not stored again")
     n_reports: int = Field(description="reports the survey holds after this request")
 
 
 class ErrorOut(BaseModel):
+    """A refusal (every 4xx response).
+
+    Parameters
+    ----------
+    detail : str
+        What is wrong and how to fix it.
+    report : int or null
+        Index in the batch of the report at fault, when one is.
+    """
+
     detail: str
     report: int | None = None
