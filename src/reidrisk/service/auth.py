@@ -24,6 +24,14 @@ class RateLimiter:
 
     ``rate <= 0`` disables the limit. Buckets live in the server process (one process per
     database: ``reidrisk serve`` runs one worker).
+
+    Parameters
+    ----------
+    rate : float
+        Requests per second each key may make on average; ``<= 0``: no limit.
+    burst : float, optional
+        Bucket size, the most requests a rested key may make at once; ``None`` (default):
+        ``max(1, 2 * rate)``.
     """
 
     def __init__(self, rate: float, burst: float | None = None) -> None:
@@ -33,7 +41,22 @@ class RateLimiter:
         self._lock = threading.Lock()
 
     def allow(self, key: str, now: float | None = None) -> tuple[bool, float]:
-        """(allowed, seconds until the next request would be allowed)."""
+        """Take one request from ``key``'s bucket if it has one.
+
+        Parameters
+        ----------
+        key : str
+            Whose bucket (e.g. a submission code's id); a new key starts with a full bucket.
+        now : float, optional
+            The time in seconds (``time.monotonic()`` when ``None``, the default; tests pass it).
+
+        Returns
+        -------
+        allowed : bool
+            Whether the request may proceed (a token was taken).
+        retry_after : float
+            Seconds until the next request would be allowed; 0 when allowed.
+        """
         if self.rate <= 0:
             return True, 0.0
         now = time.monotonic() if now is None else now
@@ -48,7 +71,18 @@ class RateLimiter:
 
 
 def bearer(header: str | None) -> str | None:
-    """The token of an ``Authorization: Bearer <token>`` header, or None."""
+    """The token of an ``Authorization: Bearer <token>`` header.
+
+    Parameters
+    ----------
+    header : str or None
+        The ``Authorization`` header's value (the scheme is matched case-insensitively).
+
+    Returns
+    -------
+    str or None
+        The token, stripped; None when the header is absent, not Bearer, or has no token.
+    """
     if not header:
         return None
     scheme, _, token = header.partition(" ")
@@ -58,6 +92,20 @@ def bearer(header: str | None) -> str | None:
 
 
 def is_admin(token: str | None, admin_token: str | None) -> bool:
+    """Whether ``token`` is the admin token, compared in constant time.
+
+    Parameters
+    ----------
+    token : str or None
+        The request's bearer token.
+    admin_token : str or None
+        The server's admin token; ``None`` or empty: no one is admin.
+
+    Returns
+    -------
+    bool
+        True only when both are non-empty and equal.
+    """
     if not token or not admin_token:
         return False
     return hmac.compare_digest(token.encode(), admin_token.encode())
