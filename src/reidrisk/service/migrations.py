@@ -92,6 +92,18 @@ class MigrationError(ReidriskError, RuntimeError):
 
 
 def current_version(conn: sa.Connection) -> int:
+    """The schema version of a database: the number of migrations applied to it.
+
+    Parameters
+    ----------
+    conn : sqlalchemy.Connection
+        A connection to the database.
+
+    Returns
+    -------
+    int
+        The version in ``schema_version``; 0 when that table is absent or empty.
+    """
     if not sa.inspect(conn).has_table("schema_version"):
         return 0
     row = conn.execute(sa.select(schema_version.c.version)).first()
@@ -99,7 +111,23 @@ def current_version(conn: sa.Connection) -> int:
 
 
 def migrate(engine: sa.Engine) -> int:
-    """Apply the missing migrations; return the schema version reached."""
+    """Apply the missing migrations, each in its own transaction with its version bump.
+
+    Parameters
+    ----------
+    engine : sqlalchemy.Engine
+        The database (SQLite or PostgreSQL).
+
+    Returns
+    -------
+    int
+        The schema version reached (``LATEST``).
+
+    Raises
+    ------
+    MigrationError
+        When the database is newer than this code (it is never downgraded).
+    """
     with engine.begin() as conn:
         metadata.create_all(conn, tables=[schema_version])
         version = current_version(conn)
