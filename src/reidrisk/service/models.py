@@ -33,20 +33,56 @@ class NoReports(ReidriskError, LookupError):
 
 @dataclass(frozen=True)
 class Fitted:
+    """A survey's fitted model and what it was fitted on (the cache's key to staleness).
+
+    Parameters
+    ----------
+    model : CollectModel
+        The fitted model.
+    n_reports : int
+        Number of reports it was fitted on.
+    revision : int
+        The survey's revision at the fit (``Survey.revision``).
+    """
+
     model: CollectModel
     n_reports: int
     revision: int
 
 
 def collected_reports(storage: Storage, survey: Survey) -> CollectedReports:
-    """The survey's stored reports, decoded and validated, in arrival order."""
+    """The survey's stored reports, decoded and validated, in arrival order.
+
+    Parameters
+    ----------
+    storage : Storage
+        The service's database.
+    survey : Survey
+        The survey whose reports are read.
+
+    Returns
+    -------
+    CollectedReports
+        The reports with the survey's protocol.
+    """
     _, cells = storage.report_cells(survey.id)
     rr = survey.spec.decode(cells)
     return CollectedReports(rr, survey.spec.protocol)
 
 
 def fit_model(collected: CollectedReports) -> CollectModel:
-    """``reidrisk collect fit``'s model (its defaults) on these reports."""
+    """``reidrisk collect fit``'s model (its defaults) on these reports.
+
+    Parameters
+    ----------
+    collected : CollectedReports
+        The reports and their protocol.
+
+    Returns
+    -------
+    CollectModel
+        ``CollectPipeline().fit(collected)``, its ``CollectWarning`` kept in the model's notes.
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CollectWarning)  # the model's notes say it
         return CollectPipeline().fit(collected)
@@ -54,8 +90,25 @@ def fit_model(collected: CollectedReports) -> CollectModel:
 
 def refit(storage: Storage, survey: Survey,
           pipeline: CollectPipeline | None = None) -> tuple[CollectModel, int]:
-    """(model, number of reports it was fitted on) of a survey (module doc): from the count
-    tables, or from the decoded reports when ``pipeline`` reads individual reports."""
+    """Fit a survey's model (module doc): from the count tables, or from the decoded reports
+    when ``pipeline`` reads individual reports.
+
+    Parameters
+    ----------
+    storage : Storage
+        The service's database.
+    survey : Survey
+        The survey to fit.
+    pipeline : CollectPipeline, optional
+        The fit; ``None`` (default): ``CollectPipeline()``, ``reidrisk collect fit``'s defaults.
+
+    Returns
+    -------
+    model : CollectModel
+        The fitted model (``CollectWarning`` kept in its notes, not raised).
+    n : int
+        Number of reports it was fitted on.
+    """
     pipeline = CollectPipeline() if pipeline is None else pipeline
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CollectWarning)  # the model's notes say it
@@ -68,7 +121,13 @@ def refit(storage: Storage, survey: Survey,
 
 
 class ModelCache:
-    """Lazily refitted models, one per survey (module doc)."""
+    """Lazily refitted models, one per survey (module doc).
+
+    Parameters
+    ----------
+    storage : Storage
+        The service's database. ``fits`` counts the fits made so far.
+    """
 
     def __init__(self, storage: Storage) -> None:
         self.storage = storage
@@ -82,6 +141,23 @@ class ModelCache:
             return self._locks.setdefault(sid, threading.Lock())
 
     def get(self, survey: Survey) -> Fitted:
+        """The survey's model, refitted first if reports arrived or the survey changed since.
+
+        Parameters
+        ----------
+        survey : Survey
+            The survey (re-read from storage under its lock, so a stale copy is fine).
+
+        Returns
+        -------
+        Fitted
+            The model and the report count and revision it was fitted on.
+
+        Raises
+        ------
+        NoReports
+            When the survey has no reports yet.
+        """
         with self._lock(survey.id):
             survey = self.storage.survey(survey.id)
             cur = self._models.get(survey.id)
