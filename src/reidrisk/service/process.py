@@ -13,7 +13,13 @@ from pathlib import Path
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    """A TCP port on 127.0.0.1 that was free a moment ago.
+
+    Returns
+    -------
+    int
+        The port number the operating system chose.
+    """
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -22,7 +28,22 @@ def free_port() -> int:
 class ServerProcess:
     """``reidrisk serve`` on 127.0.0.1 in a child process; ``start()`` returns once /health answers.
 
-    ``data_dir`` or ``database_url`` as for the command; ``extra``: more command-line options.
+    Parameters
+    ----------
+    data_dir : str or Path, optional
+        Directory of the SQLite database (``--data-dir``), used when ``database_url`` is not given.
+    database_url : str, optional
+        SQLAlchemy URL of the database (``--database-url``).
+    admin_token : str
+        The admin token, passed in ``REIDRISK_ADMIN_TOKEN``.
+    port : int, optional
+        Port on 127.0.0.1; ``None`` (default): a free one (``free_port``).
+    code_rate : float
+        Requests per second allowed per submission code (``--code-rate``; 0: no limit).
+    extra : tuple of str
+        More command-line options of ``reidrisk serve``.
+    log : str or Path, optional
+        File the server's output is appended to; ``None`` (default): discarded.
     """
 
     def __init__(self, *, data_dir: str | Path | None = None, database_url: str | None = None,
@@ -42,6 +63,23 @@ class ServerProcess:
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 30.0) -> ServerProcess:
+        """Start the server and wait until ``/health`` answers 200.
+
+        Parameters
+        ----------
+        timeout : float
+            Seconds to wait for the server; past them it is stopped.
+
+        Returns
+        -------
+        ServerProcess
+            This object, running.
+
+        Raises
+        ------
+        RuntimeError
+            When the server exits early or does not answer within ``timeout``.
+        """
         import httpx
 
         env = {**os.environ, "REIDRISK_ADMIN_TOKEN": self.admin_token,
@@ -69,6 +107,7 @@ class ServerProcess:
             self.proc.wait()
 
     def stop(self) -> None:
+        """SIGTERM, then SIGKILL if the process has not exited within 10 s."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
