@@ -90,86 +90,146 @@ your true answers. You may skip any question.</p>
 
 
 def too_large() -> ApiError:
+    """The refusal of a request body larger than ``MAX_BODY_BYTES``.
+
+    Returns
+    -------
+    ApiError
+        A 413 naming the limit and the largest batch.
+    """
     return ApiError(413, f"the request body exceeds {MAX_BODY_BYTES} bytes; send at most "
                          f"{MAX_BATCH} reports per batch")
 
 
 class ApiError(ReidriskError):
+    """A refusal: an HTTP status and a JSON body ``{"detail": ..., "report": ...}`` (``ErrorOut``).
+
+    Parameters
+    ----------
+    status : int
+        The HTTP status (4xx).
+    detail : str
+        What is wrong and how to fix it.
+    report : int, optional
+        Index in the batch of the report at fault, when one is.
+    headers : dict, optional
+        Extra response headers (e.g. ``Retry-After``).
+    """
+
     def __init__(self, status: int, detail: str, report: int | None = None,
                  headers: dict | None = None) -> None:
         super().__init__(detail)
         self.status, self.detail, self.report, self.headers = status, detail, report, headers
 
     def body(self) -> dict:
-        """The error's JSON body (``ErrorOut``), the same from the routes and the fast path."""
+        """The error's JSON body (``ErrorOut``), the same from the routes and the fast path.
+
+        Returns
+        -------
+        dict
+            ``{"detail": str, "report": int or None}``.
+        """
         return {"detail": self.detail, "report": self.report}
 
 
 def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: float = 5.0,
                code_burst: float | None = None) -> FastAPI:
-    """The service on ``storage``. ``admin_token``: the admin's bearer token (no admin endpoint
-    works without one). ``code_rate``/``code_burst``: requests per second per submission code
-    (token bucket; 0 = unlimited)."""
+    """The collection service on ``storage`` (module doc).
+
+    The steps: the application and its shared state (the model cache and the single writer),
+    the error bodies, then the routes group by group in the order of the module doc.
+
+    Parameters
+    ----------
+    storage : Storage
+        The service's database.
+    admin_token : str, optional
+        The admin's bearer token; ``None`` (default): no admin endpoint works.
+    code_rate : float
+        Requests per second allowed per submission code on average (token bucket,
+        ``reidrisk.service.auth.RateLimiter``; 0 = unlimited).
+    code_burst : float, optional
+        Bucket size per code; ``None`` (default): ``max(1, 2 * code_rate)``.
+
+    Returns
+    -------
+    FastAPI
+        The application; ``app.state`` holds ``storage``, ``models`` (``ModelCache``) and
+        ``writer`` (``GroupWriter``).
+    """
     app = FastAPI(title="reidrisk collection service", version=__version__,
                   description=__doc__.split("\n\n")[0])
     app.state.storage = storage
     app.state.models = ModelCache(storage)
-    limiter = RateLimiter(code_rate, code_burst)
-    writer = GroupWriter(storage)
-    app.state.writer = writer
+    app.state.writer = GroupWriter(storage)
+    access = _Access(storage, admin_token)
+    app.exception_handler(ApiError)(_api_error)
+    app.exception_handler(RequestValidationError)(_validation_error)
+    _add_survey_routes(app, access)
+    _add_form_routes(app, access)
+    _add_credential_routes(app, access)
+    _add_report_routes(app, access, RateLimiter(code_rate, code_burst))
+    _add_query_routes(app, access)
+    return app
 
-    @app.exception_handler(ApiError)
-    async def _api_error(_request, exc: ApiError):
-        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
-    @app.exception_handler(RequestValidationError)
-    async def _validation(_request, exc: RequestValidationError):
-        errs = exc.errors()
-        parts = []
-        for e in errs[:3]:
-            loc = ".".join(str(x) for x in e.get("loc", ()) if x != "body")
-            parts.append(f"{loc or 'body'}: {e.get('msg')}")
-        return JSONResponse({"detail": "; ".join(parts), "report": None}, status_code=422)
+async def _api_error(_request, exc: ApiError) -> JSONResponse:
+    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
-    # ---- access ------------------------------------------------------------------------------
-    def token_of(request: Request) -> str | None:
+
+async def _validation_error(_request, exc: RequestValidationError) -> JSONResponse:
+    """A request the body models refuse: the first three problems, in the ``ErrorOut`` body."""
+    errs = exc.errors()
+    parts = []
+    for e in errs[:3]:
+        loc = ".".join(str(x) for x in e.get("loc", ()) if x != "body")
+        parts.append(f"{loc or 'body'}: {e.get('msg')}")
+    return JSONResponse({"detail": "; ".join(parts), "report": None}, status_code=422)
+
+
+class _Access:
+    """Who may do what (``reidrisk.service.auth``), and the surveys and codes the ingestion path
+    reads from memory: both change only through this process (one worker per database), which
+    forgets the entry when they do."""
+
+    def __init__(self, storage: Storage, admin_token: str | None) -> None:
+        self.storage, self.admin_token = storage, admin_token
+        self.surveys_seen: dict[str, Survey] = {}
+        self.codes_seen: dict[str, Credential] = {}
+
+    def token_of(self, request: Request) -> str | None:
         return bearer(request.headers.get("authorization"))
 
-    def require_admin(request: Request) -> None:
-        if not is_admin(token_of(request), admin_token):
-            raise ApiError(401 if token_of(request) is None else 403,
+    def require_admin(self, request: Request) -> None:
+        if not is_admin(self.token_of(request), self.admin_token):
+            raise ApiError(401 if self.token_of(request) is None else 403,
                            "this endpoint needs the admin token (Authorization: Bearer <token>)")
 
-    def survey_or_404(sid: str) -> Survey:
+    def survey_or_404(self, sid: str) -> Survey:
         try:
-            return storage.survey(sid)
+            return self.storage.survey(sid)
         except NotFound:
             raise ApiError(404, f"no survey {sid!r}") from None
 
-    # the ingestion path reads a survey's definition and a code from memory: both change only
-    # through this process (one worker per database), which clears the entry when they do
-    surveys_seen: dict[str, Survey] = {}
-    codes_seen: dict[str, Credential] = {}
-
-    def survey_cached(sid: str) -> Survey:
-        s = surveys_seen.get(sid)
+    def survey_cached(self, sid: str) -> Survey:
+        s = self.surveys_seen.get(sid)
         if s is None:
-            s = surveys_seen[sid] = survey_or_404(sid)
+            s = self.surveys_seen[sid] = self.survey_or_404(sid)
         return s
 
-    def credential_for(token: str | None, sid: str, kind: str) -> Credential | None:
+    def credential_for(self, token: str | None, sid: str, kind: str) -> Credential | None:
         what = "a submission code" if kind == CODE else "a researcher token"
         if token is None:
             raise ApiError(401, f"this endpoint needs {what} (Authorization: Bearer <token>)")
-        if kind == RESEARCHER and is_admin(token, admin_token):
+        if kind == RESEARCHER and is_admin(token, self.admin_token):
             return None
-        cred = codes_seen.get(token) if kind == CODE else None
+        cred = self.codes_seen.get(token) if kind == CODE else None
         if cred is None:
-            cred = storage.credential(token)
+            cred = self.storage.credential(token)
             if cred is not None and cred.kind == CODE and not cred.revoked:
-                if len(codes_seen) > 100_000:
-                    codes_seen.clear()
-                codes_seen[token] = cred
+                if len(self.codes_seen) > 100_000:
+                    self.codes_seen.clear()
+                self.codes_seen[token] = cred
         if cred is None or cred.kind != kind or cred.survey_id != sid:
             raise ApiError(403, f"not {what} of survey {sid!r}")
         if cred.revoked:
@@ -177,12 +237,16 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
                                 "revoked; ask the survey's administrator for a new one")
         return cred
 
-    def reader(request: Request, sid: str) -> Survey:
-        survey = survey_or_404(sid)
-        credential_for(token_of(request), sid, RESEARCHER)
+    def reader(self, request: Request, sid: str) -> Survey:
+        survey = self.survey_or_404(sid)
+        self.credential_for(self.token_of(request), sid, RESEARCHER)
         return survey
 
-    # ---- surveys -----------------------------------------------------------------------------
+
+def _add_survey_routes(app: FastAPI, access: _Access) -> None:
+    """``/health``, ``/surveys`` (create, list, read, change) and ``/surveys/{sid}/config``."""
+    storage = access.storage
+
     def survey_out(s: Survey) -> dict:
         return {"id": s.id, "name": s.name, "revision": s.revision, "n_reports": s.n_reports,
                 "config": s.spec.to_dict()}
@@ -198,22 +262,24 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
         return {"status": "ok", "version": __version__, "schema_version": storage.version}
 
     @app.post("/surveys", status_code=201, response_model=S.SurveyOut,
-              dependencies=[Depends(require_admin)])
+              dependencies=[Depends(access.require_admin)])
     def create_survey(body: S.SurveyIn) -> dict:
         spec = build_spec(body.schema_, body.protocol)
         return survey_out(storage.create_survey(body.name, spec))
 
-    @app.get("/surveys", response_model=list[S.SurveyOut], dependencies=[Depends(require_admin)])
+    @app.get("/surveys", response_model=list[S.SurveyOut],
+             dependencies=[Depends(access.require_admin)])
     def list_surveys() -> list:
         return [survey_out(s) for s in storage.list_surveys()]
 
     @app.get("/surveys/{sid}", response_model=S.SurveyOut)
     def get_survey(request: Request, sid: str) -> dict:
-        return survey_out(reader(request, sid))
+        return survey_out(access.reader(request, sid))
 
-    @app.patch("/surveys/{sid}", response_model=S.SurveyOut, dependencies=[Depends(require_admin)])
+    @app.patch("/surveys/{sid}", response_model=S.SurveyOut,
+               dependencies=[Depends(access.require_admin)])
     def patch_survey(sid: str, body: S.SurveyPatch) -> dict:
-        cur = survey_or_404(sid)
+        cur = access.survey_or_404(sid)
         spec = None
         if body.schema_ is not None or body.protocol is not None:
             schema = body.schema_ if body.schema_ is not None else cur.spec.schema.to_dict()
@@ -221,28 +287,31 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
                 k: v for k, v in cur.spec.protocol.to_dict().items()
                 if k not in ("format", "version")})
             spec = build_spec(schema, proto)
-        surveys_seen.pop(sid, None)
+        access.surveys_seen.pop(sid, None)
         try:
             return survey_out(storage.update_survey(sid, body.name, spec))
         except StorageError as exc:
             raise ApiError(409, str(exc)) from None
         finally:
-            surveys_seen.pop(sid, None)
+            access.surveys_seen.pop(sid, None)
 
     @app.get("/surveys/{sid}/config")
     def config(sid: str) -> dict:
         """The client configuration: schema, protocol, each attribute's mechanism and cell codec,
         and the largest batch."""
-        s = survey_or_404(sid)
+        s = access.survey_or_404(sid)
         return {"survey": s.id, "name": s.name, "revision": s.revision, "max_batch": MAX_BATCH,
                 **s.spec.to_dict()}
 
-    # ---- browser form ------------------------------------------------------------------------
+
+def _add_form_routes(app: FastAPI, access: _Access) -> None:
+    """The browser form of a survey and its two scripts."""
+
     @app.get("/surveys/{sid}/form", response_class=HTMLResponse)
     def form(sid: str) -> HTMLResponse:
         """A form that randomizes the answers in the browser (Web Crypto) and sends only the
         randomized report; skipped questions stay missing."""
-        s = survey_or_404(sid)
+        s = access.survey_or_404(sid)
         unsupported = sorted({m.name for m in s.spec.mechanisms} - FORM_MECHANISMS)
         if unsupported:
             raise ApiError(409, f"the browser form randomizes with {sorted(FORM_MECHANISMS)}; "
@@ -258,9 +327,13 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
         text = (STATIC_DIR / name).read_text(encoding="utf-8")
         return Response(text, media_type="text/javascript", headers=SECURITY_HEADERS)
 
-    # ---- credentials -------------------------------------------------------------------------
+
+def _add_credential_routes(app: FastAPI, access: _Access) -> None:
+    """Issue, list and revoke submission codes (``/codes``) and researcher tokens (``/tokens``)."""
+    storage = access.storage
+
     def issue(sid: str, body: S.CredentialIn, kind: str) -> list[dict]:
-        survey_or_404(sid)
+        access.survey_or_404(sid)
         out = []
         for _ in range(body.count):
             cred, token = storage.issue(sid, kind, body.label)
@@ -269,7 +342,7 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
         return out
 
     def listing(sid: str, kind: str) -> list[dict]:
-        survey_or_404(sid)
+        access.survey_or_404(sid)
         return [{"id": c.id, "label": c.label, "kind": c.kind, "revoked": c.revoked}
                 for c in storage.credentials(sid, kind)]
 
@@ -277,85 +350,94 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
         if not any(c.id == cid for c in storage.credentials(sid, kind)):
             raise ApiError(404, f"survey {sid!r} has no {kind} credential {cid!r}")
         c = storage.revoke(sid, cid)
-        codes_seen.clear()
+        access.codes_seen.clear()
         return {"id": c.id, "label": c.label, "kind": c.kind, "revoked": c.revoked}
 
+    admin = [Depends(access.require_admin)]
     for path, kind in (("codes", CODE), ("tokens", RESEARCHER)):
         what = "submission code" if kind == CODE else "researcher token"
         app.add_api_route(f"/surveys/{{sid}}/{path}", _bind(issue, kind), methods=["POST"],
                           status_code=201, response_model=list[S.CredentialOut],
-                          dependencies=[Depends(require_admin)],
-                          summary=f"Issue {what}s")
+                          dependencies=admin, summary=f"Issue {what}s")
         app.add_api_route(f"/surveys/{{sid}}/{path}", _bind(listing, kind), methods=["GET"],
-                          response_model=list[S.CredentialOut],
-                          dependencies=[Depends(require_admin)],
+                          response_model=list[S.CredentialOut], dependencies=admin,
                           summary=f"List {what}s")
         app.add_api_route(f"/surveys/{{sid}}/{path}/{{cid}}", _bind(revoke, kind),
-                          methods=["DELETE"], response_model=S.CredentialOut,
-                          dependencies=[Depends(require_admin)],
+                          methods=["DELETE"], response_model=S.CredentialOut, dependencies=admin,
                           summary=f"Revoke a {what}")
 
-    # ---- ingestion ---------------------------------------------------------------------------
-    def parse_body(body: bytes):
-        if len(body) > MAX_BODY_BYTES:
-            raise too_large()
-        try:
-            return json.loads(body)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ApiError(400, f"the request body is not JSON: {exc}") from None
 
-    def shape(survey: Survey, items: list) -> tuple[list, list]:
-        """Ids and cell rows of the reports, each checked on its own (``wire``); the reports
-        decoder then runs on the whole group (``reidrisk.service.ingest``)."""
-        spec = survey.spec
-        ids, rows, seen = [], [], set()
-        for i, item in enumerate(items):
-            if not isinstance(item, dict):
-                raise ReportError(f"report {i} must be an object with 'id' and 'values'", i)
-            extra = sorted(set(item) - {"id", "values"})
-            if extra:
-                raise ReportError(f"report {i} has unexpected field(s) {extra}; a report holds "
-                                  "only 'id' and 'values'", i)
-            if "id" not in item or "values" not in item:
-                raise ReportError(f"report {i} needs 'id' (a client-generated UUID) and "
-                                  "'values'", i)
-            rid = parse_report_id(item["id"], i)
-            if rid in seen:
-                raise ReportError(f"report {i}: id {rid} appears twice in the batch", i)
-            seen.add(rid)
-            ids.append(rid)
-            rows.append(spec.cells_of(item["values"], i))
-        return ids, rows
+def _parse_body(body: bytes):
+    if len(body) > MAX_BODY_BYTES:
+        raise too_large()
+    try:
+        return json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ApiError(400, f"the request body is not JSON: {exc}") from None
+
+
+def _batch_items(body, batch: bool) -> list:
+    """The reports of a request body: the body itself, or a batch's checked list."""
+    if not batch:
+        return [body]
+    if not isinstance(body, dict) or set(body) != {"reports"} or \
+            not isinstance(body["reports"], list):
+        raise ApiError(422, "a batch body is {\"reports\": [report, ...]}")
+    items = body["reports"]
+    if not items:
+        raise ApiError(422, "the batch holds no reports")
+    if len(items) > MAX_BATCH:
+        raise ApiError(413, f"the batch holds {len(items)} reports; at most {MAX_BATCH}")
+    return items
+
+
+def _shape(survey: Survey, items: list) -> tuple[list, list]:
+    """Ids and cell rows of the reports, each checked on its own (``wire``); the reports
+    decoder then runs on the whole group (``reidrisk.service.ingest``)."""
+    spec = survey.spec
+    ids, rows, seen = [], [], set()
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ReportError(f"report {i} must be an object with 'id' and 'values'", i)
+        extra = sorted(set(item) - {"id", "values"})
+        if extra:
+            raise ReportError(f"report {i} has unexpected field(s) {extra}; a report holds "
+                              "only 'id' and 'values'", i)
+        if "id" not in item or "values" not in item:
+            raise ReportError(f"report {i} needs 'id' (a client-generated UUID) and "
+                              "'values'", i)
+        rid = parse_report_id(item["id"], i)
+        if rid in seen:
+            raise ReportError(f"report {i}: id {rid} appears twice in the batch", i)
+        seen.add(rid)
+        ids.append(rid)
+        rows.append(spec.cells_of(item["values"], i))
+    return ids, rows
+
+
+def _add_report_routes(app: FastAPI, access: _Access, limiter: RateLimiter) -> None:
+    """The two report endpoints: the fast path (``IngestFastPath``) that serves them, and their
+    FastAPI routes, which run the same ``submit`` and make their OpenAPI entries."""
+    writer = app.state.writer
 
     async def submit(token: str | None, read_body, sid: str, batch: bool) -> dict:
         """Check the code and the reports, queue them for the next group commit, and answer after
         it (``GroupWriter``). ``read_body``: an awaitable giving the body's bytes."""
-        survey = survey_cached(sid)
-        cred = credential_for(token, sid, CODE)
+        survey = access.survey_cached(sid)
+        cred = access.credential_for(token, sid, CODE)
         assert cred is not None  # only an administrator's researcher token has none
         ok, wait = limiter.allow(cred.id)
         if not ok:
             raise ApiError(429, f"too many requests for this submission code; retry in "
                                 f"{wait:.1f} s", headers={"Retry-After": str(math.ceil(wait))})
-        body = parse_body(await read_body())
-        if batch:
-            if not isinstance(body, dict) or set(body) != {"reports"} or \
-                    not isinstance(body["reports"], list):
-                raise ApiError(422, "a batch body is {\"reports\": [report, ...]}")
-            items = body["reports"]
-            if not items:
-                raise ApiError(422, "the batch holds no reports")
-            if len(items) > MAX_BATCH:
-                raise ApiError(413, f"the batch holds {len(items)} reports; at most {MAX_BATCH}")
-        else:
-            items = [body]
+        items = _batch_items(_parse_body(await read_body()), batch)
         try:
-            ids, rows = shape(survey, items)
+            ids, rows = _shape(survey, items)
             return await writer.submit(survey, cred.id, ids, rows)
         except ReportError as exc:
             raise ApiError(422, str(exc), exc.index) from None
         except StorageError as exc:
-            surveys_seen.pop(sid, None)  # the survey changed: read it again next time
+            access.surveys_seen.pop(sid, None)  # the survey changed: read it again next time
             raise ApiError(409, str(exc)) from None
 
     async def ingest_asgi(scope, receive, send, sid: str, batch: bool) -> None:
@@ -388,27 +470,35 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
 
     app.add_middleware(IngestFastPath, handler=ingest_asgi)
 
-    @app.post("/surveys/{sid}/reports", response_model=S.IngestOut, status_code=201,
-              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
-                  "schema": {"$ref": "#/components/schemas/ReportIn"}}}}},
-              responses={422: {"model": S.ErrorOut}, 429: {"model": S.ErrorOut}})
+    def route(path: str, body_model: str):
+        """The POST route of ``path``: its body documented as ``body_model`` (the fast path
+        reads it), its refusals as ``ErrorOut``."""
+        return app.post(path, response_model=S.IngestOut, status_code=201,
+                        openapi_extra={"requestBody": {"required": True, "content": {
+                            "application/json": {"schema": {
+                                "$ref": f"#/components/schemas/{body_model}"}}}}},
+                        responses={422: {"model": S.ErrorOut}, 429: {"model": S.ErrorOut}})
+
+    @route("/surveys/{sid}/reports", "ReportIn")
     async def submit_one(request: Request, sid: str) -> dict:
         """Store one randomized report (acknowledged after the commit; a retry with the same id
         is a duplicate, not a second report)."""
-        return await submit(token_of(request), request.body, sid, batch=False)
+        return await submit(access.token_of(request), request.body, sid, batch=False)
 
-    @app.post("/surveys/{sid}/reports/batch", response_model=S.IngestOut, status_code=201,
-              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
-                  "schema": {"$ref": "#/components/schemas/BatchIn"}}}}},
-              responses={422: {"model": S.ErrorOut}, 429: {"model": S.ErrorOut}})
+    @route("/surveys/{sid}/reports/batch", "BatchIn")
     async def submit_batch(request: Request, sid: str) -> dict:
         """Store a batch of reports in one transaction: all or nothing."""
-        return await submit(token_of(request), request.body, sid, batch=True)
+        return await submit(access.token_of(request), request.body, sid, batch=True)
 
-    # ---- researcher queries ------------------------------------------------------------------
+
+def _add_query_routes(app: FastAPI, access: _Access) -> None:
+    """The researcher queries, answered by the survey's lazily refitted model
+    (``reidrisk.service.models``)."""
+    storage, models = access.storage, app.state.models
+
     def fitted(survey: Survey):
         try:
-            return app.state.models.get(survey)
+            return models.get(survey)
         except NoReports as exc:
             raise ApiError(409, str(exc)) from None
 
@@ -416,14 +506,14 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
     def counts(request: Request, sid: str) -> dict:
         """The count tables: the Gram matrix of report memberships (blocks = pair counts) and the
         number of reports having each pair of attributes."""
-        survey = reader(request, sid)
+        survey = access.reader(request, sid)
         pc = storage.counts(survey)
         return {"n": pc.n, "names": survey.spec.schema.names, "offsets": pc.offsets.tolist(),
                 "gram": pc.gram.tolist(), "n_pair": pc.n_pair.tolist()}
 
     @app.get("/surveys/{sid}/marginals")
     def marginals(request: Request, sid: str) -> dict:
-        survey = reader(request, sid)
+        survey = access.reader(request, sid)
         f = fitted(survey)
         return {"n_reports": f.n_reports, "notes": list(f.model.report.notes), "attributes": [
             {"name": a.name, "categories": list(a.categories), "probabilities": p.tolist()}
@@ -431,7 +521,7 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
 
     @app.get("/surveys/{sid}/pairs/{a}/{b}")
     def pair(request: Request, sid: str, a: str, b: str) -> dict:
-        survey = reader(request, sid)
+        survey = access.reader(request, sid)
         f = fitted(survey)
         schema = f.model.schema
         try:
@@ -457,7 +547,7 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
         """The contingency table of the model (``reidrisk collect table``): exact copula cell
         probabilities, or counted from ``n`` synthetic records when ``exact=false`` (the default
         above 20,000 cells for c >= 3)."""
-        survey = reader(request, sid)
+        survey = access.reader(request, sid)
         f = fitted(survey)
         cols = [c.strip() for c in attributes.split(",") if c.strip()]
         schema = f.model.schema
@@ -479,7 +569,7 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
     def synthetic(request: Request, sid: str, n: int = Query(100, ge=1, le=MAX_SYNTHETIC),
                   seed: int | None = None) -> dict:
         """``n`` synthetic records drawn from the model (category labels)."""
-        survey = reader(request, sid)
+        survey = access.reader(request, sid)
         f = fitted(survey)
         frame = f.model.synthesize_frame(n, seed)
         return {"n_reports": f.n_reports, "columns": list(frame.columns),
@@ -488,10 +578,8 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
     @app.get("/surveys/{sid}/model")
     def model(request: Request, sid: str) -> dict:
         """The fitted model in the versioned JSON of ``reidrisk collect fit``."""
-        survey = reader(request, sid)
+        survey = access.reader(request, sid)
         return fitted(survey).model.to_dict()
-
-    return app
 
 
 _REPORTS_PATH = re.compile(r"^/surveys/([^/]+)/reports(/batch)?$")
@@ -502,7 +590,15 @@ class IngestFastPath:
     ``handler`` (the service's own checks, group commit and error bodies), without the framework's
     routing, dependency and response-model work per request, which cost more than the rest of a
     single report's path. The FastAPI routes of the two endpoints stay for the OpenAPI document and
-    run the same ``submit``; every other request goes to the app."""
+    run the same ``submit``; every other request goes to the app.
+
+    Parameters
+    ----------
+    app : ASGI application
+        The application every other request goes to.
+    handler : async callable
+        ``handler(scope, receive, send, survey_id, batch)``, which answers a report request.
+    """
 
     def __init__(self, app, handler) -> None:
         self.app, self.handler = app, handler
@@ -517,7 +613,19 @@ class IngestFastPath:
 
 
 async def send_json(send, status: int, body, headers: dict | None = None) -> None:
-    """An HTTP response with a JSON body, as ``JSONResponse`` renders it."""
+    """Send an HTTP response with a JSON body, as ``JSONResponse`` renders it.
+
+    Parameters
+    ----------
+    send : async callable
+        The ASGI ``send`` of the request.
+    status : int
+        The HTTP status.
+    body
+        The JSON-serializable body (NaN and infinities are refused).
+    headers : dict, optional
+        Extra response headers.
+    """
     data = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
     raw += [(k.lower().encode("latin-1"), str(v).encode("latin-1"))
