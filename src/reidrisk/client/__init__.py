@@ -42,8 +42,17 @@ class ClientError(ReidriskError, RuntimeError):
 
 @dataclass(frozen=True)
 class Submitted:
-    """Totals of a submission: reports ``accepted`` (stored now) and ``duplicates`` (already stored
-    by an earlier attempt); ``ids`` of all reports sent, in order."""
+    """Totals of a submission.
+
+    Parameters
+    ----------
+    accepted : int
+        Reports stored by this submission.
+    duplicates : int
+        Reports already stored by an earlier attempt (retries), not stored again.
+    ids : tuple of str
+        The ids of all reports sent, in order.
+    """
 
     accepted: int
     duplicates: int
@@ -53,10 +62,24 @@ class Submitted:
 class SurveyClient:
     """A submitter of randomized reports to one survey (module doc).
 
-    ``base_url``: the service; ``survey_id``; ``code``: the submission code. ``retries``: attempts
-    after the first on a network error or a 408/429/5xx answer, with exponential back-off from
-    ``backoff`` seconds (a ``Retry-After`` header wins). ``http``: an ``httpx.Client`` to use
-    (tests pass the application's test client).
+    Parameters
+    ----------
+    base_url : str
+        The service's URL.
+    survey_id : str
+        The survey's id.
+    code : str, optional
+        The submission code (sent as ``Authorization: Bearer``); ``None``: no credential (enough
+        to fetch the configuration and randomize, not to submit).
+    retries : int
+        Attempts after the first on a network error or a 408/425/429/5xx answer.
+    backoff : float
+        Seconds before the first retry, doubled at each one (a ``Retry-After`` header wins).
+    timeout : float
+        Seconds per request of the client made here (unused when ``http`` is given).
+    http : httpx.Client, optional
+        The HTTP client to use, with its base URL (tests pass the application's test client);
+        ``None`` (default): a new ``httpx.Client`` on ``base_url``.
     """
 
     def __init__(self, base_url: str, survey_id: str, code: str | None = None, *,
@@ -86,10 +109,27 @@ class SurveyClient:
 
     # ---- randomize ---------------------------------------------------------------------------
     def randomize(self, answers, rng=None) -> RecordReports:
-        """Randomize answers (a DataFrame of labels with the schema's columns, missing = skipped,
-        or an (n, g) matrix of codes with ``MISSING``) under the survey's protocol.
+        """Randomize answers on this machine under the survey's protocol.
 
-        ``rng=None``: a fresh secure generator (production); a seed only to simulate."""
+        Parameters
+        ----------
+        answers : pandas.DataFrame or array_like (n, g)
+            A DataFrame of category labels with the schema's columns (missing = skipped), or a
+            matrix of codes with ``MISSING``.
+        rng : numpy.random.Generator or int, optional
+            ``None`` (default): a fresh secure generator (production); a seed or Generator only to
+            simulate.
+
+        Returns
+        -------
+        RecordReports
+            The randomized reports, one per row of ``answers``.
+
+        Raises
+        ------
+        ClientError
+            When the protocol's mechanisms differ from the survey's configuration.
+        """
         spec = self.spec
         if isinstance(answers, pd.DataFrame):
             codes = spec.schema.encode(answers[spec.schema.names])
@@ -104,7 +144,20 @@ class SurveyClient:
         return rr
 
     def wire_reports(self, rr: RecordReports, ids=None) -> list[dict]:
-        """Reports in the wire format, each with a new UUID (or the given ``ids``)."""
+        """Reports in the wire format (``reidrisk.service.wire``), each with an id.
+
+        Parameters
+        ----------
+        rr : RecordReports
+            Randomized reports of this survey.
+        ids : sequence, optional
+            One id per report (converted to str); ``None`` (default): a new UUID each.
+
+        Returns
+        -------
+        list of dict
+            ``{"id": str, "values": {attribute: cell}}`` per report, missing attributes left out.
+        """
         cells = self.spec.canonical_cells(rr)
         names = self.spec.schema.names
         ids = [str(uuid.uuid4()) for _ in cells] if ids is None else [str(i) for i in ids]
@@ -113,7 +166,29 @@ class SurveyClient:
 
     # ---- submit ------------------------------------------------------------------------------
     def submit(self, rr: RecordReports, *, batch_size: int = 100, ids=None) -> Submitted:
-        """Send randomized reports in batches (one report alone goes to the single endpoint)."""
+        """Send randomized reports in batches (one report alone goes to the single endpoint).
+
+        Parameters
+        ----------
+        rr : RecordReports
+            Randomized reports of this survey.
+        batch_size : int
+            Reports per request (at most the survey's ``max_batch``).
+        ids : sequence, optional
+            One id per report, to re-send reports of an earlier attempt; ``None`` (default): new
+            UUIDs.
+
+        Returns
+        -------
+        Submitted
+            Reports stored, duplicates, and the ids sent.
+
+        Raises
+        ------
+        ClientError
+            When the server refuses a batch or cannot be reached after the retries (the batches
+            before it are stored).
+        """
         reports = self.wire_reports(rr, ids)
         acc = dup = 0
         for start in range(0, len(reports), batch_size):
@@ -128,7 +203,22 @@ class SurveyClient:
         return Submitted(acc, dup, tuple(r["id"] for r in reports))
 
     def submit_answers(self, answers, *, rng=None, batch_size: int = 100) -> Submitted:
-        """Randomize ``answers`` here and send the reports (``randomize`` + ``submit``)."""
+        """Randomize ``answers`` here and send the reports (``randomize`` + ``submit``).
+
+        Parameters
+        ----------
+        answers : pandas.DataFrame or array_like (n, g)
+            As in ``randomize``.
+        rng : numpy.random.Generator or int, optional
+            As in ``randomize`` (``None``: a fresh secure generator).
+        batch_size : int
+            Reports per request.
+
+        Returns
+        -------
+        Submitted
+            Reports stored, duplicates, and the ids sent.
+        """
         return self.submit(self.randomize(answers, rng), batch_size=batch_size)
 
     # ---- transport ---------------------------------------------------------------------------
