@@ -39,7 +39,19 @@ def warn_renamed(kind: str, old: str, new: str, stacklevel: int = 3) -> None:
 
 
 def renamed_keywords(**renames: str) -> Callable[[F], F]:
-    """Accept each old keyword name (``old="new"``) with a ``DeprecationWarning``."""
+    """Accept each old keyword name (``old="new"``) with a ``DeprecationWarning``.
+
+    Parameters
+    ----------
+    **renames : str
+        The current keyword name of each former one (``old="new"``).
+
+    Returns
+    -------
+    callable
+        A decorator: the decorated function forwards each old keyword to the new one (a call
+        with both raises ``TypeError``).
+    """
 
     def decorate(func: F) -> F:
         @functools.wraps(func)
@@ -67,6 +79,11 @@ def renamed_attribute(new: str, old: str) -> property:
         The current attribute name.
     old : str
         The former name the property serves.
+
+    Returns
+    -------
+    property
+        To assign to ``old`` in the class body.
     """
 
     def get(self: Any) -> Any:
@@ -85,6 +102,11 @@ def renamed_function(func: F, old: str) -> F:
         The function under its current name.
     old : str
         The former name.
+
+    Returns
+    -------
+    callable
+        A wrapper named ``old`` that warns, then calls ``func``.
     """
 
     @functools.wraps(func)

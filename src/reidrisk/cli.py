@@ -60,9 +60,36 @@ def _message(exc: BaseException) -> str:
 
 class ReidriskGroup(click.Group):
     """The root group: the one place where user errors raised by any subcommand become a one-line
-    message (``Error: ...``, exit code 2)."""
+    message (``Error: ...``, exit code 2).
+
+    Parameters
+    ----------
+    name : str, optional
+        The group's name.
+    commands : dict or sequence of click.Command, optional
+        Its first subcommands.
+    **attrs
+        The other options of ``click.Group`` (help, context settings, ...).
+    """
 
     def invoke(self, ctx: click.Context):
+        """Run the subcommand; a ``USER_ERRORS`` error becomes a ``UserError`` unless ``--debug``.
+
+        Parameters
+        ----------
+        ctx : click.Context
+            The root group's context (its ``debug`` parameter decides).
+
+        Returns
+        -------
+        object
+            What the subcommand returns.
+
+        Raises
+        ------
+        UserError
+            In place of any ``USER_ERRORS`` error, with its message on one line.
+        """
         try:
             return super().invoke(ctx)
         except USER_ERRORS as exc:
@@ -202,6 +229,16 @@ def register_capabilities(root: click.Group = cli) -> None:
 
     A capability without a ``cli`` module gets an empty placeholder group. An import error *inside*
     an existing ``cli`` module is not hidden.
+
+    Parameters
+    ----------
+    root : click.Group
+        The group the capabilities are added to (default: the ``reidrisk`` command).
+
+    Raises
+    ------
+    TypeError
+        When a capability's ``cli`` module has no click command named ``group``.
     """
     for name, help_text in CAPABILITIES.items():
         module_name = f"reidrisk.{name}.cli"
@@ -234,7 +271,13 @@ _register_serve()
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point (``reidrisk``)."""
+    """Console entry point (``reidrisk``); exits the process with the command's status.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after ``reidrisk``; ``None`` (default): ``sys.argv[1:]``.
+    """
     cli.main(args=argv, prog_name="reidrisk")
 
 
