@@ -27,7 +27,19 @@ from reidrisk.uniqueness.model import Database, UniquenessModel
 
 @dataclass(frozen=True)
 class DatabaseSpec:
-    """A parsed ``--db`` value: path, sampling rate (None = size / N), mechanism and budget."""
+    """A parsed ``--db`` value.
+
+    Parameters
+    ----------
+    path : Path
+        The file of records.
+    rate : float or None
+        The share of the population the file samples, in (0, 1]; None: size / N.
+    mechanism : str or None
+        ``"grr"`` when the file holds k-RR reports; None for raw labels.
+    epsilon : float or None
+        The whole-record budget of those reports (None for raw labels).
+    """
 
     path: Path
     rate: float | None
@@ -40,6 +52,22 @@ def parse_db_spec(text: str) -> DatabaseSpec:
 
     RATE is the share of the population the file samples, in (0, 1]; MECHANISM:EPSILON declares
     that the file holds k-RR reports (``grr``) randomized with a whole-record budget EPSILON.
+
+    Parameters
+    ----------
+    text : str
+        The ``--db`` value.
+
+    Returns
+    -------
+    DatabaseSpec
+        The path, rate, mechanism and budget.
+
+    Raises
+    ------
+    InputError
+        For no file name, a rate outside (0, 1], a mechanism other than ``grr`` or a budget
+        that is not a number > 0.
     """
     parts = text.split(":")
     mech = eps = rate = None
