@@ -939,8 +939,9 @@ def main_mse_only(args) -> int:
     load = machine["machine"]
     note = (f"\nRe-measured on {load['date_utc']} by `{res.command}` (load average "
             f"{', '.join(f'{x:.2f}' for x in load['load_avg_start'])} at the start; accuracy does "
-            "not depend on the load), after the default estimator began to shrink toward "
-            "uniform; the speed tables above are from the earlier run.\n")
+            "not depend on the load), with the default estimator's shrinkage toward uniform as "
+            "of this commit (`reidrisk.estimation.frequency`, \"Shrinkage toward uniform\"); the "
+            "speed tables above are from the earlier run.\n")
     start = md.index(ACCURACY_HEAD)
     nxt = md.find("\n## ", start + len(ACCURACY_HEAD))
     md = md[:start] + section + note + ("" if nxt < 0 else md[nxt:])
