@@ -26,11 +26,31 @@ from reidrisk.uniqueness.model import Database, UniquenessModel, UniquenessScore
 class UniquenessDemo:
     """Result of ``run_uniqueness_demo``.
 
-    schema, N (population size), rate (s), epsilon (whole-record k-RR budget, None = raw data),
-    records (r, g) codes of the scored records, truth (r,) their true population counts,
-    scores / paper (``UniquenessScores`` of the default and the paper configuration),
-    metrics: {(method, T): Classification} including the majority rule, reliability of P(X = 1)
-    (``reliability``: the default configuration; ``paper_reliability``: the paper's).
+    Parameters
+    ----------
+    schema : Schema
+        The attributes.
+    N : int
+        Population size (its complete records).
+    rate : float
+        Sampling rate s of the database.
+    epsilon : float or None
+        Whole-record k-RR budget of the database; None: raw data.
+    records : numpy.ndarray (r, g)
+        Codes of the scored records.
+    truth : numpy.ndarray (r,)
+        Their true population counts.
+    scores : UniquenessScores
+        The default configuration's answers (``UniquenessModel("reidrisk")``).
+    paper : UniquenessScores
+        The paper configuration's answers (``UniquenessModel("paper")``).
+    metrics : dict
+        ``{(method, T): Classification}`` for ``"reidrisk"``, ``"paper"`` and
+        ``"majority rule"`` at each threshold T.
+    reliability : Reliability
+        Reliability of the default configuration's P(X = 1).
+    paper_reliability : Reliability, optional
+        Reliability of the paper configuration's P(X = 1).
     """
 
     schema: Schema
@@ -76,6 +96,17 @@ def run_uniqueness_demo(
         The thresholds of the "count > T" decisions.
     rng : numpy.random.Generator or int
         Generator or seed (default 0).
+
+    Returns
+    -------
+    UniquenessDemo
+        The sample's settings, the scored records and their truth, both configurations' scores,
+        the classification metrics and the reliability curves.
+
+    Raises
+    ------
+    ValueError
+        When the population has fewer than 2 complete records.
     """
 
     gen = as_generator(rng)
@@ -205,6 +236,12 @@ def uniqueness_section(demo: UniquenessDemo, top: int = 10):
         The result.
     top : int
         Records listed in the table of highest P(X = 1).
+
+    Returns
+    -------
+    reidrisk.report.Section
+        "Population uniqueness": the setting, the classification table, the reading, the
+        calibration, the records most at risk and the figure.
     """
     # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report import ReportFigure, Section, escape, html_table
