@@ -72,7 +72,8 @@ class SurveyClient:
         The submission code (sent as ``Authorization: Bearer``); ``None``: no credential (enough
         to fetch the configuration and randomize, not to submit).
     retries : int
-        Attempts after the first on a network error or a 408/425/429/5xx answer.
+        Attempts after the first on a network error or a 408, 425, 429, 500, 502, 503 or 504
+        answer (``RETRY_STATUS``).
     backoff : float
         Seconds before the first retry, doubled at each one (a ``Retry-After`` header wins).
     timeout : float
