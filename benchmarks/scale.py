@@ -473,8 +473,10 @@ of one kernel call; "load": the 1-minute load average before the case. Target ra
 
 Why the ratio moved between earlier runs (1.11-2.02 in the run of commit ee00330): the two sides
 were timed as two separate series (all bare calls, then all kernel calls) on a shared machine
-whose speed drifts (the bare product of the 10^6 x 131 shape took 0.29 to 0.32 s of CPU in the
-committed runs), so a drift between the series moved one side only; here every round times both.
+whose speed drifts (the bare product of the 10^6 x 131 shape took 0.28 to 0.33 s of CPU in the
+runs of commits ee00330 and 6fbb478), so a drift between the series moved one side only; here
+every round times both. A faster BLAS (another host: compare the OS line below with those runs)
+raises the ratio of the same kernel, since writing the chunk does not speed up with the product.
 And each unary (OUE, RAPPOR) attribute allocated a float copy of its missing mask, and the batch
 an (n, g) presence matrix, on every call: tens of thousands of fresh pages per call (the "faults"
 column now). What remains above the GEMM is writing the chunk (a scatter of the codes, a cost per
@@ -507,7 +509,7 @@ on the client):
            (f"Dask, {fitd['workers']} workers", f"{fitd['dask']:.1f}", f"{fitd['dask_cpu']:.1f}",
             "yes, bit for bit" if fitd["equal"] else "NO")])}
 
-Load average after these fits: {fitd['load']}. On a machine with 2 cores shared with other work,
+Load average after these fits: {' / '.join(f'{x:.2f}' for x in fitd['load'])}. On a machine with 2 cores shared with other work,
 two workers compete with the client and the other jobs for the same cores, so the wall times show
 the overhead and the correctness of the distributed path more than its speed-up.
 
