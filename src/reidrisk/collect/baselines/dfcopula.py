@@ -6,8 +6,10 @@ from reidrisk.collect.baselines.proposed import Proposed
 
 
 class DFCopula(Proposed):
-    """"The simple combination of the differentially private technique at the client side and the
-    copula technique at the server side" (paper 004 Section 5.1), with no noise mitigation.
+    """DF+Copula: the copula fitted to the raw randomized reports, with no noise mitigation.
+
+    "The simple combination of the differentially private technique at the client side and the
+    copula technique at the server side" (paper 004 Section 5.1).
 
     Client: the subset mechanism, as for the proposed method. Server: the marginals are the
     normalized support frequencies ``w / sum w`` of the reports and each pair table the normalized

@@ -34,8 +34,9 @@ class Proposed(Method):
         self.pipeline = CollectPipeline(**options)
 
     def fit(self, reports) -> Proposed:
-        """Fit ``CollectPipeline`` on the reports (its fallback warnings are kept in
-        ``model_.report``, not raised).
+        """Fit ``CollectPipeline`` on the reports.
+
+        Its fallback warnings are kept in ``model_.report``, not raised.
 
         Parameters
         ----------

@@ -11,8 +11,10 @@ from reidrisk.data.tables import contingency
 
 
 class TruePairsCopula(Method):
-    """Not a method (it reads the true data): the Gaussian copula of paper 004 eq. 15-24 fitted to
-    the exact marginals and pair tables of the data, with no LDP noise. Its error is the model's own
+    """A reference, not a method: the copula fitted to the true marginals and pair tables.
+
+    It reads the true data: the Gaussian copula of paper 004 eq. 15-24 fitted to the exact
+    marginals and pair tables of the data, with no LDP noise. Its error is the model's own
     floor: what a perfect estimation of every pair would still miss because the population is not
     a Gaussian copula. Marginals and pairs are counted over the rows that have them (available
     cases), with their row counts as sample sizes; no shrinkage. Fit with ``fit_truth``.

@@ -9,8 +9,11 @@ from reidrisk.collect.pipeline import unpack
 
 
 class Uniform(Method):
-    """Every c-way table is uniform over its cells. Not in paper 004: the floor any method must
-    beat to have learned something from the reports. ``fit`` only reads the schema."""
+    """Every c-way table is uniform over its cells.
+
+    Not in paper 004: the floor any method must beat to have learned something from the reports.
+    ``fit`` only reads the schema.
+    """
 
     name = "uniform"
     label = "Uniform"
