@@ -188,8 +188,9 @@ async def _validation_error(_request, exc: RequestValidationError) -> JSONRespon
 
 
 class _Access:
-    """Who may do what (``reidrisk.service.auth``), and the surveys and codes the ingestion path
-    reads from memory: both change only through this process (one worker per database), which
+    """Who may do what (``reidrisk.service.auth``), and what the ingestion path keeps in memory.
+
+    The surveys and codes the ingestion path reads from memory: both change only through this process (one worker per database), which
     forgets the entry when they do."""
 
     def __init__(self, storage: Storage, admin_token: str | None) -> None:
@@ -416,8 +417,11 @@ def _shape(survey: Survey, items: list) -> tuple[list, list]:
 
 
 def _add_report_routes(app: FastAPI, access: _Access, limiter: RateLimiter) -> None:
-    """The two report endpoints: the fast path (``IngestFastPath``) that serves them, and their
-    FastAPI routes, which run the same ``submit`` and make their OpenAPI entries."""
+    """The two report endpoints: the fast path that serves them and their documented routes.
+
+    The fast path (``IngestFastPath``) answers every report request; the FastAPI routes run the
+    same ``submit`` and make the endpoints' OpenAPI entries.
+    """
     writer = app.state.writer
 
     async def submit(token: str | None, read_body, sid: str, batch: bool) -> dict:
@@ -471,8 +475,10 @@ def _add_report_routes(app: FastAPI, access: _Access, limiter: RateLimiter) -> N
     app.add_middleware(IngestFastPath, handler=ingest_asgi)
 
     def route(path: str, body_model: str):
-        """The POST route of ``path``: its body documented as ``body_model`` (the fast path
-        reads it), its refusals as ``ErrorOut``."""
+        """The POST route of ``path``, its body documented as ``body_model``.
+
+        The fast path reads the body; the refusals are documented as ``ErrorOut``.
+        """
         return app.post(path, response_model=S.IngestOut, status_code=201,
                         openapi_extra={"requestBody": {"required": True, "content": {
                             "application/json": {"schema": {
@@ -492,8 +498,7 @@ def _add_report_routes(app: FastAPI, access: _Access, limiter: RateLimiter) -> N
 
 
 def _add_query_routes(app: FastAPI, access: _Access) -> None:
-    """The researcher queries, answered by the survey's lazily refitted model
-    (``reidrisk.service.models``)."""
+    """The researcher queries, answered by the survey's lazily refitted model (``models``)."""
     storage, models = access.storage, app.state.models
 
     def fitted(survey: Survey):
@@ -586,11 +591,13 @@ _REPORTS_PATH = re.compile(r"^/surveys/([^/]+)/reports(/batch)?$")
 
 
 class IngestFastPath:
-    """ASGI middleware: ``POST /surveys/{id}/reports`` and ``.../reports/batch`` go straight to
-    ``handler`` (the service's own checks, group commit and error bodies), without the framework's
-    routing, dependency and response-model work per request, which cost more than the rest of a
-    single report's path. The FastAPI routes of the two endpoints stay for the OpenAPI document and
-    run the same ``submit``; every other request goes to the app.
+    """ASGI middleware that sends the two report endpoints straight to ``handler``.
+
+    ``POST /surveys/{id}/reports`` and ``.../reports/batch`` go to ``handler`` (the service's own
+    checks, group commit and error bodies), without the framework's routing, dependency and
+    response-model work per request, which cost more than the rest of a single report's path.
+    The FastAPI routes of the two endpoints stay for the OpenAPI document and run the same
+    ``submit``; every other request goes to the app.
 
     Parameters
     ----------

@@ -90,8 +90,10 @@ def fit_model(collected: CollectedReports) -> CollectModel:
 
 def refit(storage: Storage, survey: Survey,
           pipeline: CollectPipeline | None = None) -> tuple[CollectModel, int]:
-    """Fit a survey's model (module doc): from the count tables, or from the decoded reports
-    when ``pipeline`` reads individual reports.
+    """Fit a survey's model from its count tables, or from its reports when the fit needs them.
+
+    The decoded reports are read only when ``pipeline`` reads individual reports
+    (``needs_reports``; module doc).
 
     Parameters
     ----------

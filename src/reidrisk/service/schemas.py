@@ -138,8 +138,9 @@ class CredentialOut(BaseModel):
 
 
 class ReportIn(BaseModel):
-    """One randomized report: a client-generated UUID and a cell per reported attribute
-    (``reidrisk.service.wire``); absent or null = missing.
+    """One randomized report: a client-generated UUID and a cell per reported attribute.
+
+    The cells are in the wire format (``reidrisk.service.wire``); absent or null = missing.
 
     Parameters
     ----------
