@@ -59,8 +59,9 @@ def _message(exc: BaseException) -> str:
 
 
 class ReidriskGroup(click.Group):
-    """The root group: the one place where user errors raised by any subcommand become a one-line
-    message (``Error: ...``, exit code 2).
+    """The root group, the one place where user errors become a one-line message.
+
+    Any ``USER_ERRORS`` error raised by a subcommand is shown as ``Error: ...`` with exit code 2.
 
     Parameters
     ----------

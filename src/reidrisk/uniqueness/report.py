@@ -75,8 +75,9 @@ def run_uniqueness_demo(
     T: Sequence[float] = (1, 10),
     rng: np.random.Generator | int | None = 0,
 ) -> UniquenessDemo:
-    """Sample a database from ``population`` (codes (n, g); rows with a missing value are left out,
-    the population is its complete rows), fit, score and evaluate.
+    """Sample a database from ``population``, fit, score and evaluate.
+
+    Rows of ``population`` with a missing value are left out: the population is its complete rows.
 
     Parameters
     ----------
