@@ -67,8 +67,8 @@ where the inversion's noise is large but the EM is accurate, to up to 1.6x the b
 cells now: Adult's workclass with GRR at epsilon 0.1, whose SURE weight is near the gate, and a
 weak-signal cell at the demo's budget, where the weight is noisy). Nothing is shrunk for k <= 3
 (no shrinkage estimator dominates there). The weights are applied to each method's estimate (EM,
-norm-sub, exact EM: a convex combination with u, so it stays a distribution); the raw ``"inversion"`` keeps its unbiasedness and is never shrunk.
-``shrink=False`` gives the estimators as they are (for ``"em"`` the maximum-likelihood estimate);
+norm-sub, exact EM: a convex combination with u, so it stays a distribution); the raw
+``"inversion"`` keeps its unbiasedness and is never shrunk. ``shrink=False`` gives the estimators as they are (for ``"em"`` the maximum-likelihood estimate);
 ``FrequencyEstimate.shrink`` records ``lam``. Measured, with the alternatives (each weight alone,
 a looser gate): docs/results/em_stop.md.
 """
@@ -445,9 +445,9 @@ def shrink_weights(probs, inversion, trace, null=None) -> np.ndarray:
 
     The weight's standard error is about ``sqrt(s2 ||e||^2 + 2 s2^2 df) / ||e||^2``
     (``Var(e . y)``: the noise along ``e``, plus that of ``e`` itself, which follows the noise on
-    its face). Where it exceeds ``SURE_SE_MAX`` the data cannot tell shrinking to uniform from not
-    shrinking, the face is chosen by noise rather than by the truth, and the weight is James and
-    Stein's on the inversion, ``max(0, 1 - (d - 2) s2 / ||y||^2)``, which does not depend on the
+    its face). Where it exceeds ``SURE_SE_MAX`` the data do not determine the weight (its 95%
+    interval is wider than [0, 1]), the face may be chosen by noise rather than by the truth, and
+    the weight is James and Stein's on the inversion, ``max(0, 1 - (d - 2) s2 / ||y||^2)``, which does not depend on the
     face (the previous default's first weight). Clipped to [0, 1]; 1 (no shrinkage) for
     ``d <= 2``, where no shrinkage estimator dominates.
 
