@@ -68,9 +68,10 @@ cells now: Adult's workclass with GRR at epsilon 0.1, whose SURE weight is near 
 weak-signal cell at the demo's budget, where the weight is noisy). Nothing is shrunk for k <= 3
 (no shrinkage estimator dominates there). The weights are applied to each method's estimate (EM,
 norm-sub, exact EM: a convex combination with u, so it stays a distribution); the raw
-``"inversion"`` keeps its unbiasedness and is never shrunk. ``shrink=False`` gives the estimators as they are (for ``"em"`` the maximum-likelihood estimate);
-``FrequencyEstimate.shrink`` records ``lam``. Measured, with the alternatives (each weight alone,
-a looser gate): docs/results/em_stop.md.
+``"inversion"`` keeps its unbiasedness and is never shrunk. ``shrink=False`` gives the estimators
+as they are (for ``"em"`` the maximum-likelihood estimate); ``FrequencyEstimate.shrink`` records
+``lam``. Measured, with the alternatives (each weight alone, a looser gate):
+docs/results/em_stop.md.
 """
 
 from __future__ import annotations
@@ -447,9 +448,9 @@ def shrink_weights(probs, inversion, trace, null=None) -> np.ndarray:
     (``Var(e . y)``: the noise along ``e``, plus that of ``e`` itself, which follows the noise on
     its face). Where it exceeds ``SURE_SE_MAX`` the data do not determine the weight (its 95%
     interval is wider than [0, 1]), the face may be chosen by noise rather than by the truth, and
-    the weight is James and Stein's on the inversion, ``max(0, 1 - (d - 2) s2 / ||y||^2)``, which does not depend on the
-    face (the previous default's first weight). Clipped to [0, 1]; 1 (no shrinkage) for
-    ``d <= 2``, where no shrinkage estimator dominates.
+    the weight is James and Stein's on the inversion, ``max(0, 1 - (d - 2) s2 / ||y||^2)``,
+    which does not depend on the face (the previous default's first weight). Clipped to [0, 1];
+    1 (no shrinkage) for ``d <= 2``, where no shrinkage estimator dominates.
 
     Parameters
     ----------
