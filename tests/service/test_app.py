@@ -24,3 +24,26 @@ def test_too_large_says_the_limits():
     e = too_large()
     assert isinstance(e, ApiError) and e.status == 413
     assert str(MAX_BODY_BYTES) in e.detail and str(MAX_BATCH) in e.detail
+
+
+def _refs(node):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref":
+                yield value
+            else:
+                yield from _refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _refs(value)
+
+
+def test_every_reference_in_the_openapi_document_resolves(client):
+    doc = client.get("/openapi.json").json()
+    schemas = doc["components"]["schemas"]
+    refs = set(_refs(doc))
+    assert "#/components/schemas/BatchIn" in refs  # the fast-path bodies are referred to ...
+    missing = sorted(r for r in refs if r.removeprefix("#/components/schemas/") not in schemas)
+    assert missing == []  # ... and every reference names a schema the document has
+    batch = schemas["BatchIn"]["properties"]["reports"]["items"]
+    assert batch == {"$ref": "#/components/schemas/ReportIn"}

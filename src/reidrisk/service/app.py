@@ -170,7 +170,31 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
     _add_credential_routes(app, access)
     _add_report_routes(app, access, RateLimiter(code_rate, code_burst))
     _add_query_routes(app, access)
+    _document_report_bodies(app)
     return app
+
+
+def _document_report_bodies(app: FastAPI) -> None:
+    """Put the report bodies' schemas (``ReportIn``, ``BatchIn``) in the OpenAPI document.
+
+    The two report routes read their bodies on the fast path, so FastAPI does not derive the
+    schemas their request bodies refer to; without them those references dangle.
+    """
+    build = app.openapi
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            doc = build()
+            schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+            for model in (S.ReportIn, S.BatchIn):
+                js = model.model_json_schema(ref_template="#/components/schemas/{model}")
+                for name, sub in js.pop("$defs", {}).items():
+                    schemas.setdefault(name, sub)
+                schemas.setdefault(model.__name__, js)
+            app.openapi_schema = doc
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 async def _api_error(_request, exc: ApiError) -> JSONResponse:
