@@ -111,6 +111,44 @@ def service_run(src: Path | None, workdir: Path, seconds: float) -> float:
     return next(p["value"] for p in points if p.get("metric") == "batch_throughput")
 
 
+def reader_row(points: list[dict], baseline: bool) -> list[str]:
+    """One table row from the ``read_s`` points of one file (both versions)."""
+    got = {p["params"]["version"]: p for p in points if p["metric"] == "read_s"}
+    cur = got["current"]
+    q = cur["params"]
+    row = [q["mechanism"], q["format"], f"{q['n']:,}", f"{q['file_bytes'] / 2**20:.1f}",
+           fmt_s(cur["value"]), fmt_s(q["cpu_s"]), f"{q['n'] / cur['value']:,.0f}"]
+    if baseline:
+        base = got["baseline"]
+        row += [fmt_s(base["value"]), fmt_s(base["params"]["cpu_s"]),
+                fmt_x(base["value"] / cur["value"]), fmt_x(base["params"]["cpu_s"] / q["cpu_s"])]
+    return row
+
+
+def reader_table(points: list[dict], baseline: str | None) -> str:
+    """The file reader's table: wall (best of the repeats) and CPU seconds, per file."""
+    reads = [p for p in points if p["metric"] == "read_s"]
+    files: dict[tuple, list[dict]] = {}
+    for p in reads:
+        q = p["params"]
+        files.setdefault((q["n"], q["mechanism"], q["format"]), []).append(p)
+    head = ["mechanism", "format", "reports", "file MiB", "wall (now)", "CPU (now)",
+            "reports/s (now)"]
+    if baseline:
+        head += [f"wall ({baseline})", f"CPU ({baseline})", "speed-up (wall)", "speed-up (CPU)"]
+    return md_table(head, [reader_row(ps, baseline is not None) for ps in files.values()])
+
+
+def service_verdict(rates: dict[str, list[float]]) -> str:
+    """The medians' difference beside the spread of one version's runs (the noise)."""
+    med = {v: statistics.median(r) for v, r in rates.items()}
+    spread = max((max(r) - min(r)) / med[v] for v, r in rates.items())
+    return (f"Medians: {med['current']:,.0f} against {med['baseline']:,.0f} reports/s "
+            f"({med['current'] / med['baseline'] - 1:+.0%}); the runs of one version spread over "
+            f"{spread:.0%} of their median, so a difference smaller than that is within the noise "
+            "of this run.")
+
+
 def export_baseline(rev: str, paths: list[str], workdir: Path) -> Path:
     """The checked-out ``src/`` with ``paths`` as they were at ``rev``: the rest of the package
     is the same for both versions, so the comparison is of those files only."""
@@ -150,7 +188,7 @@ def main(argv=None) -> int:
         out_dir = Path(tempfile.mkdtemp(prefix="reports_read_"))
     res = Results("reports_read", packages=["pandas", "pyarrow"], results_dir=out_dir)
     versions = ["current"] + (["baseline"] if args.baseline else [])
-    rows, service_rows = [], []
+    service_rows = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         srcs: dict[str, Path | None] = {"current": None}
@@ -178,12 +216,8 @@ def main(argv=None) -> int:
                              "file_bytes": path.stat().st_size}
                         res.add(p, "read_s", best[v], "s")
                         res.add(p, "read_throughput", n / best[v], "reports/s")
-                    row = [mech, fmt, f"{n:,}", f"{path.stat().st_size / 2**20:.1f}",
-                           fmt_s(best["current"]), f"{n / best['current']:,.0f}"]
-                    if args.baseline:
-                        row += [fmt_s(best["baseline"]), fmt_x(best["baseline"] / best["current"])]
-                    rows.append(row)
-                    print(" | ".join(row), flush=True)
+                    print(" | ".join(reader_row(res.points[-2 * len(versions):], "baseline"
+                                                in versions)), flush=True)
                     path.unlink()
                     if fmt == "csv":
                         Path(str(path) + ".meta.json").unlink(missing_ok=True)
@@ -201,21 +235,19 @@ def main(argv=None) -> int:
                         "reports/s")
                 service_rows.append([v, ", ".join(f"{x:,.0f}" for x in rates[v]),
                                      f"{statistics.median(rates[v]):,.0f}"])
-    head = ["mechanism", "format", "reports", "file MiB", "read (now)", "reports/s (now)"]
-    if args.baseline:
-        head += [f"read ({args.baseline})", "speed-up"]
     text = [
         "# Reading a reports file, and the service's batch ingest",
         "",
         "`read_reports` (parse, decode every cell with `reports_io.decode_column`, "
         "`validate_reports`, the protocol's check) on files written by `write_reports`: 15 "
         "attributes of 2 to 8 categories, 20 % missing, whole-record epsilon = 5. Best wall time "
-        "of the repeats, each read in a fresh process"
+        "and best CPU time (of the reading process) of the repeats, each read in a fresh "
+        "process; on a busy machine the CPU time is the steadier figure"
         + (f"; the same tree with the decoder's modules ({', '.join(args.baseline_paths)}) of "
            f"`{args.baseline}` read the same files in alternation with it (same load)."
            if args.baseline else "."),
         "",
-        md_table(head, rows),
+        reader_table(res.points, args.baseline),
     ]
     if service_rows:
         text += [
@@ -227,6 +259,8 @@ def main(argv=None) -> int:
             "in alternation. The service decodes with the same `decode_column`.",
             "",
             md_table(["version", "runs (reports/s)", "median"], service_rows),
+            "",
+            service_verdict(rates),
         ]
     text += [
         "",
