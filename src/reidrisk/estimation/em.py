@@ -140,8 +140,17 @@ class EMResult:
 
 @dataclass(frozen=True)
 class StopRule:
-    """A parsed stopping rule: ``kind`` in {"noise", "tol", "discrepancy", "none"} and its
-    ``threshold`` (noise: remaining deviance per free parameter; tol: largest probability move)."""
+    """A parsed stopping rule (module doc; ``parse_stop`` builds it).
+
+    Parameters
+    ----------
+    kind : str
+        ``"noise"``, ``"tol"`` (a float tolerance), ``"discrepancy"`` or ``"none"`` (exactly
+        ``max_iter`` steps).
+    threshold : float
+        For ``"noise"``, the remaining deviance per free parameter below which the fit stops;
+        for ``"tol"``, the largest probability move of one EM step; unused (0) otherwise.
+    """
 
     kind: str
     threshold: float = 0.0
@@ -159,6 +168,16 @@ def parse_stop(stop) -> StopRule:
     stop : str, tuple, float, StopRule or None
         ``"noise"``, ``("noise", threshold)``, ``"discrepancy"``, a positive float tolerance,
         ``None`` (run to ``max_iter``) or an already parsed ``StopRule``.
+
+    Returns
+    -------
+    StopRule
+        The rule; ``"noise"`` carries ``NOISE_TOL`` unless a threshold is given.
+
+    Raises
+    ------
+    EstimationError
+        For any other value, or a tolerance or threshold that is not finite and > 0.
     """
     if isinstance(stop, StopRule):
         return stop
@@ -195,7 +214,17 @@ def check_max_iter(max_iter) -> int:
     Parameters
     ----------
     max_iter : int
-        The largest number of EM steps.
+        The largest number of EM steps (an integral float is accepted).
+
+    Returns
+    -------
+    int
+        ``max_iter`` as a Python int.
+
+    Raises
+    ------
+    EstimationError
+        For a bool, a non-integral number or a value below 1.
     """
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer, float)) \
             or int(max_iter) != max_iter or int(max_iter) < 1:
@@ -204,8 +233,7 @@ def check_max_iter(max_iter) -> int:
 
 
 def noise_stop(gain, prev_gain, threshold: float, dof, total=0.0) -> np.ndarray:
-    """The ``"noise"`` rule (module doc) on deviance gains ``gain = 2 (L_t - L_{t-1})`` of the
-    latest iteration and ``prev_gain`` of the one before (NaN when there is none), per problem.
+    """The ``"noise"`` stopping rule (module doc) on the last two deviance gains, per problem.
 
     True where the extrapolated remaining deviance ``gain rho / (1 - rho)``, ``rho = gain /
     prev_gain``, is below ``threshold * dof``, or where the gain is not positive or within
@@ -223,6 +251,11 @@ def noise_stop(gain, prev_gain, threshold: float, dof, total=0.0) -> np.ndarray:
         Free parameters of each problem.
     total : float or numpy.ndarray
         Each problem's count, the scale of the rounding test.
+
+    Returns
+    -------
+    numpy.ndarray of bool (P,)
+        True where the problem has reached its stop.
     """
     gain = np.asarray(gain, dtype=np.float64)
     gain = np.where(np.abs(gain) <= ROUNDING_GAIN * np.asarray(total, dtype=np.float64), 0.0, gain)
@@ -248,6 +281,11 @@ def safe_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     ----------
     num, den : numpy.ndarray
         Numerator and denominator (broadcast together).
+
+    Returns
+    -------
+    numpy.ndarray
+        The quotient, of the broadcast shape, 0 where ``den <= 0``.
     """
     den = np.asarray(den, dtype=np.float64)
     shape = den.shape if np.shape(num) == den.shape else np.broadcast_shapes(np.shape(num),
@@ -261,8 +299,10 @@ _ABOVE_MINUS_ONE = np.nextafter(-1.0, 0.0)
 
 
 def poisson_gain(w, mu_old, mu_new, axis=None):
-    """``L(mu_new) - L(mu_old)`` for the Poisson log-likelihood ``sum(w log mu - mu)``, without
-    cancellation: ``sum w log1p((mu_new - mu_old) / mu_old) - sum(mu_new - mu_old)``.
+    """The Poisson log-likelihood gain ``L(mu_new) - L(mu_old)``, computed without cancellation.
+
+    With ``L(mu) = sum(w log mu - mu)``, the gain is
+    ``sum w log1p((mu_new - mu_old) / mu_old) - sum(mu_new - mu_old)``.
 
     Parameters
     ----------
@@ -272,6 +312,12 @@ def poisson_gain(w, mu_old, mu_new, axis=None):
         The two means, shaped like ``w``.
     axis : int or tuple of int, optional
         Axes summed over (``None``: all).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The log-likelihood gain, summed over ``axis`` (a loss is negative); a mean that falls
+        to 0 where ``w > 0`` counts as a relative step just above -1, not as an infinite loss.
     """
     d = mu_new - mu_old
     # a cell with w = 0 adds nothing to the log term (its factor is finite: w * 0); where w > 0 a
@@ -283,9 +329,16 @@ def poisson_gain(w, mu_old, mu_new, axis=None):
 class PoissonCounts:
     """P count problems ``w ~ Poisson(A theta)`` (module doc).
 
-    ``w`` (P, ...): counts; ``channel``: an object with ``forward(theta)`` (``A theta``, shape of
-    ``w``), ``adjoint(d)`` (``A^T d``, shape of ``theta``), ``colsum`` (``A^T 1``, broadcastable
-    to ``theta``) and ``take(keep)`` (the channel of a sub-batch). ``dof`` (P,): free parameters.
+    Parameters
+    ----------
+    w : array_like (P, ...)
+        The observed support counts of each problem.
+    channel : object
+        The linear channel ``A``: ``forward(theta)`` (``A theta``, shape of ``w``),
+        ``adjoint(d)`` (``A^T d``, shape of ``theta``), ``colsum`` (``A^T 1``, broadcastable to
+        ``theta``) and ``take(keep)`` (the channel of a sub-batch).
+    dof : float or array_like (P,)
+        Free parameters of each problem (the ``"noise"`` rule's scale).
     """
 
     def __init__(self, w, channel, dof):
@@ -295,23 +348,87 @@ class PoissonCounts:
         self.total = self.w.sum(axis=_axes(self.w))
 
     def forward(self, theta):
+        """The expected counts ``A theta``.
+
+        Parameters
+        ----------
+        theta : numpy.ndarray (P, ...)
+            The current estimates.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``A theta``, the shape of ``w``.
+        """
         return self.channel.forward(theta)
 
     def update(self, theta, mu):
+        """One EM step, ``theta * A^T (w / mu) / colsum(A)`` (module doc).
+
+        Parameters
+        ----------
+        theta : numpy.ndarray (P, ...)
+            The current estimates.
+        mu : numpy.ndarray
+            Their expected counts, ``forward(theta)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            The next estimates, the shape of ``theta``.
+        """
         return theta * self.channel.adjoint(safe_ratio(self.w, mu)) / self.channel.colsum
 
     def gain(self, mu_old, mu_new):
+        """The Poisson log-likelihood gain from ``mu_old`` to ``mu_new`` (``poisson_gain``).
+
+        Parameters
+        ----------
+        mu_old, mu_new : numpy.ndarray
+            Expected counts before and after, the shape of ``w``.
+
+        Returns
+        -------
+        numpy.ndarray (P,)
+            The gain of each problem.
+        """
         return poisson_gain(self.w, mu_old, mu_new, axis=_axes(self.w))
 
     def discrepancy(self, mu, n_reports):
-        """Pearson ``X^2`` of the counts against ``mu`` (P,) with ``n_reports`` (P,) reports: each
-        count is a sum of n Bernoulli(mu / n) indicators, so every term has expectation 1."""
+        """Pearson ``X^2`` of the counts against their expectation, for the discrepancy rule.
+
+        Each count is a sum of n Bernoulli(mu / n) indicators, so every term has expectation 1.
+
+        Parameters
+        ----------
+        mu : numpy.ndarray
+            Expected counts, the shape of ``w``.
+        n_reports : array_like (P,)
+            The number of reports behind each problem's counts.
+
+        Returns
+        -------
+        numpy.ndarray (P,)
+            ``X^2 = sum (w - mu)^2 / (mu (1 - mu / n))`` of each problem.
+        """
         shape = (-1,) + (1,) * (self.w.ndim - 1)
         nr = np.asarray(n_reports, dtype=np.float64).reshape(shape)
         pr = np.clip(mu / nr, 1e-300, 1 - 1e-15)
         return np.sum((self.w - nr * pr) ** 2 / (nr * pr * (1 - pr)), axis=_axes(self.w))
 
     def take(self, keep):
+        """The sub-batch of the problems selected by ``keep``.
+
+        Parameters
+        ----------
+        keep : numpy.ndarray of bool (P,)
+            The problems to keep.
+
+        Returns
+        -------
+        PoissonCounts
+            The kept problems, with their channel, counts and degrees of freedom.
+        """
         sub = PoissonCounts.__new__(PoissonCounts)
         sub.w, sub.channel, sub.dof = self.w[keep], self.channel.take(keep), self.dof[keep]
         sub.total = self.total[keep]
@@ -321,8 +438,22 @@ class PoissonCounts:
 class ReportMixture:
     """One exact report-likelihood problem (module doc) as a batch of one.
 
-    ``den(theta)``: ``s = L theta`` for a probability table ``theta`` (shape of ``C``); ``num(r)``:
-    ``L^T r`` (shape of ``theta``); ``C``: counts of each group (> 0 where they count); ``dof``.
+    Parameters
+    ----------
+    den : callable
+        ``den(theta)``: ``s = L theta``, each group's report probability, for a probability
+        table ``theta`` (the result has the shape of ``C``).
+    num : callable
+        ``num(r)``: ``L^T r``, the shape of ``theta``.
+    C : array_like
+        The number of reports in each group (only groups with ``C > 0`` count).
+    dof : float
+        Free parameters of the table.
+
+    Raises
+    ------
+    EstimationError
+        When there is no report (``C`` sums to 0).
     """
 
     def __init__(self, den: Callable, num: Callable, C, dof):
@@ -336,21 +467,71 @@ class ReportMixture:
         self.total = np.array([self.N])
 
     def forward(self, theta):
+        """The group probabilities ``s = L theta``.
+
+        Parameters
+        ----------
+        theta : numpy.ndarray (1, ...)
+            The current probability table, as a batch of one.
+
+        Returns
+        -------
+        numpy.ndarray (1, ...)
+            ``den(theta)``, as a batch of one.
+        """
         return self.den(theta[0])[None]
 
     def update(self, theta, mu):
+        """One EM step, ``theta * L^T (C / s) / N``, renormalized to sum 1 (module doc).
+
+        Parameters
+        ----------
+        theta : numpy.ndarray (1, ...)
+            The current probability table, as a batch of one.
+        mu : numpy.ndarray (1, ...)
+            Its group probabilities, ``forward(theta)``.
+
+        Returns
+        -------
+        numpy.ndarray (1, ...)
+            The next table.
+        """
         r = np.zeros_like(mu[0])
         np.divide(self.C, mu[0], out=r, where=self.ok & (mu[0] > 0))
         t = theta[0] * self.num(r) / self.N
         return (t / t.sum())[None]
 
     def gain(self, mu_old, mu_new):
+        """The log-likelihood gain ``sum_u C_u log(s_new / s_old)`` over groups with reports.
+
+        Parameters
+        ----------
+        mu_old, mu_new : numpy.ndarray (1, ...)
+            Group probabilities before and after.
+
+        Returns
+        -------
+        numpy.ndarray (1,)
+            The gain (a collapse to 0 counts as a relative step just above -1).
+        """
         a, b = mu_old[0][self.ok], mu_new[0][self.ok]
         rel = safe_ratio(b - a, a)
         return np.array([float(np.sum(self.C[self.ok] * np.log1p(np.maximum(
             rel, np.nextafter(-1.0, 0.0)))))])
 
     def take(self, keep):
+        """The problem itself: a batch of one only leaves the run whole.
+
+        Parameters
+        ----------
+        keep : numpy.ndarray of bool (1,)
+            Ignored.
+
+        Returns
+        -------
+        ReportMixture
+            ``self``.
+        """
         return self
 
 
@@ -380,8 +561,10 @@ class _Batch:
 def run(problem, start, *, stop="noise", max_iter: int = DEFAULT_MAX_ITER,
         accelerate: bool | None = None, n_reports=None,
         callback: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None = None) -> EMResult:
-    """Iterate the EM of ``problem`` from ``start`` (P, ...) until each problem meets ``stop``
-    (module doc) or ``max_iter`` EM steps; each problem leaves the batch when it stops.
+    """Iterate the EM of a batch of problems until each one meets its stopping rule.
+
+    Each problem runs from its row of ``start`` until it meets ``stop`` (module doc) or has
+    taken ``max_iter`` EM steps, and leaves the batch when it stops.
 
     Parameters
     ----------
@@ -526,8 +709,10 @@ def _squarem_cycle(b: _Batch, step_max):
 # starts
 # ---------------------------------------------------------------------------------------------
 def positive_start(init, scale, shape) -> np.ndarray:
-    """A start of the multiplicative EM: ``init`` (any positive scale; default uniform) rescaled
-    to sum ``scale`` per problem, its zeros lifted to 1e-12 of the mean (a zero would stay zero).
+    """A positive start of the multiplicative EM, summing to ``scale`` per problem.
+
+    ``init`` (any positive scale; default uniform) is rescaled to sum ``scale`` per problem, its
+    zeros lifted to 1e-12 of the mean (a zero would stay zero).
 
     Parameters
     ----------
@@ -538,6 +723,11 @@ def positive_start(init, scale, shape) -> np.ndarray:
         The sum of each problem's start.
     shape : tuple of int
         (P, ...), the shape of the start.
+
+    Returns
+    -------
+    numpy.ndarray
+        The start, of ``shape``, positive, each problem summing to its ``scale``.
 
     Raises
     ------
