@@ -105,10 +105,19 @@ DEFAULT_COLUMNS_ADULT = ("race", "native-country", "income")
 class MethodSpec:
     """One compared configuration.
 
-    ``key``: short name used in result files; ``label``: name shown in tables and figures;
-    ``build()``: a fresh, unfitted ``reidrisk.collect.baselines.Method``; ``sampling``: the clients
-    report ``planned_attributes_per_person`` attributes each (else all present ones, the paper's split);
-    ``truth``: fitted on the true data (``fit_truth``), a reference rather than a method.
+    Parameters
+    ----------
+    key : str
+        Short name used in result files.
+    label : str
+        Name shown in tables and figures.
+    build : callable
+        ``build()`` returns a fresh, unfitted ``reidrisk.collect.baselines.Method``.
+    sampling : bool
+        The clients report ``planned_attributes_per_person`` attributes each; else all their
+        present ones, with the paper's split of the budget.
+    truth : bool
+        Fitted on the true data (``fit_truth``): a reference rather than a method.
     """
 
     key: str
@@ -120,13 +129,26 @@ class MethodSpec:
 
 def planned_attributes_per_person(sizes: Sequence[int] | np.ndarray, epsilon: float, n: int,
                                   missing_rate: float = PLANNING_MISSING_RATE) -> int:
-    """Attributes per person of the sampling protocol: ``choose_attributes_per_person`` for n
-    people at an assumed MCAR rate (``reidrisk.collect.protocol``). Returns g when g < 2.
+    """Attributes per person of the sampling protocol, planned at an assumed missing rate.
+
+    ``choose_attributes_per_person`` (``reidrisk.collect.protocol``) for n people at an assumed
+    MCAR rate.
 
     Parameters
     ----------
-    sizes, epsilon, n, missing_rate
-        As in ``reidrisk.collect.protocol.choose_attributes_per_person`` (default rate 0.5).
+    sizes : sequence of int
+        The domain size of each of the g attributes.
+    epsilon : float
+        The whole-record budget.
+    n : int
+        The number of people.
+    missing_rate : float
+        The MCAR rate assumed in planning (default ``PLANNING_MISSING_RATE``, 0.5).
+
+    Returns
+    -------
+    int
+        The attributes each person reports; g when g < 2.
     """
 
     if len(sizes) < 2:
@@ -145,7 +167,17 @@ def method_specs(keys: Sequence[str] | None = None) -> list[MethodSpec]:
     Parameters
     ----------
     keys : sequence of str, optional
-        The configurations to keep (default: all).
+        The configurations to keep, in the order given (default: all).
+
+    Returns
+    -------
+    list of MethodSpec
+        The configurations.
+
+    Raises
+    ------
+    ValueError
+        For a key that names no configuration (the message lists the known ones).
     """
 
     specs = [
@@ -178,9 +210,7 @@ def method_specs(keys: Sequence[str] | None = None) -> list[MethodSpec]:
 def run_method(spec: MethodSpec, schema: Schema, truth_codes: np.ndarray, observed: np.ndarray,
                epsilon: float, rng: np.random.Generator | int | None = None,
                attributes_per_person: int | None = None, reports_cache: dict | None = None):
-    """Fit one configuration; returns ``(method, seconds)``.
-
-    ``seconds`` is the server's fitting time (randomization excluded).
+    """Fit one configuration on simulated reports and time the server's fit.
 
     Parameters
     ----------
@@ -202,6 +232,13 @@ def run_method(spec: MethodSpec, schema: Schema, truth_codes: np.ndarray, observ
     reports_cache : dict, optional
         Shares one randomization between methods with the same client protocol, as their clients
         would send the same kind of report.
+
+    Returns
+    -------
+    method : reidrisk.collect.baselines.Method
+        The fitted configuration.
+    seconds : float
+        The server's fitting time (randomization excluded).
     """
     method = spec.build()
     if spec.truth:
@@ -226,13 +263,20 @@ def run_method(spec: MethodSpec, schema: Schema, truth_codes: np.ndarray, observ
 
 
 def js_bits(truth: np.ndarray, estimate: np.ndarray) -> float:
-    """Jensen-Shannon divergence in bits between two tables of the same shape (paper 004 Section
-    5.1), each normalized first.
+    """Jensen-Shannon divergence in bits between two tables of the same shape.
+
+    Paper 004 Section 5.1; each table is normalized first, and subnormal cell probabilities are
+    read as 0.
 
     Parameters
     ----------
     truth, estimate : numpy.ndarray
         The two tables.
+
+    Returns
+    -------
+    float
+        The divergence, in [0, 1] bits.
     """
 
     tiny = np.finfo(np.float64).tiny
@@ -248,9 +292,22 @@ def js_bits(truth: np.ndarray, estimate: np.ndarray) -> float:
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class MethodResult:
-    """One method in a comparison: ``table`` (estimated c-way table of the first repetition,
-    shape of the true table), ``js`` (per repetition, bits), ``seconds`` (server time per
-    repetition: fitting plus answering the table query; randomization excluded)."""
+    """One method in a comparison.
+
+    Parameters
+    ----------
+    key : str
+        The configuration's ``MethodSpec.key``.
+    label : str
+        Its ``MethodSpec.label``.
+    table : numpy.ndarray
+        The estimated c-way table of the first repetition, the shape of the true table.
+    js : tuple of float
+        The JS divergence of each repetition, in bits.
+    seconds : tuple of float
+        The server time of each repetition: fitting plus answering the table query
+        (randomization excluded).
+    """
 
     key: str
     label: str
@@ -271,11 +328,31 @@ class MethodResult:
 class CollectComparison:
     """Result of ``compare_methods``.
 
-    ``schema``; ``cols`` (c attribute indices); ``truth``: the true c-way table (probabilities,
-    shape ``(f_cols[0], ..., f_cols[c-1])``); ``methods``: one ``MethodResult`` per configuration;
-    ``epsilon``, ``missing_rate`` (injected), ``missing_share`` (share of values the clients lacked
-    in the first repetition, the data's own missing values included), ``attributes_per_person``
-    (of the sampling protocol; formerly ``k``), ``n`` (records), ``reps`` and ``seed``.
+    Parameters
+    ----------
+    schema : Schema
+        The attributes.
+    cols : tuple of int
+        The indices of the table's c attributes.
+    truth : numpy.ndarray
+        The true c-way table (probabilities, shape ``(f_cols[0], ..., f_cols[c-1])``).
+    methods : tuple of MethodResult
+        One result per configuration, in display order.
+    epsilon : float
+        The whole-record budget.
+    missing_rate : float
+        The rate at which values were removed completely at random.
+    missing_share : float
+        The share of values the clients lacked in the first repetition, the data's own missing
+        values included.
+    attributes_per_person : int
+        Of the sampling protocol (formerly ``k``).
+    n : int
+        The number of records.
+    reps : int
+        The number of simulated collections.
+    seed : int or None
+        The seed of the run (None when a generator was passed).
     """
 
     schema: Schema
@@ -297,14 +374,21 @@ class CollectComparison:
         return [self.schema.names[j] for j in self.cols]
 
     def js(self) -> dict[str, float]:
-        """Mean JS divergence (bits) by method label."""
+        """Mean JS divergence (bits) by method label.
+
+        Returns
+        -------
+        dict of str to float
+            ``MethodResult.js_mean`` of each method, keyed by its label.
+        """
         return {m.label: m.js_mean for m in self.methods}
 
 
 def default_columns(schema: Schema, c: int = 3) -> list[int]:
-    """Attributes shown by default: paper 004 Fig. 10's (race, native-country, income) when the
-    schema has them, else the c attributes (at most g) with the smallest domains (ties in schema
-    order).
+    """The attributes a comparison shows by default.
+
+    Paper 004 Fig. 10's (race, native-country, income) when the schema has them and c = 3, else
+    the c attributes (at most g) with the smallest domains (ties in schema order).
 
     Parameters
     ----------
@@ -312,6 +396,11 @@ def default_columns(schema: Schema, c: int = 3) -> list[int]:
         The attributes.
     c : int
         How many attributes.
+
+    Returns
+    -------
+    list of int
+        Their indices (in the figure's order for Adult, in schema order otherwise).
     """
     names = schema.names
     c = min(int(c), len(schema))
@@ -356,6 +445,19 @@ def compare_methods(
         Generator or seed (default 0).
     progress : callable, optional
         Receives a line per fitted method.
+
+    Returns
+    -------
+    CollectComparison
+        The true table, every method's table of the first repetition and its JS divergence and
+        server time in each repetition.
+
+    Raises
+    ------
+    SchemaError
+        For ``cols`` that do not name distinct attributes of the schema.
+    ValueError
+        For ``reps`` that is not a positive integer, or a ``missing_rate`` outside [0, 1).
     """
 
     codes = schema.validate_codes(codes)
@@ -426,6 +528,11 @@ def plot_histograms(comparison: CollectComparison, max_cells: int = 60) -> bytes
     ----------
     comparison, max_cells
         As in ``histograms_figure``.
+
+    Returns
+    -------
+    bytes
+        The PNG image.
     """
     # matplotlib: loaded only when a figure is drawn
     from reidrisk.report.plots import figure_png
@@ -444,7 +551,6 @@ def histograms_figure(comparison: CollectComparison, max_cells: int = 60):
     the cells ordered by true probability (the ``max_cells`` most probable; the rest are left out
     of the picture but not of the JS divergence in the panel title). The bottom panel of each
     column names the cells (``"value / value / value"``, every cell up to ``HISTOGRAM_MAX_TICKS``).
-    Returns the matplotlib ``Figure``.
 
     Parameters
     ----------
@@ -452,6 +558,11 @@ def histograms_figure(comparison: CollectComparison, max_cells: int = 60):
         The result of ``compare_methods``.
     max_cells : int
         Most probable cells shown.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The true histogram's panel, then one panel per method.
     """
     # matplotlib: loaded only when a figure is drawn
     from reidrisk.report.plots import new_figure
@@ -516,6 +627,11 @@ def plot_js(comparison: CollectComparison) -> bytes:
     ----------
     comparison : CollectComparison
         The result of ``compare_methods``.
+
+    Returns
+    -------
+    bytes
+        The PNG image.
     """
     # matplotlib: loaded only when a figure is drawn
     from reidrisk.report.plots import figure_png, new_figure
@@ -556,7 +672,13 @@ def collect_section(comparison: CollectComparison, title: str = "Collection: con
     title : str
         The section title.
     prefix : str
-        Prefix of the figure file names.
+        Prefix of the figure file names and the section's anchor.
+
+    Returns
+    -------
+    reidrisk.report.Section
+        The text, the table of JS divergences and server times, and the figures
+        ``<prefix>_histograms.png`` and ``<prefix>_js.png``.
     """
     # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report import ReportFigure, Section, escape, html_table
@@ -612,9 +734,10 @@ def collect_section(comparison: CollectComparison, title: str = "Collection: con
 def demo_collect_section(schema: Schema, codes: np.ndarray, epsilon: float = 5.0,
                          missing_rate: float = 0.5, seed: int | None = 0,
                          cols: Sequence[int | str] | None = None, reps: int = 1) -> Section:
-    """``collect_section(compare_methods(...))`` at the paper's default point (epsilon = 5,
-    c = 3) for the demo report. Data that already lack values (as the demo's do) are collected with
-    ``missing_rate=0``: nothing more is removed.
+    """The demo report's collection section, at the paper's default point (epsilon = 5, c = 3).
+
+    ``collect_section(compare_methods(...))``. Data that already lack values (as the demo's do)
+    are collected with ``missing_rate=0``: nothing more is removed.
 
     Parameters
     ----------
@@ -622,6 +745,11 @@ def demo_collect_section(schema: Schema, codes: np.ndarray, epsilon: float = 5.0
         As in ``compare_methods``.
     seed : int, optional
         The ``rng`` of ``compare_methods``.
+
+    Returns
+    -------
+    reidrisk.report.Section
+        As ``collect_section``.
     """
     comp = compare_methods(schema, codes, cols, epsilon, missing_rate, reps=reps, rng=seed)
     return collect_section(comp)
@@ -636,3 +764,15 @@ __all__ = [
 ]
 
 planned_k = renamed_function(planned_attributes_per_person, "planned_k")
+planned_k.__doc__ = """Deprecated name of ``planned_attributes_per_person``.
+
+Parameters
+----------
+sizes, epsilon, n, missing_rate
+    As in ``planned_attributes_per_person``.
+
+Returns
+-------
+int
+    As ``planned_attributes_per_person``.
+"""
