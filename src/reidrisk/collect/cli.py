@@ -37,9 +37,11 @@ _SYNTH_CHUNK = 200_000
 
 @click.group(name="collect")
 def group() -> None:
-    """Collect data under local differential privacy with missing values (paper 004): randomize
-    records as clients would, fit the copula model from the reports, and answer contingency-table
-    queries or generate synthetic records from the model."""
+    """Collect data under local differential privacy with missing values (paper 004).
+
+    Randomize records as clients would, fit the copula model from the reports, and answer
+    contingency-table queries or generate synthetic records from the model.
+    """
 
 
 def _parse_per_person(value: str | None, g: int, option: str) -> int | str | None:
@@ -81,8 +83,11 @@ def _positive(ctx, param, value):
 @click.option("--among", type=click.Choice(["present", "all"]), default="present", show_default=True,
               help="Sample the k reported attributes among those a person has, or among all.")
 def plan(schema_path, epsilon, n, missing_rate, mechanism, among) -> None:
-    """How many attributes each person should report (attribute sampling, derived from the variance
-    of the marginal and pair estimates; see reidrisk.collect.protocol)."""
+    """How many attributes each person should report (attribute sampling).
+
+    The number is derived from the variance of the marginal and pair estimates; see
+    reidrisk.collect.protocol.
+    """
 
     schema = Schema.load(schema_path)
     choice = choose_attributes_per_person(schema.sizes, epsilon, mechanism=mechanism, among=among,
@@ -218,10 +223,9 @@ def _number(text: str, value: str) -> float:
                    "tcp://host:8786; needs reidrisk[dask]); the workers must reach REPORTS.")
 def fit_cmd(reports, model, estimator, stop_text, shrink, exact_em, fallback, model_kind,
             chunk_rows, scheduler) -> None:
-    """Fit the copula model of paper 004 (or a latent class model, --model latent) from REPORTS
-    and write it to MODEL (JSON).
+    """Fit the copula model of paper 004 from REPORTS and write it to MODEL (JSON).
 
-    REPORTS is a reports file, or partitioned reports: a directory of Parquet partitions or an
+    With --model latent, a latent class model is fitted instead. REPORTS is a reports file, or partitioned reports: a directory of Parquet partitions or an
     fsspec URL of one (s3://..., gs://...), read and counted a chunk at a time with bounded
     memory (reidrisk.collect.partitioned), on this machine or on a Dask cluster (--scheduler).
     """
@@ -303,8 +307,18 @@ _SHOW_PROGRESS_AFTER = 3.0  # seconds of estimated work
 
 
 def exact_table_seconds(dims: Sequence[int]) -> float:
-    """Estimated seconds of the exact table of attributes with domain sizes ``dims`` (0 for c <= 2,
-    which has a closed form)."""
+    """Estimated seconds of the exact table of a copula model over the given attributes.
+
+    Parameters
+    ----------
+    dims : sequence of int
+        The domain sizes of the table's c attributes.
+
+    Returns
+    -------
+    float
+        ``cells x c x EXACT_SECONDS_PER_CELL``; 0 for c <= 2, which has a closed form.
+    """
     c = len(dims)
     return 0.0 if c <= 2 else float(np.prod(dims, dtype=np.float64)) * c * EXACT_SECONDS_PER_CELL
 
@@ -427,7 +441,23 @@ def synth(model, output, n, seed) -> None:
 
 
 def write_chunks(chunks, path: Path) -> Path:
-    """Stream DataFrame chunks to a CSV or Parquet file atomically (temporary file, then replace)."""
+    """Stream DataFrame chunks to a CSV or Parquet file atomically (temporary file, then replace).
+
+    A compressed CSV (``.csv.gz`` and the like) is written in one piece by
+    ``reidrisk.data.io.write_table``.
+
+    Parameters
+    ----------
+    chunks : iterable of pandas.DataFrame
+        The rows, in order, all with the same columns (the first chunk's header is written).
+    path : Path
+        The target; its suffix chooses the format (``.tsv``: tab-separated).
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
 
     path = Path(path)
     fmt = table_format(path)
