@@ -73,10 +73,18 @@ _CHUNK_BYTES = 4 << 20
 class PairCounts:
     """All single and pair support counts of a set of records, as one Gram matrix.
 
-    ``gram`` (F, F) int64 with ``F = sum f_j``: ``gram = B^T B``; block (j, j') is ``W_jj'``.
-    ``offsets`` (g + 1,): attribute j owns rows/columns ``offsets[j]:offsets[j+1]``.
-    ``n_pair`` (g, g) int64: reports having both attributes (diagonal: having attribute j).
-    ``n``: number of records. ``dense``: whether the dense (BLAS) path was used.
+    Parameters
+    ----------
+    gram : numpy.ndarray (F, F) of int64
+        ``B^T B`` with ``F = sum f_j``; block (j, j') is ``W_jj'``.
+    offsets : numpy.ndarray (g + 1,) of int64
+        Attribute j owns rows and columns ``offsets[j]:offsets[j+1]``.
+    n_pair : numpy.ndarray (g, g) of int64
+        Reports having both attributes (diagonal: having attribute j).
+    n : int
+        The number of records.
+    dense : bool
+        Whether the dense (BLAS) path was used.
     """
 
     gram: np.ndarray
@@ -107,17 +115,58 @@ class PairCounts:
         return int(j)
 
     def block(self, j: int, jp: int) -> np.ndarray:
-        """(f_j, f_j') pair counts ``W_jj'`` (for j == j' the Gram block; its diagonal is w_j)."""
+        """The (f_j, f_j') pair counts ``W_jj'`` of two attributes (eq. 12-13).
+
+        Parameters
+        ----------
+        j, jp : int
+            The attributes' indices, in 0..g-1 (j == jp gives the diagonal block, whose
+            diagonal is ``w_j``).
+
+        Returns
+        -------
+        numpy.ndarray (f_j, f_j') of int64
+            A read-only view of the Gram block.
+
+        Raises
+        ------
+        EstimationError
+            For an index that is not an integer in 0..g-1.
+        """
         j, jp = self._check(j), self._check(jp)
         o = self.offsets
         return self.gram[o[j]:o[j + 1], o[jp]:o[jp + 1]]
 
     def counts(self, j: int) -> np.ndarray:
-        """(f_j,) single-attribute support counts w_j (eq. 5)."""
+        """The single-attribute support counts ``w_j`` (eq. 5).
+
+        Parameters
+        ----------
+        j : int
+            The attribute's index, in 0..g-1.
+
+        Returns
+        -------
+        numpy.ndarray (f_j,) of int64
+            The diagonal of the Gram block (j, j), a copy.
+        """
         return np.diag(self.block(j, j)).copy()
 
     def n_present(self, j: int, jp: int | None = None) -> int:
-        """Reports having attribute j (and j', when given)."""
+        """The number of reports having attribute j (and j', when given).
+
+        Parameters
+        ----------
+        j : int
+            The attribute's index, in 0..g-1.
+        jp : int, optional
+            A second attribute's index.
+
+        Returns
+        -------
+        int
+            ``n_pair[j, jp]`` (``n_pair[j, j]`` without ``jp``).
+        """
         j = self._check(j)
         return int(self.n_pair[j, j if jp is None else self._check(jp)])
 
@@ -136,7 +185,19 @@ class PairCounts:
 
     @classmethod
     def zeros(cls, sizes) -> PairCounts:
-        """The counts of no records over attributes of domain sizes ``sizes`` (the sum's start)."""
+        """The counts of no records, the start of a sum over partitions.
+
+        Parameters
+        ----------
+        sizes : sequence of int
+            The attributes' domain sizes.
+
+        Returns
+        -------
+        PairCounts
+            Zero counts over those domains, ``n = 0``, ``dense = True`` (the neutral element of
+            ``+``).
+        """
         sizes = [int(f) for f in sizes]
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         F, g = int(offsets[-1]), len(sizes)
@@ -288,19 +349,29 @@ def _exact_gram(fills: list, sizes: list, n: int) -> np.ndarray:
 
 
 def pair_counts(record_reports: RecordReports, dense: bool | None = None) -> PairCounts:
-    """Every pair's support counts ``W_jj'`` as blocks of one Gram matrix
-    (docs/design/core.md#pair-estimation).
+    """Every pair's support counts ``W_jj'`` as blocks of one Gram matrix.
 
-    ``record_reports``: a ``RecordReports`` (n records, g attributes). ``dense``: force the dense
-    (``True``) or sparse (``False``) product; by default dense when more than ``DENSE_DENSITY`` of
-    the entries of B are non-zero (OUE/RAPPOR/OLH, small domains), else a sparse ``B^T @ B``
-    (GRR/subset over large domains, few attributes per report). Cost O(n F^2) dense, O(n s^2)
-    sparse with s supported values per record. No per-record Python work.
+    See docs/design/core.md#pair-estimation. Cost O(n F^2) dense, O(n s^2) sparse with s
+    supported values per record. No per-record Python work.
 
     The dense product writes row chunks of B straight from the reports (``_row_writer``) and adds
     them up with the BLAS's symmetric rank-k update (``_exact_gram``): on one thread about as fast
     as a bare float32 ``B.T @ B`` of the whole one-hot matrix (``docs/results/scale.md``) while
     holding only one chunk of B. Counts are exact integers either way.
+
+    Parameters
+    ----------
+    record_reports : RecordReports
+        The reports of n records over g attributes.
+    dense : bool, optional
+        Force the dense (``True``) or sparse (``False``) product; by default dense when more
+        than ``DENSE_DENSITY`` of the entries of B are non-zero (OUE/RAPPOR/OLH, small domains),
+        else a sparse ``B^T @ B`` (GRR/subset over large domains, few attributes per report).
+
+    Returns
+    -------
+    PairCounts
+        The Gram matrix, the attributes' offsets, the reports having each pair and n.
     """
     mechs, reports = record_reports.mechanisms, record_reports.reports
     n = record_reports.n
@@ -347,10 +418,27 @@ def _as_stack(W) -> tuple[np.ndarray, bool]:
 def invert_tables(W, a1, q1, a2, q2) -> np.ndarray:
     """Unbiased inversion of pair counts: ``Z = M_1^{-1} W M_2^{-1}`` in closed form.
 
-    ``W`` (P, f1, f2) or (f1, f2): pair support counts; ``a_i = p_i - q_i`` and ``q_i``: the two
-    channels' parameters (scalars or (P,)), ``M_i = a_i I + q_i 1 1^T`` with
-    ``M^{-1} X = (X - q/(a + f q) 1 1^T X) / a``. ``E[Z]`` is the true count table; for GRR/subset
-    ``sum Z`` equals the number of reports exactly. Returns counts like W (entries may be negative).
+    With ``M_i = a_i I + q_i 1 1^T``, ``M^{-1} X = (X - q/(a + f q) 1 1^T X) / a``. ``E[Z]`` is
+    the true count table; for GRR/subset ``sum Z`` equals the number of reports exactly.
+
+    Parameters
+    ----------
+    W : array_like (P, f1, f2) or (f1, f2)
+        Pair support counts.
+    a1, q1 : float or array_like (P,)
+        The first attribute's channel parameters, ``a_1 = p_1 - q_1`` and ``q_1``.
+    a2, q2 : float or array_like (P,)
+        The second attribute's.
+
+    Returns
+    -------
+    numpy.ndarray
+        The estimated count tables, shaped like ``W`` (entries may be negative).
+
+    Raises
+    ------
+    EstimationError
+        For ``W`` that is neither 2-D nor 3-D.
     """
     W3, squeeze = _as_stack(W)
     P, f1, f2 = W3.shape
@@ -362,14 +450,31 @@ def em_tables(W, n, a1, q1, a2, q2, stop="noise", max_iter: int = DEFAULT_MAX_IT
               init=None) -> EMResult:
     """EM for pair tables through the Kronecker pair channel (paper 004 eq. 8-13, corrected).
 
-    ``W`` (P, f1, f2) or (f1, f2): pair support counts; ``n`` (P,) or scalar: reports having both
-    attributes (scale of the start); ``a_i = p_i - q_i``, ``q_i``: channel parameters (scalars or
-    (P,)). Iterates ``D = W / (M_1 Z M_2^T)``, ``Z <- Z * (M_1^T D M_2) / outer(c_1, c_2)`` on all
+    Iterates ``D = W / (M_1 Z M_2^T)``, ``Z <- Z * (M_1^T D M_2) / outer(c_1, c_2)`` on all
     tables at once, with ``c_i = a_i + f_i q_i`` the column sums and every product in O(f1 f2),
-    by the one engine (``reidrisk.estimation.em``); each table stops on its own rule (``stop`` as
-    in ``em_counts``, with ``f1 f2 - 1`` free parameters). ``init`` (like W): positive start, any
-    scale (rescaled to n); default uniform. Returns an ``EMResult``: ``estimate`` like W,
-    ``iterations``/``converged`` (P,) (scalars for a 2-D W).
+    by the one engine (``reidrisk.estimation.em``); each table stops on its own rule, with
+    ``f1 f2 - 1`` free parameters (docs/design/core.md#count-em-correction).
+
+    Parameters
+    ----------
+    W : array_like (P, f1, f2) or (f1, f2)
+        Pair support counts.
+    n : float or array_like (P,)
+        Reports having both attributes (the scale of the start).
+    a1, q1 : float or array_like (P,)
+        The first attribute's channel parameters, ``a_1 = p_1 - q_1`` and ``q_1``.
+    a2, q2 : float or array_like (P,)
+        The second attribute's.
+    stop, max_iter
+        As in ``em_counts``.
+    init : array_like, optional
+        A positive start shaped like ``W``, any scale (rescaled to n); default uniform.
+
+    Returns
+    -------
+    EMResult
+        ``estimate`` (counts) shaped like ``W``; ``iterations`` and ``converged`` (P,), or
+        scalars for a 2-D ``W``.
     """
     W3, squeeze = _as_stack(W)
     P, f1, f2 = W3.shape
@@ -386,14 +491,28 @@ def em_tables(W, n, a1, q1, a2, q2, stop="noise", max_iter: int = DEFAULT_MAX_IT
 class PairEstimates(Mapping):
     """Estimated pair distributions: a read-only mapping ``(j, j') -> (f_j, f_j')`` table.
 
-    ``tables[(j, j')]`` (j < j'): probabilities summing to 1 (for ``"inversion"`` the raw unbiased
-    estimate, which may be negative). Looking up ``(j', j)`` returns the transpose. ``n_present``:
-    reports having both attributes, per pair. ``iterations`` / ``converged``: per pair (0 / True for
-    closed forms). ``marginals``: the single-attribute estimates (the EM's starting point).
-    ``names``: attribute names in schema order; ``table(a, b)`` accepts names or indices.
-    ``estimator``: the estimator used (formerly ``method``).
-    ``shrink``: per pair, the share of the table's departure from uniform kept by the shrinkage
-    toward uniform (1 = not shrunk; empty when ``estimate_pairs(..., shrink=False)``).
+    Looking up ``(j', j)`` returns the transpose; ``table(a, b)`` accepts names or indices.
+
+    Parameters
+    ----------
+    tables : dict
+        ``tables[(j, j')]`` (j < j'): the (f_j, f_j') table, probabilities summing to 1 (for
+        ``"inversion"`` the raw unbiased estimate, which may be negative).
+    n_present : dict
+        Per pair, the reports having both attributes.
+    estimator : str
+        The estimator used (formerly ``method``).
+    iterations : dict
+        Per pair, the EM steps taken (0 for closed forms).
+    converged : dict
+        Per pair, whether the stopping rule was met (True for closed forms).
+    marginals : tuple of FrequencyEstimate
+        The single-attribute estimates (the EM's starting point).
+    names : tuple of str
+        The attribute names in schema order.
+    shrink : dict
+        Per pair, the share of the table's departure from uniform kept by the shrinkage toward
+        uniform (1 = not shrunk; empty when ``estimate_pairs(..., shrink=False)``).
     """
 
     tables: dict
@@ -432,7 +551,23 @@ class PairEstimates(Mapping):
     __hash__ = object.__hash__
 
     def table(self, a: int | str, b: int | str) -> np.ndarray:
-        """The (f_a, f_b) table of two attributes given by index or name, in the order asked."""
+        """The table of two attributes given by index or name, in the order asked.
+
+        Parameters
+        ----------
+        a, b : int or str
+            The attributes' indices or names.
+
+        Returns
+        -------
+        numpy.ndarray (f_a, f_b)
+            Their estimated table (the transpose of the stored one when ``a`` comes after ``b``).
+
+        Raises
+        ------
+        KeyError
+            For a name that is not an attribute's, or a pair that was not estimated.
+        """
         idx = {nm: i for i, nm in enumerate(self.names)}
         ja = idx[a] if isinstance(a, str) else a
         jb = idx[b] if isinstance(b, str) else b
@@ -499,6 +634,18 @@ def estimate_pairs(record_reports: RecordReports, estimator: str = "em",
         ``inversion_noise(n, m_j, m_j')`` and the table's null departure), and the marginals
         computed here are shrunk too. ``False``: the estimator as it is (for ``"em"``
         the maximum-likelihood table).
+
+    Returns
+    -------
+    PairEstimates
+        The table of every pair asked for, with its reports, iterations, convergence and
+        shrinkage weight, and the marginals.
+
+    Raises
+    ------
+    EstimationError
+        For an unknown estimator, a bad pair, counts of other attributes, or a pair never
+        reported together.
     """
     method = _check_method(estimator, PAIR_METHODS)
     schema, mechs = record_reports.schema, record_reports.mechanisms
