@@ -29,7 +29,8 @@ steps). Measured here, with one BLAS thread everywhere:
    ``CollectPipeline().fit`` wall and CPU seconds, and the counting's share; then the fit from
    the counts (``fit_counts``) in this process and with its per-pair batches (pair EMs, copula
    pair correlations; ``reidrisk.batches``) on a LocalCluster of 2 one-thread worker processes,
-   and whether the two models are equal.
+   with Dask's default worker environment and with ``MALLOC_MMAP_THRESHOLD_`` = 32 MiB (CPU
+   seconds and page faults of the workers), and whether the models are equal.
 4. EM steps at 10^6 x 20 (same population type and protocol): the largest number of steps of the
    marginal and pair EMs and how many fits reached ``max_iter``.
 5. Projection: the per-report cost of the largest measured n times 10^8 and 10^9 reports
@@ -286,10 +287,23 @@ def _warm_worker() -> int:
     return os.getpid()
 
 
+def _worker_usage() -> tuple[float, int]:
+    """(CPU seconds, minor page faults) of a worker process so far."""
+    return time.process_time(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+MMAP_THRESHOLD = 1 << 25
+"""glibc's ``MALLOC_MMAP_THRESHOLD_`` given to the workers in the second Dask configuration."""
+
+
 def fit_dask_part(res: Results, n: int, g: int, workers: int, rounds: int) -> dict:
     """The fit from the counts of ``n`` x ``g`` (section 3's data), in this process and with its
     per-pair batches on a LocalCluster of ``workers`` one-thread worker processes (cluster up and
-    warmed before timing); both best of ``rounds``. The two models must be equal."""
+    warmed before timing); best of ``rounds``. The cluster runs twice: with Dask's default worker
+    environment (whose ``MALLOC_TRIM_THRESHOLD_`` also fixes glibc's mmap threshold at 128 KiB),
+    and with ``MALLOC_MMAP_THRESHOLD_`` = 32 MiB added. Records the workers' CPU seconds and page
+    faults; the models must be equal."""
+    import dask
     from distributed import Client, LocalCluster
 
     from reidrisk.batches import BATCH_PAIRS, DISTRIBUTE_PAIRS, pair_map
@@ -298,28 +312,46 @@ def fit_dask_part(res: Results, n: int, g: int, workers: int, rounds: int) -> di
 
     rr, protocol, sizes = _collect_reports(n, g)
     counts = pair_counts(rr)
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     local_wall, local_cpu, local = _fit_counts_timed(counts, rr, protocol, rounds)
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
-        client.run(_warm_worker)
-        with pair_map(dask_pair_map(client)):
-            dask_wall, dask_cpu, remote = _fit_counts_timed(counts, rr, protocol, rounds)
-    equal = bool(np.array_equal(local.correlation, remote.correlation)
-                 and all(np.array_equal(t, remote.pair_tables[k])
-                         for k, t in local.pair_tables.items()))
+    local_faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0) / rounds
     params = {"n": n, "g": g, "F": sum(sizes), "pairs": g * (g - 1) // 2,
-              "batch_pairs": BATCH_PAIRS, "distribute_pairs": DISTRIBUTE_PAIRS,
-              "rounds": rounds, "equal_models": equal}
+              "batch_pairs": BATCH_PAIRS, "distribute_pairs": DISTRIBUTE_PAIRS, "rounds": rounds}
     load = list(os.getloadavg())
-    res.add({**params, "path": "this process", "cpu_s": local_cpu, "load_average": load},
-            "fit_counts_seconds", local_wall, "s")
-    res.add({**params, "path": f"Dask, {workers} workers", "client_cpu_s": dask_cpu,
-             "load_average": load}, "fit_counts_seconds", dask_wall, "s")
-    print(f"fit_counts {n:,} x {g}: here {local_wall:.1f} s wall ({local_cpu:.1f} s CPU), "
-          f"{workers} Dask workers {dask_wall:.1f} s wall (client CPU {dask_cpu:.1f} s); equal "
-          f"{equal}; load {load[0]:.1f}", flush=True)
-    return {"local": local_wall, "local_cpu": local_cpu, "dask": dask_wall, "dask_cpu": dask_cpu,
-            "equal": equal, "workers": workers, "load": load}
+    res.add({**params, "path": "this process", "cpu_s": local_cpu, "page_faults": local_faults,
+             "load_average": load}, "fit_counts_seconds", local_wall, "s")
+    print(f"fit_counts {n:,} x {g}: here {local_wall:.1f} s wall ({local_cpu:.1f} s CPU, "
+          f"{local_faults:,.0f} faults); load {load[0]:.1f}", flush=True)
+    out = {"local": local_wall, "local_cpu": local_cpu, "local_faults": local_faults,
+           "workers": workers, "runs": []}
+    for label, environ in (("Dask defaults", {}),
+                           ("MALLOC_MMAP_THRESHOLD_ = 32 MiB",
+                            {"MALLOC_MMAP_THRESHOLD_": MMAP_THRESHOLD})):
+        cfg = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in environ.items()}
+        with dask.config.set(cfg), \
+                LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                             dashboard_address=None) as cluster, Client(cluster) as client:
+            client.run(_warm_worker)
+            before = client.run(_worker_usage)
+            with pair_map(dask_pair_map(client)):
+                wall, cpu, remote = _fit_counts_timed(counts, rr, protocol, rounds)
+            after = client.run(_worker_usage)
+        w_cpu = sum(after[k][0] - before[k][0] for k in after) / rounds
+        w_faults = sum(after[k][1] - before[k][1] for k in after) / rounds
+        equal = bool(np.array_equal(local.correlation, remote.correlation)
+                     and all(np.array_equal(t, remote.pair_tables[k])
+                             for k, t in local.pair_tables.items()))
+        load = list(os.getloadavg())
+        res.add({**params, "path": f"Dask, {workers} workers", "worker_environment": label,
+                 "client_cpu_s": cpu, "workers_cpu_s": w_cpu, "workers_page_faults": w_faults,
+                 "equal_models": equal, "load_average": load}, "fit_counts_seconds", wall, "s")
+        print(f"  {workers} Dask workers ({label}): {wall:.1f} s wall, client CPU {cpu:.1f} s, "
+              f"workers CPU {w_cpu:.1f} s, {w_faults:,.0f} faults; equal {equal}; load "
+              f"{load[0]:.1f}", flush=True)
+        out["runs"].append({"label": label, "wall": wall, "cpu": cpu, "w_cpu": w_cpu,
+                            "w_faults": w_faults, "equal": equal, "load": load})
+    out["equal"] = all(r["equal"] for r in out["runs"])
+    return out
 
 
 # ---- the OUE step of docs/scale.md ------------------------------------------------------------
@@ -439,7 +471,8 @@ def main(argv=None) -> int:
          f"{reader / dask2:.2f}x the reader's throughput"),
         (f"200-attribute fit from the counts with its pair batches on {fitd['workers']} Dask "
          "workers equals the fit in one process", "met" if fitd["equal"] else "NOT MET",
-         f"{fitd['dask']:.1f} s on {fitd['workers']} workers, {fitd['local']:.1f} s here"),
+         "; ".join(f"{r['wall']:.1f} s on {fitd['workers']} workers ({r['label']})"
+                   for r in fitd["runs"]) + f"; {fitd['local']:.1f} s here"),
     ]
     load = res.machine.get("load_avg_start")
     thr_rows = [(f"{n:,}", label, f"{sec:.1f}", f"{n / sec:,.0f}", _mib(peak))
@@ -502,16 +535,27 @@ The fit from the counts alone (`fit_counts`, same {10**5 // div:,} x 200 data, b
 {1 if args.quick else 2}), here and with its per-pair batches (pair EMs and copula pair
 correlations, `reidrisk.batches`) on a `LocalCluster` of {fitd['workers']} one-thread worker
 processes (started and warmed before timing; the marginals, tests and the correlation matrix stay
-on the client):
+on the client), once with Dask's default worker environment and once with glibc's
+`MALLOC_MMAP_THRESHOLD_` set to 32 MiB for the workers
+(`distributed.nanny.pre-spawn-environ`). CPU seconds and minor page faults per fit; "workers":
+summed over the workers.
 
-{md_table(["path", "wall s", "CPU s of this process", "equal to the local model"],
-          [("this process", f"{fitd['local']:.1f}", f"{fitd['local_cpu']:.1f}", "-"),
-           (f"Dask, {fitd['workers']} workers", f"{fitd['dask']:.1f}", f"{fitd['dask_cpu']:.1f}",
-            "yes, bit for bit" if fitd["equal"] else "NO")])}
+{md_table(["path", "wall s", "CPU s here", "workers' CPU s", "page faults (here / workers)",
+           "equal to the local model", "load"],
+          [("this process", f"{fitd['local']:.1f}", f"{fitd['local_cpu']:.1f}", "-",
+            f"{fitd['local_faults']:,.0f}", "-", "")]
+          + [(f"Dask, {fitd['workers']} workers, {r['label']}", f"{r['wall']:.1f}",
+              f"{r['cpu']:.1f}", f"{r['w_cpu']:.1f}", f"- / {r['w_faults']:,.0f}",
+              "yes, bit for bit" if r["equal"] else "NO", f"{r['load'][0]:.1f}")
+             for r in fitd["runs"]])}
 
-Load average after these fits: {' / '.join(f'{x:.2f}' for x in fitd['load'])}. On a machine with 2 cores shared with other work,
-two workers compete with the client and the other jobs for the same cores, so the wall times show
-the overhead and the correctness of the distributed path more than its speed-up.
+Dask starts its workers with `MALLOC_TRIM_THRESHOLD_` set, and setting any of glibc's malloc
+thresholds turns off its dynamic mmap threshold: every allocation of 128 KiB or more (most
+temporaries of the pair fits) is then mapped, faulted in page by page and unmapped again, which
+the page-fault column shows. Setting `MALLOC_MMAP_THRESHOLD_` for the workers (as in
+docs/scale.md) gives them back heap reuse. On a machine with 2 cores shared with other work, two
+workers compete with the client and the other jobs for the same cores, so the wall times show the
+overhead and the correctness of the distributed path more than its speed-up.
 
 ## 4. EM steps at {em_n:,} people x 20 attributes (planned protocol, k = {em20['k']})
 
