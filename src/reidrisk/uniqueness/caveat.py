@@ -35,7 +35,7 @@ MEASURED_GAPS: Mapping[str, Mapping[float, float]] = {
 
 def measured_gap(epsilon: float, world: str = "latent",
                  table: Mapping[str, Mapping[float, float]] | None = None) -> tuple[float, float]:
-    """(measured epsilon, gap) that speaks for ``epsilon`` per attribute in ``world``'s row.
+    """The measured reliability gap that speaks for ``epsilon`` per attribute in ``world``'s row.
 
     A measured epsilon gives its own gap. Between two measured points the larger of their two
     gaps (the gap is not monotone in epsilon, so the conservative neighbour is used), reported
@@ -50,6 +50,18 @@ def measured_gap(epsilon: float, world: str = "latent",
         The world the prior was simulated from (a row of the table).
     table : mapping, optional
         {world: {epsilon: gap}} (default ``MEASURED_GAPS``).
+
+    Returns
+    -------
+    epsilon : float
+        The measured epsilon whose gap is used.
+    gap : float
+        Its largest reliability gap of P(X = 1).
+
+    Raises
+    ------
+    KeyError
+        For a world that has no row in the table.
     """
     row = (MEASURED_GAPS if table is None else table)[world]
     eps = sorted(row)
@@ -68,9 +80,10 @@ def measured_gap(epsilon: float, world: str = "latent",
 
 def ldp_caveat(epsilon: float, world: str = "latent",
                table: Mapping[str, Mapping[float, float]] | None = None) -> str | None:
-    """The note the CLI prints after scoring databases that are all LDP reports, randomized with
-    ``epsilon`` per attribute (the smallest over attributes and databases), with the prior
-    simulated from the fitted ``world``; None where the measured gap is <= ``GAP_LIMIT``.
+    """The note the CLI prints after scoring databases that are all LDP reports.
+
+    The databases were randomized with ``epsilon`` per attribute (the smallest over attributes
+    and databases), and the prior simulated from the fitted ``world``.
 
     Parameters
     ----------
@@ -78,6 +91,12 @@ def ldp_caveat(epsilon: float, world: str = "latent",
         The smallest budget per attribute over attributes and databases.
     world, table
         As in ``measured_gap``.
+
+    Returns
+    -------
+    str or None
+        The note, naming the measured point and its gap; None where the measured gap is
+        <= ``GAP_LIMIT``.
     """
     at, gap = measured_gap(epsilon, world, table)
     if gap <= GAP_LIMIT:
