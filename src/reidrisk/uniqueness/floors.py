@@ -87,6 +87,16 @@ def floor_bound(N: float | np.ndarray, alpha: float, floor: str = DEFAULT_FLOOR)
     floor : {"lambertw", "poisson", "none"}
         ``"lambertw"``: ``-W0(-alpha) / N`` (paper 000 eq. 14 with N for n), exactly ``1/N`` at
         ``alpha = 1/e``; ``"poisson"``: ``-log1p(-alpha) / N``; ``"none"``: 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        The bound, float64 of the shape of ``N`` (0 for ``"none"`` or ``alpha = 0``).
+
+    Raises
+    ------
+    FloorError
+        For an unknown floor, an alpha out of the floor's range, or N not finite and >= 1.
     """
     floor = _check_floor(floor)
     a = _check_alpha(alpha, floor)
@@ -122,10 +132,18 @@ def floor_q(
         Target probability that at least one person has the values (alpha-hat of the paper).
         ``"lambertw"`` needs ``alpha <= 1/e``; ``"poisson"`` needs ``alpha < 1``.
     floor : {"lambertw", "poisson", "none"}
+        The reading of the floor (module doc); default ``DEFAULT_FLOOR``.
 
     Returns
     -------
-    float64 array of the broadcast shape: ``max(q, bound)`` (never above 1).
+    numpy.ndarray
+        ``max(q, bound)`` (never above 1), float64 of the broadcast shape of ``q`` and ``N``.
+
+    Raises
+    ------
+    FloorError
+        For a q that is not a probability in [0, 1] (naming its index), or a bad ``N``,
+        ``alpha`` or ``floor`` (as in ``floor_bound``).
     """
     qa = np.asarray(q, dtype=np.float64)
     if np.any(~np.isfinite(qa)) or np.any((qa < 0.0) | (qa > 1.0)):
