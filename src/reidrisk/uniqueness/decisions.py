@@ -29,7 +29,7 @@ def decide(
     thresholds: np.ndarray | None = None,
     base_rates: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The decision "count > T" per record and threshold, (r, t) bool.
+    """The decision "count > T" per record and threshold, by one of ``RULES``.
 
     * ``"balanced"``: P(X > T) > pi_T, where pi_T = P(X > T) over the population (the model's base
       rate, ``base_rates``). This is the Bayes rule for balanced accuracy (equal weight on both
@@ -51,6 +51,16 @@ def decide(
         The thresholds T; required by ``"expected"``.
     base_rates : numpy.ndarray (t,), optional
         The population's P(X > T) per threshold; required by ``"balanced"``.
+
+    Returns
+    -------
+    numpy.ndarray (r, t) of bool
+        True where the record's count is decided to exceed the threshold.
+
+    Raises
+    ------
+    ScoringError
+        For an unknown rule, or a rule without the inputs it needs.
     """
     P = np.atleast_2d(np.asarray(p_greater, dtype=np.float64))
     if rule == "balanced":
@@ -103,6 +113,11 @@ def roc_auc(score: np.ndarray, label: np.ndarray) -> float:
         The classifier's score per record (higher: more likely positive).
     label : numpy.ndarray
         The true class per record (cast to bool).
+
+    Returns
+    -------
+    float
+        The AUC in [0, 1] (0.5: no better than chance); nan when one class is empty.
     """
     score = np.asarray(score, dtype=np.float64)
     label = np.asarray(label, dtype=bool)
@@ -116,8 +131,7 @@ def roc_auc(score: np.ndarray, label: np.ndarray) -> float:
 
 def classification(predicted: np.ndarray | bool, truth_counts: np.ndarray, T: float,
                    score: np.ndarray | None = None) -> Classification:
-    """Accuracy, balanced accuracy and AUC of the decisions ``predicted`` against the true counts
-    and threshold T.
+    """Accuracy, balanced accuracy and AUC of "count > T" decisions against the true counts.
 
     Parameters
     ----------
@@ -129,6 +143,11 @@ def classification(predicted: np.ndarray | bool, truth_counts: np.ndarray, T: fl
         The threshold; a record is positive when its true count exceeds it.
     score : numpy.ndarray, optional
         A score per record for the AUC (nan without one).
+
+    Returns
+    -------
+    Classification
+        The scores, the share of positives and the number of records.
     """
     truth = np.asarray(truth_counts) > T
     pred = np.broadcast_to(np.asarray(predicted, dtype=bool), truth.shape)
@@ -172,6 +191,11 @@ class Reliability:
         ----------
         min_count : int
             Fewest records a bin needs to count (default 50).
+
+        Returns
+        -------
+        float
+            The largest gap; nan when no bin holds ``min_count`` records.
         """
         ok = self.count >= min_count
         return float(np.max(np.abs(self.observed[ok] - self.predicted[ok]))) if ok.any() else float("nan")
@@ -188,6 +212,12 @@ def reliability(prob: np.ndarray, outcome: np.ndarray, bins: int = 10) -> Reliab
         The observed outcomes (0/1), one per prediction.
     bins : int
         Number of equal-width bins (default 10).
+
+    Returns
+    -------
+    Reliability
+        Per bin, its edges, mean prediction, observed frequency, its standard error and the
+        number of records (a prediction of exactly 1 falls in the last bin).
     """
     p = np.asarray(prob, dtype=np.float64)
     y = np.asarray(outcome, dtype=np.float64)
