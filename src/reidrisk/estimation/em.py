@@ -572,8 +572,8 @@ def run(problem, start, *, stop="noise", max_iter: int = DEFAULT_MAX_ITER,
         The batch of P problems.
     start : numpy.ndarray (P, ...)
         The starting iterates.
-    stop
-        The stopping rule (``parse_stop``); default ``"noise"``.
+    stop : str, tuple, float, StopRule or None
+        The stopping rule, as ``parse_stop`` reads it (module doc); default ``"noise"``.
     max_iter : int
         The largest number of EM steps.
     accelerate : bool, optional
