@@ -64,9 +64,22 @@ class SpecError(ReidriskError, ValueError):
 class SurveySpec:
     """Everything a client needs to randomize and the server needs to validate and fit.
 
-    ``schema``; ``protocol`` (whole-record budget, attributes per person, mechanism: the budget
-    split); ``mechanisms``: one per attribute at ``epsilon / k``; ``codecs``: each attribute's cell
-    codec.
+    Usually made by ``build`` (from the survey's definition) or ``from_dict`` (from the stored
+    client configuration) rather than directly.
+
+    Parameters
+    ----------
+    schema : Schema
+        The survey's attributes and their domains.
+    protocol : Protocol
+        How clients report: whole-record budget, attributes per person, mechanism (the budget
+        split).
+    mechanisms : tuple of Mechanism
+        One per attribute of ``schema``, in schema order, at the protocol's per-attribute budget
+        (``epsilon / k``).
+    codecs : tuple of str
+        Each attribute's cell codec in the reports file (``reports_io.codec_of``), in schema
+        order.
     """
 
     schema: Schema
@@ -82,9 +95,31 @@ class SurveySpec:
 
     @classmethod
     def build(cls, schema: dict, protocol: dict) -> SurveySpec:
-        """A spec from a schema dict (``Schema.to_dict``) and protocol fields (``epsilon``,
-        ``attributes_per_person`` (or its former name ``k``), ``mechanism``, ``among``,
-        ``mechanism_options``)."""
+        """A spec from the survey's definition: a schema dict and the protocol's fields.
+
+        Each attribute's mechanism must be a frequency oracle the server's estimators handle
+        (grr, subset, oue, rappor, olh or negative).
+
+        Parameters
+        ----------
+        schema : dict
+            The schema as ``Schema.to_dict`` writes it.
+        protocol : dict
+            The protocol's fields: ``epsilon`` (required), ``attributes_per_person`` (or its
+            former name ``k``), ``mechanism``, ``among``, ``mechanism_options``; ``format`` and
+            ``version`` keys are ignored (a ``Protocol.to_dict`` may be passed as is).
+
+        Returns
+        -------
+        SurveySpec
+            The spec, with one mechanism and one cell codec per attribute.
+
+        Raises
+        ------
+        SpecError
+            For a bad schema, an unknown or missing protocol field, a protocol the mechanisms
+            reject, or a mechanism that is not a frequency oracle.
+        """
         try:
             sch = Schema.from_dict(schema)
         except (SchemaError, KeyError, TypeError) as exc:
@@ -115,7 +150,15 @@ class SurveySpec:
         return cls(sch, proto, tuple(mechs), tuple(codec_of(m) for m in mechs))
 
     def to_dict(self) -> dict:
-        """The client configuration (also what the database stores)."""
+        """The client configuration (also what the database stores).
+
+        Returns
+        -------
+        dict
+            JSON-ready: ``format``, ``version``, ``schema`` (``Schema.to_dict``), ``protocol``
+            (``Protocol.to_dict``) and ``attributes``, one ``{"name", "codec", "mechanism"}``
+            entry per attribute in schema order (``mechanism``: the mechanism's parameters).
+        """
         return {
             "format": SPEC_FORMAT,
             "version": SPEC_VERSION,
@@ -129,8 +172,27 @@ class SurveySpec:
 
     @classmethod
     def from_dict(cls, d: dict) -> SurveySpec:
-        """Rebuild from ``to_dict`` with the reports file's mechanism rebuilder, so a client and the
-        server hold exactly the mechanisms the configuration describes."""
+        """Rebuild a spec from the client configuration that ``to_dict`` writes.
+
+        The mechanisms come from the reports file's mechanism rebuilder
+        (``reports_io.rebuild_mechanism``), so a client and the server hold exactly the
+        mechanisms the configuration describes.
+
+        Parameters
+        ----------
+        d : dict
+            The configuration, as ``to_dict`` writes it.
+
+        Returns
+        -------
+        SurveySpec
+            The spec the configuration describes.
+
+        Raises
+        ------
+        SpecError
+            When ``d`` is not a configuration of this format and version.
+        """
         if d.get("format") != SPEC_FORMAT or d.get("version") != SPEC_VERSION:
             raise SpecError(f"not a {SPEC_FORMAT} version {SPEC_VERSION} configuration")
         schema = Schema.from_dict(d["schema"])
@@ -142,15 +204,58 @@ class SurveySpec:
         return cls(schema, protocol, tuple(mechs), tuple(codecs))
 
     def to_json(self) -> str:
+        """The client configuration (``to_dict``) as JSON text.
+
+        Returns
+        -------
+        str
+            The configuration, keys sorted (the same spec always gives the same text).
+        """
         return json.dumps(self.to_dict(), sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> SurveySpec:
+        """Rebuild a spec from the JSON text that ``to_json`` writes.
+
+        Parameters
+        ----------
+        text : str
+            The configuration as JSON.
+
+        Returns
+        -------
+        SurveySpec
+            The spec the configuration describes (``from_dict``).
+        """
         return cls.from_dict(json.loads(text))
 
     # ---- reports -----------------------------------------------------------------------------
     def cells_of(self, values: dict, index: int) -> list:
-        """One wire report's ``values`` as cells in schema order (None = missing)."""
+        """One wire report's ``values`` as cells in schema order.
+
+        Only the shape of each cell is checked here (a string of ``|``-separated category
+        codes, or ``"{}"``, for every codec but ``"float"``); ``decode`` checks the codes
+        against the mechanisms.
+
+        Parameters
+        ----------
+        values : dict
+            The report's ``values``: attribute name to its randomized cell (a string), absent
+            or ``None`` when missing.
+        index : int
+            The report's position in its batch, named in errors.
+
+        Returns
+        -------
+        list of str or None
+            One stripped cell per attribute in schema order, ``None`` where missing.
+
+        Raises
+        ------
+        ReportError
+            When ``values`` is not a dict, names an attribute the survey does not have, or holds
+            a cell that is not a string of codes (a raw answer or label is never accepted).
+        """
         if not isinstance(values, dict):
             raise ReportError(f"report {index}: 'values' must be an object mapping attribute "
                               "names to randomized report cells", index)
@@ -179,13 +284,30 @@ class SurveySpec:
         return row
 
     def decode(self, rows: list[list]) -> RecordReports:
-        """Validated ``RecordReports`` from cell rows of ``cells_of`` (schema order);
-        ``ReportError`` names the report, attribute and problem.
+        """Validated ``RecordReports`` from cell rows of ``cells_of``.
 
         Each column goes through the reports file's own decoder (``reports_io.decode_column``,
         which reads the canonical cells ``cells_of`` passes with a few NumPy passes and names
         the first bad cell), then each mechanism's ``validate_reports`` and the protocol's
-        ``check_reports`` run on every report."""
+        ``check_reports`` run on every report.
+
+        Parameters
+        ----------
+        rows : list of list
+            One row per report, each as ``cells_of`` returns it (cells in schema order,
+            ``None`` = missing).
+
+        Returns
+        -------
+        RecordReports
+            The reports, one per row, under the survey's schema and mechanisms.
+
+        Raises
+        ------
+        ReportError
+            Naming the report (its ``index`` set when known), attribute and problem, for a cell
+            the decoder or a mechanism rejects or a report the protocol forbids.
+        """
         n = len(rows)
         cols = list(zip(*rows)) if rows else [()] * len(self.schema)
         reps = []
@@ -203,10 +325,34 @@ class SurveySpec:
         return rr
 
     def collected(self, rr: RecordReports) -> CollectedReports:
+        """The reports as the server receives them, under this survey's protocol.
+
+        Parameters
+        ----------
+        rr : RecordReports
+            Reports of this survey (from ``decode``).
+
+        Returns
+        -------
+        CollectedReports
+            ``rr`` with the survey's protocol.
+        """
         return CollectedReports(rr, self.protocol)
 
     def canonical_cells(self, rr: RecordReports) -> list[list]:
-        """The cells ``write_reports`` would write for these reports (None = missing)."""
+        """The cells ``write_reports`` would write for these reports.
+
+        Parameters
+        ----------
+        rr : RecordReports
+            Reports of this survey.
+
+        Returns
+        -------
+        list of list
+            One row per report, one cell (str) per attribute in schema order, ``None`` where
+            missing.
+        """
         frame = reports_frame(rr)
         return frame.astype(object).where(frame.notna(), None).values.tolist()
 
@@ -226,7 +372,25 @@ def _reword(message: str, attribute: str) -> str:
 
 
 def parse_report_id(value, index: int) -> str:
-    """The client-generated UUID of a report, in canonical form."""
+    """The client-generated UUID of a report, in canonical form.
+
+    Parameters
+    ----------
+    value : object
+        The report's ``id`` as received; anything whose string form is a UUID.
+    index : int
+        The report's position in its batch, named in the error.
+
+    Returns
+    -------
+    str
+        The UUID in canonical form (lower case, hyphenated).
+
+    Raises
+    ------
+    ReportError
+        When ``value`` is not a UUID.
+    """
     try:
         return str(uuid.UUID(str(value)))
     except (ValueError, TypeError, AttributeError):
