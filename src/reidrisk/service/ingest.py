@@ -34,7 +34,16 @@ class _Pending:
 
 
 class GroupWriter:
-    """The single writer of the service (module doc)."""
+    """The single writer of the service: it stores queued submissions in group commits.
+
+    The writer task starts on the first ``submit`` (and again on a new event loop); ``groups``
+    counts the groups it has stored. Grouping and the answers are described in the module doc.
+
+    Parameters
+    ----------
+    storage : Storage
+        Where the reports are stored (``Storage.ingest``, one transaction per survey and group).
+    """
 
     def __init__(self, storage: Storage) -> None:
         self.storage = storage
@@ -45,7 +54,37 @@ class GroupWriter:
 
     async def submit(self, survey: Survey, credential_id: str | None, ids: list,
                      rows: list) -> dict:
-        """Queue validated-in-shape reports; return the answer after their group's commit."""
+        """Queue one request's reports, checked in shape, and answer after their group's commit.
+
+        Parameters
+        ----------
+        survey : Survey
+            The survey the reports are for, as read when their shape was checked (a group is
+            refused if its survey changed since).
+        credential_id : str or None
+            The id of the submission code that sent them, stored with each report.
+        ids : list of str
+            The client-generated report ids (``wire.parse_report_id``), one per report.
+        rows : list of list
+            The reports' cells, one row per report in the order of ``ids``, as
+            ``SurveySpec.cells_of`` returns them (schema order, None = missing).
+
+        Returns
+        -------
+        dict
+            ``accepted``: the request's reports stored now; ``duplicates``: the others (their
+            id was already stored, or taken by an earlier request of the same group);
+            ``n_reports``: the survey's report count after the commit.
+
+        Raises
+        ------
+        ReportError
+            When a report of this request is not valid for the survey (nothing of the request
+            is stored).
+        StorageError
+            When the survey changed while the reports were sent. Any other error of the
+            group's store is raised to every request of the group, none of which was stored.
+        """
         loop = asyncio.get_running_loop()
         if (self._queue is None or self._task is None or self._task.done()
                 or self._loop is not loop):
