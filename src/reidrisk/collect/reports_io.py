@@ -80,17 +80,21 @@ class CollectedReports:
 
     @property
     def schema(self) -> Schema:
+        """The reports' attributes (``reports.schema``)."""
         return self.reports.schema
 
     @property
     def n(self) -> int:
+        """The number of reports (people), missing attributes included."""
         return self.reports.n
 
     @property
     def privacy_loss(self) -> float:
-        """The guarantee of these reports: the largest privacy loss of one person's report,
-        from each attribute's channel and which attributes each person reported
-        (``RecordReports.privacy_loss``). At most the protocol's ``epsilon``."""
+        """The guarantee of these reports: the largest privacy loss of one person's report.
+
+        From each attribute's channel and which attributes each person reported
+        (``RecordReports.privacy_loss``); at most the protocol's ``epsilon``.
+        """
         return self.reports.privacy_loss
 
     @property
@@ -100,12 +104,26 @@ class CollectedReports:
 
     @property
     def budget(self) -> float:
-        """The whole-record budget the protocol declares (``protocol.epsilon``): what clients
-        were told to spend, an upper bound of ``privacy_loss``."""
+        """The whole-record budget the protocol declares (``protocol.epsilon``).
+
+        What clients were told to spend: an upper bound of ``privacy_loss``.
+        """
         return self.protocol.epsilon
 
     def validate(self) -> CollectedReports:
-        """Check every report against its mechanism and the batch against the protocol."""
+        """Check every report against its mechanism and the batch against the protocol.
+
+        Returns
+        -------
+        CollectedReports
+            ``self``, unchanged, so that a check can be chained.
+
+        Raises
+        ------
+        MechanismError
+            For a report its mechanism cannot produce, or (``ProtocolError``) a batch that breaks
+            the protocol.
+        """
         self.reports.validate()
         self.protocol.check_reports(self.reports)
         return self
@@ -118,6 +136,11 @@ def sidecar_path(path: str | Path) -> Path:
     ----------
     path : str or Path
         The reports file.
+
+    Returns
+    -------
+    Path
+        The sidecar's path, beside ``path`` (whether or not it exists).
     """
     path = Path(path)
     return path.with_name(path.name + SIDECAR_SUFFIX)
@@ -141,6 +164,12 @@ def codec_of(mech: Mechanism) -> str:
     ----------
     mech : Mechanism
         The mechanism.
+
+    Returns
+    -------
+    str
+        One of ``CODECS``: ``"bits"`` for a unary encoding, ``"float"`` or ``"int"`` for one
+        number a report, ``"ints"`` for several codes a report.
     """
 
     if isinstance(mech, UnaryEncoding):
@@ -206,6 +235,12 @@ def reports_frame(reports: RecordReports) -> pd.DataFrame:
     ----------
     reports : RecordReports
         The reports to encode.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per report, one object column per attribute named by it (schema order); each
+        cell a string in its codec's format, ``None`` where the report is missing.
     """
     data = {}
     for attr, mech, rep in zip(reports.schema, reports.mechanisms, reports.reports):
@@ -214,6 +249,23 @@ def reports_frame(reports: RecordReports) -> pd.DataFrame:
 
 
 def reports_metadata(reports: RecordReports, protocol: Protocol) -> dict:
+    """The metadata that describes a batch of reports in its file (module doc).
+
+    Parameters
+    ----------
+    reports : RecordReports
+        The reports.
+    protocol : Protocol
+        The protocol they follow.
+
+    Returns
+    -------
+    dict
+        JSON-ready: ``format``, ``version``, ``n`` (reports), ``privacy_loss`` (the largest
+        loss of one person's report, ``RecordReports.privacy_loss``), ``schema``, ``protocol``
+        and ``attributes``, one ``{"name", "codec", "mechanism"}`` entry per attribute
+        (``mechanism``: its ``params()``).
+    """
     return _metadata(reports.schema, reports.mechanisms, protocol, reports.n, reports.privacy_loss)
 
 
@@ -239,6 +291,12 @@ def jsonable(obj):
     ----------
     obj
         A mechanism's ``params()`` (nested dicts, lists, NumPy values).
+
+    Returns
+    -------
+    object
+        The same structure with dict keys as strings, tuples and arrays as lists and NumPy
+        scalars as Python numbers; any other value as it is.
     """
     if isinstance(obj, dict):
         return {str(k): jsonable(v) for k, v in obj.items()}
@@ -252,7 +310,13 @@ def jsonable(obj):
 
 
 def file_mode() -> int:
-    """Permissions of a newly created file under the current umask (mkstemp would give 0600)."""
+    """Permissions of a newly created file under the current umask (mkstemp would give 0600).
+
+    Returns
+    -------
+    int
+        ``0o666`` without the umask's bits (e.g. ``0o644`` under umask 022).
+    """
     mask = os.umask(0)
     os.umask(mask)
     return 0o666 & ~mask
@@ -287,7 +351,7 @@ def write_reports(path: str | Path, reports: RecordReports | CollectedReports,
                   protocol: Protocol | None = None) -> Path:
     """Write reports to ``path`` (.csv/.csv.gz/.tsv with a sidecar, or .parquet/.pq), atomically.
 
-    The batch is validated against the protocol before anything is written. Returns ``path``.
+    The batch is validated against the protocol before anything is written.
 
     Parameters
     ----------
@@ -299,6 +363,18 @@ def write_reports(path: str | Path, reports: RecordReports | CollectedReports,
     protocol : Protocol, optional
         The protocol the reports follow; required with a ``RecordReports`` (a
         ``CollectedReports``'s own is used when not given).
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    ReportsFileError
+        Without a protocol, or for a suffix that is neither CSV nor Parquet.
+    ProtocolError
+        When the batch breaks the protocol (nothing is written).
     """
     path = Path(path)
     if isinstance(reports, CollectedReports):
@@ -357,20 +433,18 @@ def _native_column(mech: Mechanism, codec: str, rep):
 def write_partition(path: str | Path, schema: Schema, mechanisms, columns, protocol: Protocol, *,
                     filesystem=None, row_group_rows: int = PARTITION_ROW_GROUP,
                     check_rows: int = PARTITION_ROW_GROUP) -> str:
-    """Write one Parquet partition of reports in the compact ``native`` layout; returns its path.
+    """Write one Parquet partition of reports in the compact ``native`` layout.
 
-    ``columns``: one report array per attribute (schema order), or, for a unary encoding (OUE,
-    RAPPOR), a ``PackedBits``. Cells are stored as Parquet numbers (``int``/``float`` codecs), as
-    fixed-size binaries of ``np.packbits`` of the bits (``bits``: 8 bits a byte, ceil(k/8) bytes a
-    report, never unpacked whole) or as text (``ints``), null where missing; ``read_reports`` and
-    the chunked reader (``reidrisk.collect.partitioned``) decode them with ``decode_column``. The
-    metadata (module doc) is stored in the file, so each partition describes itself. The batch is
-    checked against the protocol ``check_rows`` rows at a time (packed columns unpacked a chunk at
-    a time).
+    Cells are stored as Parquet numbers (``int``/``float`` codecs), as fixed-size binaries of
+    ``np.packbits`` of the bits (``bits``: 8 bits a byte, ceil(k/8) bytes a report, never unpacked
+    whole) or as text (``ints``), null where missing; ``read_reports`` and the chunked reader
+    (``reidrisk.collect.partitioned``) decode them with ``decode_column``. The metadata (module
+    doc) is stored in the file, so each partition describes itself. The batch is checked against
+    the protocol ``check_rows`` rows at a time (packed columns unpacked a chunk at a time).
 
     Parameters
     ----------
-    path : str
+    path : str or Path
         The partition's path (on ``filesystem``).
     schema : Schema
         The attributes.
@@ -386,6 +460,18 @@ def write_partition(path: str | Path, schema: Schema, mechanisms, columns, proto
         Rows of one Parquet row group.
     check_rows : int
         Rows checked against the protocol at a time.
+
+    Returns
+    -------
+    str
+        The partition's path.
+
+    Raises
+    ------
+    ReportsFileError
+        Without one mechanism and one column per attribute, or for columns of different lengths.
+    ProtocolError
+        When the batch breaks the protocol (nothing is written).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -484,7 +570,7 @@ def _constructor_kwargs(params: dict) -> dict:
 
 
 def rebuild_mechanism(attr_name: str, f: int, params: dict) -> Mechanism:
-    """The mechanism of an attribute from its saved ``params``.
+    """The mechanism of an attribute, rebuilt from its saved ``params``.
 
     Parameters
     ----------
@@ -493,7 +579,19 @@ def rebuild_mechanism(attr_name: str, f: int, params: dict) -> Mechanism:
     f : int
         Its domain size.
     params : dict
-        The mechanism's saved ``params()``.
+        The mechanism's saved ``params()`` (``mechanism``, ``epsilon``, ``k`` and the
+        mechanism's own extras).
+
+    Returns
+    -------
+    Mechanism
+        The mechanism, whose ``params()`` are exactly ``params``.
+
+    Raises
+    ------
+    ReportsFileError
+        When a key is missing, ``k`` is not ``f``, or the parameters do not describe a valid
+        mechanism of that name.
     """
     params = dict(params)
     try:
@@ -523,15 +621,15 @@ def rebuild_mechanism(attr_name: str, f: int, params: dict) -> Mechanism:
 
 def decode_column(path: Path, attr_name: str, mech: Mechanism, codec: str,
                   cells: pd.Series | np.ndarray) -> np.ndarray:
-    """One attribute's report cells as ``mech``'s report array: the one decoder of report cells,
-    used by the reports file, the partitions and the service.
+    """One attribute's report cells as ``mech``'s report array.
 
+    The one decoder of report cells, used by the reports file, the partitions and the service.
     Cells as ``write_reports`` writes them (codes of at most 18 digits separated by ``|``, or
     ``{}``) are split by ``_split_canonical`` with a few passes over the column's joined bytes
-    (no work per cell in Python); any other column (whitespace, signs, decimals, labels, ...) goes through pandas cell by cell
-    (``_split_lenient``), which accepts what it always accepted and names the first bad cell. The
-    checks of the number of codes, the bit range and repeated bits, and their messages, are the
-    same for both.
+    (no work per cell in Python); any other column (whitespace, signs, decimals, labels, ...)
+    goes through pandas cell by cell (``_split_lenient``), which accepts what it always accepted
+    and names the first bad cell. The checks of the number of codes, the bit range and repeated
+    bits, and their messages, are the same for both.
 
     Parameters
     ----------
@@ -545,6 +643,20 @@ def decode_column(path: Path, attr_name: str, mech: Mechanism, codec: str,
         The cells' codec (module doc).
     cells : pandas.Series or numpy.ndarray
         The cells; missing ones are null (``None``, NaN or ``pd.NA``).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``mech``'s reports, one per cell: (n,) for the ``int`` and ``float`` codecs, (n, width)
+        for ``ints``, (n, k) bits for ``bits``; a missing cell gives ``mech``'s missing report.
+        Only the syntax is checked here, not that ``mech`` can produce the reports
+        (``validate_reports``).
+
+    Raises
+    ------
+    ReportsFileError
+        Naming the source, column, row and cell of the first cell that does not parse, holds the
+        wrong number of codes, names a bit outside 0..k-1 or repeats one; or an unknown codec.
     """
     if isinstance(cells, pd.Series) and codec in ("int", "float") \
             and pd.api.types.is_numeric_dtype(cells.dtype):
@@ -764,13 +876,21 @@ def _decode_packed(path: Path, attr_name: str, cells: pd.Series, out: np.ndarray
 
 
 def has_metadata(path: str | Path) -> bool:
-    """True when ``path`` carries reidrisk reports metadata (a CSV's sidecar, or the key inside a
-    Parquet file; a Parquet file's sidecar also counts). Says nothing about whether it is valid.
+    """Whether ``path`` carries reidrisk reports metadata, valid or not.
+
+    Metadata is a CSV's sidecar, or the key inside a Parquet file (a Parquet file's sidecar also
+    counts); a directory (of partitions) counts as described. Says nothing about whether the
+    metadata is valid.
 
     Parameters
     ----------
     path : str or Path
         The reports file.
+
+    Returns
+    -------
+    bool
+        True when the metadata is there (or ``path`` is a directory).
     """
     path = Path(path)
     if path.is_dir():  # a directory of partitions (read_reports refuses one without metadata)
@@ -789,12 +909,12 @@ def has_metadata(path: str | Path) -> bool:
 
 def read_reports(path: str | Path, schema: Schema | None = None, mechanism: str | None = None,
                  epsilon: float | None = None) -> CollectedReports:
-    """Read and validate a reports file (module doc): the one reader of randomized reports, used by
-    ``reidrisk collect fit`` and ``reidrisk uniqueness score --db``.
+    """Read and validate a reports file (module doc).
 
-    A file with metadata (written by ``write_reports``, e.g. by ``reidrisk collect simulate``)
-    describes itself. A declared ``mechanism``/``epsilon`` (whole-record budget) must then agree
-    with it, and a given ``schema`` must be the file's.
+    The one reader of randomized reports, used by ``reidrisk collect fit`` and ``reidrisk
+    uniqueness score --db``. A file with metadata (written by ``write_reports``, e.g. by
+    ``reidrisk collect simulate``) describes itself. A declared ``mechanism``/``epsilon``
+    (whole-record budget) must then agree with it, and a given ``schema`` must be the file's.
 
     A file without metadata is refused, unless the caller declares what it holds: ``mechanism="grr"``,
     the whole-record ``epsilon`` (split evenly over the attributes) and the ``schema``. Such a file
@@ -815,8 +935,16 @@ def read_reports(path: str | Path, schema: Schema | None = None, mechanism: str 
     epsilon : float, optional
         Whole-record budget; must agree with the file's metadata, required for a file without.
 
+    Returns
+    -------
+    CollectedReports
+        The validated reports and the protocol they follow (for a file of k-RR labels: grr at
+        ``epsilon`` over all attributes).
+
     Raises
     ------
+    FileNotFoundError
+        When ``path`` is neither a file nor a directory or URL of partitions.
     ReportsFileError
         (or ``MechanismError``/``ProtocolError``/``SchemaError``) naming the file, column, row and
         value of the first problem.
@@ -907,7 +1035,21 @@ def _read_label_reports(path: Path, schema: Schema, epsilon: float) -> Collected
 
 @dataclass(frozen=True)
 class ReportsHeader:
-    """What a reports file's metadata declares (``read_header``): enough to decode its cells."""
+    """What a reports file's metadata declares (``read_header``): enough to decode its cells.
+
+    Parameters
+    ----------
+    meta : dict
+        The parsed metadata (module doc), kept for its declared ``privacy_loss`` and ``n``.
+    schema : Schema
+        The attributes, from ``meta["schema"]``.
+    protocol : Protocol
+        The protocol the reports follow, from ``meta["protocol"]``.
+    mechanisms : tuple of Mechanism
+        Each attribute's mechanism, rebuilt from its saved parameters (schema order).
+    codecs : tuple of str
+        Each attribute's cell codec (schema order).
+    """
 
     meta: dict
     schema: Schema
@@ -924,7 +1066,18 @@ def read_header(path: str | Path, meta: dict) -> ReportsHeader:
     path : str or Path
         The file the metadata came from, named in errors.
     meta : dict
-        The parsed metadata.
+        The parsed metadata (module doc).
+
+    Returns
+    -------
+    ReportsHeader
+        ``meta`` with the schema, protocol, mechanisms and codecs it declares.
+
+    Raises
+    ------
+    ReportsFileError
+        For a bad schema, attributes that do not match it, mechanism parameters that do not
+        rebuild, or a codec that is not the mechanism's.
     """
     path = Path(path)
     try:
@@ -953,9 +1106,11 @@ def read_header(path: str | Path, meta: dict) -> ReportsHeader:
 
 
 def decode_frame(path: str | Path, header: ReportsHeader, frame: pd.DataFrame) -> CollectedReports:
-    """Decode and validate a frame of report cells (all rows of a file, or a chunk of them)
-    declared by ``header``: every cell, every report against its mechanism, the batch against the
-    protocol and the declared privacy loss (module doc).
+    """Decode and validate a frame of report cells declared by ``header``.
+
+    The frame is all rows of a file, or a chunk of them. Checked: every cell, every report
+    against its mechanism, the batch against the protocol and the declared privacy loss (module
+    doc).
 
     Parameters
     ----------
@@ -965,6 +1120,18 @@ def decode_frame(path: str | Path, header: ReportsHeader, frame: pd.DataFrame) -
         What the frame declares (``read_header``).
     frame : pandas.DataFrame
         The report cells, one column per attribute.
+
+    Returns
+    -------
+    CollectedReports
+        The validated reports and the header's protocol.
+
+    Raises
+    ------
+    ReportsFileError
+        Naming the source, column and row of the first problem: columns that do not match the
+        schema, a bad cell or report, a batch that breaks the protocol, or a declared privacy
+        loss below the one the reports imply.
     """
     path = Path(path)
     schema, protocol = header.schema, header.protocol
@@ -1025,8 +1192,9 @@ def _read_described(path: Path) -> CollectedReports:
 
 def check_declared_loss(source: str, meta: dict, implied: float,
                         error: type[Exception] = ReportsFileError) -> None:
-    """Refuse metadata whose declared guarantee (``privacy_loss``; ``epsilon`` in older files) is
-    below the loss ``implied`` by its mechanisms and reports. An absent or larger declaration is
+    """Refuse metadata whose declared guarantee is below the loss its reports imply.
+
+    The declaration is ``privacy_loss`` (``epsilon`` in older files). An absent or larger one is
     not an error: the caller uses the recomputed value (older files stated a summed budget).
 
     Parameters
@@ -1039,6 +1207,12 @@ def check_declared_loss(source: str, meta: dict, implied: float,
         The loss the mechanisms and reports imply.
     error : type of Exception
         What to raise (default ``ReportsFileError``).
+
+    Raises
+    ------
+    error
+        When the declaration is not a number, or is below ``implied`` beyond a relative rounding
+        of 1e-9.
     """
     declared = meta.get("privacy_loss", meta.get("epsilon"))
     if declared is None:
