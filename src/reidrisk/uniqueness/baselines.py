@@ -93,12 +93,22 @@ class CountPrediction:
     p_unique: np.ndarray
 
     def prob_greater(self, T: float | np.ndarray) -> np.ndarray:
-        """P(X > T): scalar T -> (r,); 1-D array of thresholds -> (r, len(T)).
+        """P(X > T) per record under X ~ Binomial(N, q), for one threshold or several.
 
         Parameters
         ----------
         T : float or numpy.ndarray
-            A threshold, or a 1-D array of them.
+            A threshold, or a 1-D array of them (no NaN); a fractional T means P(X > floor T).
+
+        Returns
+        -------
+        numpy.ndarray
+            (r,) for a scalar T; (r, len(T)) for an array of thresholds.
+
+        Raises
+        ------
+        BaselineError
+            When ``T`` has more than one dimension or holds NaN.
         """
         t = np.asarray(T, dtype=np.float64)
         if t.ndim > 1 or np.isnan(t).any():
@@ -128,6 +138,18 @@ def copula_baseline(q: np.ndarray, N: int) -> CountPrediction:
         database correction).
     N : int
         Population size.
+
+    Returns
+    -------
+    CountPrediction
+        ``q`` (as float64), ``N``, the expected count ``N q`` and ``P(X = 1)`` per record, as
+        read-only arrays.
+
+    Raises
+    ------
+    BaselineError
+        When ``q`` is not a 1-D array of probabilities in [0, 1], or ``N`` is not a valid
+        population size.
     """
     qa, Nn = _check_q_N(q, N)
     expected = Nn * qa
@@ -148,6 +170,16 @@ def group_sizes(codes: np.ndarray) -> np.ndarray:
     codes : numpy.ndarray (N, g)
         Non-empty integer code matrix of the population; rows are compared as encoded,
         ``MISSING`` included as a value of its own.
+
+    Returns
+    -------
+    numpy.ndarray (N,) of int64
+        Per record, the number of population records (itself included) equal to it, >= 1.
+
+    Raises
+    ------
+    BaselineError
+        When ``codes`` is not a non-empty 2-D integer array.
     """
     a = np.asarray(codes)
     if a.ndim != 2 or a.shape[0] == 0 or not np.issubdtype(a.dtype, np.integer):
@@ -173,6 +205,16 @@ def opt_mean(population_group_sizes: np.ndarray) -> float:
     ----------
     population_group_sizes : numpy.ndarray (N,)
         Group size of each population record (``group_sizes``), int >= 1.
+
+    Returns
+    -------
+    float
+        The mean group size, ``sum_g size_g^2 / N`` over the groups g.
+
+    Raises
+    ------
+    BaselineError
+        When the sizes are not a non-empty 1-D integer array of values >= 1.
     """
     return float(np.mean(_check_sizes(population_group_sizes)))
 
@@ -182,8 +224,18 @@ def opt_mode(population_group_sizes: np.ndarray) -> int:
 
     Parameters
     ----------
-    population_group_sizes
-        As in ``opt_mean``.
+    population_group_sizes : numpy.ndarray (N,)
+        Group size of each population record (``group_sizes``), int >= 1.
+
+    Returns
+    -------
+    int
+        The group size most records have (paper 000 Table 2 "Mode").
+
+    Raises
+    ------
+    BaselineError
+        As ``opt_mean``.
     """
     s = _check_sizes(population_group_sizes)
     vals, cnt = np.unique(s, return_counts=True)
@@ -195,8 +247,18 @@ def opt_median(population_group_sizes: np.ndarray) -> float:
 
     Parameters
     ----------
-    population_group_sizes
-        As in ``opt_mean``.
+    population_group_sizes : numpy.ndarray (N,)
+        Group size of each population record (``group_sizes``), int >= 1.
+
+    Returns
+    -------
+    float
+        The median group size (the mean of the two middle values when N is even).
+
+    Raises
+    ------
+    BaselineError
+        As ``opt_mean``.
     """
     return float(np.median(_check_sizes(population_group_sizes)))
 
@@ -210,6 +272,11 @@ def classify_greater(estimate: np.ndarray | float, T: float) -> np.ndarray:
         Estimated count per record, or one constant predictor.
     T : float
         The threshold.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        True where the estimate exceeds ``T``; the shape of ``estimate`` (0-d for a constant).
     """
     return np.asarray(estimate) > T
 
@@ -219,10 +286,20 @@ def majority_rule(population_group_sizes: np.ndarray, T: float) -> bool:
 
     Parameters
     ----------
-    population_group_sizes
-        As in ``opt_mean``.
+    population_group_sizes : numpy.ndarray (N,)
+        Group size of each population record (``group_sizes``), int >= 1: a record's count.
     T : float
         The threshold.
+
+    Returns
+    -------
+    bool
+        True when more than half of the population records have a group size above ``T``.
+
+    Raises
+    ------
+    BaselineError
+        As ``opt_mean``.
     """
     s = _check_sizes(population_group_sizes)
     return bool(np.count_nonzero(s > T) * 2 > s.size)
@@ -239,6 +316,11 @@ def accuracy(predicted: np.ndarray, true_counts: np.ndarray, T: float) -> float:
         The true count per record.
     T : float
         The threshold.
+
+    Returns
+    -------
+    float
+        The share in [0, 1] (nan for no records).
     """
     truth = np.asarray(true_counts) > T
     pred = np.broadcast_to(np.asarray(predicted, dtype=bool), truth.shape)
@@ -277,6 +359,18 @@ def indep_q(marginals: Sequence[np.ndarray], records: np.ndarray) -> np.ndarray:
     records : numpy.ndarray (r, g)
         Integer codes; a missing value (``MISSING``) contributes a factor 1 (the attribute is
         marginalized out).
+
+    Returns
+    -------
+    numpy.ndarray (r,)
+        The product of the record's present values' probabilities (1 for a record with every
+        value missing).
+
+    Raises
+    ------
+    BaselineError
+        When a marginal is not a non-empty 1-D vector of finite probabilities >= 0, or
+        ``records`` is not an (r, g) integer matrix of codes in the attributes' domains.
     """
     margs = [np.asarray(m, dtype=np.float64) for m in marginals]
     for j, m in enumerate(margs):
@@ -298,6 +392,11 @@ def product_domain_size(sizes: Sequence[int]) -> int:
     ----------
     sizes : sequence of int
         The domain sizes f_j.
+
+    Returns
+    -------
+    int
+        The product (1 for no sizes).
     """
     return math.prod(int(f) for f in sizes)
 
@@ -315,10 +414,18 @@ def flatten_codes(codes: np.ndarray, sizes: Sequence[int],
     max_cells : int
         Largest product domain accepted (default 2^22).
 
+    Returns
+    -------
+    numpy.ndarray (n,) of int64
+        Each row's cell index in 0..prod(sizes)-1 (``numpy.ravel_multi_index``, the last
+        attribute varying fastest); ``MISSING`` (-1) where any value is missing.
+
     Raises
     ------
     ProductDomainTooLarge
         When ``prod(sizes) > max_cells``.
+    BaselineError
+        When ``codes`` is not an (n, g) integer matrix of codes in the domains.
     """
     sizes = [int(f) for f in sizes]
     cells = product_domain_size(sizes)
@@ -374,23 +481,42 @@ def idue_q(
 
     Parameters
     ----------
-    database : (n, g) codes of the people who report (rows with a missing value are dropped:
-        a product-domain value needs every attribute).
-    records : (r, g) codes of the query records.
-    sizes : (g,) domain sizes f_j; the product domain has prod f_j cells.
-    mechanism : "oue" or "rappor" (``reidrisk.mechanisms`` registry names).
-    epsilon : budget of one person's whole report (pass g * epsilon_per_attribute to compare
-        with per-attribute randomization).
-    simulate : "aggregate" draws the support counts of all reports directly: with a unary
+    database : numpy.ndarray (n, g)
+        Integer codes of the people who report; rows with a missing value are dropped (a
+        product-domain value needs every attribute).
+    records : numpy.ndarray (r, g)
+        Integer codes of the query records.
+    sizes : sequence of int
+        The g domain sizes f_j; the product domain has prod f_j cells.
+    mechanism : {"oue", "rappor"}
+        The unary encoding (``reidrisk.mechanisms`` registry names; default ``"oue"``).
+    epsilon : float
+        Budget of one person's whole report (default 1.0; pass g * epsilon_per_attribute to
+        compare with per-attribute randomization).
+    rng : numpy.random.Generator or int, optional
+        Randomness of the simulated reports (a Generator, or a seed).
+    max_cells : int
+        Largest product domain accepted (default 2^22).
+    simulate : {"aggregate", "reports"}
+        ``"aggregate"`` (default) draws the support counts of all reports directly: with a unary
         encoding every bit of every report is an independent Bernoulli given the input, so the
         count of reports supporting cell v is Binomial(n_v, p) + Binomial(n - n_v, q) exactly
-        (n_v = people in cell v, p/q = ``p_support``/``q_support``). "reports" randomizes each
-        person with ``Mechanism.perturb`` (memory n x cells; small domains only).
+        (n_v = people in cell v, p/q = ``p_support``/``q_support``). ``"reports"`` randomizes
+        each person with ``Mechanism.perturb`` (memory n x cells; small domains only).
 
     Returns
     -------
-    ProductDomainEstimate; ``q`` = unbiased frequency estimate of each record's cell,
-    ``(w_v / n - q) / (p - q)``, clipped to [0, 1]. A query record with a missing value gets NaN.
+    ProductDomainEstimate
+        ``q``: the unbiased frequency estimate of each record's cell, ``(w_v / n - q) / (p - q)``,
+        clipped to [0, 1] (``raw``: unclipped); a query record with a missing value gets NaN.
+
+    Raises
+    ------
+    ProductDomainTooLarge
+        When ``prod(sizes) > max_cells``.
+    BaselineError
+        For a mechanism that is not a unary encoding, an unknown ``simulate``, bad codes, or a
+        database without a complete record.
     """
 
     name = str(mechanism).lower()
