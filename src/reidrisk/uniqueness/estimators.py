@@ -78,6 +78,11 @@ class SampleFrequencies:
         ----------
         k : int
             The class size.
+
+        Returns
+        -------
+        int
+            f_k (0 when no class has that size).
         """
         hit = self.sizes == k
         return int(self.classes[hit].sum())
@@ -98,6 +103,16 @@ class SampleFrequencies:
         ----------
         class_sizes : numpy.ndarray
             One entry per class, each >= 1.
+
+        Returns
+        -------
+        SampleFrequencies
+            With n the sum of the sizes and no ``record_class_size`` (no per-record risk).
+
+        Raises
+        ------
+        EstimatorError
+            When ``class_sizes`` is not a non-empty 1-D array of integers >= 1.
         """
         s = np.asarray(class_sizes)
         if s.ndim != 1 or s.size == 0:
@@ -114,7 +129,17 @@ class SampleFrequencies:
         Parameters
         ----------
         codes : numpy.ndarray (n, g)
-            The sample's codes.
+            The sample's integer codes.
+
+        Returns
+        -------
+        SampleFrequencies
+            With ``record_class_size``, the size of each record's class.
+
+        Raises
+        ------
+        EstimatorError
+            When ``codes`` is not a non-empty 2-D integer array.
         """
         a = np.asarray(codes)
         if a.ndim != 2 or a.shape[0] == 0:
@@ -250,8 +275,23 @@ def zayatz_uniques(sample, N: int) -> UniquesEstimate:
 
     Parameters
     ----------
-    sample, N
-        As in ``estimate_population_uniques``.
+    sample : numpy.ndarray (n, g) or SampleFrequencies
+        The sample's integer codes (classes are identical rows, ``MISSING`` a value of its own),
+        or its frequency of frequencies.
+    N : int
+        Population size, an integer >= the sample size n.
+
+    Returns
+    -------
+    UniquesEstimate
+        ``estimator = "zayatz"``, always converged; ``params["pi"]`` the sampling fraction.
+        With no sample uniques the estimate is 0; for a complete census (n = N) it is f_1.
+
+    Raises
+    ------
+    EstimatorError
+        When ``sample`` is not a non-empty (n, g) integer matrix or ``SampleFrequencies``, or
+        ``N`` is not an integer >= n.
     """
     freq = _as_frequencies(sample)
     Nn = _check_N(N, freq.n)
@@ -345,6 +385,11 @@ def pitman_expected_uniques(theta: float, alpha: float, N: int) -> float:
         Discount, in (0, 1).
     N : int
         Population size.
+
+    Returns
+    -------
+    float
+        The expected number of classes of size 1 among N draws.
     """
     return float(
         math.exp(
@@ -374,8 +419,26 @@ def pitman_uniques(sample, N: int) -> UniquesEstimate:
 
     Parameters
     ----------
-    sample, N
-        As in ``estimate_population_uniques``.
+    sample : numpy.ndarray (n, g) or SampleFrequencies
+        The sample's integer codes (classes are identical rows, ``MISSING`` a value of its own),
+        or its frequency of frequencies.
+    N : int
+        Population size, an integer >= the sample size n.
+
+    Returns
+    -------
+    UniquesEstimate
+        ``estimator = "pitman"``; ``params``: ``theta``, ``alpha``, their standard errors
+        ``se_theta`` and ``se_alpha``, ``se``, ``asymptotic`` and ``pi``. NaN and not converged
+        when every sample record is unique or all fall in one class (no interior ML estimate),
+        or when the fit does not converge. With no sample uniques the estimate is 0; for a
+        complete census (n = N) it is f_1.
+
+    Raises
+    ------
+    EstimatorError
+        When ``sample`` is not a non-empty (n, g) integer matrix or ``SampleFrequencies``, or
+        ``N`` is not an integer >= n.
     """
     freq = _as_frequencies(sample)
     Nn = _check_N(N, freq.n)
@@ -420,7 +483,12 @@ def shlosser_classes(freq: SampleFrequencies, pi: float) -> float:
     freq : SampleFrequencies
         The sample's frequency of frequencies (u distinct classes).
     pi : float
-        The sampling fraction n / N.
+        The sampling fraction n / N, in (0, 1].
+
+    Returns
+    -------
+    float
+        The estimated K (u when pi = 1).
     """
     k, fk = freq.sizes.astype(np.float64), freq.classes.astype(np.float64)
     num = np.sum(np.exp(k * math.log1p(-pi)) * fk) if pi < 1 else 0.0
@@ -480,8 +548,25 @@ def snb_uniques(sample, N: int) -> UniquesEstimate:
 
     Parameters
     ----------
-    sample, N
-        As in ``estimate_population_uniques``.
+    sample : numpy.ndarray (n, g) or SampleFrequencies
+        The sample's integer codes (classes are identical rows, ``MISSING`` a value of its own),
+        or its frequency of frequencies.
+    N : int
+        Population size, an integer >= the sample size n.
+
+    Returns
+    -------
+    UniquesEstimate
+        ``estimator = "snb"``; ``params``: ``a``, ``b``, ``K``, ``pi`` and the squared log
+        ``residual`` of the moment equations. NaN and not converged when the sample has no
+        class of size 2, or the equations have no solution (residual >= 1e-12). With no sample
+        uniques the estimate is 0; for a complete census (n = N) it is f_1.
+
+    Raises
+    ------
+    EstimatorError
+        When ``sample`` is not a non-empty (n, g) integer matrix or ``SampleFrequencies``, or
+        ``N`` is not an integer >= n.
     """
     freq = _as_frequencies(sample)
     Nn = _check_N(N, freq.n)
@@ -516,8 +601,22 @@ def dankar_uniques(sample, N: int) -> UniquesEstimate:
 
     Parameters
     ----------
-    sample, N
-        As in ``estimate_population_uniques``.
+    sample : numpy.ndarray (n, g) or SampleFrequencies
+        The sample's integer codes (classes are identical rows, ``MISSING`` a value of its own),
+        or its frequency of frequencies.
+    N : int
+        Population size, an integer >= the sample size n.
+
+    Returns
+    -------
+    UniquesEstimate
+        The chosen estimator's estimate, with ``rule = "dankar"``.
+
+    Raises
+    ------
+    EstimatorError
+        When ``sample`` is not a non-empty (n, g) integer matrix or ``SampleFrequencies``, or
+        ``N`` is not an integer >= n.
     """
     freq = _as_frequencies(sample)
     Nn = _check_N(N, freq.n)
@@ -552,7 +651,19 @@ def estimate_population_uniques(sample, N: int, estimator: str = "dankar") -> Un
     N : int
         Population size (an integer >= the sample size n).
     estimator : {"pitman", "zayatz", "snb", "dankar"}
-        The estimator (formerly ``method``), one of ``METHODS``; default ``"dankar"``.
+        The estimator (formerly ``method``), one of ``METHODS``, case-insensitive; default
+        ``"dankar"``.
+
+    Returns
+    -------
+    UniquesEstimate
+        The estimator's result (``pitman_uniques``, ``zayatz_uniques``, ``snb_uniques``,
+        ``dankar_uniques``).
+
+    Raises
+    ------
+    EstimatorError
+        For an unknown estimator, or a bad sample or population size.
     """
     try:
         fn = _ESTIMATORS[str(estimator).lower()]
