@@ -89,10 +89,12 @@ class SampleFrequencies:
 
     @property
     def n1(self) -> int:
+        """f_1: the number of sample uniques (classes of size 1)."""
         return self.count(1)
 
     @property
     def n2(self) -> int:
+        """f_2: the number of sample classes of size 2."""
         return self.count(2)
 
     @classmethod
