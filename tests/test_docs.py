@@ -181,6 +181,25 @@ def _takes_parameters(obj, bound: bool = False) -> bool:
     return len(params) > (1 if bound else 0)
 
 
+def _exported_objects(package, failed: list[str]):
+    """(module name, name, object) of every public function and class defined in a module of
+    ``package`` (default: reidrisk); the modules that cannot be imported (an optional extra that
+    is not installed) are appended to ``failed``."""
+    import reidrisk
+
+    package = package or reidrisk
+    for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".",
+                                      onerror=failed.append):
+        try:
+            mod = importlib.import_module(info.name)
+        except ImportError:  # an optional extra that is not installed
+            failed.append(info.name)
+            continue
+        for name, obj in vars(mod).items():
+            if not name.startswith("_") and getattr(obj, "__module__", None) == info.name:
+                yield info.name, name, obj
+
+
 def exported_callables(package=None) -> tuple[dict[str, bool], list[str]]:
     """Every exported callable of the package that takes parameters, mapped to whether its
     docstring has a numpydoc ``Parameters`` block; and the modules that could not be imported
@@ -192,37 +211,25 @@ def exported_callables(package=None) -> tuple[dict[str, bool], list[str]]:
     docstring or its ``__init__``'s; a method without a docstring inherits its base's
     (``inspect.getdoc``). Exceptions are left out (their parameter is the message).
     """
-    import reidrisk
-
-    package = package or reidrisk
     out: dict[str, bool] = {}
     failed: list[str] = []
-    for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".",
-                                      onerror=failed.append):
-        try:
-            mod = importlib.import_module(info.name)
-        except ImportError:  # an optional extra that is not installed
-            failed.append(info.name)
-            continue
-        for name, obj in vars(mod).items():
-            if name.startswith("_") or getattr(obj, "__module__", None) != info.name:
-                continue
-            qual = f"{info.name}.{name}"
-            if inspect.isfunction(obj):
-                if _takes_parameters(obj):
-                    out[qual] = _documents_parameters(obj)
-            elif inspect.isclass(obj) and not issubclass(obj, BaseException):
-                init = obj.__dict__.get("__init__")
-                if _takes_parameters(obj):
-                    out[qual] = _documents_parameters(obj) or (
-                        inspect.isfunction(init) and _documents_parameters(init))
-                for attr, raw in obj.__dict__.items():
-                    if attr.startswith("_"):
-                        continue
-                    func = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
-                    if inspect.isfunction(func) and _takes_parameters(
-                            func, bound=not isinstance(raw, staticmethod)):
-                        out[f"{qual}.{attr}"] = _documents_parameters(getattr(obj, attr))
+    for modname, name, obj in _exported_objects(package, failed):
+        qual = f"{modname}.{name}"
+        if inspect.isfunction(obj):
+            if _takes_parameters(obj):
+                out[qual] = _documents_parameters(obj)
+        elif inspect.isclass(obj) and not issubclass(obj, BaseException):
+            init = obj.__dict__.get("__init__")
+            if _takes_parameters(obj):
+                out[qual] = _documents_parameters(obj) or (
+                    inspect.isfunction(init) and _documents_parameters(init))
+            for attr, raw in obj.__dict__.items():
+                if attr.startswith("_"):
+                    continue
+                func = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
+                if inspect.isfunction(func) and _takes_parameters(
+                        func, bound=not isinstance(raw, staticmethod)):
+                    out[f"{qual}.{attr}"] = _documents_parameters(getattr(obj, attr))
     return out, failed
 
 
@@ -255,30 +262,18 @@ def returning_callables(package=None) -> tuple[dict[str, bool], list[str]]:
     """Every exported function and method (as in ``exported_callables``) whose body returns a
     value, mapped to whether its docstring has a numpydoc ``Returns`` (or ``Yields``) block; and
     the modules that could not be imported."""
-    import reidrisk
-
-    package = package or reidrisk
     out: dict[str, bool] = {}
     failed: list[str] = []
-    for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".",
-                                      onerror=failed.append):
-        try:
-            mod = importlib.import_module(info.name)
-        except ImportError:  # an optional extra that is not installed
-            failed.append(info.name)
-            continue
-        for name, obj in vars(mod).items():
-            if name.startswith("_") or getattr(obj, "__module__", None) != info.name:
-                continue
-            funcs = [(f"{info.name}.{name}", obj, obj)] if inspect.isfunction(obj) else []
-            if inspect.isclass(obj) and not issubclass(obj, BaseException):
-                for attr, raw in obj.__dict__.items():
-                    func = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
-                    if not attr.startswith("_") and inspect.isfunction(func):
-                        funcs.append((f"{info.name}.{name}.{attr}", func, getattr(obj, attr)))
-            for qual, func, documented in funcs:
-                if _returns_value(func):
-                    out[qual] = bool(RETURNS.search(inspect.getdoc(documented) or ""))
+    for modname, name, obj in _exported_objects(package, failed):
+        funcs = [(f"{modname}.{name}", obj, obj)] if inspect.isfunction(obj) else []
+        if inspect.isclass(obj) and not issubclass(obj, BaseException):
+            for attr, raw in obj.__dict__.items():
+                func = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
+                if not attr.startswith("_") and inspect.isfunction(func):
+                    funcs.append((f"{modname}.{name}.{attr}", func, getattr(obj, attr)))
+        for qual, func, documented in funcs:
+            if _returns_value(func):
+                out[qual] = bool(RETURNS.search(inspect.getdoc(documented) or ""))
     return out, failed
 
 
