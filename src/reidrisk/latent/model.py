@@ -109,6 +109,12 @@ def logsumexp(a: np.ndarray, axis: int = 1, keepdims: bool = False) -> np.ndarra
         The axis summed over (default 1).
     keepdims : bool
         Keep the summed axis with length 1.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``log(sum(exp(a), axis))``: ``a``'s shape without ``axis`` (with it as length 1 when
+        ``keepdims``).
     """
     mx = a.max(axis=axis, keepdims=True)
     out = np.log(np.exp(a - mx).sum(axis=axis, keepdims=True)) + mx
@@ -163,12 +169,37 @@ class LatentFit:
     seconds: float
 
     def to_dict(self) -> dict:
+        """The fit's fields as a JSON-ready dict (the ``"fit"`` object of a model file).
+
+        Returns
+        -------
+        dict
+            One entry per field; ``selection`` as a list of ``[K, score]`` lists.
+        """
         d = dict(self.__dict__)
         d["selection"] = [list(s) for s in self.selection]
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> LatentFit:
+        """The fit written by ``to_dict``.
+
+        Parameters
+        ----------
+        d : dict
+            One entry per field of ``LatentFit`` (``selection`` optional, default none); not
+            modified.
+
+        Returns
+        -------
+        LatentFit
+            The fit, ``selection`` back as a tuple of ``(K, score)`` tuples.
+
+        Raises
+        ------
+        TypeError
+            ``d`` lacks a field or has one ``LatentFit`` does not know.
+        """
         d = dict(d)
         d["selection"] = tuple(tuple(s) for s in d.get("selection", ()))
         return cls(**d)
@@ -487,9 +518,19 @@ class LatentClassModel:
     rng : numpy.random.Generator or int
         Seed or Generator of the starts and the held-out split (default 0).
 
-    Learned: ``schema_``, ``weights_`` (K,), ``probs_`` (tuple of (K, f_a)), ``fit_`` (LatentFit),
-    ``trace_`` (objective after every EM step of the final fit; with ``accelerate``, after every
-    accepted plain step or SQUAREM cycle).
+    Attributes
+    ----------
+    schema_ : Schema
+        The schema fitted on.
+    weights_ : numpy.ndarray
+        (K,) class weights.
+    probs_ : tuple of numpy.ndarray
+        Per attribute, the (K, f_a) class probabilities of its values.
+    fit_ : LatentFit
+        How the model was fitted.
+    trace_ : numpy.ndarray
+        The objective after every EM step of the final fit (with ``accelerate``, after every
+        accepted plain step or SQUAREM cycle).
     """
 
     # set by fit
@@ -539,6 +580,19 @@ class LatentClassModel:
             Required for raw records.
         init : LatentClassModel, optional
             A fitted model to start from (its K; no random starts, no selection).
+
+        Returns
+        -------
+        LatentClassModel
+            This model, fitted: ``schema_``, ``weights_``, ``probs_``, ``trace_`` and ``fit_``
+            set.
+
+        Raises
+        ------
+        LatentError
+            No data; raw records without ``schema`` or not an encoded (n, g) array of the
+            schema's codes; reports or ``init`` whose schema's domain sizes differ from
+            ``schema``'s.
         """
         t0 = time.perf_counter()
         sources = list(data) if isinstance(data, (list, tuple)) else [data]
@@ -649,7 +703,18 @@ class LatentClassModel:
         Parameters
         ----------
         records : numpy.ndarray (r, g)
-            Encoded records.
+            Encoded records (one record may be given as a (g,) array).
+
+        Returns
+        -------
+        numpy.ndarray
+            (r,) natural-log probabilities of the records under the fitted mixture.
+
+        Raises
+        ------
+        LatentError
+            The model is not fitted, or ``records`` is not an encoded (r, g) array of the
+            schema's codes.
         """
         self._check_fitted()
         rec = self._records(records)
@@ -665,8 +730,13 @@ class LatentClassModel:
 
         Parameters
         ----------
-        records
-            As in ``log_prob``.
+        records : numpy.ndarray (r, g)
+            Encoded records, as in ``log_prob``.
+
+        Returns
+        -------
+        numpy.ndarray
+            (r,) probabilities, ``exp(log_prob(records))``.
         """
         return np.exp(self.log_prob(records))
 
@@ -677,6 +747,17 @@ class LatentClassModel:
         ----------
         cols : sequence of int or str
             Indices or names of the attributes, in the table's axis order.
+
+        Returns
+        -------
+        numpy.ndarray
+            (f_a1, ..., f_ac) joint probabilities of the attributes' values (sums to one).
+
+        Raises
+        ------
+        LatentError
+            The model is not fitted, an attribute is unknown or out of range, or ``cols`` is
+            empty or repeats an attribute.
         """
         self._check_fitted()
         idx = []
@@ -705,6 +786,16 @@ class LatentClassModel:
             Number of records (>= 0).
         rng : numpy.random.Generator or int, optional
             Generator or seed (``None``: a fresh cryptographic generator).
+
+        Returns
+        -------
+        numpy.ndarray
+            (n, g) int64 codes, one record a row (no ``MISSING``).
+
+        Raises
+        ------
+        LatentError
+            The model is not fitted, or ``n`` is not a whole number >= 0.
         """
         self._check_fitted()
         if int(n) != n or n < 0:
@@ -727,8 +818,20 @@ class LatentClassModel:
 
     # ---- files ---------------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        """The versioned JSON object (format ``reidrisk-latent-model``, version 1)."""
+        """The versioned JSON object (format ``reidrisk-latent-model``, version 1).
 
+        Returns
+        -------
+        dict
+            ``format``, ``version``, the writing ``reidrisk`` version, the ``schema``, the class
+            ``weights`` and ``probs`` as lists, the ``fit`` (``LatentFit.to_dict``) and the
+            constructor ``settings``.
+
+        Raises
+        ------
+        LatentError
+            The model is not fitted.
+        """
         self._check_fitted()
         return {
             "format": LATENT_FORMAT, "version": LATENT_VERSION, "reidrisk": __version__,
@@ -743,6 +846,26 @@ class LatentClassModel:
 
     @classmethod
     def from_dict(cls, d: dict, source: str = "model") -> LatentClassModel:
+        """A fitted model from the object ``to_dict`` writes.
+
+        Parameters
+        ----------
+        d : dict
+            A ``reidrisk-latent-model`` object, version 1.
+        source : str
+            Where ``d`` came from (a file name), the prefix of every error message.
+
+        Returns
+        -------
+        LatentClassModel
+            The model, fitted, with its settings; ``trace_`` is empty (not saved).
+
+        Raises
+        ------
+        LatentError
+            ``d`` is not of that format or version, is malformed, or its class probabilities do
+            not match the schema's domain sizes.
+        """
         if not isinstance(d, dict) or d.get("format") != LATENT_FORMAT:
             found = d.get("format") if isinstance(d, dict) else type(d).__name__
             raise LatentError(f"{source}: not a latent class model file (format {found!r}, expected {LATENT_FORMAT!r})")
@@ -769,9 +892,18 @@ class LatentClassModel:
         Parameters
         ----------
         path : str or Path
-            The target file.
-        """
+            The target file (replaced if it exists).
 
+        Returns
+        -------
+        Path
+            ``path``.
+
+        Raises
+        ------
+        LatentError
+            The model is not fitted.
+        """
         # imported here: reidrisk.collect imports this core module, so a module-level import of
         # its writer would be circular
         from reidrisk.collect.reports_io import atomic_write
@@ -783,6 +915,23 @@ class LatentClassModel:
 
     @classmethod
     def load(cls, path: str | Path) -> LatentClassModel:
+        """Read a model written by ``save``.
+
+        Parameters
+        ----------
+        path : str or Path
+            The model file (JSON).
+
+        Returns
+        -------
+        LatentClassModel
+            The fitted model (``from_dict``).
+
+        Raises
+        ------
+        LatentError
+            No such file, not valid JSON, or not a valid model object (``from_dict``).
+        """
         path = Path(path)
         try:
             d = json.loads(path.read_text(encoding="utf-8"))
