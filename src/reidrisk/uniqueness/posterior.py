@@ -114,7 +114,19 @@ class PosteriorResult:
         Parameters
         ----------
         i : int
-            The record's position.
+            The record's position, 0 .. r - 1.
+
+        Returns
+        -------
+        x : numpy.ndarray
+            (width[i],) int64 counts of the record's window, ``start[i]`` upward.
+        p : numpy.ndarray
+            (width[i],) their posterior probabilities p_m(x) (a copy; sums to 1).
+
+        Raises
+        ------
+        IndexError
+            ``i`` is outside 0 .. r - 1.
         """
         i = int(i)
         if not 0 <= i < self.n_records:
@@ -130,7 +142,14 @@ class PosteriorResult:
         Parameters
         ----------
         rows : numpy.ndarray or slice, optional
-            The records to select (default: all).
+            The records to select, as positions, a boolean mask or a slice (default: all).
+
+        Returns
+        -------
+        start : numpy.ndarray
+            (k,) int64 first count of each selected record's window (a copy).
+        P : numpy.ndarray
+            (k, max(width)) float64 probabilities, zero past each record's window.
         """
         idx = np.arange(self.n_records)[rows] if rows is not None else np.arange(self.n_records)
         width = self.width[idx]
@@ -150,7 +169,17 @@ class PosteriorResult:
         Parameters
         ----------
         T : float or numpy.ndarray
-            A threshold, or a 1-D array of them.
+            A threshold, or a 1-D array of them (need not be whole numbers).
+
+        Returns
+        -------
+        numpy.ndarray
+            (r,) for a scalar ``T``, (r, len(T)) for an array: P(X > T), clipped to [0, 1].
+
+        Raises
+        ------
+        PosteriorError
+            ``T`` is not a number or a 1-D array, or holds NaN.
         """
         t = np.asarray(T, dtype=np.float64)
         scalar = t.ndim == 0
@@ -183,10 +212,20 @@ def check_population_size(N, error: type[Exception] | None = None) -> int:
 
     Parameters
     ----------
-    N
-        The population size to check.
+    N : int or number
+        The population size to check (a float that is a whole number is accepted).
     error : type of Exception, optional
         The exception to raise (default ``PosteriorError``).
+
+    Returns
+    -------
+    int
+        ``N`` as an int.
+
+    Raises
+    ------
+    PosteriorError
+        (or ``error``) ``N`` is not a whole number >= 1.
     """
     try:
         n = int(N)
@@ -430,25 +469,50 @@ def population_count_posterior(
     sizes: Sequence[int] | np.ndarray | None = None,
     max_width: int = 1 << 24,
 ) -> PosteriorResult:
-    """Posterior of each record's population count X (paper 000 eq. 9-19;
-    docs/design/uniqueness.md#conditioning-on-the-databases).
+    """Posterior of each record's population count X (paper 000 eq. 9-19).
+
+    Design: docs/design/uniqueness.md#conditioning-on-the-databases.
 
     Parameters
     ----------
-    q : (r,) probabilities of each query record's cell under the population model.
-    N : population size (integer >= 1).
-    databases : (m,) sampling rates ``s_i`` in (0, 1], one per database; ``s_i = 1`` is a census.
-    counts : (r, m) int matrix, ``c_i`` = records of database i equal to the query record
-        (``match_counts``). ``(r,)`` is accepted when m = 1; omit when m = 0.
-    alpha, floor : the existence floor applied to q first (``floors.floor_q``).
-    support_mass : bound on the posterior mass each record's window may leave out.
-    sizes : optional (m,) database sizes, validated against N and the counts.
-    max_width : refuse windows wider than this (a guard against absurd inputs).
+    q : array_like (r,) of float
+        Probability of each query record's cell under the population model, in [0, 1].
+    N : int
+        Population size (a whole number >= 1).
+    databases : array_like (m,) of float
+        Sampling rates ``s_i`` in (0, 1], one per database; ``s_i = 1`` is a census. Default: no
+        database (m = 0), the prior p_1 alone (eq. 16).
+    counts : numpy.ndarray (r, m) of int, optional
+        ``c_i``: the records of database i equal to the query record (``match_counts``), whole
+        numbers in 0 .. N. ``(r,)`` is accepted when m = 1; omit when m = 0.
+    alpha : float
+        Target probability of the existence floor applied to q first (``floors.floor_q``).
+    floor : {"lambertw", "poisson", "none"}
+        The reading of that floor (``floors.floor_q``).
+    support_mass : float
+        Bound, in (0, 1), on the posterior mass each record's window may leave out.
+    sizes : array_like (m,) of int, optional
+        Database sizes, checked against N (a sample holds at most N records) and the counts (no
+        count above its database's size).
+    max_width : int
+        Refuse windows wider than this many counts (a guard against absurd inputs).
 
     Returns
     -------
-    PosteriorResult with E[X] (eq. 19), P(X = 1), Var[X], ``prob_greater(T)`` and the pmf.
+    PosteriorResult
+        Per record E[X] (eq. 19), P(X = 1), Var[X], the pmf over its window and its tail bound;
+        ``prob_greater(T)`` gives P(X > T).
 
+    Raises
+    ------
+    PosteriorError
+        A bad N, rate, q, count, size or ``support_mass`` (naming the record or database);
+        contradictory census evidence; a window wider than ``max_width``.
+    FloorError
+        A bad ``alpha`` or ``floor`` (``floors.floor_q``).
+
+    Notes
+    -----
     Records with q = 0 (after flooring) get all mass at ``max(1, max_i c_i)`` (the q -> 0 limit);
     with q = 1 all mass at N. A census (s_i = 1) pins X = c_i; it must hold at least one match and
     agree with every other census, else the evidence is contradictory and ``PosteriorError`` says so.
@@ -600,15 +664,28 @@ def match_counts(records: np.ndarray, database: np.ndarray) -> np.ndarray:
 
     Parameters
     ----------
-    records : (r, g) encoded codes of the query records.
-    database : (n, g) encoded codes of one database.
+    records : numpy.ndarray (r, g) of int
+        Encoded codes of the query records (``MISSING`` allowed).
+    database : numpy.ndarray (n, g) of int
+        Encoded codes of one database, the same attributes in the same order.
 
     Returns
     -------
-    (r,) int64 counts. A row with a missing value (``MISSING`` = -1) on any attribute never
-    matches: database rows with a missing value are not counted, and a query record with a missing
-    value gets count 0 (a missing value is a state, not a category, and an exact match needs every
-    value). Vectorized through one int64 key per row (mixed radix, see ``_row_keys``).
+    numpy.ndarray
+        (r,) int64 counts.
+
+    Raises
+    ------
+    PosteriorError
+        An input is not a 2-D integer matrix of codes >= ``MISSING``, or the two have different
+        numbers of attributes.
+
+    Notes
+    -----
+    A row with a missing value (``MISSING`` = -1) on any attribute never matches: database rows
+    with a missing value are not counted, and a query record with a missing value gets count 0 (a
+    missing value is a state, not a category, and an exact match needs every value). Vectorized
+    through one int64 key per row (mixed radix, see ``_row_keys``).
     """
     rec = _as_codes(records, "records")
     db = _as_codes(database, "database")
@@ -641,6 +718,17 @@ def match_count_matrix(records: np.ndarray, databases: Sequence[np.ndarray]) -> 
         Encoded codes of the query records.
     databases : sequence of numpy.ndarray
         The m databases, each (n_i, g) encoded codes.
+
+    Returns
+    -------
+    numpy.ndarray
+        (r, m) int64: column i holds ``match_counts(records, databases[i])``; (r, 0) when no
+        database is given.
+
+    Raises
+    ------
+    PosteriorError
+        As ``match_counts``.
     """
     rec = _as_codes(records, "records")
     cols = [match_counts(rec, d) for d in databases]  # loop over databases, not records
