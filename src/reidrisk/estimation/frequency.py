@@ -184,13 +184,22 @@ def invert(w, n, p, q) -> np.ndarray:
         Support counts.
     n : float or array_like
         Number of present reports (scalar or broadcastable to ``w[..., 0]``).
-    p, q : float
-        The channel's support probabilities of the true value and of any other value.
+    p : float or array_like
+        The channel's probability of supporting the true value (``Mechanism.p_support``;
+        an array broadcasts against ``w[..., 0]``).
+    q : float or array_like
+        Its probability of supporting any other value (``Mechanism.q_support``), with
+        ``0 <= q < p <= 1``.
 
     Returns
     -------
     numpy.ndarray (..., k)
         Counts, float64; entries may be negative.
+
+    Raises
+    ------
+    EstimationError
+        ``p`` and ``q`` violate ``0 <= q < p <= 1``.
     """
     p, q = _check_pq(p, q)
     w = np.asarray(w, dtype=np.float64)
@@ -257,11 +266,24 @@ def variance(theta, n, p, q) -> np.ndarray:
     ----------
     theta : array_like (..., k)
         True probabilities.
-    n : float
-        Number of reports.
-    p, q : float
-        The oracle's support probabilities for the true value and for another value
-        (``Mechanism.p_support``, ``q_support``).
+    n : float or array_like
+        Number of reports (> 0; an array broadcasts against ``theta``).
+    p : float
+        The oracle's probability of supporting the true value (``Mechanism.p_support``).
+    q : float
+        Its probability of supporting any other value (``Mechanism.q_support``), with
+        ``0 <= q < p <= 1``.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, ``theta``'s shape (broadcast with ``n``): the variance of each cell's estimated
+        probability.
+
+    Raises
+    ------
+    EstimationError
+        ``p`` and ``q`` violate ``0 <= q < p <= 1``, or ``n <= 0``.
     """
     p, q = _check_pq(p, q)
     theta = np.asarray(theta, dtype=np.float64)
@@ -307,13 +329,27 @@ def shrink_toward_uniform(probs, departure, noise, target=None) -> tuple[np.ndar
 
 
 def shrink_weight(departure, noise) -> float:
-    """``max(0, 1 - noise / ||departure||^2)`` (0 for a zero departure): the weight of
-    ``shrink_toward_uniform``.
+    """The positive-part James-Stein weight of ``shrink_toward_uniform``.
+
+    ``max(0, 1 - noise / ||departure||^2)``, and 0 for a zero departure.
 
     Parameters
     ----------
-    departure, noise
-        As in ``shrink_toward_uniform``.
+    departure : array_like
+        The departure from the shrinkage target, any shape (only ``||departure||^2`` is read).
+    noise : float
+        The expected ``||departure||^2`` that is noise (finite, >= 0), as in
+        ``shrink_toward_uniform``.
+
+    Returns
+    -------
+    float
+        The share ``lam`` in [0, 1] of the departure to keep (1 when ``noise`` is 0).
+
+    Raises
+    ------
+    EstimationError
+        ``noise`` is not a finite number >= 0.
     """
     dd = float(np.sum(np.square(departure)))
     noise = float(noise)
@@ -332,30 +368,44 @@ _NULL_SEED = 20261123
 @lru_cache(maxsize=1024)
 def null_departure(a1: float, q1: float, a2: float, q2: float, f1: int, f2: int, n: float,
                    estimator: str = "em") -> float:
-    """The ``NULL_LEVEL`` quantile of ``||estimate - u||^2`` when the truth IS uniform: how far
-    from uniform the estimator (``"em"`` or ``"norm_sub"``) lands on noise alone.
+    """How far from uniform an estimator lands on noise alone (its null departure).
 
-    For an (f1, f2) table (a marginal: ``f2 = 1``, ``a2 = 1``, ``q2 = 0``) through the structured
-    channels ``M_i = a_i I + q_i 1 1^T`` from ``n`` reports: ``NULL_SAMPLES`` support-count tables
-    are drawn from the normal approximation of their law under the uniform truth ``Z = n / (f1
-    f2)`` (mean ``M_1 Z M_2^T``; each cell a sum of independent indicators, variance ``mean -
-    (M_1 o M_1) Z (M_2 o M_2)^T`` with ``o`` the entrywise square, again a structured channel) and
-    estimated. A parametric bootstrap with a fixed seed, so the estimators stay deterministic;
-    cached per channel and n. ``default_shrink`` keeps at least the share of a departure beyond
-    it (module doc, "Shrinkage toward uniform", weight 3).
+    The ``NULL_LEVEL`` quantile of ``||estimate - u||^2`` when the truth IS uniform, for the
+    estimator ``"em"`` or ``"norm_sub"``. For an (f1, f2) table (a marginal: ``f2 = 1``,
+    ``a2 = 1``, ``q2 = 0``) through the structured channels ``M_i = a_i I + q_i 1 1^T`` from
+    ``n`` reports: ``NULL_SAMPLES`` support-count tables are drawn from the normal approximation
+    of their law under the uniform truth ``Z = n / (f1 f2)`` (mean ``M_1 Z M_2^T``; each cell a
+    sum of independent indicators, variance ``mean - (M_1 o M_1) Z (M_2 o M_2)^T`` with ``o``
+    the entrywise square, again a structured channel) and estimated. A parametric bootstrap with
+    a fixed seed, so the estimators stay deterministic; cached per channel and n.
+    ``default_shrink`` keeps at least the share of a departure beyond it (module doc, "Shrinkage
+    toward uniform", weight 3).
 
     Parameters
     ----------
-    a1, q1 : float
-        The first attribute's channel ``M_1 = a1 I + q1 1 1^T``.
-    a2, q2 : float
-        The second attribute's channel (a marginal: ``a2 = 1``, ``q2 = 0``).
-    f1, f2 : int
-        The table's shape (a marginal: ``f2 = 1``).
+    a1 : float
+        The first attribute's channel ``M_1 = a1 I + q1 1 1^T``: ``a1 = p - q`` of its
+        mechanism (> 0).
+    q1 : float
+        Its ``q``, the probability of supporting a value other than the true one.
+    a2 : float
+        The second attribute's ``a`` (a marginal: 1).
+    q2 : float
+        The second attribute's ``q`` (a marginal: 0).
+    f1 : int
+        The first attribute's domain size, the table's rows.
+    f2 : int
+        The second attribute's domain size, the table's columns (a marginal: 1).
     n : float
         Number of reports.
     estimator : {"em", "norm_sub"}
-        The estimator whose null departure is measured.
+        The estimator whose null departure is measured (any other value: ``"em"``).
+
+    Returns
+    -------
+    float
+        The ``NULL_LEVEL`` quantile of the ``NULL_SAMPLES`` departures, in probability units
+        squared.
     """
     return float(np.quantile(_null_departures(a1, q1, a2, q2, f1, f2, n, estimator, NULL_SAMPLES),
                              NULL_LEVEL))
@@ -502,13 +552,15 @@ def shrink_weights(probs, inversion, trace, null=None) -> np.ndarray:
 
 
 def james_stein_noise(trace, dims: int) -> float:
-    """James and Stein's constant ``(dims - 2) sigma^2`` for a departure with ``dims`` free
-    directions and covariance trace ``trace`` (isotropic approximation ``sigma^2 = trace / dims``):
-    the ``noise`` with which ``shrink_toward_uniform`` is the positive-part James-Stein estimator,
-    whose risk is below the unbiased estimate's for every signal when ``dims >= 3`` (for Gaussian
-    noise; James and Stein 1961, Baranchik 1964). ``dims <= 2``: 0 (no shrinkage; none dominates
-    there). The pure oracles' covariance in the sum-zero directions is close to isotropic where
-    shrinkage matters (small budgets: every cell's variance is dominated by ``q (1 - q)``).
+    """James and Stein's constant ``(dims - 2) sigma^2``: the ``noise`` of their estimator.
+
+    For a departure with ``dims`` free directions and covariance trace ``trace`` (isotropic
+    approximation ``sigma^2 = trace / dims``), the ``noise`` with which ``shrink_toward_uniform``
+    is the positive-part James-Stein estimator, whose risk is below the unbiased estimate's for
+    every signal when ``dims >= 3`` (for Gaussian noise; James and Stein 1961, Baranchik 1964).
+    ``dims <= 2``: 0 (no shrinkage; none dominates there). The pure oracles' covariance in the
+    sum-zero directions is close to isotropic where shrinkage matters (small budgets: every
+    cell's variance is dominated by ``q (1 - q)``).
 
     Parameters
     ----------
@@ -516,6 +568,11 @@ def james_stein_noise(trace, dims: int) -> float:
         Trace of the departure's covariance (e.g. ``inversion_noise``).
     dims : int
         Number of free directions of the departure (cells - 1 for a distribution).
+
+    Returns
+    -------
+    float
+        ``trace (dims - 2) / dims``, or 0 for ``dims <= 2``.
     """
     dims = int(dims)
     return float(trace) * (dims - 2) / dims if dims > 2 else 0.0
@@ -555,15 +612,16 @@ def _per_report_noise(mech, total_known: bool = True) -> tuple[float, float]:
 
 
 def inversion_noise(n, mech, mech2=None) -> float:
-    """Trace of the covariance of the inversion estimate in its sum-zero directions, given the true
-    values of the ``n`` reports: the ``noise`` of ``shrink_toward_uniform``.
+    """Trace of the inversion estimate's covariance in its sum-zero directions.
 
-    One attribute (``mech``; the inversion ``theta = (w / n - q) / (p - q)`` of eq. 6):
-    ``(t - v / k) / n`` with ``(t, v)`` from ``_per_report_noise``: ``tr Cov = t / n`` less the
-    part along the constant vector, ``Var(sum theta) / k = v / (k n)``. A pair (``mech``,
-    ``mech2``; the table ``M_1^{-1} W M_2^{-T} / n`` of eq. 12-13): the report's vector is
-    ``b_1 (x) b_2`` with ``b_1``, ``b_2`` independent given the true values, ``E b_i`` the true
-    value's indicator and ``E||b_i||^2 = 1 + t_i``, ``E (sum b_i)^2 = 1 + v_i``, so the trace is
+    The covariance given the true values of the ``n`` reports; the trace is the ``noise`` of
+    ``shrink_toward_uniform``. One attribute (``mech``; the inversion
+    ``theta = (w / n - q) / (p - q)`` of eq. 6): ``(t - v / k) / n`` with ``(t, v)`` from
+    ``_per_report_noise``: ``tr Cov = t / n`` less the part along the constant vector,
+    ``Var(sum theta) / k = v / (k n)``. A pair (``mech``, ``mech2``; the table
+    ``M_1^{-1} W M_2^{-T} / n`` of eq. 12-13): the report's vector is ``b_1 (x) b_2`` with
+    ``b_1``, ``b_2`` independent given the true values, ``E b_i`` the true value's indicator and
+    ``E||b_i||^2 = 1 + t_i``, ``E (sum b_i)^2 = 1 + v_i``, so the trace is
     ``((1 + t_1)(1 + t_2) - 1) / n`` less ``((1 + v_1)(1 + v_2) - 1) / (f_1 f_2 n)``. Exact for the
     fixed database the reports came from (the estimand of the frequency estimators); the sampling
     noise of the database itself is not counted.
@@ -576,6 +634,16 @@ def inversion_noise(n, mech, mech2=None) -> float:
         The attribute's mechanism.
     mech2 : Mechanism, optional
         The second attribute's mechanism, for a pair table; ``None``: one attribute.
+
+    Returns
+    -------
+    float
+        The trace, on the scale of probabilities (of the table's cells for a pair).
+
+    Raises
+    ------
+    EstimationError
+        ``n <= 0``, or a mechanism's support probabilities violate ``0 <= q < p <= 1``.
     """
     n = float(n)
     if not n > 0:
@@ -593,11 +661,10 @@ def inversion_noise(n, mech, mech2=None) -> float:
 # count-based EM
 # ---------------------------------------------------------------------------------------------
 def em_counts(w, n, M, stop="noise", max_iter: int = DEFAULT_MAX_ITER, init=None) -> EMResult:
-    """Count-based EM of paper 004 eq. 8-11, as corrected in
-    docs/design/core.md#count-em-correction.
+    """Count-based EM of paper 004 eq. 8-11, corrected.
 
-    Multiplicative maximum-likelihood EM for Poisson counts ``w ~ Poisson(M z)`` (Shepp-Vardi /
-    Richardson-Lucy)::
+    The correction: docs/design/core.md#count-em-correction. Multiplicative maximum-likelihood EM
+    for Poisson counts ``w ~ Poisson(M z)`` (Shepp-Vardi / Richardson-Lucy)::
 
         D = w / (M z)                         (eq. 10, with the expected count M z)
         z <- z * (M^T D) / colsum(M)          (eq. 8)
@@ -624,9 +691,13 @@ def em_counts(w, n, M, stop="noise", max_iter: int = DEFAULT_MAX_ITER, init=None
         Number of present reports (scale of the default uniform start and of ``init``).
     M : array_like (k, k)
         The channel, ``M[v, x] = P(v supported | x)``.
-    stop, max_iter
-        The rules of the one engine (``reidrisk.estimation.em``; default ``"noise"``,
-        SQUAREM-accelerated).
+    stop : str, tuple, float or None
+        The stopping rule of the one engine (``reidrisk.estimation.em.parse_stop``): ``"noise"``
+        (default, SQUAREM-accelerated to the noise rule), ``("noise", threshold)``,
+        ``"discrepancy"``, a float tolerance on the probabilities (plain steps) or ``None``
+        (exactly ``max_iter`` plain steps).
+    max_iter : int
+        The largest number of EM steps (>= 1).
     init : array_like (k,), optional
         Positive start, any scale (rescaled to sum n); zeros stay zero under multiplicative
         updates, so they are lifted to 1e-12 of the mean.
@@ -635,6 +706,12 @@ def em_counts(w, n, M, stop="noise", max_iter: int = DEFAULT_MAX_ITER, init=None
     -------
     EMResult
         ``estimate`` = z (k,), ``iterations``, ``converged``. Float64 throughout.
+
+    Raises
+    ------
+    EstimationError
+        Counts or channel of the wrong shape, negative or not finite; ``n <= 0``; a channel
+        column summing to 0; a bad ``stop``, ``max_iter`` or ``init``.
     """
     w = np.asarray(w, dtype=np.float64)
     M = np.asarray(M, dtype=np.float64)
@@ -683,15 +760,24 @@ def em_reports(log_prob, stop="noise", max_iter: int = DEFAULT_MAX_ITER, init=No
     ----------
     log_prob : array_like (n, k)
         ``log P(y_i | X = x)`` for each report i (``Mechanism.log_prob``).
-    stop, max_iter
-        As in ``em_counts``.
+    stop : str, tuple, float or None
+        The stopping rule, as in ``em_counts`` (but not ``"discrepancy"``, which needs support
+        counts).
+    max_iter : int
+        The largest number of EM steps (>= 1).
     init : array_like (k,), optional
-        Start probabilities, as in ``em_counts``.
+        Start probabilities, as in ``em_counts`` (rescaled to sum 1; default uniform).
 
     Returns
     -------
     EMResult
         ``estimate`` = theta (k,), ``iterations``, ``converged``.
+
+    Raises
+    ------
+    EstimationError
+        ``log_prob`` is not (n, k), holds NaN or +inf, or has a report impossible under every
+        value; a bad ``stop``, ``max_iter`` or ``init``.
     """
     lp = np.asarray(log_prob, dtype=np.float64)
     if lp.ndim != 2 or lp.shape[1] < 1:
@@ -851,8 +937,10 @@ def marginals_from_counts(mechs: Sequence[Mechanism], ws, ns, estimator: str = "
                           names: Sequence[str | None] | None = None, stop="noise",
                           max_iter: int = DEFAULT_MAX_ITER, inits=None, shrink: bool = True
                           ) -> list[FrequencyEstimate]:
-    """Several attributes' estimates from their support counts (``estimate_marginals`` without
-    counting). EM attributes with equal domain size are iterated as one batch.
+    """Several attributes' estimates from their support counts.
+
+    ``estimate_marginals`` without the counting. EM attributes with equal domain size are
+    iterated as one batch.
 
     Parameters
     ----------
@@ -863,15 +951,29 @@ def marginals_from_counts(mechs: Sequence[Mechanism], ws, ns, estimator: str = "
     ns : sequence of int
         ``ns[j]``: attribute j's number of present reports.
     estimator : {"em", "inversion", "norm_sub"}
-        As in ``estimate_marginal`` (``"exact_em"`` needs the reports, not counts).
+        As in ``estimate_marginal`` (``"exact_em"`` needs the reports, not counts; formerly
+        ``method``).
     names : sequence of str or None, optional
         The attributes' names, used in error messages.
-    stop, max_iter
-        As in ``estimate_marginal``.
+    stop : str, tuple, float or None
+        The EM's stopping rule, as in ``em_counts``.
+    max_iter : int
+        The largest number of EM steps (>= 1).
     inits : sequence of array_like or None, optional
-        ``inits[j]``: attribute j's EM start (positive, any scale; None: uniform).
+        ``inits[j]``: attribute j's EM start ((k_j,) finite, non-negative, a positive sum, any
+        scale; None: uniform).
     shrink : bool
-        As in ``estimate_marginal``.
+        Shrink each estimate toward uniform, as in ``estimate_marginal``.
+
+    Returns
+    -------
+    list of FrequencyEstimate
+        One estimate per attribute, in the order of ``mechs``.
+
+    Raises
+    ------
+    EstimationError
+        An unknown ``estimator``, an attribute without present reports (named), or a bad start.
     """
     method = _check_method(estimator, METHODS[:3])
     names = [None] * len(mechs) if names is None else list(names)
@@ -939,8 +1041,14 @@ def estimate_marginal(mech: Mechanism, reports, estimator: str = "em", *,
         * ``"exact_em"``: ``em_reports`` on the exact report likelihood (O(n k) per step).
     name : str, optional
         The attribute's name, used in error messages.
-    stop, max_iter, init
-        Passed to the EMs (``reidrisk.estimation.em``).
+    stop : str, tuple, float or None
+        The EMs' stopping rule (``"em"``: as in ``em_counts``; ``"exact_em"``: as in
+        ``em_reports``); unused by the closed forms.
+    max_iter : int
+        The largest number of EM steps (>= 1); unused by the closed forms.
+    init : array_like (k,), optional
+        The EM's start (finite, non-negative, a positive sum, any scale; default uniform);
+        unused by the closed forms.
     shrink : bool
         ``True`` (default; module doc, "Shrinkage toward uniform"): the estimate of every method
         but ``"inversion"`` keeps only a share of its departure from uniform (``default_shrink``:
@@ -948,6 +1056,18 @@ def estimate_marginal(mech: Mechanism, reports, estimator: str = "em", *,
         Stein's weight on the inversion where that is too uncertain); the share is
         ``FrequencyEstimate.shrink``. ``False``: the estimator as it is (for ``"em"`` the
         maximum-likelihood estimate).
+
+    Returns
+    -------
+    FrequencyEstimate
+        The estimated distribution, its counts on the scale of the present reports, the EM's
+        steps and convergence, and the share kept by the shrinkage.
+
+    Raises
+    ------
+    EstimationError
+        An unknown ``estimator``, no present reports (naming the attribute), or a bad ``stop``,
+        ``max_iter`` or ``init``.
     """
     method = _check_method(estimator)
     missing = np.asarray(mech.is_missing(reports), dtype=bool)
@@ -1057,8 +1177,24 @@ def estimate_marginals(record_reports: RecordReports, estimator: str = "em", *, 
     ----------
     record_reports : RecordReports
         The reports of every attribute, with their mechanisms.
-    estimator, stop, max_iter, shrink
-        As in ``estimate_marginal``.
+    estimator : {"em", "inversion", "norm_sub", "exact_em"}
+        The estimator of every attribute, as in ``estimate_marginal`` (formerly ``method``).
+    stop : str, tuple, float or None
+        The EMs' stopping rule, as in ``estimate_marginal``.
+    max_iter : int
+        The largest number of EM steps (>= 1).
+    shrink : bool
+        Shrink each estimate toward uniform, as in ``estimate_marginal``.
+
+    Returns
+    -------
+    list of FrequencyEstimate
+        One estimate per attribute of ``record_reports.schema``, in schema order, each named.
+
+    Raises
+    ------
+    EstimationError
+        An unknown ``estimator``, or an attribute without present reports (naming it).
     """
     method = _check_method(estimator)
     names = [a.name for a in record_reports.schema]
