@@ -682,6 +682,7 @@ class LatentClassModel:
 
     @property
     def n_classes_(self) -> int:
+        """K, the number of classes of the fitted model (``LatentError`` if not fitted)."""
         self._check_fitted()
         return int(self.weights_.size)
 

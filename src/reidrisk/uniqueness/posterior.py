@@ -106,6 +106,7 @@ class PosteriorResult:
 
     @property
     def n_records(self) -> int:
+        """r, the number of query records."""
         return int(self.start.size)
 
     def pmf(self, i: int) -> tuple[np.ndarray, np.ndarray]:
