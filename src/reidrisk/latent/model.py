@@ -144,8 +144,10 @@ class LatentFit:
         -2 loglik + n_params log n.
     n_params : int
         Free parameters.
-    n_records, n_patterns : int
-        Records and distinct report patterns fitted.
+    n_records : int
+        Records (or reports) fitted.
+    n_patterns : int
+        Distinct report patterns among them (each fitted once, weighted by its count).
     n_iter : int
         EM steps of the final fit.
     converged : bool
@@ -501,9 +503,13 @@ class LatentClassModel:
     n_classes : int, "auto" or sequence of int
         K; "auto" chooses it by held-out log-likelihood over ``K_GRID`` (see the module
         docstring); a sequence gives the candidate K.
-    weight_prior, category_prior : float
-        Dirichlet prior strengths (>= 0) in pseudo-records per class (and per attribute for the
-        categories); MAP-EM.
+    weight_prior : float
+        Dirichlet prior strength (>= 0) on the class weights, in pseudo-records per class
+        (``alpha_w`` of the objective, module doc); MAP-EM.
+    category_prior : float
+        Dirichlet prior strength (>= 0) on each class's category probabilities, in
+        pseudo-records per class and attribute spread evenly over the attribute's categories
+        (``beta_a = category_prior / f_a``); 0 removes its pull toward uniform.
     n_starts : int
         Random starts per K (each run ``_START_ITER`` steps, the best is continued).
     max_iter : int

@@ -75,8 +75,10 @@ class PosteriorResult:
         Sampling rates s_i of the databases.
     counts : numpy.ndarray (r, m) int64
         Matches c_i of each record in each database.
-    start, width : numpy.ndarray (r,) int64
-        First count and length of each record's window.
+    start : numpy.ndarray (r,) int64
+        First count of each record's window.
+    width : numpy.ndarray (r,) int64
+        Number of counts in each record's window.
     offsets : numpy.ndarray (r + 1,) int64
         Where each record's segment of ``probs`` starts.
     probs : numpy.ndarray (offsets[-1],) float64
