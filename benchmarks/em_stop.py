@@ -28,7 +28,10 @@ Estimators on each randomized sample:
 * ``tr C weight``: the EM shrunk by ``1 - tr C / ||d||^2`` (the estimated share of signal, the
   constant ``reidrisk.collect.pipeline`` uses) instead of James and Stein's;
 * ``shrunk norm-sub``: the inversion shrunk by the inversion weight, then projected onto the
-  simplex (norm-sub) instead of shrinking the EM.
+  simplex (norm-sub) instead of shrinking the EM;
+* ``precision blend``, ``face fallback``, ``interval gate``, ``SURE gate 1/sqrt 12``: rules tried
+  for the default's last cells above the target (``tried_weights``), reported in the section
+  "Rules tried for the last two cells" with the median standard error of SURE's weight per cell.
 
 Grids:
 
@@ -90,7 +93,12 @@ CONVERGED = dict(stop=("noise", 1e-12), max_iter=200_000, shrink=False)
 TARGET = 1.2
 ADULT_REPS = 10
 ALTERNATIVES = ("previous shrinkage", "SURE weight", "SURE gate 1/2", "without null weight",
-                "inversion weight", "null weight", "tr C weight", "shrunk norm-sub")
+                "inversion weight", "null weight", "tr C weight", "shrunk norm-sub",
+                "precision blend", "face fallback", "interval gate", "SURE gate 1/sqrt 12")
+# rules tried for the default's last cells above the target (the last four alternatives; module doc)
+TRIED = ALTERNATIVES[-4:]
+Z95 = 1.959963984540054
+SE_KEY = "_sure_se"  # not an estimator: the standard error of SURE's weight on one sample
 ESTIMATORS = ("default", "MLE", "converged", "norm-sub", "uniform", "previous", "norm-sub start",
               *ALTERNATIVES)
 
@@ -112,6 +120,60 @@ def previous_default(w, n, mech, max_iter=10_000):
         if done:
             break
     return z / z.sum(), it
+
+
+def sure_parts(mle, theta, trace):
+    """``(sure, se, js, free, s2, ee)`` of ``shrink_weights`` for one estimate, unclipped: SURE's
+    weight, its standard error, James and Stein's weight on the inversion, the EM's cells off zero,
+    the inversion's noise per direction and ``||mle - u||^2`` (the same formulas; ``estimates``
+    checks that they give the shipped weight)."""
+    k = mle.size
+    d = k - 1
+    s2 = trace / d
+    e, y = mle - 1.0 / k, theta - theta.mean()
+    ee, yy = float(e @ e), float(y @ y)
+    if ee == 0:  # the estimate is uniform: every weight gives the same estimate
+        return 0.0, 0.0, 0.0, k, s2, ee
+    free = int(np.sum(mle > frequency.FACE_TOL * np.sqrt(s2)))
+    sure = (float(e @ y) - s2 * max(free - 3, 0)) / ee
+    se = np.sqrt(s2 * ee + 2.0 * s2 * s2 * max(free - 1, 0)) / ee
+    js = 1.0 - (d - 2) * s2 / yy if yy > 0 else 0.0
+    return sure, se, js, free, s2, ee
+
+
+def tried_weights(mle, theta, trace, null):
+    """The weights of the rules tried for the default's last cells above the target, each at
+    least the null weight like the default's, clipped to [0, 1] (``ALTERNATIVES[-4:]``):
+
+    * ``precision blend``: SURE's weight shrunk toward James and Stein's by its own sampling
+      uncertainty, ``js + D max(0, 1 - se^2 / D^2)`` with ``D = sure - js`` (the combination
+      ``w sure + (1 - w) js`` with the least expected squared error when SURE's weight is
+      unbiased with variance ``se^2`` and James and Stein's has the bias ``D``, whose square is
+      estimated by ``D^2 - se^2``), instead of the hard gate;
+    * ``face fallback``: the default with, where SURE's weight is too uncertain, James and
+      Stein's weight on the EM itself with the noise of its face (``1 - (free - 3) s2 / ||e||^2``)
+      instead of on the inversion with the noise of all ``k - 1`` directions;
+    * ``interval gate``: SURE's weight wherever its 95% interval, clipped to [0, 1] like the
+      weight, is narrower than [0, 1] (``sure - 1.96 se > 0`` or ``sure + 1.96 se < 1``), which
+      also keeps SURE's weight where it is uncertain but clearly near 1;
+    * ``SURE gate 1/sqrt 12``: SURE's weight wherever its standard error is below that of a
+      weight drawn uniformly from [0, 1] (1 / sqrt(12) = 0.289, i.e. where the data say more
+      about the weight than its range does), else James and Stein's on the inversion.
+    """
+    if mle.size <= 3:
+        return dict.fromkeys(TRIED, 1.0)
+    sure, se, js, free, s2, ee = sure_parts(mle, theta, trace)
+    gate = frequency.SURE_SE_MAX
+    dd = sure - js
+    blend = js + dd * max(0.0, 1.0 - se * se / (dd * dd)) if dd != 0 else js
+    face = 1.0 - max(free - 3, 0) * s2 / ee
+    raw = {"precision blend": blend,
+           "face fallback": sure if se <= gate else face,
+           "interval gate": sure if (se <= gate or sure - Z95 * se > 0 or sure + Z95 * se < 1)
+           else js,
+           "SURE gate 1/sqrt 12": sure if se <= 1.0 / np.sqrt(12.0) else js}
+    floor = 1.0 - null / ee if ee > 0 else 0.0
+    return {name: float(np.clip(max(lam, floor), 0.0, 1.0)) for name, lam in raw.items()}
 
 
 def exact_counts(mech_name, mech, c, rng):
@@ -168,6 +230,14 @@ def estimates(mech, w, n):
                      ("tr C weight", shrink_weight(d, trace))):
         out[name] = (u + lm * (mle - u), out["MLE"][1])
     out["shrunk norm-sub"] = (norm_sub(u + lam_inv * (theta - u), 1.0), 0)
+    se = np.nan
+    if k > 3:  # the formulas of sure_parts are the shipped ones
+        sure, se, js, *_ = sure_parts(mle, theta, trace)
+        shipped = float(np.clip(sure if se <= frequency.SURE_SE_MAX else js, 0.0, 1.0))
+        assert abs(shipped - lam) < 1e-9, (shipped, lam)
+    out[SE_KEY] = (None, float(se))
+    for name, lm in tried_weights(mle, theta, trace, null).items():
+        out[name] = (u + lm * (mle - u), out["MLE"][1])
     return out
 
 
@@ -190,6 +260,7 @@ def run_cell(res, grid, mech_name, k, eps, n, kind, truths, rng, sampler):
     errs = {e: [] for e in ESTIMATORS}
     jsd = {e: [] for e in ESTIMATORS}
     steps = {e: [] for e in ESTIMATORS}
+    ses = []
     t0 = time.perf_counter()
     fixed = None if isinstance(kind, str) else np.asarray(kind)
     if fixed is not None:
@@ -207,7 +278,9 @@ def run_cell(res, grid, mech_name, k, eps, n, kind, truths, rng, sampler):
         else:
             truth = truth_of(kind, k, rng)
             w, n_present = exact_counts(mech_name, mech, rng.multinomial(n, truth), rng), n
-        for e, (p, its) in estimates(mech, w, n_present).items():
+        est = estimates(mech, w, n_present)
+        ses.append(est.pop(SE_KEY)[1])
+        for e, (p, its) in est.items():
             errs[e].append(float(np.sum((p - truth) ** 2)))
             jsd[e].append(float(js_divergence(truth, p)))
             steps[e].append(its)
@@ -221,6 +294,9 @@ def run_cell(res, grid, mech_name, k, eps, n, kind, truths, rng, sampler):
         res.add({**params, "estimator": e}, "js", js, "bits")
         if its:
             res.add({**params, "estimator": e}, "em_steps", its, "steps")
+    s["sure_se"] = float(np.median(ses))
+    if np.isfinite(s["sure_se"]):
+        res.add(params, "sure_weight_se_median", s["sure_se"], "weight")
     best = min(s["converged"][0], s["norm-sub"][0])
     s["ratio"] = s["MLE"][0] / best
     s["ratio_previous"] = s["previous"][0] / best
@@ -259,18 +335,22 @@ def g3(x):
 SHRINK_HEAD = ["default / best", "before / best", "MSE: MLE", "default", "uniform",
                "default / min", "before / min", "JS: MLE", "default", "uniform", "default / min",
                "MSE / min: SURE weight", "SURE gate 1/2", "without null weight",
-               "inversion weight", "null weight", "tr C weight", "shrunk norm-sub"]
+               "inversion weight", "null weight", "tr C weight", "shrunk norm-sub",
+               *(f"MSE / best: {e}" if i == 0 else e for i, e in enumerate(TRIED)),
+               *(f"MSE / min: {e}" if i == 0 else e for i, e in enumerate(TRIED))]
 
 
 def shrink_cols(s):
     """The default's and the previous shrinkage's MSE over the better of norm-sub and the converged
     EM ("/ best"); before (MLE) / after (default) / uniform for MSE and JS; "/ min": over the
-    better of the MLE and uniform; the alternatives' MSE over the same."""
+    better of the MLE and uniform; the alternatives' MSE over the same; the rules tried for the
+    last cells above the target (``TRIED``): MSE / best, then MSE / min."""
     return [r2(s[("default", "best")]), r2(s[("previous shrinkage", "best")]),
             g3(s["MLE"][0]), g3(s["default"][0]), g3(s["uniform"][0]), r2(s[("default", "mse")]),
             r2(s[("previous shrinkage", "mse")]),
             g3(s["MLE"][2]), g3(s["default"][2]), g3(s["uniform"][2]), r2(s[("default", "js")]),
-            *(r2(s[(e, "mse")]) for e in ALTERNATIVES[1:])]
+            *(r2(s[(e, "mse")]) for e in ALTERNATIVES[1:-len(TRIED)]),
+            *(r2(s[(e, "best")]) for e in TRIED), *(r2(s[(e, "mse")]) for e in TRIED)]
 
 
 def adult_counts():
@@ -412,6 +492,103 @@ def main(argv=None) -> int:
         f"{lbl}: {s['default'][0]:.3g} against MLE {s['MLE'][0]:.3g} and uniform "
         f"{s['uniform'][0]:.3g}" for lbl, s in worst_cells)
 
+    # the rules tried for the default's last cells above the target, against the default and the
+    # looser gate: worst cell, cells above the target, and what they cost at tiny budgets
+    demo = [s for m, k, n, e, kd, s in check if n == 14_000 and abs(e - 1 / 6) < 1e-12]
+    tried_lines, meets = [], []
+    for e in ("default", "SURE gate 1/2", *TRIED):
+        lbl, sw = max(labelled, key=lambda ls, e=e: ls[1][(e, "best")])
+        above = sum(s[(e, "best")] > TARGET for _, s in labelled)
+        demo_u = [s[e][0] / s["uniform"][0] for s in demo]
+        weak_u = [s[e][0] / s["uniform"][0] for s in weak_cells]
+        res.add({"grid": "all", "estimator": e}, "demo_budget_worst_mse_over_uniform",
+                float(max(demo_u)) if demo_u else float("nan"), "ratio")
+        tried_lines.append([e, f"{sw[(e, 'best')]:.2f} ({lbl})", f"{above} of {len(labelled)}",
+                            span(demo, lambda s, e=e: s[e][0] / s["uniform"][0]),
+                            span(weak_cells, lambda s, e=e: s[e][0] / s["uniform"][0])])
+        if e != "default" and above == 0 and demo_u and max(demo_u) <= max(
+                s["default"][0] / s["uniform"][0] for s in demo) * 1.05 and max(weak_u) <= 1.05 * max(
+                s["default"][0] / s["uniform"][0] for s in weak_cells):
+            meets.append(e)
+    shown = ("default", "SURE weight", "SURE gate 1/2", *TRIED)
+    conflict_rows = [[lbl, r2(s["sure_se"]), r2(s["ratio"]), *(r2(s[(e, "best")]) for e in shown)]
+                     for lbl, s in labelled
+                     if max(s[(e, "best")] for e in shown) > 1.15 or any(s is d for d in demo)]
+    by_label = dict(labelled)
+    wc = by_label.get("Adult workclass (k = 8), grr, epsilon = 0.1")
+    rel = by_label.get("Adult relationship (k = 6), grr, epsilon = 0.1")
+    why_text = []
+    if wc is not None and rel is not None and demo:
+        blend_lbl, blend_s = max(labelled, key=lambda ls: ls[1][("precision blend", "best")])
+        face_u = max(s["face fallback"][0] / s["uniform"][0] for s in weak_cells)
+        dflt_u = max(s["default"][0] / s["uniform"][0] for s in weak_cells)
+        conflict = [s for lbl, s in labelled
+                    if max(s[(e, "best")] for e in shown) > 1.15 or any(s is d for d in demo)]
+        helps = [s["sure_se"] for s in conflict
+                 if s[("SURE weight", "best")] < s[("default", "best")] - 0.005]
+        costs = [s["sure_se"] for s in conflict
+                 if s[("SURE weight", "best")] > s[("default", "best")] + 0.005]
+        line = ""
+        if helps and costs:
+            line = (f"In the cells above, SURE's weight everywhere beats the default's fallback "
+                    f"where the cell's median standard error is {min(helps):.2f}-{max(helps):.2f} "
+                    f"and loses where it is {min(costs):.2f}-{max(costs):.2f}"
+                    + (", so the cells split at about one half; " if max(helps) < min(costs)
+                       else ", so the standard error does not even split the cells; "))
+        why_text = [
+            "Why none closes both: the gates separate randomizations by the standard error of "
+            "SURE's weight, and that does not separate the cells well enough. On Adult's "
+            f"workclass (GRR, epsilon 0.1; median standard error {wc['sure_se']:.2f}) SURE's "
+            f"weight is what keeps the EM ({wc[('SURE weight', 'best')]:.2f} with it everywhere, "
+            f"{wc[('default', 'best')]:.2f} with the default's fallback); on Adult's relationship "
+            f"(GRR, epsilon 0.1; {rel['sure_se']:.2f}) it costs ({rel[('SURE weight', 'best')]:.2f} "
+            f"against {rel[('default', 'best')]:.2f}). " + line
+            + ("but one" if line else "One") + " randomization's standard error scatters "
+            "around its cell's median, so a "
+            "gate at one half still takes SURE's weight in some of relationship's randomizations "
+            f"({rel[('SURE gate 1/2', 'best')]:.2f}), and a threshold placed on this table's "
+            "boundary would be tuning to it (the principles tried give 0.255, the 95% interval, "
+            "0.289, a uniform weight's spread, and 0.5, one standard error each side). The "
+            "continuous rules lose elsewhere: `precision blend` where SURE's and James and "
+            f"Stein's weights differ by about their noise ({blend_lbl}: "
+            f"{blend_s[('precision blend', 'best')]:.2f}), `face fallback` where the face is "
+            f"chosen by noise (tiny budgets: up to {face_u:.1f}x uniform's error against the "
+            f"default's {dflt_u:.1f}x).",
+            "",
+        ]
+    tried_text = [
+        "## Rules tried for the last two cells",
+        "",
+        "Each rule keeps the default's null weight and clip; `precision blend`, `face fallback`, "
+        "`interval gate` and `SURE gate 1/sqrt 12` are defined in `benchmarks/em_stop.py` "
+        "(`tried_weights`): SURE's weight shrunk toward James and Stein's by its own sampling "
+        "uncertainty instead of the hard gate; James and Stein's weight on the EM with the noise "
+        "of its face as the fallback instead of on the inversion; SURE's weight wherever its 95% "
+        "interval clipped to [0, 1] is narrower than [0, 1]; SURE's weight wherever its standard "
+        "error is below a uniform weight's (1 / sqrt(12) = 0.289). Worst cell is MSE / best; the "
+        f"demo's budget is the {len(demo)} check rows at epsilon 1/6, k = 12 and 16; the tiny "
+        f"budgets are the {len(weak_cells)} cells where the MLE is worse than the uniform guess "
+        "(MSE / uniform's: at most 1 means the shrinkage still does better than doing nothing).",
+        "",
+        md_table(["rule", "worst cell (MSE / best)", f"cells above {TARGET}",
+                  "demo budget: MSE / uniform", "tiny budgets: MSE / uniform"], tried_lines),
+        "",
+        "The cells where the rules differ most (any of them above 1.15x the best, and the demo's "
+        "budget), with the median standard error of SURE's weight over the randomizations "
+        "(`shrink_weights`; the default's gate is 1 / 3.92 = 0.255), MSE / best:",
+        "",
+        md_table(["cell", "SURE's se", "MLE", "default", "SURE weight", "SURE gate 1/2", *TRIED],
+                 conflict_rows),
+        "",
+        *why_text,
+        ("Rules with no cell above the target and the default's tiny-budget errors (within 5%): "
+         + ", ".join(f"`{e}`" for e in meets) + "." if meets else
+         f"No rule tried has every cell within {TARGET}x of the best without giving back the "
+         "tiny-budget benefit (within 5% of the default's worst demo-budget and tiny-budget "
+         "ratios to uniform); the default is unchanged."),
+        "",
+    ]
+
     def row_small(m, k, e, s):
         return [m, k, f"{e:g}", r2(s["ratio"]), r2(s["ratio_previous"]),
                 f"{s['default'][1]:.0f}", f"{s['converged'][1]:.0f}", *shrink_cols(s)]
@@ -452,7 +629,8 @@ def main(argv=None) -> int:
         "weight` (each of the previous shrinkage's two weights alone), `tr C weight` (1 - tr C / "
         "||d||^2 on the inversion, as the collection pipeline shrinks marginals) and `shrunk "
         "norm-sub` (the inversion shrunk by the inversion weight, then projected onto the "
-        "simplex).",
+        "simplex); the four rules tried for the default's last two cells above the target are "
+        "described in their own section.",
         "",
         "## The default against the better of norm-sub and the converged EM",
         "",
@@ -480,6 +658,7 @@ def main(argv=None) -> int:
         "null weight`); it is kept for the pair tables (`reidrisk.estimation.frequency`, "
         "\"Shrinkage toward uniform\").",
         "",
+        *tried_text,
         "## Shrinkage: the default against the better of the MLE and the uniform guess",
         "",
         f"Over all {len(every)} cells (small grid, k = 1024, check families, Adult):",
