@@ -298,7 +298,7 @@ def parse_args(argv=None):
     ap.add_argument("--queries", type=int, default=4, help="query sets per repetition (4)")
     ap.add_argument("--batch", type=int, default=10, help="repetitions added per round (10)")
     ap.add_argument("--max-reps", type=int, default=40, help="repetitions at most per point (40)")
-    ap.add_argument("--kscan-datasets", default="syn10,adult10,syn100",
+    ap.add_argument("--kscan-datasets", default="syn10,adult10,syn100,adult,communities",
                     help="datasets of the planner check ('' to skip)")
     ap.add_argument("--kscan-m", default="0,0.5")
     ap.add_argument("--kscan-reps", type=int, default=10)
@@ -503,9 +503,10 @@ def main(argv=None) -> int:
             f"Settings: c = {C}, ε = {EPS:g}, {args.queries} query sets per repetition, repetitions "
             f"in batches of {args.batch} up to {args.max_reps} per point. Wall time "
             f"{wall / 60:.1f} min with {args.jobs} worker(s)"
-            + (f"; measured from {resumed.get('date_utc')} (load at start "
-               f"{' / '.join(str(x) for x in resumed.get('load_avg_start', []))}) and rendered "
-               "from its checkpoint by the command below." if resumed else ".")
+            + (f"; the measurement began {resumed.get('date_utc')} (load at start "
+               f"{' / '.join(str(x) for x in resumed.get('load_avg_start', []))}) and was resumed "
+               "from its checkpoint by the command below, which measured what was left and "
+               "rendered the results." if resumed else ".")
             + " Timings depend on the load (below); the scores do not.", "",
             "## Paired comparison (c = 3, ε = 5)", "",
             "JS divergence in bits, mean over repetitions; ratios reidrisk / CALM with their 95 % "

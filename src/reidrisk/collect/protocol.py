@@ -72,7 +72,8 @@ the full budget goes to the marginals. A measured case: docs/design/collect.md#c
 
 How well E(k) picks k, measured by the JS divergence of 3-way tables at epsilon = 5
 (docs/results/collect_calm_paired.md, "planner check"): the chosen k is at or above the k that
-scores best. On Adult 10 % (n = 3,256) k = 1 scores best at m = 0 and at m = 0.5, 1.2x lower than
+scores best. On Adult and Communities the chosen k = 2 scores best at m = 0 and m = 0.5. On
+Adult 10 % (n = 3,256) k = 1 scores best at m = 0 and at m = 0.5, 1.2x lower than
 the chosen k = 2 (beyond noise); on the synthetic tables k = 2 scores best, and the chosen 3-4 are
 1.1-1.3x higher (within noise on 10 repetitions). Two parts of the criterion push k up: a pair
 that is not estimated counts at ``1 - 1 / (f_j f_j')``, the distance of a point mass from the
