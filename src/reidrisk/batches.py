@@ -51,6 +51,11 @@ def local_map(fn: Callable, shared: Any, batches: Sequence) -> list:
         The inputs every batch reads (passed as they are).
     batches : sequence
         One item per batch.
+
+    Returns
+    -------
+    list
+        ``fn(shared, b)`` of every batch, in order.
     """
     return [fn(shared, b) for b in batches]
 
@@ -64,6 +69,11 @@ def pair_map(mapper: Mapper | None) -> Iterator[None]:
     ----------
     mapper : callable or None
         ``mapper(fn, shared, batches) -> [fn(shared, b) for b in batches]``, in order.
+
+    Yields
+    ------
+    None
+        Nothing; the mapper applies within the block.
     """
     token = _MAPPER.set(mapper)
     try:
@@ -81,6 +91,11 @@ def split(n_items: int, size: int | None = None) -> list[slice]:
         Number of items.
     size : int, optional
         Largest batch (default ``BATCH_PAIRS``).
+
+    Returns
+    -------
+    list of slice
+        The batches' index ranges, in order.
     """
     size = BATCH_PAIRS if size is None else size
     if int(size) < 1:
@@ -102,6 +117,11 @@ def map_pairs(fn: Callable, shared: Any, batches: Sequence, n_pairs: int) -> lis
         The batches' own inputs.
     n_pairs : int
         The number of pairs over all batches.
+
+    Returns
+    -------
+    list
+        ``fn(shared, b)`` of every batch, in order.
     """
     mapper = _MAPPER.get()
     if mapper is None or int(n_pairs) <= DISTRIBUTE_PAIRS or len(batches) < 2:

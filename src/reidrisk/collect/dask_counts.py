@@ -57,6 +57,11 @@ def count_graph(parts: list[Partition], *, chunk_rows: int | None = None,
         Rows per chunk within a partition (default ``default_chunk_rows``).
     split_every : int
         Inputs of one summing task.
+
+    Returns
+    -------
+    dask.delayed.Delayed
+        The graph's last sum: computing it gives the ``PairCounts`` of all ``parts``.
     """
     dask = _require_dask()
     if not parts:
@@ -87,6 +92,11 @@ def dask_pair_map(client):
     ----------
     client : distributed.Client
         The cluster's client.
+
+    Returns
+    -------
+    callable
+        ``mapper(fn, shared, batches) -> list`` for ``reidrisk.batches.pair_map``.
     """
     def mapper(fn, shared, batches):
         # broadcast: every worker gets the shared inputs (the counts, the marginals) once
@@ -119,6 +129,11 @@ def count_dask(source, client=None, *, chunk_rows: int | None = None,
         As in ``count_graph``.
     storage_options : dict, optional
         Passed to fsspec for a URL.
+
+    Returns
+    -------
+    PairCounts
+        The count tables of every report of ``source``.
     """
     _require_dask()
     parts = partitions(source, storage_options)

@@ -82,6 +82,11 @@ def default_chunk_rows(sizes: Iterable[int]) -> int:
     ----------
     sizes : iterable of int
         The attributes' domain sizes (F their sum).
+
+    Returns
+    -------
+    int
+        Rows per chunk.
     """
     F = max(1, int(sum(int(f) for f in sizes)))
     return int(min(PARTITION_ROW_GROUP, max(1024, CHUNK_CELLS // F)))
@@ -103,6 +108,11 @@ def filesystem(source, storage_options: dict | None = None):
         A local path or an fsspec URL (fsspec resolves it: any protocol it knows).
     storage_options : dict, optional
         Passed to fsspec, such as credentials or endpoints.
+
+    Returns
+    -------
+    tuple
+        ``(pyarrow.fs.FileSystem, str)``: the filesystem and the path inside it.
     """
     import pyarrow.fs as pafs
 
@@ -149,6 +159,11 @@ def partitions(source, storage_options: dict | None = None) -> list[Partition]:
         A directory, one file, or a list of either; local or an fsspec URL.
     storage_options : dict, optional
         Passed to fsspec (credentials, endpoints).
+
+    Returns
+    -------
+    list of Partition
+        The partitions, sorted by path.
     """
     import pyarrow.fs as pafs
 
@@ -231,6 +246,11 @@ def read_partition_header(partition: Partition | str, storage_options: dict | No
         The partition, or its path.
     storage_options
         As in ``partitions``.
+
+    Returns
+    -------
+    ReportsHeader
+        The partition's schema, protocol, mechanisms and codecs.
     """
     if not isinstance(partition, Partition):
         partition = partitions(partition, storage_options)[0]
@@ -251,6 +271,11 @@ def describe(source, storage_options: dict | None = None) -> ReportsHeader:
     ----------
     source, storage_options
         As in ``partitions``.
+
+    Returns
+    -------
+    ReportsHeader
+        The header every partition shares.
     """
     parts = partitions(source, storage_options)
     first = read_partition_header(parts[0])
@@ -300,6 +325,11 @@ def iter_reports(source, *, chunk_rows: int | None = None, storage_options: dict
         As in ``partitions``.
     chunk_rows : int, optional
         Rows per chunk (default ``default_chunk_rows``).
+
+    Yields
+    ------
+    RecordReports
+        The decoded, validated reports of one chunk.
     """
     parts = partitions(source, storage_options)
     header = read_partition_header(parts[0])
@@ -320,6 +350,11 @@ def count_partition(partition: Partition | str, *, chunk_rows: int | None = None
         As in ``read_partition_header``.
     chunk_rows
         As in ``iter_reports``.
+
+    Returns
+    -------
+    PairCounts
+        The count tables of all the partition's reports.
     """
     if not isinstance(partition, Partition):
         (partition,) = partitions(partition, storage_options)
@@ -348,6 +383,11 @@ def count_columns(schema: Schema, mechanisms, columns, *, chunk_rows: int | None
         One report array (or ``PackedBits``) per attribute, in schema order.
     chunk_rows
         As in ``iter_reports``.
+
+    Returns
+    -------
+    PairCounts
+        The count tables of all the reports.
     """
 
     mechs, cols = tuple(mechanisms), list(columns)
@@ -362,7 +402,18 @@ def count_columns(schema: Schema, mechanisms, columns, *, chunk_rows: int | None
 
 
 def sum_counts(*counts: PairCounts) -> PairCounts:
-    """The exact sum of count tables of disjoint sets of reports (``PairCounts.__add__``)."""
+    """The exact sum of count tables of disjoint sets of reports (``PairCounts.__add__``).
+
+    Parameters
+    ----------
+    *counts : PairCounts
+        At least one table, all over the same attributes.
+
+    Returns
+    -------
+    PairCounts
+        The sum of ``counts``.
+    """
     if not counts:
         raise ValueError("sum_counts needs at least one PairCounts")
     return functools.reduce(operator.add, counts)
@@ -381,6 +432,11 @@ def count_reports(source, *, chunk_rows: int | None = None, storage_options: dic
         As in ``iter_reports``.
     progress : bool
         Show the progress bar.
+
+    Returns
+    -------
+    PairCounts
+        The count tables of every report of ``source``.
     """
     # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report.progress import Progress
@@ -415,6 +471,11 @@ def fit_partitioned(source, pipeline: CollectPipeline | None = None, *,
         The fit's settings (default ``CollectPipeline()``).
     client : dask.distributed.Client, optional
         Count on this Dask cluster instead of on this machine.
+
+    Returns
+    -------
+    CollectModel
+        The fitted collection model.
     """
 
     pipeline = CollectPipeline() if pipeline is None else pipeline
@@ -454,6 +515,19 @@ class PartitionWriter:
         self.written: list[str] = []
 
     def write(self, columns) -> str:
+        """Write the next partition.
+
+        Parameters
+        ----------
+        columns : sequence of numpy.ndarray or PackedBits
+            One report array per attribute (or a ``PackedBits`` for a unary encoding), in schema
+            order, as in ``reports_io.write_partition``.
+
+        Returns
+        -------
+        str
+            The path or URL of the partition written.
+        """
         name = f"part-{self.index:05d}.parquet"
         self.index += 1
         path = f"{self._root.rstrip('/')}/{name}"
@@ -486,6 +560,11 @@ def write_partitioned(directory, reports: RecordReports | CollectedReports,
         Largest number of rows of one partition.
     storage_options
         As in ``partitions``.
+
+    Returns
+    -------
+    list of str
+        The partitions' paths or URLs, in order.
     """
     if isinstance(reports, CollectedReports):
         protocol = reports.protocol if protocol is None else protocol
@@ -523,6 +602,11 @@ def simulate_partitioned(directory, schema: Schema, protocol: Protocol, n: int, 
         MCAR probability that a value is missing.
     rng : numpy.random.Generator or int, optional
         Generator or seed (``None``: a fresh cryptographic generator).
+
+    Returns
+    -------
+    list of str
+        The partitions' paths or URLs, in order.
     """
 
     rng = as_generator(rng)

@@ -183,6 +183,11 @@ class PairBatch:
         ----------
         rho : numpy.ndarray, shape (P,)
             One correlation per pair, in [-1, 1].
+
+        Returns
+        -------
+        numpy.ndarray
+            Flat cell probabilities of every pair, in the batch's cell order.
         """
         corner = self._static.copy()
         corner[self._int_idx] = _owen_cdf(self._int_h, self._int_k, rho[self._int_pair])
@@ -197,6 +202,11 @@ class PairBatch:
         ----------
         rho : float
             The correlation of every pair.
+
+        Returns
+        -------
+        numpy.ndarray
+            Flat cell probabilities of every pair, as ``cells``.
         """
         if abs(rho) > FIXED_RHO_MAX:
             return self.cells(np.full(self.n_pairs, float(rho)))
@@ -214,6 +224,11 @@ class PairBatch:
         ----------
         rho : numpy.ndarray, shape (P,)
             One correlation per pair.
+
+        Returns
+        -------
+        numpy.ndarray
+            Flat dP/drho per cell.
         """
         corner = np.zeros(self._static.size)
         corner[self._int_idx] = bvn_pdf(self._int_h, self._int_k, rho[self._int_pair])
@@ -226,6 +241,11 @@ class PairBatch:
         ----------
         mask : numpy.ndarray of bool, shape (P,)
             The pairs to keep.
+
+        Returns
+        -------
+        PairBatch
+            The batch of the selected pairs.
         """
         return PairBatch(self.marginals, self.pairs[mask])
 
@@ -236,6 +256,11 @@ class PairBatch:
         ----------
         mask : numpy.ndarray of bool, shape (P,)
             The selected pairs.
+
+        Returns
+        -------
+        numpy.ndarray of bool
+            One entry per cell: whether its pair is selected.
         """
         return mask[self.cell_pair]
 
@@ -248,6 +273,11 @@ class PairBatch:
             One correlation per pair.
         second : bool
             Also return the second derivative (else ``None`` in its place).
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            Flat cell probabilities, first and second derivatives (or None).
         """
         r = rho[self._int_pair]
         prob = self.cells(rho)
@@ -267,6 +297,11 @@ class PairBatch:
         ----------
         values : numpy.ndarray
             One number per cell (flat, in the batch's cell order).
+
+        Returns
+        -------
+        numpy.ndarray, shape (P,)
+            The sums per pair.
         """
         return np.bincount(self.cell_pair, weights=values, minlength=self.n_pairs)
 
@@ -277,6 +312,11 @@ class PairBatch:
         ----------
         rho : array_like, shape (P,)
             One correlation per pair.
+
+        Returns
+        -------
+        list of numpy.ndarray
+            One (f_a, f_b) table per pair.
         """
         flat = self.cells(np.asarray(rho, dtype=np.float64))
         return [
@@ -515,6 +555,11 @@ def fit_pair_correlations(
     n : float or array_like of shape (P,), optional
         The number of records behind each table (for the standard errors; None: no errors).
 
+    Returns
+    -------
+    PairFits
+        The fitted correlations, aligned with ``pairs``.
+
     Notes
     -----
     The standard error is 1 / sqrt(n I(rho)), I the observed Fisher information per record of the
@@ -570,6 +615,11 @@ def fit_pair_batch(shared: tuple, batch: tuple) -> PairFits:
     batch : tuple
         ``(pairs, tables, n)``: the batch's (P, 2) checked attribute indices, its P tables and its
         (P,) checked records per table (or None).
+
+    Returns
+    -------
+    PairFits
+        The batch's fits, aligned with its pairs.
     """
     margs, method = shared
     pairs, tables, n_arr = batch
@@ -625,6 +675,11 @@ def fit_pair_correlation(table, marg_j, marg_j2, copula_fit: str = "table", n=No
         The criterion (formerly ``method``; module docstring).
     n : float, optional
         The number of records behind the table (for the standard error).
+
+    Returns
+    -------
+    PairFit
+        The pair's fitted correlation.
     """
     pa, pb = check_marginal(marg_j, "j"), check_marginal(marg_j2, "j'")
     fits = fit_pair_correlations([pa, pb], [[0, 1]], [table], copula_fit=copula_fit, n=n)

@@ -30,6 +30,11 @@ def estimate_pair_batch(shared: tuple, pairs: list) -> PairEstimates:
         ``mechanisms`` when the counts are among the options).
     pairs : list of (int, int)
         The batch's pairs, j < j'.
+
+    Returns
+    -------
+    PairEstimates
+        The estimates of the batch's pairs.
     """
     layout, estimator, options = shared
     return estimate_pairs(layout, estimator, pairs, **options)
@@ -56,6 +61,11 @@ def estimate_pairs_batched(layout, estimator: str, pairs: Iterable, *, counts: P
         every batch).
     **options
         The other keyword arguments of ``estimate_pairs`` (``stop``, ``max_iter``, ``shrink``...).
+
+    Returns
+    -------
+    PairEstimates
+        The estimates of every pair, as ``estimate_pairs`` gives them.
     """
     plist = sorted({(min(int(j), int(k)), max(int(j), int(k))) for j, k in pairs})
     if len(marginals) != counts.g:
