@@ -79,7 +79,10 @@ the chosen k = 2 (beyond noise); on the synthetic tables k = 2 scores best, and 
 that is not estimated counts at ``1 - 1 / (f_j f_j')``, the distance of a point mass from the
 uniform table, although the pipeline answers it by independence, whose error is the pair's own
 dependence; and pair and marginal errors weigh the same, although the JS of a c-way table reacts
-mostly to the marginals.
+mostly to the marginals. Capping each pair at an assumed dependence instead (0.01, the constant
+R0 of ``reidrisk.collect.baselines.calm``) would pick the k that measured best on four of the five
+tables checked (docs/results/collect_accuracy.md, "Which part of CALM does it"); it is not the
+default yet.
 """
 
 from __future__ import annotations
