@@ -23,7 +23,7 @@ from reidrisk.data.missing import mcar
 from reidrisk.data.synthetic import make_population
 from reidrisk.estimation import js_divergence, variance
 from reidrisk.mechanisms import RecordReports
-from reidrisk.schema import MISSING
+from reidrisk.schema import MISSING, Attribute, Schema
 
 SIZES = [3, 4, 3, 5, 2]
 MARGINALS = [np.array([0.5, 0.3, 0.2]), np.array([0.1, 0.2, 0.3, 0.4]), np.array([0.6, 0.25, 0.15]),
@@ -311,3 +311,20 @@ def test_fit_from_counts_refuses_what_counts_cannot_give():
         CollectPipeline().fit_counts(counts, other.schema, other.mechanisms)
     with pytest.raises(CollectError, match="needs PairCounts"):
         CollectPipeline().fit_counts(rr, rr.schema, rr.mechanisms)
+
+
+def test_an_attribute_whose_reports_are_all_alike_fits():
+    """One attribute per person at a large budget: an attribute everyone answers "no" gets
+    reports that are all alike, whose sample covariance is 0 and whose computed trace can round
+    below 0; the marginal test must read that as no noise, not refuse it (before the fix 4 of
+    these 20 seeds raised "noise must be a finite number >= 0")."""
+    schema = Schema(tuple(Attribute(f"a{j}", ("no", "yes")) for j in range(3)))
+    codes = np.zeros((300, 3), dtype=np.int64)
+    codes[:, 2] = np.random.default_rng(0).integers(0, 2, 300)
+    for seed in range(20):
+        reports = Protocol(15.0, attributes_per_person=1).randomize(schema, codes, rng=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CollectWarning)  # no pair is reported together
+            model = CollectPipeline().fit(reports)
+        # budget 15 per attribute: a report differs from its value with probability e^-15
+        assert model.marginals[0][0] > 0.99

@@ -641,7 +641,9 @@ def _test_marginals(mechs, counts: PairCounts, second: list, level: float) -> _M
         signal.append(stat / float(chi2.isf(level, f - 1)))
         pvalue.append(float(chi2.sf(stat, f - 1)))
         departure.append(d)
-        noise.append(np.trace(cov))
+        # a sample covariance is positive semi-definite: a trace below 0 is rounding (all
+        # of an attribute's reports alike, as with one report each at a large budget)
+        noise.append(max(float(np.trace(cov)), 0.0))
     return _MarginalTests(signal, pvalue, departure, noise)
 
 
