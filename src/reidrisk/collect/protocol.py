@@ -121,13 +121,31 @@ class ProtocolError(MechanismError):
 
 
 def resolve_mechanism(name: str, epsilon: float, k: int, **kwargs) -> Mechanism:
-    """A mechanism by name: the shared registry (``reidrisk.mechanisms.MECHANISMS``) or one of the
-    baseline mechanisms defined in ``reidrisk.collect.baselines`` (``"negative"``, ``"laplace_index"``).
+    """A mechanism by name, from the shared registry or the collect baselines.
+
+    The shared registry is ``reidrisk.mechanisms.MECHANISMS``; the baseline mechanisms are those
+    defined in ``reidrisk.collect.baselines`` (``"negative"``, ``"laplace_index"``), looked up first.
 
     Parameters
     ----------
-    name, epsilon, k, **kwargs
-        As in ``reidrisk.mechanisms.make_mechanism``.
+    name : str
+        Mechanism name, case-insensitive.
+    epsilon : float
+        Budget of the one attribute it randomizes.
+    k : int
+        Domain size of that attribute.
+    **kwargs
+        Extra options of the mechanism, as in ``reidrisk.mechanisms.make_mechanism``.
+
+    Returns
+    -------
+    Mechanism
+        The mechanism at ``epsilon`` on a domain of ``k`` values.
+
+    Raises
+    ------
+    ProtocolError
+        When ``name`` is in neither registry.
     """
     # import cycle: the baselines import this module
     from reidrisk.collect.baselines.mechanisms import LOCAL_MECHANISMS
@@ -187,9 +205,36 @@ class Protocol:
                 missing_rate: float = 0.0, presence: np.ndarray | None = None,
                 mechanism: str = "subset", among: str = "present",
                 mechanism_options: dict | None = None) -> Protocol:
-        """The attribute-sampling protocol with k from ``choose_attributes_per_person`` (what
-        ``--attributes-per-person auto`` does on the command line): plan with the expected number
-        of people ``n`` and MCAR ``missing_rate``, or with a ``presence`` matrix (n, g). A schema of one attribute gets k = 1."""
+        """The attribute-sampling protocol with k chosen by ``choose_attributes_per_person``.
+
+        What ``--attributes-per-person auto`` does on the command line: plan with the expected
+        number of people ``n`` and MCAR ``missing_rate``, or with a ``presence`` matrix (n, g).
+        A schema of one attribute gets k = 1 (``attributes_per_person=None``, all of it).
+
+        Parameters
+        ----------
+        schema : Schema
+            The attributes to collect (their domain sizes are read).
+        epsilon : float
+            Budget of one person's whole report.
+        n : int, optional
+            Expected number of people; required when ``presence`` is not given.
+        missing_rate : float
+            Expected MCAR missing rate in [0, 1), used with ``n``.
+        presence : numpy.ndarray (n, g) of bool, optional
+            Who has which attribute (e.g. of a pilot); used instead of ``n`` and ``missing_rate``.
+        mechanism : str
+            Registry name of the per-attribute randomizer (``resolve_mechanism``).
+        among : {"present", "all"}
+            Which attributes are sampled (module doc).
+        mechanism_options : dict, optional
+            Extra keyword arguments of the mechanism.
+
+        Returns
+        -------
+        Protocol
+            The protocol with the chosen ``attributes_per_person``.
+        """
         sizes = list(schema.sizes)
         if len(sizes) < 2:
             return cls(epsilon, None, mechanism, among, mechanism_options or {})
@@ -203,34 +248,104 @@ class Protocol:
 
     # ---- derived quantities ------------------------------------------------------------------
     def attributes_for(self, g: int) -> int:
-        """Attributes reported per person for a schema of ``g`` attributes
-        (``attributes_per_person`` capped at g)."""
+        """Attributes reported per person for a schema of ``g`` attributes.
+
+        Parameters
+        ----------
+        g : int
+            Number of attributes of the schema.
+
+        Returns
+        -------
+        int
+            ``attributes_per_person`` capped at g (g when it is ``None``).
+        """
         k = self.attributes_per_person
         return g if k is None else min(k, g)
 
     k = renamed_attribute("attributes_per_person", "k")
     k_for = renamed_function(attributes_for, "k_for")
+    k_for.__doc__ = """Deprecated name of ``attributes_for``.
+
+        Parameters
+        ----------
+        g : int
+            Number of attributes of the schema.
+
+        Returns
+        -------
+        int
+            As ``attributes_for``.
+        """
 
     def epsilon_per_attribute(self, g: int) -> float:
-        """Budget of one reported attribute: ``epsilon / k``."""
+        """Budget of one reported attribute: ``epsilon / k``.
+
+        Parameters
+        ----------
+        g : int
+            Number of attributes of the schema (k is ``attributes_for(g)``).
+
+        Returns
+        -------
+        float
+            ``epsilon / attributes_for(g)``.
+        """
         return self.epsilon / self.attributes_for(g)
 
     def is_paper_split(self, g: int) -> bool:
-        """True when this is the paper's even split over all g attributes."""
+        """Whether this is the paper's even split over all g attributes.
+
+        Parameters
+        ----------
+        g : int
+            Number of attributes of the schema.
+
+        Returns
+        -------
+        bool
+            True when every person reports all g attributes (``attributes_for(g) == g``).
+        """
         return self.attributes_for(g) == g
 
     def mechanisms(self, schema: Schema) -> tuple[Mechanism, ...]:
-        """One mechanism per attribute, each with ``epsilon / k``."""
+        """One mechanism per attribute, each with ``epsilon / k``.
+
+        Parameters
+        ----------
+        schema : Schema
+            The attributes; each mechanism is built on its attribute's domain size.
+
+        Returns
+        -------
+        tuple of Mechanism
+            In schema order, each this protocol's ``mechanism`` (with ``mechanism_options``) at
+            ``epsilon_per_attribute(len(schema))``.
+        """
         e = self.epsilon_per_attribute(len(schema))
         return tuple(resolve_mechanism(self.mechanism, e, a.size, **self.mechanism_options)
                      for a in schema)
 
     # ---- client side -------------------------------------------------------------------------
     def select(self, present: np.ndarray, rng: np.random.Generator | int | None = None) -> np.ndarray:
-        """Which attributes each person reports: (n, g) bool, a subset of ``present``.
+        """Which attributes each person reports, a subset of ``present``.
 
         Uniform random k-subsets (module doc), drawn by ranking i.i.d. uniform keys per row; no
-        Python loop over people. ``rng=None``: a fresh secure generator, as in ``randomize``.
+        Python loop over people.
+
+        Parameters
+        ----------
+        present : numpy.ndarray (n, g) of bool
+            Which attributes each person has.
+        rng : numpy.random.Generator, int or None
+            Source of the draw; ``None``: a fresh secure generator, as in ``randomize``.
+
+        Returns
+        -------
+        numpy.ndarray (n, g) of bool
+            The attributes each person reports: a copy of ``present`` when k >= g, else at most k
+            per row (exactly k among the present ones under "present" when the person has k or
+            more; under "all", the present ones among k drawn from all g).
         """
         present = np.asarray(present, dtype=bool)
         n, g = present.shape
@@ -248,8 +363,23 @@ class Protocol:
                   rng: np.random.Generator | int | None = None) -> RecordReports:
         """Randomize an encoded (n, g) matrix as clients following this protocol would.
 
-        ``rng=None`` (production clients): a fresh ChaCha20 generator keyed from the operating
-        system (``reidrisk.mechanisms.secure_generator``); simulations and tests pass a seed.
+        Each person's reported attributes are chosen by ``select``; the others are sent as
+        missing, and each reported one goes through its attribute's mechanism.
+
+        Parameters
+        ----------
+        schema : Schema
+            The attributes of ``codes``.
+        codes : numpy.ndarray (n, g) of int
+            Encoded values (``MISSING`` where a person has no value), checked against ``schema``.
+        rng : numpy.random.Generator, int or None
+            ``None`` (production clients): a fresh ChaCha20 generator keyed from the operating
+            system (``reidrisk.mechanisms.secure_generator``); simulations and tests pass a seed.
+
+        Returns
+        -------
+        RecordReports
+            The reports, with this protocol's mechanisms.
         """
         codes = schema.validate_codes(codes)
         rng = as_generator(rng)
@@ -261,10 +391,26 @@ class Protocol:
 
     # ---- server side -------------------------------------------------------------------------
     def check_reports(self, reports: RecordReports) -> RecordReports:
-        """Check that a batch of reports follows this protocol; raise ``ProtocolError`` otherwise.
+        """Check that a batch of reports follows this protocol.
 
         Every attribute's mechanism must be this protocol's mechanism at ``epsilon / k``, and no
         person may report more than k attributes (else their report would exceed ``epsilon``).
+
+        Parameters
+        ----------
+        reports : RecordReports
+            The batch to check.
+
+        Returns
+        -------
+        RecordReports
+            ``reports`` itself, unchanged, when it follows the protocol.
+
+        Raises
+        ------
+        ProtocolError
+            Naming the attribute with another mechanism or budget, or the first row that reports
+            more than k attributes.
         """
         g = len(reports.schema)
         e = self.epsilon_per_attribute(g)
@@ -292,6 +438,14 @@ class Protocol:
         return reports
 
     def to_dict(self) -> dict:
+        """The protocol as a JSON-ready dict (the inverse of ``from_dict``).
+
+        Returns
+        -------
+        dict
+            ``format``, ``version``, ``epsilon``, ``attributes_per_person``, ``mechanism``,
+            ``among`` and ``mechanism_options``.
+        """
         return {"format": PROTOCOL_FORMAT, "version": PROTOCOL_VERSION, "epsilon": self.epsilon,
                 "attributes_per_person": self.attributes_per_person, "mechanism": self.mechanism,
                 "among": self.among,
@@ -299,6 +453,24 @@ class Protocol:
 
     @classmethod
     def from_dict(cls, d: dict) -> Protocol:
+        """The protocol a ``to_dict`` dict describes.
+
+        Parameters
+        ----------
+        d : dict
+            As written by ``to_dict``; files written before the rename may carry the number of
+            attributes per person under ``"k"``, and ``among`` defaults to ``"present"``.
+
+        Returns
+        -------
+        Protocol
+            The protocol, validated as by the constructor.
+
+        Raises
+        ------
+        ProtocolError
+            When the format or version is not this one's, or a required key is missing.
+        """
         if d.get("format") != PROTOCOL_FORMAT:
             raise ProtocolError(f"not a reidrisk protocol: 'format' must be {PROTOCOL_FORMAT!r}")
         if d.get("version") != PROTOCOL_VERSION:
@@ -318,13 +490,25 @@ class Protocol:
 # choosing k
 # ---------------------------------------------------------------------------------------------
 def variance_factor(mech: Mechanism) -> float:
-    """``S = (p (1 - p) + (f - 1) q (1 - q)) / (p - q)^2``: n times the summed cell variance of the
-    inversion estimate of one distribution (module doc), for a pure frequency oracle.
+    """The variance factor S of a pure frequency oracle (module doc).
+
+    ``S = (p (1 - p) + (f - 1) q (1 - q)) / (p - q)^2``: n times the summed cell variance of the
+    inversion estimate of one distribution, less the ``1 - sum p^2`` term.
 
     Parameters
     ----------
     mech : Mechanism
         The oracle (its ``p_support``, ``q_support`` and ``k`` = f are read).
+
+    Returns
+    -------
+    float
+        S(p, q, f).
+
+    Raises
+    ------
+    ProtocolError
+        When the mechanism is not a frequency oracle with 0 <= q < p <= 1.
     """
     p, q, f = float(mech.p_support), float(mech.q_support), mech.k
     if not 0 <= q < p <= 1:
@@ -347,8 +531,19 @@ def pair_coverage(attributes_per_person: int, g: int, *, among: str = "present",
         k, the number of attributes each person reports (capped at g).
     g : int
         Number of attributes.
-    among, presence, missing_rate, n
-        As in ``choose_attributes_per_person``.
+    among : {"present", "all"}
+        Which attributes are sampled (module doc).
+    presence : numpy.ndarray (n, g) of bool, optional
+        Who has which attribute; when given, ``missing_rate`` and ``n`` are not used.
+    missing_rate : float
+        MCAR missing rate in [0, 1), used with ``n`` when ``presence`` is not given.
+    n : int, optional
+        Number of people, required when ``presence`` is not given.
+
+    Returns
+    -------
+    numpy.ndarray (g, g) of float
+        Off the diagonal ``n_jj'(k)``, on it ``n_j(k)`` (module doc).
     """
     if among not in AMONG:
         raise ProtocolError(f"among must be one of {AMONG}, got {among!r}")
@@ -426,6 +621,14 @@ class SamplingChoice:
     ks = renamed_attribute("candidates", "ks")
 
     def summary(self) -> str:
+        """One sentence on the choice, for the command line and reports.
+
+        Returns
+        -------
+        str
+            The chosen k, out of g, and the expected gain over the paper's split (or why the
+            paper's split or k = 1 was chosen).
+        """
         k = self.attributes_per_person
         g = int(self.candidates.max()) if self.candidates.size else k
         if k >= g:
@@ -458,17 +661,40 @@ def expected_pair_errors(sizes: Sequence[int] | np.ndarray, epsilon: float,
                          mechanism: str | Callable[[float, int], Mechanism] = "subset",
                          among: str = "present", presence: np.ndarray | None = None,
                          missing_rate: float = 0.0, n: int | None = None) -> np.ndarray:
-    """Mean over pairs of the expected squared Frobenius error (*) of the pair inversion, each pair
-    capped at ``1 - 1 / (f_j f_j')`` (module doc), one value per k.
+    """The pair term of E(k): the mean expected pair-table error, one value per k.
 
-    Pairs never reported together (k = 1) count at their cap.
+    Mean over pairs of the expected squared Frobenius error (*) of the pair inversion, each pair
+    capped at ``1 - 1 / (f_j f_j')`` (module doc). Pairs never reported together (k = 1) count at
+    their cap.
 
     Parameters
     ----------
-    sizes, epsilon, mechanism, among, presence, missing_rate, n
-        As in ``choose_attributes_per_person``.
+    sizes : sequence of int
+        Domain sizes f_j of the g >= 2 attributes.
+    epsilon : float
+        The whole-record budget.
     candidates : sequence of int
         The values of k to evaluate.
+    mechanism : str or callable
+        Registry name or factory ``(epsilon, f) -> Mechanism`` (a pure frequency oracle).
+    among : {"present", "all"}
+        Which attributes are sampled (module doc).
+    presence : numpy.ndarray (n, g) of bool, optional
+        Who has which attribute.
+    missing_rate : float
+        Expected MCAR missing rate, used with ``n`` when ``presence`` is not given.
+    n : int, optional
+        Number of people, required when ``presence`` is not given.
+
+    Returns
+    -------
+    numpy.ndarray (len(candidates),)
+        The capped mean pair error for each candidate k.
+
+    Raises
+    ------
+    ProtocolError
+        When there are fewer than two attributes.
     """
     sizes = [int(f) for f in sizes]
     g = len(sizes)
@@ -497,13 +723,34 @@ def expected_marginal_errors(sizes: Sequence[int] | np.ndarray, epsilon: float,
                              mechanism: str | Callable[[float, int], Mechanism] = "subset",
                              among: str = "present", presence: np.ndarray | None = None,
                              missing_rate: float = 0.0, n: int | None = None) -> np.ndarray:
-    """Mean over attributes of the expected squared error ``(1 + S_j - 1 / f_j) / n_j(k)`` of the
-    marginal inversion, each capped at ``1 - 1 / f_j`` (module doc), one value per k.
+    """The marginal term of E(k): the mean expected marginal error, one value per k.
+
+    Mean over attributes of the expected squared error ``(1 + S_j - 1 / f_j) / n_j(k)`` of the
+    marginal inversion, each capped at ``1 - 1 / f_j`` (module doc).
 
     Parameters
     ----------
-    sizes, epsilon, candidates, mechanism, among, presence, missing_rate, n
-        As in ``expected_pair_errors``.
+    sizes : sequence of int
+        Domain sizes f_j of the g attributes.
+    epsilon : float
+        The whole-record budget.
+    candidates : sequence of int
+        The values of k to evaluate.
+    mechanism : str or callable
+        Registry name or factory ``(epsilon, f) -> Mechanism`` (a pure frequency oracle).
+    among : {"present", "all"}
+        Which attributes are sampled (module doc).
+    presence : numpy.ndarray (n, g) of bool, optional
+        Who has which attribute.
+    missing_rate : float
+        Expected MCAR missing rate, used with ``n`` when ``presence`` is not given.
+    n : int, optional
+        Number of people, required when ``presence`` is not given.
+
+    Returns
+    -------
+    numpy.ndarray (len(candidates),)
+        The capped mean marginal error for each candidate k.
     """
     sizes = [int(f) for f in sizes]
     g = len(sizes)
@@ -527,8 +774,10 @@ def choose_attributes_per_person(
         mechanism: str | Callable[[float, int], Mechanism] = "subset", among: str = "present",
         presence: np.ndarray | None = None, missing_rate: float = 0.0,
         n: int | None = None) -> SamplingChoice:
-    """The number of attributes per person that minimizes the expected error of the estimates the
-    model is built from (module doc, E(k)).
+    """The number of attributes per person that minimizes the expected error E(k) (module doc).
+
+    E(k) is the expected error of the estimates the model is built from (pair tables and
+    marginals).
 
     Plan with what is known before collection: the domain sizes, the budget, and either a
     presence matrix or the number of people and the expected missing rate.
@@ -576,6 +825,18 @@ def choose_attributes_per_person(
 Protocol.__init__ = renamed_keywords(  # type: ignore[method-assign]
     k="attributes_per_person")(Protocol.__init__)
 choose_k = renamed_function(choose_attributes_per_person, "choose_k")
+choose_k.__doc__ = """Deprecated name of ``choose_attributes_per_person``.
+
+Parameters
+----------
+sizes, epsilon, mechanism, among, presence, missing_rate, n
+    As in ``choose_attributes_per_person``.
+
+Returns
+-------
+SamplingChoice
+    As ``choose_attributes_per_person``.
+"""
 
 
 def __getattr__(name: str):
