@@ -69,10 +69,21 @@ _MAX_ITER = 60
 class PairFit:
     """Fitted correlation of one pair.
 
-    rho: the copula correlation; se: its standard error (nan without n; see
-    ``fit_pair_correlations``); kl: KL(Z || P(rho)) in nats; mutual_information: eq. 14 of the
-    estimated table (nats); copula_fit: "table" or "mi" (formerly ``method``); converged: the
-    solver met its tolerance.
+    Parameters
+    ----------
+    rho : float
+        The copula correlation, in [-RHO_MAX, RHO_MAX].
+    se : float
+        Its standard error (nan when no number of records was given; inf where the information
+        is not positive; see ``fit_pair_correlations``).
+    kl : float
+        KL(Z || P(rho)) in nats, Z the estimated table and P(rho) the fitted model table.
+    mutual_information : float
+        Mutual information of the estimated table (eq. 14, nats).
+    copula_fit : {"table", "mi"}
+        The criterion the fit used (formerly ``method``; module docstring).
+    converged : bool
+        Whether the solver met its tolerance.
     """
 
     rho: float
@@ -87,8 +98,28 @@ class PairFit:
 
 @dataclass(frozen=True)
 class PairFits:
-    """Fitted correlations of P pairs: arrays of shape (P,) aligned with ``pairs`` (P, 2);
-    ``copula_fit`` (formerly ``method``) as in ``PairFit``."""
+    """Fitted correlations of P pairs, as arrays aligned with ``pairs``.
+
+    Parameters
+    ----------
+    pairs : numpy.ndarray (P, 2) of int
+        Attribute indices (j, j') of each pair.
+    rho : numpy.ndarray (P,)
+        The copula correlations, in [-RHO_MAX, RHO_MAX].
+    se : numpy.ndarray (P,)
+        Their standard errors (nan when no number of records was given), as in ``PairFit``.
+    kl : numpy.ndarray (P,)
+        KL(Z || P(rho)) of each pair, in nats.
+    mutual_information : numpy.ndarray (P,)
+        Mutual information of each estimated table (eq. 14, nats).
+    copula_fit : {"table", "mi"}
+        The criterion (formerly ``method``), one for all pairs.
+    converged : numpy.ndarray (P,) of bool
+        Whether each pair's solver met its tolerance.
+    iterations : int
+        Newton iterations of the solver, the largest over the batches (and, for ``"mi"``, over
+        the two signs); 0 when there are no pairs.
+    """
 
     pairs: np.ndarray
     rho: np.ndarray
@@ -194,9 +225,10 @@ class PairBatch:
         return np.maximum(self._gather(corner), 0.0)
 
     def cells_at(self, rho: float) -> np.ndarray:
-        """``cells`` with one correlation for every pair (the bracketing scan): by Drezner &
-        Wesolowsky's integral for |rho| <= ``FIXED_RHO_MAX`` (``bvn._fixed_rho_cdf``, several
-        times cheaper per corner), else like ``cells``.
+        """``cells`` with one correlation for every pair (the bracketing scan).
+
+        Computed by Drezner & Wesolowsky's integral for |rho| <= ``FIXED_RHO_MAX``
+        (``bvn._fixed_rho_cdf``, several times cheaper per corner), else like ``cells``.
 
         Parameters
         ----------
@@ -603,10 +635,11 @@ def fit_pair_correlations(
 
 
 def fit_pair_batch(shared: tuple, batch: tuple) -> PairFits:
-    """The fits of one batch of pairs (``fit_pair_correlations`` maps it over batches of
-    ``reidrisk.batches.BATCH_PAIRS`` pairs, on this machine or on a cluster's workers). Every
-    step of a pair reads only its own cells, so a pair's fit does not depend on the other pairs
-    of its cells.
+    """The fits of one batch of pairs.
+
+    ``fit_pair_correlations`` maps it over batches of ``reidrisk.batches.BATCH_PAIRS`` pairs, on
+    this machine or on a cluster's workers. Every step of a pair reads only its own cells, so a
+    pair's fit does not depend on the other pairs of its batch.
 
     Parameters
     ----------
@@ -662,15 +695,18 @@ def fit_pair_batch(shared: tuple, batch: tuple) -> PairFits:
 
 @renamed_keywords(method="copula_fit")
 def fit_pair_correlation(table, marg_j, marg_j2, copula_fit: str = "table", n=None) -> PairFit:
-    """Fit rho for one pair table given the marginals of its two attributes (see
-    ``fit_pair_correlations``, which does many pairs in one batch).
+    """Fit rho for one pair table given the marginals of its two attributes.
+
+    ``fit_pair_correlations`` does many pairs at once; this is the same fit for one.
 
     Parameters
     ----------
     table : array_like, shape (f_j, f_j')
         The estimated pair table, summing to 1.
-    marg_j, marg_j2 : array_like
-        The probability vectors of attributes j (rows) and j' (columns).
+    marg_j : array_like
+        The probability vector of attribute j (the table's rows).
+    marg_j2 : array_like
+        The probability vector of attribute j' (the table's columns).
     copula_fit : {"table", "mi"}
         The criterion (formerly ``method``; module docstring).
     n : float, optional
