@@ -75,8 +75,9 @@ _SAME_KEYS = ("schema", "protocol", "attributes")
 
 
 def default_chunk_rows(sizes: Iterable[int]) -> int:
-    """Rows per chunk for attributes of domain sizes ``sizes``: ``CHUNK_CELLS / F``, between
-    1,024 and 65,536 (one Parquet row group of ``write_partition``).
+    """Rows per chunk for attributes of domain sizes ``sizes``.
+
+    ``CHUNK_CELLS / F``, between 1,024 and 65,536 (one Parquet row group of ``write_partition``).
 
     Parameters
     ----------
@@ -86,7 +87,7 @@ def default_chunk_rows(sizes: Iterable[int]) -> int:
     Returns
     -------
     int
-        Rows per chunk.
+        Rows per chunk: ``CHUNK_CELLS // F`` clipped to [1024, ``PARTITION_ROW_GROUP``].
     """
     F = max(1, int(sum(int(f) for f in sizes)))
     return int(min(PARTITION_ROW_GROUP, max(1024, CHUNK_CELLS // F)))
@@ -129,8 +130,17 @@ def filesystem(source, storage_options: dict | None = None):
 
 @dataclass(frozen=True)
 class Partition:
-    """One Parquet file of reports: ``url`` (local path or fsspec URL), ``rows`` (from its
-    footer), ``storage_options`` for the URL. Small and picklable: what is sent to a worker."""
+    """One Parquet file of reports, small and picklable: what is sent to a worker.
+
+    Parameters
+    ----------
+    url : str
+        Local path or fsspec URL of the file.
+    rows : int
+        Number of reports in it, from its Parquet footer.
+    storage_options : dict, optional
+        Passed to fsspec for the URL (credentials, endpoints); not compared by ``==``.
+    """
 
     url: str
     rows: int
@@ -138,6 +148,7 @@ class Partition:
 
     @property
     def name(self) -> str:
+        """The file name, the last component of ``url``."""
         return self.url.rstrip("/").rsplit("/", 1)[-1]
 
 
@@ -149,16 +160,17 @@ def _join(source: str, path: str, root: str) -> str:
 
 
 def partitions(source, storage_options: dict | None = None) -> list[Partition]:
-    """The partitions of ``source``: a directory (searched recursively; files and folders whose
-    name starts with ``.`` or ``_`` are skipped, as by ``pyarrow.dataset``), one file, or a list of
-    either; local or an fsspec URL. Sorted by path, so every run sees the same order.
+    """The partitions of ``source``, sorted by path so that every run sees the same order.
+
+    A directory is searched recursively; files and folders whose name starts with ``.`` or ``_``
+    are skipped, as by ``pyarrow.dataset``.
 
     Parameters
     ----------
     source : str, Path or list
-        A directory, one file, or a list of either; local or an fsspec URL.
+        A directory, one file, or a list of either (or of ``Partition``); local or an fsspec URL.
     storage_options : dict, optional
-        Passed to fsspec (credentials, endpoints).
+        Passed to fsspec (credentials, endpoints) for URLs.
 
     Returns
     -------
@@ -243,9 +255,9 @@ def read_partition_header(partition: Partition | str, storage_options: dict | No
     Parameters
     ----------
     partition : Partition or str
-        The partition, or its path.
-    storage_options
-        As in ``partitions``.
+        The partition, or its path or URL.
+    storage_options : dict, optional
+        Passed to fsspec (credentials, endpoints) for URLs.
 
     Returns
     -------
@@ -264,18 +276,27 @@ def _same(a: ReportsHeader, b: ReportsHeader) -> bool:
 
 
 def describe(source, storage_options: dict | None = None) -> ReportsHeader:
-    """The header shared by every partition of ``source``; refuses partitions that disagree on the
-    schema, protocol or mechanisms (their counts could not be added).
+    """The header shared by every partition of ``source``.
+
+    Partitions that disagree on the schema, protocol or mechanisms are refused (their counts
+    could not be added).
 
     Parameters
     ----------
-    source, storage_options
-        As in ``partitions``.
+    source : str, Path or list
+        A directory, one file, or a list of either (or of ``Partition``); local or an fsspec URL.
+    storage_options : dict, optional
+        Passed to fsspec (credentials, endpoints) for URLs.
 
     Returns
     -------
     ReportsHeader
-        The header every partition shares.
+        The header every partition shares (read from the first).
+
+    Raises
+    ------
+    ReportsFileError
+        Naming the first partition written with another schema, protocol or mechanisms.
     """
     parts = partitions(source, storage_options)
     first = read_partition_header(parts[0])
@@ -313,18 +334,20 @@ def _iter_partition(partition: Partition, chunk_rows: int | None,
 
 def iter_reports(source, *, chunk_rows: int | None = None, storage_options: dict | None = None
                  ) -> Iterator[RecordReports]:
-    """The reports of every partition of ``source``, ``chunk_rows`` rows at a time (default
-    ``default_chunk_rows``), decoded and validated by ``reports_io.decode_frame`` (every cell,
-    every report, the protocol, the declared privacy loss). A row in an error message counts from
-    the start of its chunk, whose first row in the partition the message names. Memory: one
-    chunk.
+    """The reports of every partition of ``source``, one chunk of rows at a time.
+
+    Each chunk is decoded and validated by ``reports_io.decode_frame`` (every cell, every report,
+    the protocol, the declared privacy loss). A row in an error message counts from the start of
+    its chunk, whose first row in the partition the message names. Memory: one chunk.
 
     Parameters
     ----------
-    source, storage_options
-        As in ``partitions``.
+    source : str, Path or list
+        A directory, one file, or a list of either (or of ``Partition``); local or an fsspec URL.
     chunk_rows : int, optional
-        Rows per chunk (default ``default_chunk_rows``).
+        Rows per chunk (default ``default_chunk_rows`` of the schema's domain sizes).
+    storage_options : dict, optional
+        Passed to fsspec (credentials, endpoints) for URLs.
 
     Yields
     ------
@@ -340,16 +363,19 @@ def iter_reports(source, *, chunk_rows: int | None = None, storage_options: dict
 
 def count_partition(partition: Partition | str, *, chunk_rows: int | None = None,
                     storage_options: dict | None = None) -> PairCounts:
-    """The count tables (``pair_counts``) of one partition, summed over its chunks: exactly the
-    counts of all its reports at once. The unit of work of the chunked reader and of the Dask
-    path (``reidrisk.collect.dask_counts``).
+    """The count tables (``pair_counts``) of one partition, summed over its chunks.
+
+    Exactly the counts of all its reports at once. The unit of work of the chunked reader and of
+    the Dask path (``reidrisk.collect.dask_counts``).
 
     Parameters
     ----------
-    partition, storage_options
-        As in ``read_partition_header``.
-    chunk_rows
-        As in ``iter_reports``.
+    partition : Partition or str
+        The partition, or the path or URL of one file.
+    chunk_rows : int, optional
+        Rows per chunk (default ``default_chunk_rows`` of the schema's domain sizes).
+    storage_options : dict, optional
+        Passed to fsspec (credentials, endpoints) for URLs.
 
     Returns
     -------
@@ -369,9 +395,10 @@ def count_partition(partition: Partition | str, *, chunk_rows: int | None = None
 
 def count_columns(schema: Schema, mechanisms, columns, *, chunk_rows: int | None = None
                   ) -> PairCounts:
-    """The count tables of reports held in memory, one chunk of rows at a time: ``columns`` has
-    one report array per attribute or, for a unary encoding, a ``PackedBits`` (unpacked a chunk at
-    a time, so an (n, k) bit matrix is never formed). Equal to ``pair_counts`` of the whole.
+    """The count tables of reports held in memory, counted one chunk of rows at a time.
+
+    A ``PackedBits`` column (a unary encoding) is unpacked a chunk at a time, so an (n, k) bit
+    matrix is never formed. Equal to ``pair_counts`` of the whole.
 
     Parameters
     ----------
@@ -381,8 +408,8 @@ def count_columns(schema: Schema, mechanisms, columns, *, chunk_rows: int | None
         One per attribute.
     columns : sequence of numpy.ndarray or PackedBits
         One report array (or ``PackedBits``) per attribute, in schema order.
-    chunk_rows
-        As in ``iter_reports``.
+    chunk_rows : int, optional
+        Rows per chunk (default ``default_chunk_rows`` of the schema's domain sizes).
 
     Returns
     -------
@@ -421,15 +448,20 @@ def sum_counts(*counts: PairCounts) -> PairCounts:
 
 def count_reports(source, *, chunk_rows: int | None = None, storage_options: dict | None = None,
                   progress: bool = True) -> PairCounts:
-    """The count tables of every report of ``source`` (partitioned Parquet, local or fsspec URL),
-    read and counted one chunk at a time on this machine, with a progress bar over the reports
-    (``reidrisk.report.progress``). Equal, integer for integer, to ``pair_counts`` of all the
-    reports at once and to the Dask path's result.
+    """The count tables of every report of ``source``, counted a chunk at a time on this machine.
+
+    ``source`` is partitioned Parquet, local or an fsspec URL; a progress bar runs over the
+    reports (``reidrisk.report.progress``). Equal, integer for integer, to ``pair_counts`` of all
+    the reports at once and to the Dask path's result.
 
     Parameters
     ----------
-    source, chunk_rows, storage_options
-        As in ``iter_reports``.
+    source : str, Path or list
+        A directory, one file, or a list of either (or of ``Partition``); local or an fsspec URL.
+    chunk_rows : int, optional
+        Rows per chunk (default ``default_chunk_rows`` of the schema's domain sizes).
+    storage_options : dict, optional
+        Passed to fsspec (credentials, endpoints) for URLs.
     progress : bool
         Show the progress bar.
 
@@ -456,21 +488,29 @@ def count_reports(source, *, chunk_rows: int | None = None, storage_options: dic
 def fit_partitioned(source, pipeline: CollectPipeline | None = None, *,
                     chunk_rows: int | None = None, storage_options: dict | None = None,
                     client=None, progress: bool = True) -> CollectModel:
-    """Fit the collection model from partitioned reports: the counts (on this machine by
-    ``count_reports``, or on the Dask cluster of ``client`` by ``dask_counts.count_dask``), then
-    ``pipeline.fit_counts``. The fit reads only the count tables (O(F^2) memory), so it does not
-    grow with the number of reports; with a ``client``, its per-pair work (pair EMs, copula pair
-    correlations) runs in batches on the workers when there are more than
-    ``reidrisk.batches.DISTRIBUTE_PAIRS`` pairs (``dask_counts.dask_pair_map``).
+    """Fit the collection model from partitioned reports.
+
+    First the counts (on this machine by ``count_reports``, or on the Dask cluster of ``client``
+    by ``dask_counts.count_dask``), then ``pipeline.fit_counts``. The fit reads only the count
+    tables (O(F^2) memory), so it does not grow with the number of reports; with a ``client``,
+    its per-pair work (pair EMs, copula pair correlations) runs in batches on the workers when
+    there are more than ``reidrisk.batches.DISTRIBUTE_PAIRS`` pairs
+    (``dask_counts.dask_pair_map``).
 
     Parameters
     ----------
-    source, chunk_rows, storage_options, progress
-        As in ``count_reports`` (``progress`` for the local count only).
+    source : str, Path or list
+        A directory, one file, or a list of either (or of ``Partition``); local or an fsspec URL.
     pipeline : CollectPipeline, optional
         The fit's settings (default ``CollectPipeline()``).
+    chunk_rows : int, optional
+        Rows per chunk (default ``default_chunk_rows`` of the schema's domain sizes).
+    storage_options : dict, optional
+        Passed to fsspec (credentials, endpoints) for URLs.
     client : dask.distributed.Client, optional
         Count on this Dask cluster instead of on this machine.
+    progress : bool
+        Show the progress bar of the local count (not used with ``client``).
 
     Returns
     -------
@@ -498,10 +538,27 @@ def fit_partitioned(source, pipeline: CollectPipeline | None = None, *,
 # writing
 # ---------------------------------------------------------------------------------------------
 class PartitionWriter:
-    """Writes a collection as partitions ``part-00000.parquet``, ``part-00001.parquet``... in
-    ``directory`` (local or fsspec URL; created if absent), one per ``write(columns)``: one
-    report array per attribute, or a ``PackedBits`` for unary encodings (see
+    """Writes a collection as numbered Parquet partitions, one per ``write(columns)``.
+
+    The partitions are ``part-00000.parquet``, ``part-00001.parquet``... in ``directory``; each
+    call writes one report array per attribute, or a ``PackedBits`` for unary encodings (see
     ``reports_io.write_partition``). For batches produced a chunk at a time with bounded memory.
+    The paths or URLs written so far are in ``written``.
+
+    Parameters
+    ----------
+    directory : str or Path
+        The target folder, local or an fsspec URL; created if absent.
+    schema : Schema
+        The attributes of the reports.
+    mechanisms : sequence of Mechanism
+        One per attribute, in schema order (stored in each partition's metadata).
+    protocol : Protocol
+        The protocol the reports follow (stored in each partition's metadata).
+    storage_options : dict, optional
+        Passed to fsspec (credentials, endpoints) for a URL.
+    start : int
+        Number of the first partition written (to append to an existing collection).
     """
 
     def __init__(self, directory, schema: Schema, mechanisms, protocol: Protocol, *,
@@ -547,19 +604,23 @@ class PartitionWriter:
 def write_partitioned(directory, reports: RecordReports | CollectedReports,
                       protocol: Protocol | None = None, *, rows_per_partition: int = 1_000_000,
                       storage_options: dict | None = None) -> list[str]:
-    """Write ``reports`` as partitions of at most ``rows_per_partition`` rows in ``directory``
-    (``PartitionWriter``); returns their paths/URLs in order.
+    """Write ``reports`` as partitions of at most ``rows_per_partition`` rows in ``directory``.
+
+    Written by a ``PartitionWriter``; an empty collection still gets one (empty) partition.
 
     Parameters
     ----------
     directory : str or Path
-        The target folder, local or an fsspec URL.
-    reports, protocol
-        As in ``reidrisk.collect.reports_io.write_reports``.
+        The target folder, local or an fsspec URL; created if absent.
+    reports : RecordReports or CollectedReports
+        The reports; a ``CollectedReports`` brings its protocol.
+    protocol : Protocol, optional
+        The protocol the reports follow; required for ``RecordReports``, and overrides the one
+        of a ``CollectedReports``.
     rows_per_partition : int
-        Largest number of rows of one partition.
-    storage_options
-        As in ``partitions``.
+        Largest number of rows of one partition (at least 1).
+    storage_options : dict, optional
+        Passed to fsspec (credentials, endpoints) for URLs.
 
     Returns
     -------
@@ -583,25 +644,30 @@ def write_partitioned(directory, reports: RecordReports | CollectedReports,
 def simulate_partitioned(directory, schema: Schema, protocol: Protocol, n: int, *,
                          rows_per_partition: int = 1_000_000, missing_rate: float = 0.0,
                          rng=None, storage_options: dict | None = None) -> list[str]:
-    """A simulated collection of ``n`` people written as partitions (for tests and benchmarks):
-    per partition, uniform codes with MCAR ``missing_rate`` randomized as ``protocol.randomize``
+    """A simulated collection of ``n`` people written as partitions, for tests and benchmarks.
+
+    Per partition, uniform codes with MCAR ``missing_rate`` randomized as ``protocol.randomize``
     does, except that unary encodings (OUE, RAPPOR) draw their reports packed
     (``perturb_packed``), so memory is one partition's packed reports, never n x k bits.
 
     Parameters
     ----------
-    directory, rows_per_partition, storage_options
-        As in ``write_partitioned``.
+    directory : str or Path
+        The target folder, local or an fsspec URL; created if absent.
     schema : Schema
         The attributes.
     protocol : Protocol
         The collection protocol.
     n : int
         Number of people.
+    rows_per_partition : int
+        Largest number of rows of one partition.
     missing_rate : float
         MCAR probability that a value is missing.
     rng : numpy.random.Generator or int, optional
         Generator or seed (``None``: a fresh cryptographic generator).
+    storage_options : dict, optional
+        Passed to fsspec (credentials, endpoints) for URLs.
 
     Returns
     -------
