@@ -123,8 +123,9 @@ class ProtocolError(MechanismError):
 def resolve_mechanism(name: str, epsilon: float, k: int, **kwargs) -> Mechanism:
     """A mechanism by name, from the shared registry or the collect baselines.
 
-    The shared registry is ``reidrisk.mechanisms.MECHANISMS``; the baseline mechanisms are those
-    defined in ``reidrisk.collect.baselines`` (``"negative"``, ``"laplace_index"``), looked up first.
+    The shared registry is ``reidrisk.mechanisms.MECHANISMS``; the baseline mechanisms, looked up
+    first, are those defined in ``reidrisk.collect.baselines`` (``"negative"``,
+    ``"laplace_index"``).
 
     Parameters
     ----------
