@@ -648,21 +648,78 @@ def estimate_pairs(record_reports: RecordReports, estimator: str = "em",
         reported together.
     """
     method = _check_method(estimator, PAIR_METHODS)
-    schema, mechs = record_reports.schema, record_reports.mechanisms
-    g = len(mechs)
-    names = tuple(a.name for a in schema)
-    fs = [m.k for m in mechs]
-    plist = _normalize_pairs(pairs, g)
-    if counts is None:
-        counts = pair_counts(record_reports)
-    if counts.g != g or list(counts.sizes) != fs:
-        raise EstimationError("counts do not match the reports' attributes; recompute pair_counts")
+    mechs = record_reports.mechanisms
+    names = tuple(a.name for a in record_reports.schema)
+    plist = _normalize_pairs(pairs, len(mechs))
+    counts = _checked_counts(record_reports, counts)
     chans = [_mech_channel(m) for m in mechs]
     if marginals is None:
         marginals = _marginals_from_counts(
-            [counts.counts(j) for j in range(g)], [counts.n_present(j) for j in range(g)],
+            [counts.counts(j) for j in range(len(mechs))],
+            [counts.n_present(j) for j in range(len(mechs))],
             mechs, names, method, stop=stop, max_iter=max_iter, channels=chans, shrink=shrink)
     marginals = tuple(marginals)
+    _require_reported_together(counts, plist, names)
+    p0 = None if method != "em" else (
+        [m.probs for m in marginals] if start is None else list(start))
+    fits = []
+    for batch in _pair_batches(plist, counts, chans):
+        T, its, conv = _estimate_batch(batch, method, p0, stop, max_iter)
+        lams = np.ones(batch.size)
+        if shrink and batch.structured and method != "inversion":
+            T, lams = _shrink_batch(batch, T, method, mechs, chans)
+        fits.append((batch.pairs, batch.npair, T, its, conv, lams))  # the counts are let go
+    return _pair_estimates(fits, plist, method, marginals, names, shrink)
+
+
+def _checked_counts(record_reports: RecordReports, counts: PairCounts | None) -> PairCounts:
+    """The Gram counts of the reports (``pair_counts``, eq. 12-13), or the ones given once they
+    are checked to be over the reports' attributes and domains.
+
+    Parameters
+    ----------
+    record_reports : RecordReports
+        The reports.
+    counts : PairCounts or None
+        Counts computed earlier, or None to count now.
+
+    Returns
+    -------
+    PairCounts
+        Counts over the reports' g attributes with their domain sizes.
+
+    Raises
+    ------
+    EstimationError
+        Given counts of other attributes or other domain sizes.
+    """
+    mechs = record_reports.mechanisms
+    if counts is None:
+        counts = pair_counts(record_reports)
+    if counts.g != len(mechs) or list(counts.sizes) != [m.k for m in mechs]:
+        raise EstimationError("counts do not match the reports' attributes; recompute pair_counts")
+    return counts
+
+
+def _require_reported_together(counts: PairCounts, plist: list[tuple[int, int]],
+                               names: tuple[str, ...]) -> None:
+    """Refuse a pair that no report holds both attributes of: ``n~_jj' = 0`` in eq. 13 leaves its
+    table without data (docs/design/core.md#pair-estimation).
+
+    Parameters
+    ----------
+    counts : PairCounts
+        The Gram counts.
+    plist : list of (int, int)
+        The pairs asked for, j < j'.
+    names : tuple of str
+        The attribute names, for the message.
+
+    Raises
+    ------
+    EstimationError
+        Naming the first pair never reported together and the fix.
+    """
     for j, jp in plist:
         if counts.n_present(j, jp) == 0:
             raise EstimationError(
@@ -670,13 +727,64 @@ def estimate_pairs(record_reports: RecordReports, estimator: str = "em",
                 "joint distribution cannot be estimated; collect reports with both or leave the "
                 "pair out (pairs=...)"
             )
-    tables, n_present, iterations, converged, kept = {}, {}, {}, {}, {}
-    # orient every pair as (smaller domain, larger domain) so that e.g. (2, 9) and (9, 2) tables
-    # share one batch; tables are transposed back at the end
+
+
+@dataclass(frozen=True)
+class _PairBatch:
+    """Pairs whose tables share one shape (f1, f2), stacked for one 3-D estimation.
+
+    Parameters
+    ----------
+    pairs : list of (int, int)
+        The pairs, each oriented (smaller domain, larger domain), so the key may have j > j'.
+    W : numpy.ndarray (P, f1, f2) of float64
+        Their Gram blocks ``W_jj'`` (eq. 12-13).
+    npair : numpy.ndarray (P,) of float64
+        ``n~_jj'``, the reports having both attributes.
+    channels : _Channels
+        The pair channels ``Z -> M_j Z M_j'^T``.
+    structured : bool
+        Whether every channel of the batch is of the p/q form (``M = a I + q 1 1^T``).
+    """
+
+    pairs: list[tuple[int, int]]
+    W: np.ndarray
+    npair: np.ndarray
+    channels: _Channels
+    structured: bool
+
+    @property
+    def size(self) -> int:
+        """P, the number of pairs in the batch."""
+        return len(self.pairs)
+
+
+def _pair_batches(plist: list[tuple[int, int]], counts: PairCounts, chans: list):
+    """The pairs grouped by table shape and channel form, each group as one ``_PairBatch``.
+
+    Every pair is oriented as (smaller domain, larger domain), so that e.g. (2, 9) and (9, 2)
+    tables share one batch (``_pair_estimates`` transposes them back). Yielded one batch at a
+    time, so only one batch's counts are stacked at once (docs/design/core.md#pair-estimation).
+
+    Parameters
+    ----------
+    plist : list of (int, int)
+        The pairs, j < j'.
+    counts : PairCounts
+        The Gram counts.
+    chans : list
+        Each attribute's channel (``frequency._mech_channel``).
+
+    Yields
+    ------
+    _PairBatch
+        One per (f1, f2, structured), in the order the pairs first reach them.
+    """
+    fs = counts.sizes
     groups: dict[tuple[int, int, bool], list[tuple[int, int]]] = {}
     for j, jp in plist:
         o = (j, jp) if fs[j] <= fs[jp] else (jp, j)
-        group = (fs[o[0]], fs[o[1]], chans[j].structured and chans[jp].structured)
+        group = (int(fs[o[0]]), int(fs[o[1]]), chans[j].structured and chans[jp].structured)
         groups.setdefault(group, []).append(o)
     for (f1, f2, structured), prs in groups.items():
         J = np.array([pr[0] for pr in prs])
@@ -690,32 +798,122 @@ def estimate_pairs(record_reports: RecordReports, estimator: str = "em",
         else:
             ch = _Channels.dense(np.stack([chans[j].M for j in J]),
                                  np.stack([chans[j].M for j in K]))
-        if method == "em":
-            p0 = [m.probs for m in marginals] if start is None else list(start)
-            init = np.stack([np.outer(np.clip(p0[j], 0, None), np.clip(p0[jp], 0, None))
-                             for j, jp in prs])
-            init[init.sum(axis=(1, 2)) <= 0] = 1.0
-            fit = _em_tables(W, npair, ch, stop=stop, max_iter=max_iter, init=init)
-            Z, its, conv = fit.estimate, np.asarray(fit.iterations), np.asarray(fit.converged)
-            T = Z / Z.sum(axis=(1, 2), keepdims=True)
-        else:
-            Z = ch.inverse(W)
-            if method == "norm_sub":
-                Z = norm_sub(Z.reshape(len(prs), -1), npair).reshape(Z.shape)
-            T = Z / npair[:, None, None]
-            its, conv = np.zeros(len(prs), dtype=np.int64), np.ones(len(prs), dtype=bool)
-        lams = np.ones(len(prs))
-        if shrink and structured and method != "inversion":
-            T_inv = ch.inverse(W) / npair[:, None, None]
-            # the noise trace is inversion_noise(1, ...) / n: one closed form per attribute pair
-            unit = {pr: inversion_noise(1.0, mechs[pr[0]], mechs[pr[1]]) for pr in set(prs)}
-            trace = np.array([unit[pr] for pr in prs]) / npair
-            null = np.array([null_departure(chans[j].a, chans[j].q, chans[jp].a, chans[jp].q,
-                                            f1, f2, float(npair[i]), method)
-                             for i, (j, jp) in enumerate(prs)])
-            P = len(prs)
-            lams = shrink_weights(T.reshape(P, -1), T_inv.reshape(P, -1), trace, null)
-            T = 1.0 / (f1 * f2) + lams[:, None, None] * (T - 1.0 / (f1 * f2))
+        yield _PairBatch(prs, W, npair, ch, structured)
+
+
+def _estimate_batch(batch: _PairBatch, method: str, p0: list | None, stop, max_iter: int):
+    """The batch's probability tables by the estimator, before any shrinkage.
+
+    ``"em"``: the pair EM (eq. 8-11 through the Kronecker pair channel, ``_em_tables``) started
+    from the outer product of the start vectors ``p0`` (clipped at 0; uniform where that is all
+    zero), normalized to sum 1. ``"inversion"``: ``M_j^{-1} W M_j'^{-1} / n~_jj'``; ``"norm_sub"``:
+    that inversion projected onto ``{Z >= 0, sum Z = n~_jj'}`` first
+    (docs/design/core.md#pair-estimation).
+
+    Parameters
+    ----------
+    batch : _PairBatch
+        The pairs and their counts.
+    method : {"em", "inversion", "norm_sub"}
+        The estimator.
+    p0 : list of numpy.ndarray or None
+        Per attribute, the EM's start vector (None unless ``method == "em"``).
+    stop, max_iter
+        As in ``em_counts``.
+
+    Returns
+    -------
+    T : numpy.ndarray (P, f1, f2)
+        The tables.
+    its : numpy.ndarray (P,) of int
+        EM steps taken (0 for the closed forms).
+    conv : numpy.ndarray (P,) of bool
+        Whether each stopping rule was met (True for the closed forms).
+    """
+    prs, W, npair, ch = batch.pairs, batch.W, batch.npair, batch.channels
+    if method == "em":
+        assert p0 is not None
+        init = np.stack([np.outer(np.clip(p0[j], 0, None), np.clip(p0[jp], 0, None))
+                         for j, jp in prs])
+        init[init.sum(axis=(1, 2)) <= 0] = 1.0
+        fit = _em_tables(W, npair, ch, stop=stop, max_iter=max_iter, init=init)
+        Z, its, conv = fit.estimate, np.asarray(fit.iterations), np.asarray(fit.converged)
+        return Z / Z.sum(axis=(1, 2), keepdims=True), its, conv
+    Z = ch.inverse(W)
+    if method == "norm_sub":
+        Z = norm_sub(Z.reshape(len(prs), -1), npair).reshape(Z.shape)
+    return (Z / npair[:, None, None], np.zeros(len(prs), dtype=np.int64),
+            np.ones(len(prs), dtype=bool))
+
+
+def _shrink_batch(batch: _PairBatch, T: np.ndarray, method: str, mechs, chans: list):
+    """The batch's tables shrunk toward the uniform table, and the share of departure kept.
+
+    ``T <- 1 / (f1 f2) + lam (T - 1 / (f1 f2))`` with ``lam`` from ``shrink_weights``: the pair
+    inversion, its exact noise trace ``inversion_noise(1, m_j, m_j') / n~_jj'`` and the table's
+    null departure (docs/design/core.md#shrinkage-toward-uniform). Structured channels only.
+
+    Parameters
+    ----------
+    batch : _PairBatch
+        The pairs and their counts (structured channels).
+    T : numpy.ndarray (P, f1, f2)
+        The estimator's tables (``_estimate_batch``).
+    method : {"em", "norm_sub"}
+        The estimator (its null departure differs).
+    mechs : sequence of Mechanism
+        Each attribute's mechanism.
+    chans : list
+        Each attribute's channel (``frequency._mech_channel``).
+
+    Returns
+    -------
+    T : numpy.ndarray (P, f1, f2)
+        The shrunk tables.
+    lams : numpy.ndarray (P,)
+        The share of each table's departure from uniform kept.
+    """
+    prs, W, npair, ch = batch.pairs, batch.W, batch.npair, batch.channels
+    P, f1, f2 = T.shape
+    T_inv = ch.inverse(W) / npair[:, None, None]
+    # the noise trace is inversion_noise(1, ...) / n: one closed form per attribute pair
+    unit = {pr: inversion_noise(1.0, mechs[pr[0]], mechs[pr[1]]) for pr in set(prs)}
+    trace = np.array([unit[pr] for pr in prs]) / npair
+    null = np.array([null_departure(chans[j].a, chans[j].q, chans[jp].a, chans[jp].q,
+                                    f1, f2, float(npair[i]), method)
+                     for i, (j, jp) in enumerate(prs)])
+    lams = shrink_weights(T.reshape(P, -1), T_inv.reshape(P, -1), trace, null)
+    return 1.0 / (f1 * f2) + lams[:, None, None] * (T - 1.0 / (f1 * f2)), lams
+
+
+def _pair_estimates(fits: list, plist: list[tuple[int, int]], method: str,
+                    marginals: tuple, names: tuple[str, ...], shrink: bool) -> PairEstimates:
+    """The batches' tables as one ``PairEstimates``: each keyed (j, j') with j < j' (transposed
+    back where its batch oriented it the other way), read-only, in the order of ``plist``.
+
+    Parameters
+    ----------
+    fits : list of (pairs, npair, T, its, conv, lams)
+        Each batch's oriented pairs and ``n~_jj'`` (``_PairBatch``) with its tables, EM steps,
+        convergence and shrinkage weights.
+    plist : list of (int, int)
+        The pairs asked for, j < j'.
+    method : str
+        The estimator.
+    marginals : tuple of FrequencyEstimate
+        The single-attribute estimates.
+    names : tuple of str
+        The attribute names.
+    shrink : bool
+        Whether the tables were shrunk (their weights are then kept).
+
+    Returns
+    -------
+    PairEstimates
+        The estimates of every pair asked for.
+    """
+    tables, n_present, iterations, converged, kept = {}, {}, {}, {}, {}
+    for prs, npair, T, its, conv, lams in fits:
         for i, (j, jp) in enumerate(prs):
             key, t = ((j, jp), np.array(T[i])) if j < jp else ((jp, j), np.array(T[i].T))
             t.setflags(write=False)
