@@ -102,8 +102,27 @@ IPF_MAX_ITER = 2000
 # step 1: choosing l and m
 # ---------------------------------------------------------------------------------------------
 def oracle_name(cells: int, epsilon: float, oracle: str = "adaptive") -> str:
-    """``"grr"`` or ``"olh"``: the frequency oracle of a joint domain of ``cells`` values (module
-    doc, step 2)."""
+    """The frequency oracle of a joint domain of ``cells`` values (module doc, step 2).
+
+    Parameters
+    ----------
+    cells : int
+        Size D of the joint domain.
+    epsilon : float
+        The budget of one report.
+    oracle : {"adaptive", "olh"}
+        ``"adaptive"``: GRR where its variance is smaller, else OLH; ``"olh"``: always OLH.
+
+    Returns
+    -------
+    str
+        ``"grr"`` when ``oracle`` is ``"adaptive"`` and ``D < 3 e^eps + 2``, else ``"olh"``.
+
+    Raises
+    ------
+    ValueError
+        When ``oracle`` is not one of ``ORACLES``.
+    """
     if oracle not in ORACLES:
         raise ValueError(f"oracle must be one of {ORACLES}, got {oracle!r}")
     if oracle == "adaptive" and cells < 3.0 * math.exp(epsilon) + 2.0:
@@ -112,8 +131,26 @@ def oracle_name(cells: int, epsilon: float, oracle: str = "adaptive") -> str:
 
 
 def oracle_variance(cells: int, epsilon: float, oracle: str = "adaptive") -> float:
-    """Summed variance over the ``cells`` cells of one report's inversion estimate (multiply by
-    1 / N for N reports): ``[p (1 - p) + (D - 1) q (1 - q)] / (p - q)^2`` (module doc, step 1)."""
+    """Summed variance over the cells of one report's inversion estimate (module doc, step 1).
+
+    ``[p (1 - p) + (D - 1) q (1 - q)] / (p - q)^2``, with p and q of the oracle ``oracle_name``
+    picks (GRR; or OLH with ``g = optimal_g(epsilon)``, p on the hashed value and 1 / g for any
+    other value). Multiply by 1 / N for N reports.
+
+    Parameters
+    ----------
+    cells : int
+        Size D of the joint domain.
+    epsilon : float
+        The budget of one report.
+    oracle : {"adaptive", "olh"}
+        ``"adaptive"``: GRR where its variance is smaller, else OLH; ``"olh"``: always OLH.
+
+    Returns
+    -------
+    float
+        The summed variance of the estimate from one report.
+    """
     e = math.exp(epsilon)
     if oracle_name(cells, epsilon, oracle) == "grr":
         p, q = e / (e + cells - 1), 1.0 / (e + cells - 1)
@@ -124,16 +161,46 @@ def oracle_variance(cells: int, epsilon: float, oracle: str = "adaptive") -> flo
 
 
 def summed_variance(cells: int, p: float, q: float) -> float:
-    """``reidrisk.estimation.variance`` of one report summed over the cells (it does not depend on
-    the distribution, whose probabilities sum to 1)."""
+    """``reidrisk.estimation.variance`` of one report, summed over the cells.
+
+    The sum does not depend on the distribution, whose probabilities sum to 1:
+    ``[p (1 - p) + (D - 1) q (1 - q)] / (p - q)^2``.
+
+    Parameters
+    ----------
+    cells : int
+        Size D of the domain.
+    p : float
+        The oracle's probability of supporting the true value.
+    q : float
+        Its probability of supporting any other value (``0 <= q < p <= 1``).
+
+    Returns
+    -------
+    float
+        The summed variance of the estimate from one report.
+    """
 
     return float(variance(np.full(cells, 1.0 / cells), 1, p, q).sum())
 
 
 @dataclass(frozen=True)
 class CALMDesign:
-    """The reported marginals: ``sets`` (m tuples of l sorted attribute indices), ``oracles`` (one
-    per set), ``l``, ``m`` and the model's expected pair error ``expected_error``."""
+    """The reported marginals of a CALM collection (module doc, step 1).
+
+    Parameters
+    ----------
+    l : int
+        Attributes per reported set.
+    m : int
+        Number of sets, one per group of users.
+    sets : tuple of tuple of int
+        The m sets, each l sorted attribute indices.
+    oracles : tuple of str
+        The frequency oracle of each set's joint domain (``"grr"`` or ``"olh"``).
+    expected_error : float
+        The error model E(l, m) at the chosen design (nan for a single attribute).
+    """
 
     l: int
     m: int
@@ -145,7 +212,32 @@ class CALMDesign:
 def expected_pair_error(sizes: Sequence[int], epsilon: float, n: int, l: int, m: np.ndarray,
                         *, missing_rate: float = 0.0, oracle: str = "adaptive",
                         pair_dependence: float = PAIR_DEPENDENCE) -> np.ndarray:
-    """E(l, m) of the module doc (step 1) for one l and an array of m."""
+    """The error model E(l, m) of the module doc (step 1) for one l and an array of m.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Domain sizes of the d >= 2 attributes (their mean f gives ``D_l = f^l``).
+    epsilon : float
+        The budget of one report.
+    n : int
+        Number of users.
+    l : int
+        Attributes per reported set, 2..d.
+    m : array_like of int
+        Numbers of sets to evaluate.
+    missing_rate : float
+        The missing rate the design plans for (``m_plan``; 0 as in the paper).
+    oracle : {"adaptive", "olh"}
+        ``"adaptive"``: GRR where its variance is smaller, else OLH; ``"olh"``: always OLH.
+    pair_dependence : float
+        R0, the error counted for a pair no set covers.
+
+    Returns
+    -------
+    numpy.ndarray
+        E(l, m) for each m, of ``m``'s shape.
+    """
     d = len(sizes)
     m = np.asarray(m, dtype=np.float64)
     f = float(np.mean(sizes))
@@ -162,7 +254,37 @@ def expected_pair_error(sizes: Sequence[int], epsilon: float, n: int, l: int, m:
 def choose_design(sizes: Sequence[int] | np.ndarray, epsilon: float, n: int, *, missing_rate: float = 0.0,
                   oracle: str = "adaptive", pair_dependence: float = PAIR_DEPENDENCE,
                   max_cells: int = MAX_CELLS, rng=None) -> CALMDesign:
-    """(l, m) minimizing the error model and the m attribute sets (module doc, step 1)."""
+    """The design (l, m) minimizing the error model, with its m attribute sets (module doc, step 1).
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Domain sizes of the d attributes.
+    epsilon : float
+        The budget of one report.
+    n : int
+        Number of users (at least 1).
+    missing_rate : float
+        The missing rate the design plans for (``m_plan``; 0 as in the paper).
+    oracle : {"adaptive", "olh"}
+        ``"adaptive"``: GRR where its variance is smaller, else OLH; ``"olh"``: always OLH.
+    pair_dependence : float
+        R0, the error counted for a pair no set covers.
+    max_cells : int
+        Largest joint domain searched for l > 2 (l = 2 is always searched).
+    rng : numpy.random.Generator, int or None
+        Breaks ties when the sets are drawn (``None``: a fresh secure generator).
+
+    Returns
+    -------
+    CALMDesign
+        The chosen design (a single attribute: one set holding it, l = m = 1).
+
+    Raises
+    ------
+    ValueError
+        When there are no attributes or no users.
+    """
     epsilon = check_epsilon(epsilon)
     sizes = [int(s) for s in sizes]
     d = len(sizes)
@@ -207,9 +329,24 @@ def _balanced_sets(d: int, l: int, m: int, rng: np.random.Generator) -> tuple[tu
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class CALMReports:
-    """What CALM's clients send: the public ``design``, each user's ``groups`` entry (n,), and per
-    group its ``mechanisms`` entry (over the joint domain of its set) and ``reports`` (the group's
-    rows in user order; a missing report where the user lacks one of the set's attributes)."""
+    """What CALM's clients send, with the public design they followed.
+
+    Parameters
+    ----------
+    schema : Schema
+        The attributes.
+    design : CALMDesign
+        The reported sets and their oracles.
+    groups : numpy.ndarray (n,) of int
+        Each user's group, an index into ``design.sets``.
+    mechanisms : tuple of Mechanism
+        Per group, the oracle over the joint domain of its set, with the whole budget.
+    reports : tuple of numpy.ndarray
+        Per group, the reports of its users in user order (a missing report where the user lacks
+        one of the set's attributes).
+    epsilon : float
+        The whole-record budget each user spent.
+    """
 
     schema: Schema
     design: CALMDesign
@@ -220,14 +357,33 @@ class CALMReports:
 
     @property
     def n(self) -> int:
+        """Number of users."""
         return int(self.groups.size)
 
 
 @dataclass(frozen=True)
 class CALMProtocol:
-    """CALM's client protocol for a whole-record budget (module doc, step 2): every user reports
-    one l-way marginal with the whole ``epsilon``. The design is chosen in ``randomize`` from the
-    schema and the number of users (``choose_design``), unless a ``design`` is given."""
+    """CALM's client protocol for a whole-record budget (module doc, step 2).
+
+    Every user reports one l-way marginal with the whole ``epsilon``. The design is chosen in
+    ``randomize`` from the schema and the number of users (``choose_design``), unless a
+    ``design`` is given.
+
+    Parameters
+    ----------
+    epsilon : float
+        Budget of one user's report.
+    missing_rate : float
+        The missing rate the design plans for (as in ``choose_design``).
+    oracle : {"adaptive", "olh"}
+        ``"adaptive"``: GRR where its variance is smaller, else OLH; ``"olh"``: always OLH.
+    pair_dependence : float
+        R0 of the error model.
+    max_cells : int
+        Largest joint domain searched for l > 2.
+    design : CALMDesign, optional
+        A fixed design, used instead of choosing one.
+    """
 
     epsilon: float
     missing_rate: float = 0.0
@@ -245,16 +401,46 @@ class CALMProtocol:
                 f"R0={self.pair_dependence:g}, cells<={self.max_cells})")
 
     def attributes_for(self, g: int) -> int:
-        """Identifies the protocol in report caches (every attribute may be asked for); l itself
-        is chosen with the users' count in ``randomize``."""
+        """The number of attributes that may be asked for, which identifies the protocol in caches.
+
+        l itself is chosen with the users' count in ``randomize``.
+
+        Parameters
+        ----------
+        g : int
+            Number of attributes of the schema.
+
+        Returns
+        -------
+        int
+            g: every attribute may be asked for.
+        """
         return int(g)
 
     k_for = attributes_for
 
     def randomize(self, schema: Schema, codes: np.ndarray,
                   rng: np.random.Generator | int | None = None) -> CALMReports:
-        """Choose the design, split the users into its m groups and randomize each group's joint
-        values (``rng=None``: a fresh secure generator)."""
+        """Choose the design, split the users into its m groups and randomize each group's values.
+
+        Users are assigned to the m groups uniformly at random, in groups of sizes differing by
+        at most one; each reports the joint value of its group's set through the set's oracle.
+
+        Parameters
+        ----------
+        schema : Schema
+            The attributes of ``codes``.
+        codes : numpy.ndarray (n, g) of int
+            Encoded values (``MISSING`` where a user has no value), checked against ``schema``.
+        rng : numpy.random.Generator, int or None
+            Source of the design's ties, the groups and the reports (``None``: a fresh secure
+            generator).
+
+        Returns
+        -------
+        CALMReports
+            The reports, with the design and each user's group.
+        """
         codes = schema.validate_codes(codes)
         rng = as_generator(rng)
         n = codes.shape[0]
@@ -284,8 +470,22 @@ class CALMProtocol:
 # step 3: consistency
 # ---------------------------------------------------------------------------------------------
 def project(table: np.ndarray, attrs: Sequence[int], onto: Sequence[int]) -> np.ndarray:
-    """The marginal of ``table`` (axes ``attrs``) on ``onto`` (a subset of them), with its axes in
-    ``onto``'s order."""
+    """The marginal of ``table`` on the attributes ``onto``, with its axes in ``onto``'s order.
+
+    Parameters
+    ----------
+    table : numpy.ndarray
+        A table with one axis per attribute of ``attrs``.
+    attrs : sequence of int
+        The attribute of each axis of ``table``.
+    onto : sequence of int
+        A subset of ``attrs`` (empty: the total, a 0-d array).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``table`` summed over the other axes.
+    """
     attrs = list(attrs)
     keep = [attrs.index(a) for a in onto]
     drop = tuple(i for i in range(len(attrs)) if i not in keep)
@@ -295,9 +495,22 @@ def project(table: np.ndarray, attrs: Sequence[int], onto: Sequence[int]) -> np.
 
 
 def intersection_closure(sets: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
-    """The sets themselves (a set reported by several groups), every intersection of two of them
-    and of those intersections, and the empty set (every marginal shares the total); smallest
-    first, so every set comes after its subsets."""
+    """The sets closed under intersection, smallest first (module doc, step 3).
+
+    The sets themselves (a set reported by several groups), every intersection of two of them
+    and of those intersections, and the empty set (every marginal shares the total); sorted by
+    size, so every set comes after its subsets.
+
+    Parameters
+    ----------
+    sets : sequence of sequence of int
+        The reported attribute sets.
+
+    Returns
+    -------
+    list of tuple of int
+        Each distinct set once, as sorted attribute indices, ordered by (size, indices).
+    """
     base = {frozenset(s) for s in sets}
     found: set[frozenset] = set(base) | {frozenset()}
     frontier = {a & b for a, b in itertools.combinations(base, 2)} - found
@@ -308,8 +521,19 @@ def intersection_closure(sets: Sequence[Sequence[int]]) -> list[tuple[int, ...]]
 
 
 def consistency_plan(sets: Sequence[Sequence[int]]) -> list[tuple[tuple[int, ...], list[int]]]:
-    """The consistency step's order: each set of ``intersection_closure`` with the indices of the
-    sets containing it (only those shared by two or more sets)."""
+    """The consistency step's order: each shared set with the indices of the sets containing it.
+
+    Parameters
+    ----------
+    sets : sequence of sequence of int
+        The reported attribute sets.
+
+    Returns
+    -------
+    list of (tuple of int, list of int)
+        The sets of ``intersection_closure(sets)`` contained in two or more of ``sets``, in that
+        order, each with the indices into ``sets`` of those containing it.
+    """
     frozen = [frozenset(s) for s in sets]
     plan = []
     for A in intersection_closure(sets):
@@ -323,10 +547,27 @@ def consistency_plan(sets: Sequence[Sequence[int]]) -> list[tuple[tuple[int, ...
 def make_consistent(tables: Sequence[np.ndarray], sets: Sequence[Sequence[int]],
                     cell_var: Sequence[float] | np.ndarray | None = None,
                     plan: list | None = None) -> list[np.ndarray]:
-    """The consistency step (module doc, step 3): afterwards every two tables have the same
-    projection on their common attributes. ``tables[i]`` has axes ``sets[i]``; ``cell_var[i]``:
-    its per-cell variance (equal weights if None; ``inf`` = no information); ``plan``: a
-    ``consistency_plan(sets)`` computed beforehand (for repeated calls)."""
+    """The consistency step (module doc, step 3).
+
+    Afterwards every two tables have the same projection on their common attributes.
+
+    Parameters
+    ----------
+    tables : sequence of numpy.ndarray
+        The marginals; ``tables[i]`` has one axis per attribute of ``sets[i]``.
+    sets : sequence of sequence of int
+        The attributes of each table.
+    cell_var : sequence of float, optional
+        Each table's per-cell variance, for the inverse-variance weights (``None``: equal
+        weights; ``inf``: no information, weight 0).
+    plan : list, optional
+        ``consistency_plan(sets)`` computed beforehand (for repeated calls).
+
+    Returns
+    -------
+    list of numpy.ndarray
+        The consistent tables (float64 copies; the inputs are not changed).
+    """
     out = [np.array(t, dtype=np.float64) for t in tables]
     var = np.ones(len(out)) if cell_var is None else np.asarray(cell_var, dtype=np.float64)
     sets = [tuple(s) for s in sets]
@@ -369,13 +610,36 @@ def _norm_sub(t: np.ndarray) -> np.ndarray:
 def max_entropy(tables: Sequence[np.ndarray], sets: Sequence[Sequence[int]], cols: Sequence[int],
                 shape: Sequence[int], cell_var: Sequence[float] | np.ndarray | None = None, *,
                 tol: float = IPF_TOL, max_iter: int = IPF_MAX_ITER) -> np.ndarray:
-    """The maximum-entropy table on ``cols`` (axes in that order, ``shape``) with the projections
-    of ``tables`` (axes ``sets``) onto their intersections with ``cols`` (module doc, step 4).
+    """The maximum-entropy table on ``cols`` given the marginals' projections (module doc, step 4).
 
-    Projections onto the same set are averaged with inverse-variance weights; a set contained in a
-    larger one is implied by it and dropped. Iterative proportional fitting from the uniform table
-    (each constraint rescales the table so its projection matches), until every projection is
-    within ``tol`` or ``max_iter`` sweeps.
+    The constraints are the projections of ``tables`` onto their intersections with ``cols``
+    (negative cells clipped, each normalized). Projections onto the same set are averaged with
+    inverse-variance weights; a set contained in a larger one is implied by it and dropped.
+    Iterative proportional fitting from the uniform table (each constraint rescales the table so
+    its projection matches), until every projection is within ``tol`` or ``max_iter`` sweeps.
+
+    Parameters
+    ----------
+    tables : sequence of numpy.ndarray
+        The marginals; ``tables[i]`` has one axis per attribute of ``sets[i]``.
+    sets : sequence of sequence of int
+        The attributes of each table.
+    cols : sequence of int
+        The query's attributes, the axes of the result in this order.
+    shape : sequence of int
+        The domain sizes of ``cols``.
+    cell_var : sequence of float, optional
+        Each table's per-cell variance (``None``: equal weights; ``inf``: weight 0).
+    tol : float
+        Largest absolute difference between a projection and its target at convergence.
+    max_iter : int
+        Largest number of sweeps over the constraints.
+
+    Returns
+    -------
+    numpy.ndarray
+        The table on ``cols``, of shape ``shape``: the pooled projection itself when a table
+        covers all of ``cols``, else the fitted table (uniform when nothing constrains it).
     """
     cols = [int(c) for c in cols]
     var = np.ones(len(tables)) if cell_var is None else np.asarray(cell_var, dtype=np.float64)
@@ -415,14 +679,25 @@ def max_entropy(tables: Sequence[np.ndarray], sets: Sequence[Sequence[int]], col
 # the method
 # ---------------------------------------------------------------------------------------------
 class CALM(Method):
-    """CALM (module doc). ``oracle``: ``"adaptive"`` (GRR or OLH, whichever has the smaller
-    variance) or ``"olh"``; ``missing_rate``: the missing rate the design plans for (the paper: 0);
-    ``pair_dependence``: R0 of the error model; ``max_cells``: largest joint domain;
-    ``rounds``: Norm-Sub / consistency alternations.
+    """CALM, consistent adaptive local marginals, as a collection method (module doc).
 
-    Learned: ``schema_``, ``design_``, ``raw_marginals_`` (the unbiased estimates, one per set),
-    ``marginals_`` (after Norm-Sub and consistency), ``cell_var_`` (per-cell variance of each) and
-    ``n_complete_`` (complete reports per group).
+    Learned: ``schema_``, ``design_``, ``sets_`` (the distinct reported sets),
+    ``raw_marginals_`` (the unbiased estimates, one per set), ``marginals_`` (after Norm-Sub and
+    consistency), ``cell_var_`` (per-cell variance of each) and ``n_complete_`` (complete reports
+    per group).
+
+    Parameters
+    ----------
+    oracle : {"adaptive", "olh"}
+        ``"adaptive"``: GRR or OLH, whichever has the smaller variance; ``"olh"``: always OLH.
+    missing_rate : float
+        The missing rate in [0, 1) the design plans for (the paper: 0).
+    pair_dependence : float
+        R0 of the error model (module doc, step 1).
+    max_cells : int
+        Largest joint domain searched for l > 2.
+    rounds : int
+        Largest number of Norm-Sub / consistency alternations (at least one is done).
     """
 
     name = "calm"
@@ -445,9 +720,25 @@ class CALM(Method):
     def protocol(  # type: ignore[override]  # CALM's client is not a per-attribute Protocol
             self, epsilon: float, attributes_per_person: int | None = None,
             among: str = "present", k: int | None = None) -> CALMProtocol:
-        """CALM's own client (``attributes_per_person``/``k`` and ``among`` belong to the
-        per-attribute split and are not used: every CALM user reports one l-way marginal with the
-        whole budget)."""
+        """CALM's own client, every user reporting one l-way marginal with the whole budget.
+
+        Parameters
+        ----------
+        epsilon : float
+            Budget of one user's report.
+        attributes_per_person : int, optional
+            Not used (it belongs to the per-attribute split); accepted for the common interface.
+        among : str
+            Not used, as ``attributes_per_person``.
+        k : int, optional
+            Former name of ``attributes_per_person``; not used.
+
+        Returns
+        -------
+        CALMProtocol
+            The client with this method's oracle, planned missing rate, R0 and joint-domain
+            limit; the design is chosen when it randomizes.
+        """
         return CALMProtocol(check_epsilon(epsilon), self.missing_rate, self.oracle,
                             self.pair_dependence, self.max_cells)
 
