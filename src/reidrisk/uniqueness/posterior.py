@@ -520,23 +520,163 @@ def population_count_posterior(
     with q = 1 all mass at N. A census (s_i = 1) pins X = c_i; it must hold at least one match and
     agree with every other census, else the evidence is contradictory and ``PosteriorError`` says so.
     """
+    Nn, s, qa, c = _checked_inputs(q, N, databases, counts, sizes, support_mass)
+    qf = floor_q(qa, Nn, alpha, floor) if qa.size else qa
+    census = s == 1.0
+    sampled = _Sampled(c[:, ~census], np.log1p(-s[~census]))
+    start, stop, bound, fixed = _windows(qf, Nn, c, census, sampled, float(support_mass))
+    width = _checked_width(start, stop, max_width)
+    offsets, probs = _window_probs(start, width, fixed, qf, Nn, sampled)
+    expected, variance, p_unique = _moments(start, width, offsets, probs)
+    arrays = dict(
+        q=qf, rates=s, counts=c, start=start, width=width, offsets=offsets, probs=probs,
+        expected=expected, variance=variance, p_unique=p_unique, tail_bound=bound,
+    )
+    for v in arrays.values():
+        v.flags.writeable = False
+    return PosteriorResult(N=Nn, **arrays)
+
+
+def _checked_inputs(q, N, databases, counts, sizes, support_mass):
+    """The inputs of ``population_count_posterior`` checked at the boundary, in the order a user
+    would fix them: N, the rates, q, the counts, the sizes, ``support_mass``.
+
+    Parameters
+    ----------
+    q, N, databases, counts, sizes, support_mass
+        As in ``population_count_posterior``.
+
+    Returns
+    -------
+    N : int
+        The population size.
+    s : numpy.ndarray (m,) of float64
+        The sampling rates.
+    q : numpy.ndarray (r,) of float64
+        The cell probabilities (not yet floored).
+    c : numpy.ndarray (r, m) of int64
+        The match counts.
+
+    Raises
+    ------
+    PosteriorError
+        The first bad input, named with its fix.
+    """
     Nn = _check_N(N)
     s = _check_rates(databases)
     qa = _check_q(q)
-    r, m = qa.size, s.size
-    c = _check_counts(counts, r, m, Nn)
-    _check_sizes(sizes, m, Nn, c)
+    c = _check_counts(counts, qa.size, s.size, Nn)
+    _check_sizes(sizes, s.size, Nn, c)
     if not (0.0 < float(support_mass) < 1.0):
         raise PosteriorError(f"support_mass must be in (0, 1), got {support_mass!r}; e.g. 1e-12")
-    qf = floor_q(qa, Nn, alpha, floor) if r else qa
+    return Nn, s, qa, c
 
-    cmax = c.max(axis=1) if m else np.zeros(r, dtype=np.int64)
+
+@dataclass(frozen=True)
+class _Sampled:
+    """The databases that are samples (s_i < 1), the ones whose evidence shapes p_m (eq. 17);
+    a census only pins X (docs/design/uniqueness.md#conditioning-on-the-databases).
+
+    Parameters
+    ----------
+    counts : numpy.ndarray (r, m') of int64
+        Each record's matches ``c_i`` in those databases.
+    log1ms : numpy.ndarray (m',) of float64
+        ``log(1 - s_i)`` of each.
+    """
+
+    counts: np.ndarray
+    log1ms: np.ndarray
+
+
+def _windows(qf: np.ndarray, N: int, c: np.ndarray, census: np.ndarray, sampled: _Sampled,
+             support_mass: float):
+    """Each record's window ``[start, stop]`` of counts and the mass left outside it.
+
+    A record whose count is pinned has a one-count window and no mass outside it
+    (``_pinned_counts``); every other record's window is placed around the mode of its
+    log-concave posterior until at most ``support_mass`` lies outside it (``_window``, module
+    docstring; paper 000 eq. 17 on ``x >= max(1, c_i)``).
+
+    Parameters
+    ----------
+    qf : numpy.ndarray (r,)
+        The floored cell probabilities.
+    N : int
+        The population size.
+    c : numpy.ndarray (r, m) of int64
+        The match counts in every database.
+    census : numpy.ndarray (m,) of bool
+        Which databases are censuses (s_i = 1).
+    sampled : _Sampled
+        The other databases' counts and ``log(1 - s_i)``.
+    support_mass : float
+        The bound on the mass left outside each window.
+
+    Returns
+    -------
+    start, stop : numpy.ndarray (r,) of int64
+        The first and last count of each window.
+    bound : numpy.ndarray (r,)
+        The rigorous bound on the mass outside each window (0 for a pinned count).
+    fixed : numpy.ndarray (r,) of bool
+        Whether the record's count is pinned.
+
+    Raises
+    ------
+    PosteriorError
+        Contradictory census evidence (``_pinned_counts``).
+    """
+    r = qf.size
+    cmax = c.max(axis=1) if census.size else np.zeros(r, dtype=np.int64)
     lo = np.maximum(cmax, 1)
+    start, stop, fixed = _pinned_counts(qf, N, c, census, cmax, lo)
+    bound = np.zeros(r)
+    gen = np.flatnonzero(~fixed)
+    if gen.size:
+        qg = qf[gen]
+        t = _Target(N, np.log(qg) - np.log1p(-qg), sampled.counts[gen], sampled.log1ms)
+        _, Lw, Rw, b = _window(t, lo[gen], N, support_mass)
+        start[gen], stop[gen], bound[gen] = Lw, Rw, b
+    return start, stop, bound, fixed
 
-    census = s == 1.0
+
+def _pinned_counts(qf: np.ndarray, N: int, c: np.ndarray, census: np.ndarray,
+                   cmax: np.ndarray, lo: np.ndarray):
+    """The records whose count X is known without a window, and that count.
+
+    A census (s_i = 1: ``(1 - s_i)^(x - c_i)`` of eq. 17 vanishes unless x = c_i) pins X to its
+    count; q = 0 puts all mass at ``max(1, max_i c_i)`` (the q -> 0 limit of eq. 16-17) and q = 1
+    at N (docs/design/uniqueness.md#conditioning-on-the-databases).
+
+    Parameters
+    ----------
+    qf : numpy.ndarray (r,)
+        The floored cell probabilities.
+    N : int
+        The population size.
+    c : numpy.ndarray (r, m) of int64
+        The match counts.
+    census : numpy.ndarray (m,) of bool
+        Which databases are censuses.
+    cmax, lo : numpy.ndarray (r,) of int64
+        ``max_i c_i`` and ``max(1, max_i c_i)``, the smallest possible X.
+
+    Returns
+    -------
+    start, stop : numpy.ndarray (r,) of int64
+        The pinned count at the pinned records (both equal); not yet set elsewhere.
+    fixed : numpy.ndarray (r,) of bool
+        Whether the record's count is pinned.
+
+    Raises
+    ------
+    PosteriorError
+        Censuses that disagree, or hold no match or fewer than another database's.
+    """
+    r = qf.size
     start = np.empty(r, dtype=np.int64)
     stop = np.empty(r, dtype=np.int64)  # inclusive
-    bound = np.zeros(r)
     fixed = np.zeros(r, dtype=bool)
     if census.any():
         cc = c[:, census]
@@ -556,25 +696,70 @@ def population_count_posterior(
     zero = ~fixed & (qf <= 0.0)
     start[zero], stop[zero] = lo[zero], lo[zero]
     one = ~fixed & ~zero & (qf >= 1.0)
-    start[one], stop[one] = Nn, Nn
+    start[one], stop[one] = N, N
     fixed |= zero | one
+    return start, stop, fixed
 
-    gen = np.flatnonzero(~fixed)
-    keep = ~census
-    log1ms = np.log1p(-s[keep])
-    if gen.size:
-        qg = qf[gen]
-        t = _Target(Nn, np.log(qg) - np.log1p(-qg), c[gen][:, keep], log1ms)
-        _, Lw, Rw, b = _window(t, lo[gen], Nn, float(support_mass))
-        start[gen], stop[gen], bound[gen] = Lw, Rw, b
 
+def _checked_width(start: np.ndarray, stop: np.ndarray, max_width: int) -> np.ndarray:
+    """The number of counts in each window, refused above ``max_width``.
+
+    Parameters
+    ----------
+    start, stop : numpy.ndarray (r,) of int64
+        The first and last count of each window.
+    max_width : int
+        The widest window allowed.
+
+    Returns
+    -------
+    numpy.ndarray (r,) of int64
+        ``stop - start + 1``.
+
+    Raises
+    ------
+    PosteriorError
+        Naming the first record whose window is too wide, and the fix.
+    """
     width = stop - start + 1
-    if r and width.max() > max_width:
+    if width.size and width.max() > max_width:
         i = int(np.argmax(width))
         raise PosteriorError(
             f"record {i}: the posterior window needs {int(width[i])} counts (> max_width = "
             f"{max_width}); raise max_width or support_mass"
         )
+    return width
+
+
+def _window_probs(start: np.ndarray, width: np.ndarray, fixed: np.ndarray, qf: np.ndarray,
+                  N: int, sampled: _Sampled):
+    """p_m(x) over each record's window (paper 000 eq. 17-18), stored ragged.
+
+    Inside the window the exact log ratios ``log p_m(x+1) - log p_m(x)`` (``_Target.ratio``) are
+    accumulated row-wise, within padded blocks of records of similar widths (``_blocks``), and
+    normalized over the window: full relative precision even for large N (module docstring).
+
+    Parameters
+    ----------
+    start, width : numpy.ndarray (r,) of int64
+        Each window's first count and its number of counts.
+    fixed : numpy.ndarray (r,) of bool
+        Whether the record's count is pinned (a one-count window).
+    qf : numpy.ndarray (r,)
+        The floored cell probabilities.
+    N : int
+        The population size.
+    sampled : _Sampled
+        The sampled databases' counts and ``log(1 - s_i)``.
+
+    Returns
+    -------
+    offsets : numpy.ndarray (r + 1,) of int64
+        Where each record's segment of ``probs`` starts.
+    probs : numpy.ndarray (offsets[-1],)
+        p_m(x) over each window; each segment sums to 1.
+    """
+    r = width.size
     offsets = np.zeros(r + 1, dtype=np.int64)
     np.cumsum(width, out=offsets[1:])
     probs = np.empty(int(offsets[-1]))
@@ -583,7 +768,7 @@ def population_count_posterior(
     order = np.argsort(width, kind="stable")
     log_q = np.log(np.where(fixed, 0.5, qf))
     logit = log_q - np.log1p(-np.where(fixed, 0.5, qf))
-    ck = c[:, keep]
+    ck = sampled.counts
     for rows in _blocks(width[order]):
         sel = order[rows]
         Lb = int(width[sel].max())
@@ -591,9 +776,9 @@ def population_count_posterior(
         valid = k[None, :] < width[sel][:, None]
         lw = np.zeros((sel.size, Lb))
         if Lb > 1:
-            tb = _Target(Nn, logit[sel], ck[sel], log1ms)
+            tb = _Target(N, logit[sel], ck[sel], sampled.log1ms)
             x = start[sel][:, None].astype(np.float64) + k[None, :-1]
-            inc = tb.ratio(np.minimum(x, Nn - 1.0))
+            inc = tb.ratio(np.minimum(x, N - 1.0))
             inc = np.where(valid[:, 1:], inc, 0.0)
             np.cumsum(inc, axis=1, out=lw[:, 1:])
         lw[~valid] = -np.inf
@@ -602,7 +787,28 @@ def population_count_posterior(
         p /= p.sum(axis=1, keepdims=True)
         dst = offsets[sel][:, None] + k[None, :]
         probs[dst[valid]] = p[valid]
+    return offsets, probs
 
+
+def _moments(start: np.ndarray, width: np.ndarray, offsets: np.ndarray, probs: np.ndarray):
+    """E[X] (paper 000 eq. 19), Var[X] and P(X = 1) of each record from its window's pmf.
+
+    Parameters
+    ----------
+    start, width : numpy.ndarray (r,) of int64
+        Each window's first count and its number of counts.
+    offsets : numpy.ndarray (r + 1,) of int64
+        Where each record's segment of ``probs`` starts.
+    probs : numpy.ndarray (offsets[-1],)
+        p_m(x) over each window.
+
+    Returns
+    -------
+    expected, variance, p_unique : numpy.ndarray (r,)
+        E[X], Var[X] (clipped at 0 against rounding) and P(X = 1) (0 unless the window starts
+        at 1).
+    """
+    r = width.size
     rec = np.repeat(np.arange(r), width)
     xs = (start[rec] + (np.arange(probs.size) - offsets[rec])).astype(np.float64)
     if r:
@@ -612,14 +818,7 @@ def population_count_posterior(
         p_unique = np.where(start == 1, probs[segs], 0.0)
     else:
         expected = variance = p_unique = np.zeros(0)
-
-    arrays = dict(
-        q=qf, rates=s, counts=c, start=start, width=width, offsets=offsets, probs=probs,
-        expected=expected, variance=variance, p_unique=p_unique, tail_bound=bound,
-    )
-    for v in arrays.values():
-        v.flags.writeable = False
-    return PosteriorResult(N=Nn, **arrays)
+    return expected, variance, p_unique
 
 
 # ---------------------------------------------------------------------------------------------
