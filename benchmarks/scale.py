@@ -475,6 +475,9 @@ def main(argv=None) -> int:
                    for r in fitd["runs"]) + f"; {fitd['local']:.1f} s here"),
     ]
     load = res.machine.get("load_avg_start")
+    # the 1-minute load at the start: at 2 or more (every core busy) the wall times are not idle
+    busy = (": other work ran on this machine during the run, so wall times are slower and "
+            "noisier than on an idle machine" if load and load[0] >= 2.0 else "")
     thr_rows = [(f"{n:,}", label, f"{sec:.1f}", f"{n / sec:,.0f}", _mib(peak))
                 for (n, label), (sec, peak, _) in sorted(thr.items())]
     body = f"""# Scale: counting at the BLAS limit, on one machine and on Dask
@@ -485,9 +488,8 @@ def main(argv=None) -> int:
 
 `benchmarks/scale.py` ({'quick' if args.quick else 'full'} run; the method is in the script's
 docstring). Machine below; load average at the start {load} on
-{res.machine['usable_cores']} cores: other work ran on this machine during the run, so wall
-times are slower and noisier than on an idle machine; kernel ratios are CPU times of the same
-process, measured in alternation.
+{res.machine['usable_cores']} cores{busy}; kernel ratios are CPU times of the same process,
+measured in alternation, on the BLAS kernel named under Machine.
 
 ## 1. Counting kernel against a bare float32 GEMM (one BLAS thread)
 
