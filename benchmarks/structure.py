@@ -22,8 +22,7 @@ current tests/test_docs.py), so that edits not yet committed in a shared tree ar
 * **Exported callables without a Parameters or Returns block**: the functions, classes and
   methods that ``tests/test_docs.py`` checks for a numpydoc ``Parameters`` block
   (``exported_callables``) and for a ``Returns`` block (``returning_callables``), counted with and
-  without one (the tests allow only the names listed in ``tests/docs_parameters_pending.txt`` and
-  ``tests/docs_returns_pending.txt``).
+  without one (the tests allow none).
 * **Crossings of one collect fit**: ``CollectPipeline().fit(reports)`` on a small simulated
   dataset (5 attributes, 2,000 people, 30 % missing, ``Protocol(4.0, attributes_per_person=2)``),
   traced with ``sys.setprofile``. A call is a *crossing* when the nearest reidrisk frame below
@@ -370,9 +369,8 @@ def write(runs: dict) -> None:
             "numpydoc Parameters block is part of it); the code lines leave it out. Exported "
             "callables are counted as tests/test_docs.py checks them (public functions and "
             "classes defined in a module of the package, and their public methods, that take "
-            "parameters, and the functions and methods that return a value); the names still "
-            "without a Parameters or Returns block are listed in "
-            "tests/docs_parameters_pending.txt and tests/docs_returns_pending.txt.", "",
+            "parameters, and the functions and methods that return a value); the tests allow "
+            "none without its block.", "",
             md_table(["measure"] + labels, rows), "",
             md_table(["function (lines, nested functions excluded)"] + labels,
                      [[f"`{f}`"] + [_watched(runs[lab], f) for lab in labels] for f in WATCHED]),

@@ -164,9 +164,6 @@ def test_a_broken_reference_is_caught(bad_ref):
 
 # ---- every exported callable documents its parameters ----------------------------------------
 PARAMETERS = re.compile(r"^[ \t]*Parameters[ \t]*\n[ \t]*-{3,}[ \t]*$", re.M)
-#: exported callables that still lack a Parameters block, one ``module.name`` a line; the list
-#: may only shrink (a name that gains its block must leave it)
-PENDING = ROOT / "tests" / "docs_parameters_pending.txt"
 
 
 def _documents_parameters(obj) -> bool:
@@ -234,8 +231,6 @@ def exported_callables(package=None) -> tuple[dict[str, bool], list[str]]:
 
 
 RETURNS = re.compile(r"^[ \t]*(Returns|Yields)[ \t]*\n[ \t]*-{3,}[ \t]*$", re.M)
-#: exported functions and methods that return a value but do not say what in a Returns block
-RETURNS_PENDING = ROOT / "tests" / "docs_returns_pending.txt"
 
 
 def _returns_value(func) -> bool:
@@ -277,33 +272,24 @@ def returning_callables(package=None) -> tuple[dict[str, bool], list[str]]:
     return out, failed
 
 
-def _check_against_pending(found: dict[str, bool], failed: list[str], pending_file: Path,
-                           what: str) -> None:
-    pending = {line.strip() for line in pending_file.read_text(encoding="utf-8").splitlines()
-               if line.strip() and not line.startswith("#")}
-    missing = sorted(q for q, ok in found.items() if not ok and q not in pending)
+def _check_documented(found: dict[str, bool], what: str) -> None:
+    missing = sorted(q for q, ok in found.items() if not ok)
     assert not missing, (f"these exported callables have no numpydoc {what} block; add one:\n"
                          + "\n".join(missing))
-    unread = tuple(f"{m}." for m in failed)  # an optional extra is not installed here
-    stale = sorted(q for q in pending if found.get(q, not q.startswith(unread)))
-    assert not stale, (f"these names are documented now (or gone); remove them from "
-                       f"{pending_file.name}:\n" + "\n".join(stale))
 
 
 def test_every_exported_function_that_returns_says_what():
     """numpydoc style: an exported function or method that returns a value has a Returns (or
-    Yields) block, except the names still listed in docs_returns_pending.txt, and that list
-    holds no name that has since gained one (or no longer exists)."""
-    found, failed = returning_callables()
-    _check_against_pending(found, failed, RETURNS_PENDING, "Returns")
+    Yields) block."""
+    found, _ = returning_callables()
+    _check_documented(found, "Returns")
 
 
 def test_every_exported_callable_documents_its_parameters():
     """numpydoc style (the guide): an exported function, class or method that takes parameters
-    has a Parameters block, except the names still listed in docs_parameters_pending.txt, and
-    that list holds no name that has since gained one (or no longer exists)."""
-    found, failed = exported_callables()
-    _check_against_pending(found, failed, PENDING, "Parameters")
+    has a Parameters block."""
+    found, _ = exported_callables()
+    _check_documented(found, "Parameters")
 
 
 def test_the_parameters_check_catches_a_missing_block(monkeypatch):
