@@ -242,3 +242,35 @@ def test_cli_model_option(tmp_path):
     parts.mkdir()
     r = run("fit", parts, tmp_path / "x.json", "--model", "latent")
     assert r.exit_code != 0 and "partitioned reports are fitted from their counts" in r.output
+
+
+def test_cli_table_of_a_latent_model_quotes_no_copula_cost(tmp_path, monkeypatch):
+    """The per-cell cost of an exact table is the copula's (multivariate normal rectangles); a
+    latent class model's table is a sum of K outer products. Its note and its refusal beyond
+    EXACT_HARD_LIMIT must not quote the copula's duration, nor announce a long computation."""
+    from reidrisk.collect import cli as collect_cli
+
+    rr = _reports("grr", seed=8).take(np.arange(4000))
+    model = CollectPipeline(model="latent").fit(rr)
+    assert model.kind == "latent"
+    model.save(tmp_path / "m.json")
+    monkeypatch.setattr(collect_cli, "EXACT_SECONDS_PER_CELL", 1.0)  # a copula would be slow
+    monkeypatch.setattr(collect_cli, "EXACT_TABLE_MAX_CELLS", 5)
+
+    def table(*args):
+        return CliRunner().invoke(cli, ["collect", "table", str(tmp_path / "m.json"), "-", "-c",
+                                        "a0,a1,a2", *args])
+
+    r = table()  # 36 cells, within the latent model's limit: exact, silently
+    assert r.exit_code == 0 and r.stderr == "", r.output
+    np.testing.assert_allclose(
+        [float(x.rsplit(",", 1)[1]) for x in r.stdout.strip().splitlines()[1:]],
+        model.table([0, 1, 2]).ravel(), rtol=1e-12)
+    monkeypatch.setattr(collect_cli, "EXACT_HARD_LIMIT", 10)
+    r = table("-n", 1000)  # beyond it: counted, and the note says why without a duration
+    assert r.exit_code == 0, r.output
+    assert "36 cells; more than the 10 computed exactly" in r.stderr, r.stderr
+    assert "would take" not in r.stderr and "--exact" not in r.stderr
+    r = table("--exact")
+    assert r.exit_code == 2 and "more than the 10 that can be computed exactly;" in r.output
+    assert "would take" not in r.output

@@ -333,8 +333,9 @@ def _duration(s: float) -> str:
 @click.option("-c", "--column", "columns", multiple=True, required=True, metavar="NAME",
               help="Attribute of the table (repeat for each of the c attributes).")
 @click.option("--exact/--sampled", default=None,
-              help="Exact cell probabilities of the copula, or counts of synthetic records. "
-                   f"[default: exact up to {EXACT_TABLE_MAX_CELLS:,} cells, sampled above]")
+              help="Exact cell probabilities of the model, or counts of synthetic records. "
+                   f"[default: exact up to {EXACT_TABLE_MAX_CELLS:,} cells ({EXACT_HARD_LIMIT:,} "
+                   "for a latent class model), sampled above]")
 @click.option("-n", "--n", "n", type=click.IntRange(min=1), default=None,
               help="Synthetic records for --sampled (default: as many as were fitted).")
 @click.option("--seed", type=int, default=None, help="Seed for --sampled.")
@@ -359,23 +360,28 @@ def table(model, output, columns, exact, n, seed) -> None:
     dims = [int(fitted.schema.sizes[j]) for j in idx]
     cells = int(np.prod(dims, dtype=np.int64))
     shape = "x".join(map(str, dims))
-    seconds = exact_table_seconds(dims)
+    # the per-cell cost is the copula's; a latent class model's exact table is a sum of K outer
+    # products, cheap up to EXACT_HARD_LIMIT cells (beyond it, the memory of K such arrays)
+    latent = fitted.latent is not None
+    seconds = 0.0 if latent else exact_table_seconds(dims)
     m = fitted.report.n if n is None else n
-    if exact is None:  # a latent class model's exact table is K outer products: cheap
+    if exact is None:
         exact = (len(dims) <= 2 or cells <= EXACT_TABLE_MAX_CELLS
-                 or (fitted.latent is not None and cells <= EXACT_HARD_LIMIT))
+                 or (latent and cells <= EXACT_HARD_LIMIT))
         if not exact:
+            why = (f"more than the {EXACT_HARD_LIMIT:,} computed exactly" if latent else
+                   f"exact probabilities would take about {_duration(seconds)} (more than "
+                   f"{EXACT_TABLE_MAX_CELLS:,} cells)")
             click.echo(
-                f"Note: the {shape} table has {cells:,} cells; exact probabilities would take about "
-                f"{_duration(seconds)} (more than {EXACT_TABLE_MAX_CELLS:,} cells), so it is counted "
+                f"Note: the {shape} table has {cells:,} cells; {why}, so it is counted "
                 f"from {m:,} synthetic records instead (--sampled; cells below 1/{m:,} read as 0). "
                 + ("Pass --exact to compute it anyway, or -n for more records."
                    if cells <= EXACT_HARD_LIMIT else "Pass -n for more records."), err=True)
     if exact and len(dims) >= 3 and cells > EXACT_HARD_LIMIT:
+        cost = "" if latent else f" (it would take about {_duration(seconds)})"
         raise InputError(
             f"the {shape} table has {cells:,} cells, more than the {EXACT_HARD_LIMIT:,} that can be "
-            f"computed exactly (it would take about {_duration(seconds)}); use --sampled, or fewer "
-            "or smaller attributes")
+            f"computed exactly{cost}; use --sampled, or fewer or smaller attributes")
     if exact and fitted.copula is not None and seconds > _SHOW_PROGRESS_AFTER:
         click.echo(f"Computing the {cells:,} cells of the {shape} table exactly: about "
                    f"{_duration(seconds)}.", err=True)
