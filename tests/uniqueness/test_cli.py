@@ -126,6 +126,8 @@ def test_parse_db_spec():
     assert str(spec.path) == "dir:x/a.csv" and spec.rate == 0.25 and spec.mechanism == "grr" and spec.epsilon == 3.0
     spec = parse_db_spec("a.csv:grr:2")
     assert spec.rate is None and spec.epsilon == 2.0
+    spec = parse_db_spec("s3://bucket/reports/:0.1")
+    assert spec.path == "s3://bucket/reports/" and spec.rate == 0.1
 
 
 def test_help_lists_the_command():
@@ -196,6 +198,13 @@ def test_a_directory_of_partitioned_reports_is_a_database(labelled, tmp_path):
                  "-o", out)
     assert result.exit_code == 0, result.output
     np.testing.assert_array_equal(pd.read_csv(out)["count_db1"].to_numpy(), truth)
+    # the same partitions as an fsspec URL (as on a bucket): read as partitions, not as a path
+    # whose '//' is collapsed, with the same scores
+    url_out = tmp_path / "scores_url.csv"
+    result = run("-N", 1500, "--db", f"{(tmp_path / 'parts').as_uri()}:1", "--records",
+                 tmp / "query.csv", "-o", url_out)
+    assert result.exit_code == 0, result.output
+    pd.testing.assert_frame_equal(pd.read_csv(url_out), pd.read_csv(out))
 
 
 def test_reports_file_with_another_schema_is_refused(labelled, files):

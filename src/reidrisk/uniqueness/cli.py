@@ -31,8 +31,9 @@ class DatabaseSpec:
 
     Parameters
     ----------
-    path : Path
-        The file of records.
+    path : Path or str
+        The file of records, or a directory of partitions; an fsspec URL of partitions
+        (``s3://bucket/reports/``) stays a str, since a Path would collapse its ``//``.
     rate : float or None
         The share of the population the file samples, in (0, 1]; None: size / N.
     mechanism : str or None
@@ -41,7 +42,7 @@ class DatabaseSpec:
         The whole-record budget of those reports (None for raw labels).
     """
 
-    path: Path
+    path: Path | str
     rate: float | None
     mechanism: str | None
     epsilon: float | None
@@ -103,7 +104,17 @@ def parse_db_spec(text: str) -> DatabaseSpec:
             )
         if eps is None or not math.isfinite(eps) or eps <= 0:
             raise InputError(f"--db {text!r}: the budget must be a number > 0 (whole record)")
-    return DatabaseSpec(Path(path), rate, mech, eps)
+    return DatabaseSpec(path if _is_url(path) else Path(path), rate, mech, eps)
+
+
+def _is_url(path: str) -> bool:
+    """Whether a ``--db`` path is an fsspec URL of partitions (``read_reports``' own test)."""
+    return "://" in path
+
+
+def _name(path: Path | str) -> str:
+    """The last component of a ``--db`` path or URL (the database's name)."""
+    return path.rstrip("/").rsplit("/", 1)[-1] if isinstance(path, str) else path.name
 
 
 @click.group(name="uniqueness")
@@ -180,7 +191,8 @@ def score(population, dbs, records, schema_path, thresholds, preset, old_method,
     if out is not None:  # before any work: a bad output path should not cost the computation
         table_format(out)
         check_output_path(out)
-    described = [has_metadata(sp.path) for sp in specs]
+    # a URL is partitions (read_reports reads it as such; has_metadata looks at local paths only)
+    described = [isinstance(sp.path, str) or has_metadata(sp.path) for sp in specs]
     frames = {i: read_table(sp.path) for i, sp in enumerate(specs) if not described[i]}
     for i, fr in frames.items():
         if len(fr) == 0:
@@ -213,9 +225,9 @@ def score(population, dbs, records, schema_path, thresholds, preset, old_method,
         size = collected[i].n if i in collected else len(frames[i])
         _check_rate(sp, size, population)
         if i in collected:
-            databases.append(Database(collected[i].reports, sp.rate, sp.path.name))
+            databases.append(Database(collected[i].reports, sp.rate, _name(sp.path)))
         else:
-            databases.append(Database(_encode(schema, frames[i], sp.path), sp.rate, sp.path.name))
+            databases.append(Database(_encode(schema, frames[i], sp.path), sp.rate, _name(sp.path)))
     rec = _encode(schema, query, records)
     model = UniquenessModel(preset, rule=rule, rng=seed).fit(databases, population, schema=schema)
     frame, at_risk, result = _score_in_chunks(model, rec, list(thresholds))
