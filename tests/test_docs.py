@@ -15,6 +15,7 @@ import importlib
 import inspect
 import pkgutil
 import re
+import sys
 import textwrap
 import unicodedata
 from pathlib import Path
@@ -178,19 +179,31 @@ def _takes_parameters(obj, bound: bool = False) -> bool:
     return len(params) > (1 if bound else 0)
 
 
+def _skip_if_optional(name: str, exc: BaseException | None, failed: list[str], root: str) -> None:
+    """Append ``name`` to ``failed`` when ``exc`` says a library outside the package is not
+    installed (an optional extra); raise it otherwise, so that a module broken by its own code
+    fails the checks instead of leaving them with fewer callables to check."""
+    missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+    if not missing or missing.partition(".")[0] == root:
+        raise RuntimeError(f"{name} cannot be imported: {exc!r}") from exc
+    failed.append(name)
+
+
 def _exported_objects(package, failed: list[str]):
     """(module name, name, object) of every public function and class defined in a module of
-    ``package`` (default: reidrisk); the modules that cannot be imported (an optional extra that
-    is not installed) are appended to ``failed``."""
+    ``package`` (default: reidrisk); the modules that cannot be imported because an optional
+    extra is not installed are appended to ``failed``, any other import error is raised."""
     import reidrisk
 
     package = package or reidrisk
-    for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".",
-                                      onerror=failed.append):
+    root = package.__name__.partition(".")[0]
+    for info in pkgutil.walk_packages(
+            package.__path__, package.__name__ + ".",
+            onerror=lambda name: _skip_if_optional(name, sys.exc_info()[1], failed, root)):
         try:
             mod = importlib.import_module(info.name)
-        except ImportError:  # an optional extra that is not installed
-            failed.append(info.name)
+        except ImportError as exc:
+            _skip_if_optional(info.name, exc, failed, root)
             continue
         for name, obj in vars(mod).items():
             if not name.startswith("_") and getattr(obj, "__module__", None) == info.name:
@@ -398,3 +411,33 @@ def test_the_returns_check_catches_a_missing_block(monkeypatch):
     assert found == {"fake_pkg.mod.documented": True, "fake_pkg.mod.bare": False,
                      "fake_pkg.mod.generator": False, "fake_pkg.mod.Thing.method": False}
     assert failed == []
+
+
+def test_the_checks_raise_on_a_module_broken_by_its_own_code(monkeypatch):
+    """The checker itself: a module that cannot be imported because a library of an optional
+    extra is missing is skipped (listed in ``failed``); one that fails on its own import, or on
+    any other error, stops the checks instead of leaving them fewer callables to look at."""
+    import types
+
+    pkg = types.ModuleType("fake_pkg")
+    pkg.__path__ = []
+    monkeypatch.setattr(pkgutil, "walk_packages", lambda path, prefix, onerror: [
+        types.SimpleNamespace(name="fake_pkg.extra"), types.SimpleNamespace(name="fake_pkg.ok")])
+    ok = types.ModuleType("fake_pkg.ok")
+
+    def importer(error):
+        def import_module(name):
+            if name == "fake_pkg.extra":
+                raise error
+            return ok
+        return import_module
+
+    monkeypatch.setattr(importlib, "import_module",
+                        importer(ModuleNotFoundError("no dask", name="dask")))
+    assert exported_callables(pkg) == ({}, ["fake_pkg.extra"])
+    for error in (ModuleNotFoundError("own", name="fake_pkg.gone"), ImportError("cycle")):
+        monkeypatch.setattr(importlib, "import_module", importer(error))
+        with pytest.raises(RuntimeError, match="fake_pkg.extra cannot be imported"):
+            exported_callables(pkg)
+        with pytest.raises(RuntimeError, match="fake_pkg.extra cannot be imported"):
+            returning_callables(pkg)
