@@ -23,6 +23,7 @@ from reidrisk.estimation import (
     estimate_marginal,
     estimate_marginals,
     estimate_pairs,
+    frequency,
     inversion_noise,
     invert,
     james_stein_noise,
@@ -34,7 +35,12 @@ from reidrisk.estimation import (
     variance,
 )
 from reidrisk.estimation.em import poisson_gain
-from reidrisk.estimation.frequency import SURE_SE_MAX, _null_departures, shrink_weights
+from reidrisk.estimation.frequency import (
+    SURE_SE_MAX,
+    _null_departures,
+    null_departures,
+    shrink_weights,
+)
 from reidrisk.mechanisms import Subset
 from reidrisk.schema import MISSING
 
@@ -405,11 +411,37 @@ def test_null_departure_matches_the_em_on_uniform_data(mech_name):
     W = repeated_counts(m, exact_codes(np.full(k, 1.0 / k), n), reps, rng)
     dep = np.array([np.sum((marginals_from_counts([m], [w], [n], shrink=False)[0].probs
                             - 1.0 / k) ** 2) for w in W])
-    sample = _null_departures(a, q, 1.0, 0.0, k, 1, float(n), "em", boot)
+    sample = _null_departures(a, q, 1.0, 0.0, k, 1, float(n), "em", boot)[0]
     se = np.sqrt(dep.var(ddof=1) / reps + sample.var(ddof=1) / boot)
     assert abs(dep.mean() - sample.mean()) < 4 * se, (dep.mean(), sample.mean(), se)
     assert np.mean(dep > null) < 0.52
     assert null_departure(a, q, 1.0, 0.0, k, 1, float(n)) == null  # deterministic, cached
+
+
+@pytest.mark.parametrize("estimator", ["em", "norm_sub"])
+def test_null_departures_of_a_batch_equal_each_table_alone(monkeypatch, estimator):
+    """``null_departures`` (the pair tables' null departures, one stack per batch) must equal
+    ``null_departure`` of every table alone bit for bit: each bootstrap table stops on its own
+    rule and gets the same fixed-seed draws, so a table that read its stack neighbours (or another
+    chunk's draws) would differ by about the EM's stopping tolerance, far above the last bit.
+    Tables 5-8 repeat table 0's channel and n (computed once), and the stack is cut into chunks
+    of 5 channels."""
+    rng = np.random.default_rng(36)
+    P, f1, f2 = 13, 3, 4
+    a1, q1, a2, q2 = (rng.uniform(lo, hi, P) for lo, hi in ((.1, .8), (.01, .3)) * 2)
+    n = rng.integers(50, 3000, P).astype(np.float64)
+    for x in (a1, q1, a2, q2, n):
+        x[5:9] = x[0]
+    alone = []
+    for i in range(P):
+        null_departure.cache_clear()
+        alone.append(null_departure(float(a1[i]), float(q1[i]), float(a2[i]), float(q2[i]), f1,
+                                    f2, float(n[i]), estimator))
+    whole = null_departures(a1, q1, a2, q2, f1, f2, n, estimator)
+    np.testing.assert_array_equal(whole, alone)
+    monkeypatch.setattr(frequency, "NULL_CELLS", frequency.NULL_SAMPLES * f1 * f2 * 5)
+    np.testing.assert_array_equal(null_departures(a1, q1, a2, q2, f1, f2, n, estimator), alone)
+    assert null_departures(a1[0], q1[0], a2[0], q2[0], f1, f2, n[0], estimator).shape == (1,)
 
 
 def test_shrink_weights_hand_values_and_branches():

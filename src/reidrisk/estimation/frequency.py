@@ -108,7 +108,8 @@ __all__ = [
     "DEFAULT_MAX_ITER", "EMResult", "EstimationError", "FrequencyEstimate", "METHODS", "NOISE_TOL",
     "default_shrink", "em_counts", "em_reports", "estimate_marginal", "estimate_marginals",
     "inversion_noise", "invert", "james_stein_noise", "marginals_from_counts", "norm_sub",
-    "null_departure", "shrink_toward_uniform", "shrink_weight", "shrink_weights", "variance",
+    "null_departure", "null_departures", "shrink_toward_uniform", "shrink_weight",
+    "shrink_weights", "variance",
 ]
 
 
@@ -407,27 +408,83 @@ def null_departure(a1: float, q1: float, a2: float, q2: float, f1: int, f2: int,
         The ``NULL_LEVEL`` quantile of the ``NULL_SAMPLES`` departures, in probability units
         squared.
     """
-    return float(np.quantile(_null_departures(a1, q1, a2, q2, f1, f2, n, estimator, NULL_SAMPLES),
-                             NULL_LEVEL))
+    return float(null_departures(a1, q1, a2, q2, f1, f2, n, estimator)[0])
+
+
+NULL_CELLS = 1 << 20
+"""Cells of bootstrap tables that ``null_departures`` estimates in one stack (a few float64
+arrays of 8 MiB each in the EM), so a batch of thousands of large pair tables is done in chunks."""
+
+
+def null_departures(a1, q1, a2, q2, f1: int, f2: int, n, estimator: str = "em") -> np.ndarray:
+    """``null_departure`` of P tables of one shape at once (the pair tables of a batch).
+
+    Tables with equal channel and ``n`` are bootstrapped once; the others' ``NULL_SAMPLES``
+    bootstrap tables are estimated as one stack (at most ``NULL_CELLS`` cells at a time). Every
+    table of the stack stops on its own rule and the bootstrap draws are the same fixed-seed
+    draws for every table, so each value equals ``null_departure`` of that table alone, bit for
+    bit.
+
+    Parameters
+    ----------
+    a1 : float or array_like (P,)
+        The first attributes' channel parameters ``a = p - q`` (> 0).
+    q1 : float or array_like (P,)
+        Their ``q``.
+    a2 : float or array_like (P,)
+        The second attributes' ``a`` (a marginal: 1).
+    q2 : float or array_like (P,)
+        Their ``q`` (a marginal: 0).
+    f1 : int
+        The tables' rows.
+    f2 : int
+        The tables' columns (a marginal: 1).
+    n : float or array_like (P,)
+        Each table's number of reports.
+    estimator : {"em", "norm_sub"}
+        As in ``null_departure``.
+
+    Returns
+    -------
+    numpy.ndarray (P,)
+        Each table's null departure, in probability units squared.
+    """
+    cols = np.broadcast_arrays(*(np.atleast_1d(np.asarray(x, dtype=np.float64))
+                                 for x in (a1, q1, a2, q2, n)))
+    keys, where = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
+    out = np.empty(len(keys))
+    step = max(1, NULL_CELLS // (NULL_SAMPLES * int(f1) * int(f2)))
+    for s in range(0, len(keys), step):
+        k = keys[s:s + step]
+        dep = _null_departures(k[:, 0], k[:, 1], k[:, 2], k[:, 3], int(f1), int(f2), k[:, 4],
+                               estimator, NULL_SAMPLES)
+        out[s:s + step] = np.quantile(dep, NULL_LEVEL, axis=1)
+    return out[where.reshape(-1)]
 
 
 def _null_departures(a1, q1, a2, q2, f1, f2, n, estimator, samples: int) -> np.ndarray:
-    """The ``samples`` bootstrap departures ``||estimate - u||^2`` of ``null_departure`` (same
-    parameters; fixed seed)."""
+    """The ``samples`` bootstrap departures ``||estimate - u||^2`` of ``null_departure`` for C
+    channels at once (parameters and ``n`` as (C,) arrays or scalars for C = 1; fixed seed, the
+    same draws for every channel): a (C, samples) array."""
     B = int(samples)
-    ch = _Channels.structured(a1, q1, a2, q2, f1, f2, B)
+    C = np.atleast_1d(n).size
+    a1, q1, a2, q2, n = (np.repeat(np.atleast_1d(np.asarray(x, dtype=np.float64)), B)
+                         for x in (a1, q1, a2, q2, n))
+    ch = _Channels.structured(a1, q1, a2, q2, f1, f2, C * B)
     p1, p2 = a1 + q1, a2 + q2
-    sq = _Channels.structured(p1 * p1 - q1 * q1, q1 * q1, p2 * p2 - q2 * q2, q2 * q2, f1, f2, B)
-    Z = np.full((B, f1, f2), n / (f1 * f2))
+    sq = _Channels.structured(p1 * p1 - q1 * q1, q1 * q1, p2 * p2 - q2 * q2, q2 * q2, f1, f2,
+                              C * B)
+    Z = np.ascontiguousarray(np.broadcast_to((n / (f1 * f2))[:, None, None], (C * B, f1, f2)))
     mu = ch.forward(Z)
     sd = np.sqrt(np.maximum(mu - sq.forward(Z), 0.0))
-    W = np.maximum(mu + sd * np.random.default_rng(_NULL_SEED).standard_normal(mu.shape), 0.0)
+    draws = np.random.default_rng(_NULL_SEED).standard_normal((B, f1, f2))
+    W = np.maximum(mu + sd * np.tile(draws, (C, 1, 1)), 0.0)
     if estimator == "norm_sub":
-        est = norm_sub(ch.inverse(W).reshape(B, -1), n).reshape(W.shape)
+        est = norm_sub(ch.inverse(W).reshape(C * B, -1), n).reshape(W.shape)
     else:
-        est = _em_tables(W, np.full(B, float(n)), ch).estimate
+        est = _em_tables(W, n, ch).estimate
     P = est / est.sum(axis=(1, 2), keepdims=True)
-    return np.sum((P - 1.0 / (f1 * f2)) ** 2, axis=(1, 2))
+    return np.sum((P - 1.0 / (f1 * f2)) ** 2, axis=(1, 2)).reshape(C, B)
 
 
 FACE_TOL = 0.02

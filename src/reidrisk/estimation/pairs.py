@@ -49,7 +49,7 @@ from reidrisk.estimation.frequency import (
     _mech_channel,
     inversion_noise,
     norm_sub,
-    null_departure,
+    null_departures,
     shrink_weights,
 )
 from reidrisk.schema import MISSING
@@ -879,9 +879,11 @@ def _shrink_batch(batch: _PairBatch, T: np.ndarray, method: str, mechs, chans: l
     # the noise trace is inversion_noise(1, ...) / n: one closed form per attribute pair
     unit = {pr: inversion_noise(1.0, mechs[pr[0]], mechs[pr[1]]) for pr in set(prs)}
     trace = np.array([unit[pr] for pr in prs]) / npair
-    null = np.array([null_departure(chans[j].a, chans[j].q, chans[jp].a, chans[jp].q,
-                                    f1, f2, float(npair[i]), method)
-                     for i, (j, jp) in enumerate(prs)])
+    J = [j for j, _ in prs]
+    K = [jp for _, jp in prs]
+    null = null_departures([chans[j].a for j in J], [chans[j].q for j in J],
+                           [chans[j].a for j in K], [chans[j].q for j in K], f1, f2, npair,
+                           method)
     lams = shrink_weights(T.reshape(P, -1), T_inv.reshape(P, -1), trace, null)
     return 1.0 / (f1 * f2) + lams[:, None, None] * (T - 1.0 / (f1 * f2)), lams
 
