@@ -155,3 +155,29 @@ def test_openapi_document_is_served(client):
     doc = client.get("/openapi.json").json()
     assert "/surveys/{sid}/reports/batch" in doc["paths"]
     assert client.get("/docs").status_code == 200
+
+
+@pytest.mark.filterwarnings("ignore::reidrisk.collect.CollectWarning")
+def test_an_exact_table_beyond_the_hard_limit_is_refused_by_name(client, monkeypatch):
+    """The copula computes no exact table above EXACT_HARD_LIMIT cells; asked for one, the service
+    answers 422 naming the size and the fix (before, the copula's error escaped as a 500). The
+    3 x 4 x 2 table stands for a large one by lowering both limits to 10 cells."""
+    from reidrisk.copula import model as copula_model
+    from reidrisk.service import app as service_app
+
+    monkeypatch.setattr(copula_model, "_EXACT_TABLE_LIMIT", 10)
+    monkeypatch.setattr(service_app, "EXACT_HARD_LIMIT", 10)
+    sid = new_survey(client)["id"]
+    code = issue(client, sid)[0]["token"]
+    submitter(client, sid, code).submit_answers(population(300, 8), rng=3)
+    query = {"attributes": "age,region,smoker"}
+    r = client.get(f"/surveys/{sid}/table", params={**query, "exact": "true"},
+                   headers=admin_headers())
+    assert r.status_code == 422, r.text
+    assert "24 cells" in r.json()["detail"] and "exact=false" in r.json()["detail"]
+    r = client.get(f"/surveys/{sid}/table", params={**query, "exact": "false", "n": 1000},
+                   headers=admin_headers())
+    assert r.status_code == 200 and r.json()["exact"] is False
+    r = client.get(f"/surveys/{sid}/table", params={"attributes": "age,smoker", "exact": "true"},
+                   headers=admin_headers())
+    assert r.status_code == 200 and r.json()["exact"] is True  # two attributes: a closed form

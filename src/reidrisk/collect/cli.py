@@ -22,6 +22,7 @@ from pathlib import Path
 import click
 import numpy as np
 
+from reidrisk.collect.model_io import EXACT_HARD_LIMIT, EXACT_TABLE_MAX_CELLS
 from reidrisk.collect.pipeline import CollectModel, CollectPipeline, CollectWarning
 from reidrisk.collect.protocol import Protocol, choose_attributes_per_person
 from reidrisk.collect.reports_io import _is_parquet, atomic_write, read_reports, write_reports
@@ -289,18 +290,9 @@ def _fit_partitioned(reports: str, pipe, chunk_rows: int | None, scheduler: str 
 
 
 # ---- table ---------------------------------------------------------------------------------
-EXACT_TABLE_MAX_CELLS = 20_000
-"""Largest table of c >= 3 attributes computed exactly by default. Each cell is a multivariate
-normal rectangle probability (randomized quasi-Monte Carlo), about ``EXACT_SECONDS_PER_CELL`` x c
-seconds per cell: 20,000 cells of 3-9 attributes take about 6-18 s. Larger tables are counted from
-synthetic records (``--sampled``) unless ``--exact`` is passed."""
-
 EXACT_SECONDS_PER_CELL = 1e-4
 """Seconds per cell and attribute of the exact table (measured on a 2-core x86-64 machine: 1,500 to
 7,000 cells/s for c = 3..9; rounded up so the estimate is rarely too low)."""
-
-EXACT_HARD_LIMIT = 2**20
-"""Tables with more cells are never computed exactly (``GaussianCopula.contingency_table``)."""
 
 _EXACT_CHUNK = 2_000
 _SHOW_PROGRESS_AFTER = 3.0  # seconds of estimated work

@@ -60,6 +60,17 @@ LATENT_MODEL_VERSION = 2
 """Version of the files that hold a latent class model (module doc)."""
 MODEL_KINDS = ("copula", "latent")
 
+EXACT_TABLE_MAX_CELLS = 20_000
+"""Largest table of c >= 3 attributes that ``reidrisk collect table`` and the service compute
+exactly by default. Each cell of a copula's table is a multivariate normal rectangle probability
+(randomized quasi-Monte Carlo), about ``collect.cli.EXACT_SECONDS_PER_CELL`` x c seconds per cell:
+20,000 cells of 3-9 attributes take about 6-18 s. Larger tables are counted from synthetic
+records unless an exact one is asked for."""
+
+EXACT_HARD_LIMIT = 2**20
+"""Tables of c >= 3 attributes with more cells are never computed exactly (the copula's own
+limit, ``GaussianCopula.contingency_table``); they are counted from synthetic records."""
+
 
 class ModelFileError(ReidriskError, ValueError):
     """A model file that cannot be read. The message names the file and what is wrong."""
@@ -610,5 +621,6 @@ def load_model(path: str | Path) -> CollectModel:
     return model_from_dict(d, source=f"model file {str(path)!r}")
 
 
-__all__ = ["LATENT_MODEL_VERSION", "MODEL_FORMAT", "MODEL_KINDS", "MODEL_VERSION", "CollectError", "CollectModel", "FitReport",
+__all__ = ["EXACT_HARD_LIMIT", "EXACT_TABLE_MAX_CELLS", "LATENT_MODEL_VERSION", "MODEL_FORMAT",
+           "MODEL_KINDS", "MODEL_VERSION", "CollectError", "CollectModel", "FitReport",
            "ModelFileError", "load_model", "save_model"]

@@ -33,7 +33,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from reidrisk import __version__
-from reidrisk.collect.model_io import CollectError
+from reidrisk.collect.model_io import EXACT_HARD_LIMIT, EXACT_TABLE_MAX_CELLS, CollectError
 from reidrisk.errors import ReidriskError
 from reidrisk.schema import SchemaError
 from reidrisk.service import schemas as S
@@ -53,8 +53,6 @@ from reidrisk.service.wire import MAX_BATCH, ReportError, SpecError, SurveySpec,
 
 MAX_BODY_BYTES = 4 << 20
 """Largest request body accepted by the report endpoints (a full batch is far smaller)."""
-EXACT_TABLE_MAX_CELLS = 20_000
-"""Largest c >= 3 way table computed exactly by default (as ``reidrisk collect table``)."""
 MAX_SYNTHETIC = 100_000
 
 
@@ -575,7 +573,7 @@ def _add_query_routes(app: FastAPI, access: _Access) -> None:
               seed: int | None = None) -> dict:
         """The contingency table of the model (``reidrisk collect table``): exact copula cell
         probabilities, or counted from ``n`` synthetic records when ``exact=false`` (the default
-        above 20,000 cells for c >= 3)."""
+        above 20,000 cells for c >= 3; an exact table above 2^20 cells is refused, 422)."""
         survey = access.reader(request, sid)
         f = fitted(survey)
         cols = [c.strip() for c in attributes.split(",") if c.strip()]
@@ -587,6 +585,11 @@ def _add_query_routes(app: FastAPI, access: _Access) -> None:
         cells = int(np.prod([schema[i].size for i in idx]))
         if exact is None:
             exact = len(idx) <= 2 or cells <= EXACT_TABLE_MAX_CELLS
+        if exact and len(idx) >= 3 and cells > EXACT_HARD_LIMIT:
+            raise ApiError(422, f"the table of {', '.join(cols)} has {cells:,} cells, more than the "
+                                f"{EXACT_HARD_LIMIT:,} that are computed exactly; ask for "
+                                "exact=false (counts of n synthetic records), or fewer or smaller "
+                                "attributes")
         try:
             T = f.model.table(cols, exact=exact, n=n, rng=seed)
         except (CollectError, SchemaError) as exc:
