@@ -45,3 +45,18 @@ def test_section_explains_where_reidrisk_trails(demo):
     assert f"{demo.paper_reliability.max_gap(50):.3f} for the paper's method" in body
     assert "majority rule) is right" in body
     render_html([uniqueness_section(demo)], "t")
+
+
+def test_section_names_the_world_model_and_measures_the_other_one(demo):
+    # the demo's database is raw, so world="auto" takes the Gaussian copula (uniqueness.model);
+    # the latent class world is scored on the same records as a row of its own
+    assert demo.world == "copula"
+    body = uniqueness_section(demo).body
+    assert "the Gaussian copula world, chosen by" in body
+    m = demo.metrics
+    for t in (1.0, 10.0):
+        row = m[("reidrisk, latent world", t)]
+        assert f"<td>reidrisk, latent world</td><td class=\"num\">{t:g}</td>" in body
+        assert f"{row.balanced_accuracy:.3f}" in body
+    gap = demo.other_reliability.max_gap(50)
+    assert f"({gap:.3f} for reidrisk with the latent class world)" in body

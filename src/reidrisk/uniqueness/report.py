@@ -51,6 +51,12 @@ class UniquenessDemo:
         Reliability of the default configuration's P(X = 1).
     paper_reliability : Reliability, optional
         Reliability of the paper configuration's P(X = 1).
+    world : str, optional
+        The world model the default configuration chose (``world="auto"``): ``"copula"`` or
+        ``"latent"``.
+    other_reliability : Reliability, optional
+        Reliability of P(X = 1) of the default configuration with the other world model; its
+        classification metrics are in ``metrics`` under ``"reidrisk, <world> world"``.
     """
 
     schema: Schema
@@ -64,6 +70,8 @@ class UniquenessDemo:
     metrics: dict
     reliability: Reliability
     paper_reliability: Reliability | None = None
+    world: str | None = None
+    other_reliability: Reliability | None = None
 
 
 def run_uniqueness_demo(
@@ -123,18 +131,26 @@ def run_uniqueness_demo(
     pick = gen.choice(N, min(int(n_records), N), replace=False)
     records, truth = pop[pick], sizes[pick]
     thresholds = np.asarray(T, dtype=np.float64)
-    ours = UniquenessModel("reidrisk", rng=gen).fit(databases, N, schema).score(records, thresholds)
+    fitted = UniquenessModel("reidrisk", rng=gen).fit(databases, N, schema)
+    ours = fitted.score(records, thresholds)
     paper = UniquenessModel("paper", rng=gen).fit(databases, N, schema).score(records, thresholds)
+    # the world "auto" did not choose (the latent class model on raw data), on the same database
+    # and records, fitted last so that the rows above draw exactly as before
+    other = "latent" if fitted.world_ == "copula" else "copula"
+    alt = UniquenessModel("reidrisk", world=other, rng=gen).fit(databases, N, schema).score(
+        records, thresholds)
     metrics: dict[tuple[str, float], Classification] = {}
     for j, t in enumerate(thresholds):
         metrics[("reidrisk", t)] = classification(ours.greater[:, j], truth, t, ours.p_greater[:, j])
         metrics[("paper", t)] = classification(paper.greater[:, j], truth, t, paper.p_greater[:, j])
         majority = bool(np.mean(sizes > t) > 0.5)
         metrics[("majority rule", t)] = classification(majority, truth, t)
+        metrics[(f"reidrisk, {other} world", t)] = classification(alt.greater[:, j], truth, t,
+                                                                  alt.p_greater[:, j])
     rel = reliability(ours.p_unique, truth == 1)
     rel_paper = reliability(paper.p_unique, truth == 1)
     return UniquenessDemo(schema, N, float(rate), epsilon, records, truth, ours, paper, metrics, rel,
-                          rel_paper)
+                          rel_paper, fitted.world_, reliability(alt.p_unique, truth == 1))
 
 
 def _plot(demo: UniquenessDemo) -> bytes:
@@ -211,6 +227,28 @@ def _reading(demo: UniquenessDemo) -> str:
     return "".join(parts)
 
 
+_WORLD_NAMES = {"copula": "Gaussian copula world", "latent": "latent class world"}
+
+
+def _other_world(world: str) -> str:
+    """The world model ``world="auto"`` did not choose."""
+    return "latent" if world == "copula" else "copula"
+
+
+def _world(demo: UniquenessDemo) -> str:
+    """Which world model the prior's cell probabilities q came from, and why."""
+    if demo.world is None:
+        return ""
+    why = ("a database is raw" if demo.world == "copula"
+           else "every database is randomized")
+    other = _other_world(demo.world)
+    return (f"<p>World model (where q, the chance that a random person has a record's values, "
+            f"comes from): the {_WORLD_NAMES[demo.world]}, chosen by <code>world=\"auto\"</code> "
+            f"because {why} (docs/results/uniqueness.md measures both worlds). The row "
+            f"<em>reidrisk, {other} world</em> scores the same records from the same database with "
+            f"the {_WORLD_NAMES[other]} instead.</p>")
+
+
 def _calibration(demo: UniquenessDemo, min_count: int = 50) -> str:
     rel = demo.reliability
     ok = rel.count >= min_count
@@ -220,6 +258,9 @@ def _calibration(demo: UniquenessDemo, min_count: int = 50) -> str:
             f"records is {gap:.3f} for reidrisk")
     if demo.paper_reliability is not None:
         text += f" and {demo.paper_reliability.max_gap(min_count):.3f} for the paper's method"
+    if demo.other_reliability is not None and demo.world is not None:
+        text += (f" ({demo.other_reliability.max_gap(min_count):.3f} for reidrisk with the "
+                 f"{_WORLD_NAMES[_other_world(demo.world)]})")
     if ok.any():
         p, c = rel.predicted[ok], rel.count[ok]
         noise = float(np.max(2.0 * np.sqrt(p * (1.0 - p) / c)))
@@ -268,9 +309,11 @@ def uniqueness_section(demo: UniquenessDemo, top: int = 10):
         caption="Classifying 'more than T people share the record' against the truth. "
                 "reidrisk: calibrated prior and balanced rule; paper: paper 000 as printed "
                 "(Lambert-W floor, plain counts, rounded E[X]); majority rule: always the most "
-                "common answer.",
+                "common answer; reidrisk, &lt;world&gt; world: reidrisk with the world model "
+                "world=\"auto\" did not choose.",
         numeric=[False, True, True, True, True, True]))
     body.append(_reading(demo))
+    body.append(_world(demo))
     body.append(_calibration(demo))
     order = np.argsort(-demo.scores.p_unique, kind="stable")[:top]
     labels = demo.schema.decode(demo.records[order])
