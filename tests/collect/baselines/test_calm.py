@@ -212,3 +212,23 @@ def test_fit_needs_calm_reports():
     rr = Protocol(2.0).randomize(pop.schema, pop.codes, rng=1)
     with pytest.raises(SchemaError, match="CALMReports"):
         CALM().fit(rr)
+
+
+def test_groups_of_one_set_with_different_oracles_are_refused():
+    """CALM pools the support counts of the groups reporting the same set and inverts them through
+    one channel; reports whose groups of one set used different oracles would be inverted through
+    the wrong channel for some of them, so they are refused by name instead."""
+    import dataclasses
+
+    from reidrisk.mechanisms import make_mechanism
+
+    pop = make_population(4000, SIZES, dependence=0.5, rng=2)
+    rr = CALM().protocol(8.0).randomize(pop.schema, pop.codes, rng=3)
+    sets = [tuple(s) for s in rr.design.sets]
+    i = next(i for i, s in enumerate(sets) if sets.index(s) != i)  # a set's second group
+    CALM().fit(rr)  # as randomized: one oracle per set
+    mech = rr.mechanisms[i]
+    other = make_mechanism(mech.name, 4.0, mech.k)
+    mechs = rr.mechanisms[:i] + (other,) + rr.mechanisms[i + 1:]
+    with pytest.raises(ValueError, match="different oracles"):
+        CALM().fit(dataclasses.replace(rr, mechanisms=mechs))

@@ -757,6 +757,12 @@ class CALM(Method):
             w, n = mech.support_counts(rep)
             ns.append(int(n))
             acc = pooled.setdefault(tuple(attrs), [np.zeros_like(w, dtype=np.float64), 0, mech])
+            if acc[2] is not mech and acc[2].params() != mech.params():
+                # pooled counts are inverted through one channel: another one would bias them
+                raise ValueError(
+                    f"CALM reports: two groups report the set {tuple(int(a) for a in attrs)} "
+                    f"through different oracles ({acc[2]!r} and {mech!r}); the groups of one set "
+                    "share its oracle (randomize with CALM().protocol(epsilon))")
             acc[0] = acc[0] + w
             acc[1] += int(n)
         raw, var = [], []
