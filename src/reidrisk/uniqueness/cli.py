@@ -174,7 +174,9 @@ def score(population, dbs, records, schema_path, thresholds, preset, old_method,
       p_gt_T, flag_le_T      P(X > T), and 1 when at most T people are predicted to share
                              them (with T = 1: predicted unique)
       q                      the model's probability that a random person has these values
-                             (Gaussian copula cell probability; N q is the prior's scale)
+                             (cell probability of the world model: the Gaussian copula, or
+                             the latent class model for preset reidrisk when no --db is raw;
+                             N q is the prior's scale)
       count_dbI              matches in the I-th --db: records (raw) or reports (randomized)
                              equal to the query record on every attribute
     """
