@@ -1183,11 +1183,14 @@ class UniquenessModel:
 # helpers
 # ---------------------------------------------------------------------------------------------
 def _fit_latent(dbs: Sequence[Database], schema: Schema, n_classes, gen,
-                category_prior: float = 1.0) -> LatentClassModel:
+                category_prior: float | None = None) -> LatentClassModel:
     """The latent class world fitted on every database pooled: raw records as they are, reports
-    through their channels (``reidrisk.latent``)."""
+    through their channels (``reidrisk.latent``); ``category_prior`` None keeps the model's own
+    default, so that q follows ``LatentClassModel``'s default prior."""
     data = [d.data if d.randomized else np.asarray(d.data) for d in dbs]
-    return LatentClassModel(n_classes, category_prior=category_prior, rng=gen).fit(data, schema)
+    model = (LatentClassModel(n_classes, rng=gen) if category_prior is None
+             else LatentClassModel(n_classes, category_prior=category_prior, rng=gen))
+    return model.fit(data, schema)
 
 
 def _check_N(N) -> int:
