@@ -208,7 +208,22 @@ def render(rows: list[dict], args, seconds: float) -> tuple[list[str], list[tupl
 
     def pt(r):
         return (f"{r['dataset']} m = {r['m']:g} ε = {r['eps']:g} c = {r['c']}: "
-                f"{r['latent']:.4f} against {r['copula']:.4f}")
+                f"{r['latent']:.4f} against {r['copula']:.4f}, diff {r['diff']:+.4f} ± "
+                f"{r['diff_se']:.4f}")
+
+    # the rule compares means; say which of its findings stand out of the noise of the paired
+    # difference (two standard errors: a two-sided 95 % normal interval excludes 0)
+    above2 = [r for r in above if r["diff"] > 2 * r["diff_se"]]
+    below2 = [r for r in fitted if r["diff"] < -2 * r["diff_se"]]
+    noise = (f" Beyond two standard errors of the paired difference the latent model is above the "
+             f"copula at {len(above2)} of {len(rows)} points"
+             + (" (" + "; ".join(pt(r) for r in above2) + ")" if above2 else "")
+             + f", and below it at the default point on {len(below2)} of the {len(fitted)} "
+             "datasets where it fitted a mixture"
+             + (" (" + ", ".join(r["dataset"] for r in below2) + ")" if below2 else "")
+             + ("; the other differences the rule weighs are within that noise"
+                if len(above2) < len(above) or len(below2) < len(fitted) else "")
+             + ".")
 
     lines.append(
         "- Default rule: the latent model becomes the default only if its paired mean is above "
@@ -223,6 +238,7 @@ def render(rows: list[dict], args, seconds: float) -> tuple[list[str], list[tupl
            + ("not below it at the default point on " + "; ".join(pt(r) for r in not_below)
               if not_below else "")
            + ". So the copula stays the default and the latent model is an option.")
+        + noise
     )
     for r in default_pt:
         if r["dataset"] == "adult" and "floor" in r:
