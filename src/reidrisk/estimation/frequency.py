@@ -710,7 +710,13 @@ def inversion_noise(n, mech, mech2=None) -> float:
         return (t1 - v1 / mech.k) / n
     t1, v1 = _per_report_noise(mech, total_known=False)
     t2, v2 = _per_report_noise(mech2, total_known=False)
-    cells = mech.k * mech2.k
+    return _pair_noise(t1, v1, t2, v2, mech.k * mech2.k, n)
+
+
+def _pair_noise(t1, v1, t2, v2, cells, n):
+    """The pair trace of ``inversion_noise`` from the two attributes' ``_per_report_noise(...,
+    total_known=False)`` terms ``(t_1, v_1)``, ``(t_2, v_2)``: floats, or arrays for many pairs at
+    once (``reidrisk.estimation.pairs`` computes the terms once per attribute)."""
     return (((1 + t1) * (1 + t2) - 1) - ((1 + v1) * (1 + v2) - 1) / cells) / n
 
 

@@ -47,7 +47,8 @@ from reidrisk.estimation.frequency import (
     _em_tables,
     _marginals_from_counts,
     _mech_channel,
-    inversion_noise,
+    _pair_noise,
+    _per_report_noise,
     norm_sub,
     null_departures,
     shrink_weights,
@@ -876,11 +877,13 @@ def _shrink_batch(batch: _PairBatch, T: np.ndarray, method: str, mechs, chans: l
     prs, W, npair, ch = batch.pairs, batch.W, batch.npair, batch.channels
     P, f1, f2 = T.shape
     T_inv = ch.inverse(W) / npair[:, None, None]
-    # the noise trace is inversion_noise(1, ...) / n: one closed form per attribute pair
-    unit = {pr: inversion_noise(1.0, mechs[pr[0]], mechs[pr[1]]) for pr in set(prs)}
-    trace = np.array([unit[pr] for pr in prs]) / npair
     J = [j for j, _ in prs]
     K = [jp for _, jp in prs]
+    # the noise trace is inversion_noise(1, ...) / n, from each attribute's terms computed once
+    terms = {j: _per_report_noise(mechs[j], total_known=False) for j in {*J, *K}}
+    t1, v1 = np.array([terms[j] for j in J]).T
+    t2, v2 = np.array([terms[j] for j in K]).T
+    trace = _pair_noise(t1, v1, t2, v2, f1 * f2, 1.0) / npair
     null = null_departures([chans[j].a for j in J], [chans[j].q for j in J],
                            [chans[j].a for j in K], [chans[j].q for j in K], f1, f2, npair,
                            method)
