@@ -175,6 +175,27 @@ def test_save_load_round_trip(tmp_path):
         LatentClassModel.load(tmp_path / "other.json")
 
 
+def test_a_collect_model_files_latent_class_model_is_read(tmp_path):
+    """``reidrisk collect fit --model latent`` writes a collect model file; its latent class model
+    loads here as the model the collect model answers with (same tables, same probabilities), and
+    a collect file of the copula model is refused by name."""
+    from reidrisk.collect.model_io import MODEL_FORMAT
+    from reidrisk.collect.pipeline import CollectPipeline
+
+    schema = _schema()
+    reports = RecordRandomizer(schema, "grr", 8.0).randomize(_draw(2_000, 17), np.random.default_rng(18))
+    collected = CollectPipeline(model="latent").fit(reports)
+    path = collected.save(tmp_path / "collect.json")
+    assert json.loads(path.read_text())["format"] == MODEL_FORMAT
+    back = LatentClassModel.load(path)
+    assert back.to_dict() == collected.latent.to_dict()
+    x = _draw(50, 19)
+    assert np.array_equal(back.log_prob(x), collected.latent.log_prob(x))
+    copula = CollectPipeline().fit(reports).save(tmp_path / "copula.json")
+    with pytest.raises(LatentError, match="collect model file of the copula model"):
+        LatentClassModel.load(copula)
+
+
 def test_bad_input():
     schema = _schema()
     x = _draw(100, 16)

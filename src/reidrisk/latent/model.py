@@ -922,7 +922,11 @@ class LatentClassModel:
 
     @classmethod
     def load(cls, path: str | Path) -> LatentClassModel:
-        """Read a model written by ``save``.
+        """Read a model written by ``save``, or the one a collect model file holds.
+
+        A collect model file (``reidrisk collect fit --model latent``,
+        ``CollectPipeline(model="latent")``) keeps its latent class model under ``"latent"`` in
+        this same format; that model is read.
 
         Parameters
         ----------
@@ -937,7 +941,8 @@ class LatentClassModel:
         Raises
         ------
         LatentError
-            No such file, not valid JSON, or not a valid model object (``from_dict``).
+            No such file, not valid JSON, a collect model file of another model, or not a valid
+            model object (``from_dict``).
         """
         path = Path(path)
         try:
@@ -946,7 +951,18 @@ class LatentClassModel:
             raise LatentError(f"{path}: no such file") from None
         except json.JSONDecodeError as exc:
             raise LatentError(f"{path}: not valid JSON ({exc})") from None
+        if isinstance(d, dict) and d.get("format") == _COLLECT_MODEL_FORMAT:
+            if not isinstance(d.get("latent"), dict):
+                raise LatentError(
+                    f"{path}: a collect model file of the {d.get('model', 'copula')} model, which "
+                    "holds no latent class model; fit one with `reidrisk collect fit --model latent`")
+            d = d["latent"]
         return cls.from_dict(d, str(path))
+
+
+_COLLECT_MODEL_FORMAT = "reidrisk-collect-model"
+"""``reidrisk.collect.model_io.MODEL_FORMAT`` (not imported: reidrisk.collect imports this module;
+``tests/latent/test_model.py`` checks the two agree)."""
 
 
 __all__ = ["K_GRID", "LATENT_FORMAT", "LATENT_VERSION", "LatentClassModel", "LatentError", "LatentFit"]
