@@ -94,8 +94,8 @@ def pair_statistics(blocks: Sequence[np.ndarray], n_pair, mechanisms: Sequence[t
     for (f1, f2, structured), idx in groups.items():
         W = np.stack([np.asarray(blocks[i], dtype=np.float64) for i in idx])
         n = n_pair[idx]
-        T = _pair_channels([pair_chans[i] for i in idx], f1, f2, structured).inverse(
-            W / n[:, None, None])
+        T = _Channels.of_pairs([pair_chans[i][0] for i in idx], [pair_chans[i][1] for i in idx],
+                               f1, f2, structured).inverse(W / n[:, None, None])
         A1 = np.stack([second[i][0] for i in idx])
         A2 = np.stack([second[i][1] for i in idx])
         r, c = T.sum(axis=2), T.sum(axis=1)
@@ -113,16 +113,6 @@ def pair_statistics(blocks: Sequence[np.ndarray], n_pair, mechanisms: Sequence[t
         for a, i in enumerate(idx):
             departure[i] = D[a]
     return PairStatistics(stat, df, departure, noise)
-
-
-def _pair_channels(pairs: list, f1: int, f2: int, structured: bool) -> _Channels:
-    """The stacked two-sided channels of pairs of one shape: the closed form when every channel
-    is ``a I + q 1 1^T``, the matrices otherwise."""
-    if structured:
-        return _Channels.structured([c.a for c, _ in pairs], [c.q for c, _ in pairs],
-                                    [c.a for _, c in pairs], [c.q for _, c in pairs],
-                                    f1, f2, len(pairs))
-    return _Channels.dense(np.stack([c.M for c, _ in pairs]), np.stack([c.M for _, c in pairs]))
 
 
 __all__ = ["PairStatistics", "pair_statistics"]

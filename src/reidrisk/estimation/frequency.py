@@ -930,6 +930,18 @@ class _Channels:
     def dense(cls, M1, M2) -> _Channels:
         return cls(mats=(np.asarray(M1, dtype=np.float64), np.asarray(M2, dtype=np.float64)))
 
+    @classmethod
+    def of_pairs(cls, first: Sequence[_MechChannel], second: Sequence[_MechChannel], f1: int,
+                 f2: int, structured: bool) -> _Channels:
+        """The stacked channels of P pairs of one shape from their attributes' channels
+        (``_mech_channel``): the closed form when every channel is ``a I + q 1 1^T``
+        (``structured``), the matrices otherwise."""
+        if structured:
+            return cls.structured([c.a for c in first], [c.q for c in first],
+                                  [c.a for c in second], [c.q for c in second], f1, f2,
+                                  len(first))
+        return cls.dense(np.stack([c.M for c in first]), np.stack([c.M for c in second]))
+
     def _structured(self, Z):
         """M_1 Z M_2^T for structured M_i = a_i I + q_i 1 1^T, in O(f1 f2) per table (the M_i
         are symmetric, so this is also M_1^T Z M_2): ``a1 a2 Z + q1 a2 colsums + a1 q2 rowsums

@@ -792,13 +792,7 @@ def _pair_batches(plist: list[tuple[int, int]], counts: PairCounts, chans: list)
         K = np.array([pr[1] for pr in prs])
         W = np.stack([counts.block(j, jp) for j, jp in prs]).astype(np.float64)
         npair = counts.n_pair[J, K].astype(np.float64)
-        if structured:
-            ch = _Channels.structured([chans[j].a for j in J], [chans[j].q for j in J],
-                                      [chans[j].a for j in K], [chans[j].q for j in K],
-                                      f1, f2, len(prs))
-        else:
-            ch = _Channels.dense(np.stack([chans[j].M for j in J]),
-                                 np.stack([chans[j].M for j in K]))
+        ch = _Channels.of_pairs([chans[j] for j in J], [chans[j] for j in K], f1, f2, structured)
         yield _PairBatch(prs, W, npair, ch, structured)
 
 
