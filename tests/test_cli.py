@@ -215,6 +215,19 @@ def test_debug_shows_the_original_exception(runner, small, tmp_path):
     assert result.exit_code == 1
 
 
+def test_a_closed_output_pipe_is_not_reported_as_an_error(runner):
+    # `reidrisk uniqueness score ... | head` closes the pipe while the CSV is written
+    group = cli_module.ReidriskGroup("root")
+
+    @group.command("write")
+    def write() -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    result = runner.invoke(group, ["write"])
+    assert result.exit_code == 1
+    assert "Error" not in result.output and "Broken pipe" not in result.output
+
+
 # ---- schema infer -----------------------------------------------------------------------------
 
 def test_schema_infer_writes_a_loadable_schema(runner, small, tmp_path):

@@ -93,6 +93,10 @@ class ReidriskGroup(click.Group):
         """
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:
+            # the reader of standard output went away (`reidrisk ... | head`): not the user's
+            # error; click's own handling ends quietly with status 1
+            raise
         except USER_ERRORS as exc:
             if ctx.params.get("debug"):
                 raise
