@@ -53,6 +53,7 @@ def test_section_names_the_world_model_and_measures_the_other_one(demo):
     assert demo.world == "copula"
     body = uniqueness_section(demo).body
     assert "the Gaussian copula world, chosen by" in body
+    assert "&amp;lt;" not in body  # nothing escaped twice
     m = demo.metrics
     for t in (1.0, 10.0):
         row = m[("reidrisk, latent world", t)]

@@ -309,8 +309,8 @@ def uniqueness_section(demo: UniquenessDemo, top: int = 10):
         caption="Classifying 'more than T people share the record' against the truth. "
                 "reidrisk: calibrated prior and balanced rule; paper: paper 000 as printed "
                 "(Lambert-W floor, plain counts, rounded E[X]); majority rule: always the most "
-                "common answer; reidrisk, &lt;world&gt; world: reidrisk with the world model "
-                "world=\"auto\" did not choose.",
+                "common answer; reidrisk, latent (or copula) world: reidrisk with the world "
+                "model that world=\"auto\" did not choose.",
         numeric=[False, True, True, True, True, True]))
     body.append(_reading(demo))
     body.append(_world(demo))
