@@ -79,6 +79,10 @@ def test_bootstrap_population_comes_from_the_shape_world_without_the_category_pr
     # information, so the uniform-centred pseudo-records make the default fit more diffuse than
     # the shape world (fewer people share their values); population share here: 0.65
     assert np.mean(shape_world) > np.mean(q_world)
+    # and less diffuse means nearer the population, not past it: the bootstrap must reproduce
+    # how clumped people are, so the shape world's share is the closer one
+    share = np.mean(group_sizes(codes) > 1)
+    assert abs(np.mean(shape_world) - share) < abs(np.mean(q_world) - share)
 
 
 def test_shape_world_hook_feeds_the_bootstrap(population):
