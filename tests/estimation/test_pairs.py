@@ -11,12 +11,14 @@ from reidrisk.estimation import (
     PairEstimates,
     em_tables,
     estimate_pairs,
+    inversion_noise,
     invert_tables,
     js_divergence,
+    null_departure,
     pair_counts,
 )
-from reidrisk.estimation.frequency import _Channels
-from reidrisk.mechanisms import GLH, RecordReports
+from reidrisk.estimation.frequency import _Channels, shrink_weights
+from reidrisk.mechanisms import GLH, RecordRandomizer, RecordReports
 from reidrisk.schema import MISSING, Attribute, Schema
 
 from .conftest import FIXED_SIZE, correlated_records, mech, randomize
@@ -273,3 +275,52 @@ def test_default_pair_tables_beat_the_unshrunk_ones_at_a_tiny_budget(mech_name):
         diff.append(np.sum((est[(0, 1)] - truth) ** 2) - np.sum((raw[(0, 1)] - truth) ** 2))
     diff = np.array(diff)
     assert diff.mean() + 3 * diff.std(ddof=1) / np.sqrt(reps) < 0, diff.mean()
+
+
+@pytest.mark.parametrize("estimator", ["em", "norm_sub"])
+@pytest.mark.parametrize("mech_name", ["grr", "oue"])
+def test_default_pair_weights_are_each_pairs_own_shrink_weight(mech_name, estimator):
+    """Each default pair weight is ``shrink_weights`` of that pair alone, from the public pieces:
+    its unshrunk table, its inversion ``invert_tables(W) / n~``, the noise trace
+    ``inversion_noise(n~, m_j, m_j')`` and ``null_departure`` of its channel and ``n~`` (both
+    oriented with the smaller domain first, as the estimator stacks them), so the batched wiring
+    (per-pair parameters, traces and null departures of a whole stack) cannot mix pairs up.
+    Domains 4, 3, 4, 3 stack four 3 x 4 pairs in both orientations, budgets split 1:2:3:4 (0.08
+    to 0.32) give every attribute its own channel, 20% missing gives each pair its own ``n~``,
+    and skewed dependent values (80% in one category) make the null departure the binding weight
+    of several EM pairs. The two sides differ only by rounding (the trace is
+    ``inversion_noise(1, ...) / n~`` in the batch), about 1e-16 relative in the inputs, which
+    moves a weight (a ratio of sums of squares of O(1) terms) by far less than 1e-12."""
+    rng = np.random.default_rng(39)
+    sizes, n_rec = [4, 3, 4, 3], 20_000
+    latent = rng.standard_normal(n_rec)
+    cols = []
+    for f in sizes:
+        v = 0.9 * latent + 0.45 * rng.standard_normal(n_rec)
+        cols.append(np.searchsorted(np.quantile(v, [0.8, 0.9, 0.95][: f - 1]), v))
+    codes = np.column_stack(cols).astype(np.int32)
+    codes[rng.random(codes.shape) < 0.2] = MISSING
+    schema = Schema(tuple(Attribute(f"a{j}", tuple(f"v{i}" for i in range(f)))
+                          for j, f in enumerate(sizes)))
+    rr = RecordRandomizer(schema, mech_name, 0.8, weights=[1, 2, 3, 4]).randomize(codes, rng)
+    c = pair_counts(rr)
+    raw = estimate_pairs(rr, estimator, counts=c, shrink=False)
+    est = estimate_pairs(rr, estimator, counts=c, marginals=list(raw.marginals))
+    assert len({c.n_present(j, k) for j, k in est}) == len(est)
+    assert any(sizes[j] > sizes[k] for j, k in est) and any(sizes[j] < sizes[k] for j, k in est)
+    binding = 0
+    for (j, k), table in raw.items():
+        o = (j, k) if sizes[j] <= sizes[k] else (k, j)
+        T = (table if o == (j, k) else table.T).reshape(1, -1)
+        m1, m2 = rr.mechanisms[o[0]], rr.mechanisms[o[1]]
+        a1, q1 = m1.p_support - m1.q_support, m1.q_support
+        a2, q2 = m2.p_support - m2.q_support, m2.q_support
+        n = c.n_present(j, k)
+        inv = (invert_tables(c.block(*o).astype(np.float64), a1, q1, a2, q2) / n).reshape(1, -1)
+        trace = np.array([inversion_noise(n, m1, m2)])
+        null = null_departure(a1, q1, a2, q2, sizes[o[0]], sizes[o[1]], float(n), estimator)
+        lam = shrink_weights(T, inv, trace, np.array([null]))[0]
+        assert abs(est.shrink[(j, k)] - lam) <= 1e-12, ((j, k), est.shrink[(j, k)], lam)
+        binding += lam > shrink_weights(T, inv, trace)[0] + 1e-3
+    if estimator == "em":
+        assert binding >= 3  # the null departures' wiring is exercised, not only computed
