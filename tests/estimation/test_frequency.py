@@ -448,8 +448,9 @@ def test_shrink_weights_hand_values_and_branches():
     """``shrink_weights`` (module doc, "Shrinkage toward uniform"): with no cell at zero and the
     estimate equal to the inversion it is James and Stein's weight ``1 - (d - 2) s2 / ||y||^2``;
     on a face of s cells only ``s - 3`` directions' noise is charged; where the weight's standard
-    error exceeds ``SURE_SE_MAX`` it is James and Stein's on the inversion; k <= 3: 1; a batch
-    equals its rows one at a time, and ``default_shrink`` applies the weight."""
+    error exceeds ``SURE_SE_MAX`` it is James and Stein's on the inversion; a null departure
+    raises the weight to at least ``1 - null / ||e||^2``; k <= 3: 1; a batch equals its rows one
+    at a time, and ``default_shrink`` applies the weight."""
     k = 8
     p = np.array([0.3, 0.2, 0.15, 0.1, 0.1, 0.08, 0.04, 0.03])
     d, u = k - 1, 1.0 / k
@@ -471,6 +472,13 @@ def test_shrink_weights_hand_values_and_branches():
     assert se > SURE_SE_MAX
     lam = shrink_weights(face[None], inv[None], np.array([s2 * d]))[0]
     assert lam == pytest.approx(max(0.0, 1 - (d - 2) * s2 / (y @ y)), abs=1e-15)
+    # the null departure's weight 1 - null / ||e||^2 is a floor: it binds only above the other
+    js = max(0.0, 1 - (d - 2) * s2 / (y @ y))
+    for null in (0.1 * (ef @ ef), 2.0 * (ef @ ef)):
+        floor = 1 - null / (ef @ ef)
+        lam = shrink_weights(face[None], inv[None], np.array([s2 * d]), np.array([null]))[0]
+        assert lam == pytest.approx(max(js, floor), abs=1e-15)
+    assert 1 - 0.1 > js > 1 - 2.0  # one floor above the weight and one below it
     np.testing.assert_array_equal(shrink_weights(np.full((2, 3), 1 / 3), np.ones((2, 3)),
                                                  np.ones(2)), [1.0, 1.0])
     P = np.stack([p, face])
