@@ -424,22 +424,30 @@ def test_null_departures_of_a_batch_equal_each_table_alone(monkeypatch, estimato
     ``null_departure`` of every table alone bit for bit: each bootstrap table stops on its own
     rule and gets the same fixed-seed draws, so a table that read its stack neighbours (or another
     chunk's draws) would differ by about the EM's stopping tolerance, far above the last bit.
-    Tables 5-8 repeat table 0's channel and n (computed once), and the stack is cut into chunks
-    of 5 channels."""
+    Tables 5-8 repeat table 0's channel and n (computed once), the stack is cut into chunks of 5
+    channels, and a call that finds some tables in the cache computes only the others."""
     rng = np.random.default_rng(36)
     P, f1, f2 = 13, 3, 4
     a1, q1, a2, q2 = (rng.uniform(lo, hi, P) for lo, hi in ((.1, .8), (.01, .3)) * 2)
     n = rng.integers(50, 3000, P).astype(np.float64)
     for x in (a1, q1, a2, q2, n):
         x[5:9] = x[0]
+    monkeypatch.setattr(frequency, "_NULL_CACHE", {})
     alone = []
     for i in range(P):
-        null_departure.cache_clear()
+        frequency._NULL_CACHE.clear()
         alone.append(null_departure(float(a1[i]), float(q1[i]), float(a2[i]), float(q2[i]), f1,
                                     f2, float(n[i]), estimator))
+    frequency._NULL_CACHE.clear()
     whole = null_departures(a1, q1, a2, q2, f1, f2, n, estimator)
     np.testing.assert_array_equal(whole, alone)
+    assert len(frequency._NULL_CACHE) == P - 4  # each distinct channel and n kept once
+    frequency._NULL_CACHE.clear()
     monkeypatch.setattr(frequency, "NULL_CELLS", frequency.NULL_SAMPLES * f1 * f2 * 5)
+    np.testing.assert_array_equal(null_departures(a1, q1, a2, q2, f1, f2, n, estimator), alone)
+    # a cached table is read back, the others computed: the same values
+    for i in (0, 3, 10):
+        del frequency._NULL_CACHE[(a1[i], q1[i], a2[i], q2[i], n[i], f1, f2, estimator)]
     np.testing.assert_array_equal(null_departures(a1, q1, a2, q2, f1, f2, n, estimator), alone)
     assert null_departures(a1[0], q1[0], a2[0], q2[0], f1, f2, n[0], estimator).shape == (1,)
 

@@ -78,7 +78,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -366,7 +365,6 @@ NULL_LEVEL = 0.95
 _NULL_SEED = 20261123
 
 
-@lru_cache(maxsize=1024)
 def null_departure(a1: float, q1: float, a2: float, q2: float, f1: int, f2: int, n: float,
                    estimator: str = "em") -> float:
     """How far from uniform an estimator lands on noise alone (its null departure).
@@ -411,6 +409,11 @@ def null_departure(a1: float, q1: float, a2: float, q2: float, f1: int, f2: int,
     return float(null_departures(a1, q1, a2, q2, f1, f2, n, estimator)[0])
 
 
+NULL_CACHE_SIZE = 1 << 16
+"""Null departures kept by ``null_departures`` (and ``null_departure``), per channel, shape, n and
+estimator, so that fitting the same counts again does not repeat the bootstrap (a few MiB)."""
+_NULL_CACHE: dict[tuple, float] = {}
+
 NULL_CELLS = 1 << 20
 """Cells of bootstrap tables that ``null_departures`` estimates in one stack (a few float64
 arrays of 8 MiB each in the EM), so a batch of thousands of large pair tables is done in chunks."""
@@ -419,8 +422,9 @@ arrays of 8 MiB each in the EM), so a batch of thousands of large pair tables is
 def null_departures(a1, q1, a2, q2, f1: int, f2: int, n, estimator: str = "em") -> np.ndarray:
     """``null_departure`` of P tables of one shape at once (the pair tables of a batch).
 
-    Tables with equal channel and ``n`` are bootstrapped once; the others' ``NULL_SAMPLES``
-    bootstrap tables are estimated as one stack (at most ``NULL_CELLS`` cells at a time). Every
+    Tables with equal channel and ``n`` are bootstrapped once, and not again while their value is
+    kept (the last ``NULL_CACHE_SIZE``); the others' ``NULL_SAMPLES`` bootstrap tables are
+    estimated as one stack (at most ``NULL_CELLS`` cells at a time). Every
     table of the stack stops on its own rule and the bootstrap draws are the same fixed-seed
     draws for every table, so each value equals ``null_departure`` of that table alone, bit for
     bit.
@@ -449,16 +453,25 @@ def null_departures(a1, q1, a2, q2, f1: int, f2: int, n, estimator: str = "em") 
     numpy.ndarray (P,)
         Each table's null departure, in probability units squared.
     """
+    f1, f2 = int(f1), int(f2)
+    estimator = "norm_sub" if estimator == "norm_sub" else "em"
     cols = np.broadcast_arrays(*(np.atleast_1d(np.asarray(x, dtype=np.float64))
                                  for x in (a1, q1, a2, q2, n)))
     keys, where = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
-    out = np.empty(len(keys))
-    step = max(1, NULL_CELLS // (NULL_SAMPLES * int(f1) * int(f2)))
-    for s in range(0, len(keys), step):
-        k = keys[s:s + step]
-        dep = _null_departures(k[:, 0], k[:, 1], k[:, 2], k[:, 3], int(f1), int(f2), k[:, 4],
-                               estimator, NULL_SAMPLES)
-        out[s:s + step] = np.quantile(dep, NULL_LEVEL, axis=1)
+    tags = [(*map(float, k), f1, f2, estimator) for k in keys]
+    out = np.array([_NULL_CACHE.get(t, np.nan) for t in tags])
+    todo = np.flatnonzero(np.isnan(out))
+    step = max(1, NULL_CELLS // (NULL_SAMPLES * f1 * f2))
+    for s in range(0, len(todo), step):
+        chunk = todo[s:s + step]
+        k = keys[chunk]
+        dep = _null_departures(k[:, 0], k[:, 1], k[:, 2], k[:, 3], f1, f2, k[:, 4], estimator,
+                               NULL_SAMPLES)
+        out[chunk] = np.quantile(dep, NULL_LEVEL, axis=1)
+    for i in todo.tolist():
+        if len(_NULL_CACHE) >= NULL_CACHE_SIZE:
+            del _NULL_CACHE[next(iter(_NULL_CACHE))]  # the oldest entry
+        _NULL_CACHE[tags[i]] = float(out[i])
     return out[where.reshape(-1)]
 
 
@@ -1193,6 +1206,9 @@ def _marginals_from_counts(ws, ns, mechs, names, method, *, stop="noise",
             ch = _Channels.dense(np.stack([chans[j].M for j in J]), np.ones((len(J), 1, 1)))
         start = np.stack([_start_of(inits[j], ws[j], ns[j], mechs[j], chans[j]) for j in J])
         fit = _em_tables(W, nJ, ch, stop=stop, max_iter=max_iter, init=start[:, :, None])
+        # the null departures of the group's attributes in one stack (as null_departure of each)
+        nulls = null_departures([chans[j].a for j in J], [chans[j].q for j in J], 1.0, 0.0, f, 1,
+                                [float(int(ns[j])) for j in J]) if shrink and structured else None
         for i, j in enumerate(J):
             z = fit.estimate[i, :, 0]
             probs = z / z.sum()
@@ -1200,14 +1216,16 @@ def _marginals_from_counts(ws, ns, mechs, names, method, *, stop="noise",
                                        int(np.asarray(fit.iterations)[i]),
                                        bool(np.asarray(fit.converged)[i]), names[j])
             if shrink:
-                out[j] = _shrunk(out[j], ws[j], mechs[j], chans[j])
+                out[j] = _shrunk(out[j], ws[j], mechs[j], chans[j],
+                                 None if nulls is None else float(nulls[i]))
     return out
 
 
-def _shrunk(est: FrequencyEstimate, w, mech, chan: _MechChannel | None = None
-            ) -> FrequencyEstimate:
+def _shrunk(est: FrequencyEstimate, w, mech, chan: _MechChannel | None = None,
+            null: float | None = None) -> FrequencyEstimate:
     """``est`` shrunk toward uniform by ``default_shrink``, with the inversion of its support counts
-    ``w`` and that inversion's exact noise trace (``inversion_noise``). The raw
+    ``w``, that inversion's exact noise trace (``inversion_noise``) and the estimate's
+    ``null_departure`` (``null``: computed here when not given). The raw
     inversion (whose contract is unbiasedness) and channels not of the p/q form (whose inversion
     noise is not the oracles' closed form) are returned as they are."""
     chan = _mech_channel(mech) if chan is None else chan
@@ -1215,8 +1233,9 @@ def _shrunk(est: FrequencyEstimate, w, mech, chan: _MechChannel | None = None
         return est
     n = est.n_present
     theta = invert(w, n, mech.p_support, mech.q_support) / n
-    null = null_departure(chan.a, chan.q, 1.0, 0.0, mech.k, 1, float(n),
-                          "norm_sub" if est.estimator == "norm_sub" else "em")
+    if null is None:
+        null = null_departure(chan.a, chan.q, 1.0, 0.0, mech.k, 1, float(n),
+                              "norm_sub" if est.estimator == "norm_sub" else "em")
     probs, lam = default_shrink(est.probs, theta, inversion_noise(n, mech), null)
     return replace(est, probs=probs, counts=probs * n, shrink=lam)
 
