@@ -76,6 +76,7 @@ docs/results/em_stop.md.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -413,6 +414,7 @@ NULL_CACHE_SIZE = 1 << 16
 """Null departures kept by ``null_departures`` (and ``null_departure``), per channel, shape, n and
 estimator, so that fitting the same counts again does not repeat the bootstrap (a few MiB)."""
 _NULL_CACHE: dict[tuple, float] = {}
+_NULL_LOCK = threading.Lock()
 
 NULL_CELLS = 1 << 20
 """Cells of bootstrap tables that ``null_departures`` estimates in one stack (a few float64
@@ -468,10 +470,11 @@ def null_departures(a1, q1, a2, q2, f1: int, f2: int, n, estimator: str = "em") 
         dep = _null_departures(k[:, 0], k[:, 1], k[:, 2], k[:, 3], f1, f2, k[:, 4], estimator,
                                NULL_SAMPLES)
         out[chunk] = np.quantile(dep, NULL_LEVEL, axis=1)
-    for i in todo.tolist():
-        if len(_NULL_CACHE) >= NULL_CACHE_SIZE:
-            del _NULL_CACHE[next(iter(_NULL_CACHE))]  # the oldest entry
-        _NULL_CACHE[tags[i]] = float(out[i])
+    with _NULL_LOCK:  # pair batches may run in several threads of one worker
+        for i in todo.tolist():
+            if len(_NULL_CACHE) >= NULL_CACHE_SIZE:
+                del _NULL_CACHE[next(iter(_NULL_CACHE))]  # the oldest entry
+            _NULL_CACHE[tags[i]] = float(out[i])
     return out[where.reshape(-1)]
 
 
