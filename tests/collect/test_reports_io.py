@@ -476,3 +476,28 @@ def test_braces_are_an_empty_set_only_as_a_whole_cell(cells):
         assert got == ref
     else:
         np.testing.assert_array_equal(got, ref)
+
+
+def test_a_failed_rewrite_leaves_the_file_and_its_metadata_as_they_were(tmp_path, codes,
+                                                                        monkeypatch):
+    """A CSV's metadata lives in its sidecar, so replacing a reports file replaces two files. The
+    sidecar used to be moved into place before the table was written: when the table's write
+    then failed (a full disk, a file size limit), the old reports stayed beside the new metadata
+    and were read, without a word, as reports of the new mechanism and budget (k-RR codes at
+    epsilon 3 read as OUE at epsilon 1). Neither file may change until both are written."""
+    old = Protocol(3.0, mechanism="grr")
+    path = tmp_path / "r.csv"
+    write_reports(path, old.randomize(SCHEMA, codes, rng=2), old)
+    before = path.read_bytes(), sidecar_path(path).read_bytes()
+
+    def full_disk(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", full_disk)
+    new = Protocol(1.0, mechanism="oue")
+    with pytest.raises(OSError, match="No space left"):
+        write_reports(path, new.randomize(SCHEMA, codes, rng=3), new)
+    monkeypatch.undo()
+    assert (path.read_bytes(), sidecar_path(path).read_bytes()) == before
+    assert read_reports(path).protocol == old
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv", "r.csv.meta.json"]  # no temporaries

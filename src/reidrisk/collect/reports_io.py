@@ -333,17 +333,38 @@ def atomic_write(path: Path, write) -> None:
         ``write(tmp)`` writes the whole content to the temporary path ``tmp``.
     """
 
-    path = check_output_path(path)
-    with user_path_in_errors(path):
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        os.close(fd)
+    atomic_write_files([(path, write)])
+
+
+def atomic_write_files(files) -> None:
+    """Write several files that belong together (a CSV and its sidecar): all or none changes.
+
+    Every ``write(tmp)`` runs on a temporary file beside its target first; only when all have
+    succeeded are they moved into place, so a failed write (a full disk, a file size limit)
+    leaves every target as it was, and no old file is left beside a new one that describes it.
+
+    Parameters
+    ----------
+    files : sequence of (Path, callable)
+        The targets and their writers, moved into place in this order.
+    """
+
+    targets = [check_output_path(path) for path, _ in files]
+    tmps: list[Path] = []
     try:
-        with user_path_in_errors(path):
-            write(Path(tmp))
-            os.chmod(tmp, file_mode())
-            os.replace(tmp, path)
+        for path, (_, write) in zip(targets, files):
+            with user_path_in_errors(path):
+                fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+                os.close(fd)
+                tmps.append(Path(name))
+                write(tmps[-1])
+                os.chmod(tmps[-1], file_mode())
+        for path, done in zip(targets, tmps):
+            with user_path_in_errors(path):
+                os.replace(done, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        for left in tmps:
+            left.unlink(missing_ok=True)
         raise
 
 
@@ -397,9 +418,12 @@ def write_reports(path: str | Path, reports: RecordReports | CollectedReports,
     else:
         sep = "\t" if path.name.lower().endswith(".tsv") else ","
         comp = "gzip" if path.name.lower().endswith(".gz") else None
-        side = sidecar_path(path)
-        atomic_write(side, lambda tmp: tmp.write_text(text))
-        atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False, sep=sep, compression=comp))
+        # the table and its sidecar are moved into place only once both are written: a failed
+        # write must not leave the old reports beside new metadata (read as the new mechanism)
+        atomic_write_files([
+            (path, lambda tmp: frame.to_csv(tmp, index=False, sep=sep, compression=comp)),
+            (sidecar_path(path), lambda tmp: tmp.write_text(text)),
+        ])
     return path
 
 
