@@ -274,3 +274,59 @@ def test_cli_table_of_a_latent_model_quotes_no_copula_cost(tmp_path, monkeypatch
     r = table("--exact")
     assert r.exit_code == 2 and "more than the 10 that can be computed exactly;" in r.output
     assert "would take" not in r.output
+
+
+def test_the_latent_method_averages_its_fits():
+    """The model is the equal-weight average of N_FITS fits with seeds 0..N_FITS-1 (latent_fit
+    module doc): its classes are theirs, its tables their mean, and its log-likelihood on the
+    reports, from the E-step, is the sum of the logs of report_likelihoods, which scores every
+    person through the model's own tables instead."""
+    from reidrisk.collect.latent_fit import LATENT_SEED, N_FITS, report_likelihoods
+    from reidrisk.latent import LatentClassModel
+
+    rr = _reports("grr", seed=3).take(np.arange(3000))
+    model = CollectPipeline(model="latent", fallback=False).fit(rr)
+    fits = [LatentClassModel("auto", rng=LATENT_SEED + b).fit(rr) for b in range(N_FITS)]
+    assert N_FITS == 5
+    assert model.latent.n_classes_ == sum(m.n_classes_ for m in fits)
+    np.testing.assert_allclose(model.table(COLS), np.mean([m.table(COLS) for m in fits], axis=0),
+                               atol=1e-12)
+    lik = report_likelihoods(model, rr)
+    assert math.isclose(float(np.log(lik).sum()), model.latent.fit_.loglik, rel_tol=1e-9)
+    assert f"the average of {N_FITS} fits" in model.report.notes[-1]
+    # and the file keeps the averaged model
+    again = CollectModel.from_dict(json.loads(json.dumps(model.to_dict())))
+    np.testing.assert_allclose(again.table(COLS), model.table(COLS), atol=1e-12)
+
+
+def test_report_likelihoods_by_hand():
+    """One person with reports of a0 and a1, one with a0 only, one with none: the likelihood is
+    sum_x M[r0, x0] M[r1, x1] T[x0, x1] with each channel row scaled by its maximum."""
+    from reidrisk.collect.latent_fit import report_likelihoods
+
+    rr = _reports("grr", seed=4).take(np.arange(2000))
+    model = CollectPipeline(model="latent", fallback=False).fit(rr)
+    m0, m1 = rr.mechanisms[0], rr.mechanisms[1]
+    reps = (np.array([1, 2, MISSING]), np.array([3, MISSING, MISSING]),
+            np.full(3, MISSING), np.full(3, MISSING))
+    three = RecordReports(SCHEMA, rr.mechanisms, reps)
+
+    def rows(m, r):
+        p = np.exp(m.log_prob(np.array([r]))).reshape(-1)
+        return p / p.max()
+
+    t01, t0 = model.table([0, 1]), model.table([0])
+    want = [rows(m0, 1) @ t01 @ rows(m1, 3), rows(m0, 2) @ t0, 1.0]
+    np.testing.assert_allclose(report_likelihoods(model, three), want, rtol=1e-12)
+
+
+def test_blend_weight_maximizes_the_held_out_likelihood():
+    # persons (l_latent, l_copula) = (3, 1) and (1, 2): log(1 + 2 lam) + log(2 - lam) is largest
+    # at lam = 3/4
+    from reidrisk.collect.latent_fit import blend_weight
+
+    lam, scores = blend_weight(np.array([1.0, 2.0]), np.array([3.0, 1.0]),
+                               np.array([0.0, 0.25, 0.5, 0.75, 1.0]))
+    assert lam == 0.75
+    np.testing.assert_allclose(scores[3], (math.log(2.5) + math.log(1.25)) / 2)
+    assert blend_weight(np.array([2.0]), np.array([1.0]))[0] == 0.0  # the copula alone
