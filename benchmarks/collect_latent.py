@@ -65,6 +65,7 @@ def diagnose(args) -> tuple[list[str], list[tuple]]:
     data, the data after the missingness, the values the sampling protocol asks each person for
     (no LDP noise), the reports -- and on the reports with K fixed. Same missingness, queries and
     reports as the main table (collect_accuracy's seeds)."""
+    from reidrisk.collect.latent_fit import N_FITS, average_fits
     from reidrisk.collect.protocol import Protocol
     from reidrisk.collect.report import js_bits, planned_attributes_per_person
     from reidrisk.data.missing import mcar
@@ -78,8 +79,10 @@ def diagnose(args) -> tuple[list[str], list[tuple]]:
     k = planned_attributes_per_person(schema.sizes, eps, n)
     names = {"truth": "complete true data", "observed": f"after the missingness (m = {m:g})",
              "asked": f"the {k} attributes each person is asked, raw (no LDP noise)",
-             "reports": "the reports (the latent method)", "K8": "the reports, K = 8 fixed",
-             "K32": "the reports, K = 32 fixed"}
+             "reports": f"the reports, average of {N_FITS} fits (the latent method)",
+             "one": "the reports, one fit (seed 0; the latent method before the average)",
+             "avg2": "the reports, average of 2 fits", "avg8": "the reports, average of 8 fits",
+             "K8": "the reports, K = 8 fixed", "K32": "the reports, K = 32 fixed"}
     js: dict[str, list[float]] = {key: [] for key in names}
     chosen: dict[str, list[int]] = {key: [] for key in names}
     full = LatentClassModel("auto", rng=0).fit(codes, schema)
@@ -91,21 +94,23 @@ def diagnose(args) -> tuple[list[str], list[tuple]]:
         qrng = np.random.default_rng(ca._seed(args.seed, "queries", ds, r, ca.DEFAULT_C))
         queries = [sorted(int(j) for j in qrng.choice(g, ca.DEFAULT_C, replace=False))
                    for _ in range(args.queries)]
+        _, fits = average_fits(reports, 8)  # seeds 0-7: the averages of 2, 5 and 8 are nested
         models = {"truth": full,
                   "observed": LatentClassModel("auto", rng=0).fit(observed, schema),
                   "asked": LatentClassModel("auto", rng=0).fit(asked, schema),
-                  "reports": LatentClassModel("auto", rng=0).fit(reports),
+                  "reports": _Average(fits[:N_FITS]), "one": fits[0],
+                  "avg2": _Average(fits[:2]), "avg8": _Average(fits),
                   "K8": LatentClassModel(8, rng=0).fit(reports),
                   "K32": LatentClassModel(32, rng=0).fit(reports)}
         for key, model in models.items():
             js[key].append(float(np.mean([js_bits(contingency(codes, schema.sizes, q),
                                                   model.table(q)) for q in queries])))
-            chosen[key].append(model.n_classes_)
+            chosen[key].append(model.n_classes_)  # an average: its fits' largest K
     lines = ["## What limits the latent model on Adult", "",
-             f"The mixture of the latent method (`LatentClassModel(\"auto\")`, no fallback) "
-             f"fitted on ever less information, Adult at the default point, c = {ca.DEFAULT_C}, "
+             f"The mixture (`LatentClassModel(\"auto\")`, no fallback; the latent method "
+             f"averages {N_FITS} such fits) fitted on ever less information, Adult at the default point, c = {ca.DEFAULT_C}, "
              f"the same {args.reps} repetitions and queries as above; K: the chosen numbers of "
-             "classes (min-max over repetitions).", ""]
+             "classes (min-max over repetitions; for an average, the largest K of its fits).", ""]
     body, points = [], []
     for key, label in names.items():
         v = np.asarray(js[key])
@@ -116,6 +121,99 @@ def diagnose(args) -> tuple[list[str], list[tuple]]:
                         "classes": [int(x) for x in chosen[key]]},
                        "latent_js_mean", float(v.mean()), "bits"))
     lines += [md_table(["latent class model fitted on", "JS mean", "sd", "K"], body), ""]
+    return lines, points
+
+
+class _Average:
+    """The equal-weight average of fitted latent class models, as far as ``diagnose`` reads it
+    (``reidrisk.collect.latent_fit.average_fits`` builds the same mixture as one model)."""
+
+    def __init__(self, fits):
+        self.fits = fits
+        self.n_classes_ = max(f.n_classes_ for f in fits)
+
+    def table(self, cols):
+        return np.mean([f.table(cols) for f in self.fits], axis=0)
+
+
+def heldout(args) -> tuple[list[str], list[tuple]]:
+    """Lever (a) and (b) of the issue, at the default point: per fit, the copula or the mixture
+    chosen by the held-out likelihood of the reports, and the blend of their tables with its
+    weight chosen the same way (``reidrisk.collect.latent_fit.report_likelihoods`` and
+    ``blend_weight``). The reports are split 80 / 20 by person (seed ``LATENT_SEED``); both models
+    are fitted on the 80 %, scored on the 20 %, and the choice is applied to the two models fitted
+    on all reports (the main table's fits: the same reports, queries and seeds). Repetitions in
+    which the copula pipeline falls back are left out (no mixture is fitted there)."""
+    from reidrisk.collect.latent_fit import LATENT_SEED, blend_weight, report_likelihoods
+    from reidrisk.collect.pipeline import CollectPipeline
+    from reidrisk.collect.protocol import Protocol
+    from reidrisk.collect.report import js_bits, planned_attributes_per_person
+    from reidrisk.data.missing import mcar
+    from reidrisk.data.tables import contingency
+    from reidrisk.latent.model import HOLDOUT_SHARE
+
+    m, eps, c = ca.DEFAULT_M, ca.DEFAULT_EPS, ca.DEFAULT_C
+    kinds = ("copula", "latent", "auto", "stack", "half")
+    body, points = [], []
+    for ds in args.datasets:
+        schema, codes = ca._data(ds)
+        n, g = codes.shape
+        k = planned_attributes_per_person(schema.sizes, eps, n)
+        js: dict[str, list[float]] = {key: [] for key in kinds}
+        weights = []
+        for r in range(args.reps):
+            observed = mcar(codes, m, np.random.default_rng(ca._seed(args.seed, "missing", ds, m, r)))
+            prng = np.random.default_rng(ca._seed(args.seed, "reports", ds, m, eps, r))
+            reports = Protocol(eps, k, "subset").randomize(schema, observed, prng)
+            copula = CollectPipeline().fit(reports)
+            if copula.report.fallback != "none":
+                continue
+            latent = CollectPipeline(model="latent", fallback=False).fit(reports)
+            hold = np.random.default_rng(LATENT_SEED).random(n) < HOLDOUT_SHARE
+            train, test = reports.take(~hold), reports.take(hold)
+            lik_c = report_likelihoods(CollectPipeline(fallback=False).fit(train), test)
+            lik_l = report_likelihoods(
+                CollectPipeline(model="latent", fallback=False).fit(train), test)
+            lam, scores = blend_weight(lik_c, lik_l)
+            weights.append(lam)
+            auto = float(scores[-1] > scores[0])
+            qrng = np.random.default_rng(ca._seed(args.seed, "queries", ds, r, c))
+            queries = [sorted(int(j) for j in qrng.choice(g, c, replace=False))
+                       for _ in range(args.queries)]
+            per = {key: [] for key in kinds}
+            for q in queries:
+                truth, tc, tl = contingency(codes, schema.sizes, q), copula.table(q), latent.table(q)
+                for key, w in zip(kinds, (0.0, 1.0, auto, lam, 0.5)):
+                    per[key].append(js_bits(truth, w * tl + (1 - w) * tc))
+            for key in kinds:
+                js[key].append(float(np.mean(per[key])))
+        if not weights:
+            continue
+        base = np.asarray(js["copula"])
+        row = [ca.DATASET_LABEL.get(ds, ds), f"{len(weights)}/{args.reps}"]
+        for key in kinds:
+            v = np.asarray(js[key])
+            d = v - base
+            se = d.std(ddof=1) / math.sqrt(d.size) if d.size > 1 else 0.0
+            row.append(f"{v.mean():.4f}" + ("" if key == "copula" else f" ({d.mean():+.4f} ± {se:.4f})"))
+            points.append(({"dataset": ds, "m": m, "eps": eps, "c": c, "reps": len(weights),
+                            "queries": args.queries, "method": f"heldout_{key}",
+                            "diff_vs_copula": float(d.mean()), "se": float(se)},
+                           "js_mean", float(v.mean()), "bits"))
+        row.append(", ".join(f"{w:.1f}" for w in weights))
+        body.append(row)
+    lines = ["## Choosing between the copula and the mixture by held-out likelihood", "",
+             f"The default point (m = {m:g}, ε = {eps:g}, c = {c}), repetitions in which the copula "
+             "pipeline fitted a model (no fallback); mean JS (paired difference against the copula "
+             "± its standard error). Both models are fitted on 80 % of the people's reports and "
+             "score the other 20 % (`reidrisk.collect.latent_fit.report_likelihoods`: a person's "
+             "reports through the model's table of the attributes they carry); *auto*: the model "
+             "with the larger held-out likelihood, per fit; *stack*: the blend "
+             "λ latent + (1 - λ) copula of the two models' tables, λ on a grid of 0.1 chosen by "
+             "held-out likelihood (`blend_weight`); *half*: λ = 1/2 fixed (not chosen on data); "
+             "the tables are those of the two models fitted on all reports.", "",
+             md_table(["dataset", "fitted", "copula", "latent", "auto", "stack", "half", "λ"],
+                      body), ""]
     return lines, points
 
 
@@ -175,7 +273,9 @@ def render(rows: list[dict], args, seconds: float) -> tuple[list[str], list[tupl
         f"{args.reps} paired repetitions of {args.queries} random attribute sets each "
         "(`benchmarks/collect_accuracy.py`'s protocol and seeds: the same truth, missingness, "
         "queries and reports for both). *copula*: `CollectPipeline()` (the default); *latent*: "
-        "`CollectPipeline(model=\"latent\")`; both with attribute sampling. *diff*: the paired "
+        "`CollectPipeline(model=\"latent\")`, the average of 5 latent class models each with "
+        "its own held-out split and random starts (`reidrisk.collect.latent_fit.average_fits`); "
+        "both with attribute sampling. *diff*: the paired "
         "mean of latent - copula with its standard error over repetitions; *wins*: repetitions "
         "where the latent model is closer. *fell back*: repetitions in which the pipeline's tests "
         "found no dependence, so the latent model fell back as the copula does "
@@ -251,7 +351,10 @@ def render(rows: list[dict], args, seconds: float) -> tuple[list[str], list[tupl
                 f"- Adult at the default point: copula {r['copula']:.4f}, latent {r['latent']:.4f}, "
                 f"copula on true pairs {r['floor']:.4f}; the latent model closes "
                 f"{100 * closed:.0f} % of the copula's distance to that floor (target 50 %: "
-                + ("met" if closed >= 0.5 else "not met") + ").")
+                + ("met" if closed >= 0.5 else "not met") + "), with the latent method as it "
+                "is: the average of 5 latent class fits (one fit alone, and averages of 2 and 8, "
+                "in the last section; the per-fit choice and the blend of the two models in the "
+                "section before it).")
     lines += ["", f"Run time {seconds / 60:.1f} min, one process."]
     return lines, points
 
@@ -295,6 +398,9 @@ def main(argv=None) -> None:
     records = ca.execute(plan(args), run)
     rows = summarize(records)
     lines, points = render(rows, args, time.perf_counter() - t0)
+    more, extra = heldout(args)
+    lines[-2:-2] = ["", *more]
+    points += extra
     if "adult" in args.datasets:
         more, extra = diagnose(args)
         lines[-2:-2] = ["", *more]

@@ -237,13 +237,14 @@ def report_likelihoods(model: CollectModel, rr: RecordReports) -> np.ndarray:
     present = rr.present()
     out = np.ones(rr.n)
     sets, inverse = np.unique(present, axis=0, return_inverse=True)
-    inverse = inverse.ravel()
+    order = np.argsort(inverse.ravel(), kind="stable")  # people grouped by their set
+    bounds = np.searchsorted(inverse.ravel()[order], np.arange(len(sets) + 1))
     letters = "abcdefghijklmnopqrstuvwxyz"
     for s, attrs in enumerate(sets):  # one loop step per distinct set of reported attributes
         idx = np.flatnonzero(attrs)
         if idx.size == 0:
             continue
-        rows = np.flatnonzero(inverse == s)
+        rows = order[bounds[s]:bounds[s + 1]]
         rows_l = [cols[a][1][cols[a][0][rows]] for a in idx]  # (people, f_a) channel rows
         t = model.table([int(a) for a in idx])
         ax = letters[:idx.size]
