@@ -169,3 +169,14 @@ def test_output_path_is_checked_up_front(tmp_path):
     with pytest.raises(NotADirectoryError, match="a file of that name exists"):
         check_output_path(tmp_path / "file", kind="folder")
     assert check_output_path(tmp_path / "new" / "deeper", kind="folder") == tmp_path / "new" / "deeper"
+
+
+@pytest.mark.parametrize("suffix", ["csv", "parquet"])
+def test_written_tables_have_ordinary_permissions(frame, tmp_path, suffix):
+    """A table (scores, synthetic records, a contingency table) gets the permissions of any new
+    file under the umask, like the reports and model files; the temporary file it is written to
+    first came from mkstemp, which makes it private (0600), and kept that mode once renamed."""
+    path = write_table(frame, tmp_path / f"t.{suffix}")
+    plain = tmp_path / "plain"
+    plain.write_text("x")
+    assert oct(path.stat().st_mode) == oct(plain.stat().st_mode)

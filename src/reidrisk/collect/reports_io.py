@@ -36,8 +36,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from reidrisk.collect.protocol import Protocol, ProtocolError, resolve_mechanism
-from reidrisk.data.io import check_output_path, read_table, user_path_in_errors
+from reidrisk.data.io import atomic_write, atomic_write_files, read_table
 from reidrisk.mechanisms.base import Mechanism, MechanismError
 from reidrisk.mechanisms.oue import PackedBits, UnaryEncoding, packed_width
 from reidrisk.mechanisms.record import RecordReports
@@ -307,65 +305,6 @@ def jsonable(obj):
     if isinstance(obj, np.generic):
         return obj.item()
     return obj
-
-
-def file_mode() -> int:
-    """Permissions of a newly created file under the current umask (mkstemp would give 0600).
-
-    Returns
-    -------
-    int
-        ``0o666`` without the umask's bits (e.g. ``0o644`` under umask 022).
-    """
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def atomic_write(path: Path, write) -> None:
-    """Call ``write(tmp)`` on a temporary file beside ``path``, then move it over ``path``.
-
-    Parameters
-    ----------
-    path : Path
-        The target.
-    write : callable
-        ``write(tmp)`` writes the whole content to the temporary path ``tmp``.
-    """
-
-    atomic_write_files([(path, write)])
-
-
-def atomic_write_files(files) -> None:
-    """Write several files that belong together (a CSV and its sidecar): all or none changes.
-
-    Every ``write(tmp)`` runs on a temporary file beside its target first; only when all have
-    succeeded are they moved into place, so a failed write (a full disk, a file size limit)
-    leaves every target as it was, and no old file is left beside a new one that describes it.
-
-    Parameters
-    ----------
-    files : sequence of (Path, callable)
-        The targets and their writers, moved into place in this order.
-    """
-
-    targets = [check_output_path(path) for path, _ in files]
-    tmps: list[Path] = []
-    try:
-        for path, (_, write) in zip(targets, files):
-            with user_path_in_errors(path):
-                fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-                os.close(fd)
-                tmps.append(Path(name))
-                write(tmps[-1])
-                os.chmod(tmps[-1], file_mode())
-        for path, done in zip(targets, tmps):
-            with user_path_in_errors(path):
-                os.replace(done, path)
-    except BaseException:
-        for left in tmps:
-            left.unlink(missing_ok=True)
-        raise
 
 
 def write_reports(path: str | Path, reports: RecordReports | CollectedReports,

@@ -166,6 +166,65 @@ def _check_columns(path: Path, available: Sequence[str], wanted: Sequence[str] |
         )
 
 
+def file_mode() -> int:
+    """Permissions of a newly created file under the current umask (mkstemp would give 0600).
+
+    Returns
+    -------
+    int
+        ``0o666`` without the umask's bits (e.g. ``0o644`` under umask 022).
+    """
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def atomic_write(path: Path, write) -> None:
+    """Call ``write(tmp)`` on a temporary file beside ``path``, then move it over ``path``.
+
+    Parameters
+    ----------
+    path : Path
+        The target.
+    write : callable
+        ``write(tmp)`` writes the whole content to the temporary path ``tmp``.
+    """
+
+    atomic_write_files([(path, write)])
+
+
+def atomic_write_files(files) -> None:
+    """Write several files that belong together (a CSV and its sidecar): all or none changes.
+
+    Every ``write(tmp)`` runs on a temporary file beside its target first; only when all have
+    succeeded are they moved into place, so a failed write (a full disk, a file size limit)
+    leaves every target as it was, and no old file is left beside a new one that describes it.
+
+    Parameters
+    ----------
+    files : sequence of (Path, callable)
+        The targets and their writers, moved into place in this order.
+    """
+
+    targets = [check_output_path(path) for path, _ in files]
+    tmps: list[Path] = []
+    try:
+        for path, (_, write) in zip(targets, files):
+            with user_path_in_errors(path):
+                fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+                os.close(fd)
+                tmps.append(Path(name))
+                write(tmps[-1])
+                os.chmod(tmps[-1], file_mode())
+        for path, done in zip(targets, tmps):
+            with user_path_in_errors(path):
+                os.replace(done, path)
+    except BaseException:
+        for left in tmps:
+            left.unlink(missing_ok=True)
+        raise
+
+
 def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
     """Write ``frame`` to ``path`` as CSV (no index; missing values as empty fields) or Parquet,
     atomically: a temporary file in the same folder replaces the target only once complete.
@@ -186,24 +245,17 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
     fmt = table_format(path)
     if not isinstance(frame, pd.DataFrame):
         raise TableError(f"write_table needs a pandas DataFrame, got {type(frame).__name__}")
-    check_output_path(path)
-    with user_path_in_errors(path):
-        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        with user_path_in_errors(path):
-            if fmt == "parquet":
-                frame.to_parquet(tmp, index=False)
-            else:
-                compression = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd"}.get(
-                    path.suffix.lower())
-                sep = "\t" if path.name.lower().endswith(".tsv") else ","
-                frame.to_csv(tmp, index=False, sep=sep, compression=compression)
-            os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+
+    def write(tmp: Path) -> None:
+        if fmt == "parquet":
+            frame.to_parquet(tmp, index=False)
+        else:
+            compression = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd"}.get(
+                path.suffix.lower())
+            sep = "\t" if path.name.lower().endswith(".tsv") else ","
+            frame.to_csv(tmp, index=False, sep=sep, compression=compression)
+
+    atomic_write(path, write)
     return path
 
 
