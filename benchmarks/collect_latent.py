@@ -20,7 +20,7 @@ dataset where it fitted a mixture (where both fall back they give the same model
 
 Run from the repository root::
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/collect_latent.py            # about 20 min
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/collect_latent.py --jobs 2   # about 30 min
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/collect_latent.py --quick    # smoke run, temp dir
 
 Writes docs/results/collect_latent.{json,md}.
@@ -63,8 +63,9 @@ def diagnose(args) -> tuple[list[str], list[tuple]]:
     """What limits the latent model on Adult at the default point: the same mixture (K chosen the
     same way, ``LatentClassModel("auto")``) fitted on ever less information -- the complete true
     data, the data after the missingness, the values the sampling protocol asks each person for
-    (no LDP noise), the reports -- and on the reports with K fixed. Same missingness, queries and
-    reports as the main table (collect_accuracy's seeds)."""
+    (no LDP noise), the reports -- and on the reports as one fit, as averages of 2, 5 (the latent
+    method) and 8 fits, with other fit settings (random starts, category prior, stopping) and with
+    K fixed. Same missingness, queries and reports as the main table (collect_accuracy's seeds)."""
     from reidrisk.collect.latent_fit import N_FITS, average_fits
     from reidrisk.collect.protocol import Protocol
     from reidrisk.collect.report import js_bits, planned_attributes_per_person
@@ -82,6 +83,10 @@ def diagnose(args) -> tuple[list[str], list[tuple]]:
              "reports": f"the reports, average of {N_FITS} fits (the latent method)",
              "one": "the reports, one fit (seed 0; the latent method before the average)",
              "avg2": "the reports, average of 2 fits", "avg8": "the reports, average of 8 fits",
+             "starts10": "the reports, one fit, 10 random starts per K (3)",
+             "prior0": "the reports, one fit, no category prior (1 pseudo-record per class)",
+             "long": "the reports, one fit, EM to 1e-7 per record, at most 1,000 steps "
+                     "(1e-5, 200)",
              "K8": "the reports, K = 8 fixed", "K32": "the reports, K = 32 fixed"}
     js: dict[str, list[float]] = {key: [] for key in names}
     chosen: dict[str, list[int]] = {key: [] for key in names}
@@ -100,6 +105,9 @@ def diagnose(args) -> tuple[list[str], list[tuple]]:
                   "asked": LatentClassModel("auto", rng=0).fit(asked, schema),
                   "reports": _Average(fits[:N_FITS]), "one": fits[0],
                   "avg2": _Average(fits[:2]), "avg8": _Average(fits),
+                  "starts10": LatentClassModel("auto", n_starts=10, rng=0).fit(reports),
+                  "prior0": LatentClassModel("auto", category_prior=0.0, rng=0).fit(reports),
+                  "long": LatentClassModel("auto", max_iter=1000, tol=1e-7, rng=0).fit(reports),
                   "K8": LatentClassModel(8, rng=0).fit(reports),
                   "K32": LatentClassModel(32, rng=0).fit(reports)}
         for key, model in models.items():
@@ -355,7 +363,8 @@ def render(rows: list[dict], args, seconds: float) -> tuple[list[str], list[tupl
                 "is: the average of 5 latent class fits (one fit alone, and averages of 2 and 8, "
                 "in the last section; the per-fit choice and the blend of the two models in the "
                 "section before it).")
-    lines += ["", f"Run time {seconds / 60:.1f} min, one process."]
+    lines += ["", f"Run time of the main table {seconds / 60:.1f} min, {args.jobs} "
+              + ("process." if args.jobs == 1 else "processes.")]
     return lines, points
 
 
@@ -370,6 +379,8 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="smoke run: 2 reps, 1 query, temp folder")
     ap.add_argument("--out-dir", default=None, help="where to write results (default docs/results)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="worker processes of the main table's repetitions (1)")
     args = ap.parse_args(argv)
     args.datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
     unknown = [d for d in args.datasets if d not in ca.DATASETS]
@@ -392,7 +403,7 @@ def main(argv=None) -> None:
     ca.ablation_specs = with_raw
     res = Results(NAME, packages=ca.PACKAGES,
                   results_dir=Path(args.out_dir) if args.out_dir else None)
-    run = argparse.Namespace(datasets=args.datasets, jobs=1, max_exact_cells=1000,
+    run = argparse.Namespace(datasets=args.datasets, jobs=args.jobs, max_exact_cells=1000,
                              sampled_records=1 << 20)
     t0 = time.perf_counter()
     records = ca.execute(plan(args), run)
