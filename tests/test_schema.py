@@ -117,6 +117,29 @@ def test_save_load_round_trip(schema, tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["schema.json"]
 
 
+def test_a_failed_save_names_the_users_file_and_keeps_the_old_one(schema, tmp_path, monkeypatch):
+    """A write error names the schema file the user asked for (``reidrisk schema infer -o``
+    printed "Error: [Errno 27] File too large" with no file at all) and leaves the previous file
+    and no temporary behind."""
+    import errno
+    from pathlib import Path
+
+    path = tmp_path / "schema.json"
+    schema.save(path)
+    before = path.read_bytes()
+
+    def full_disk(self, data, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(self))
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    with pytest.raises(OSError) as info:
+        Schema((Attribute("x", ("a", "b")),)).save(path)
+    monkeypatch.undo()
+    assert info.value.errno == errno.ENOSPC and info.value.filename == str(path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["schema.json"]
+
+
 def test_load_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         Schema.load(tmp_path / "nope.json")

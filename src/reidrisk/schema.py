@@ -605,22 +605,20 @@ class Schema:
         return cls(tuple(Attribute.from_dict(a) for a in d["attributes"]))
 
     def save(self, path: str | Path) -> None:
-        """Write the schema as JSON, atomically (a temporary file in the same folder, then
-        rename): a failed save leaves any previous file untouched.
+        """Write the schema as JSON, atomically (``reidrisk.data.io.atomic_write``: a temporary
+        file in the same folder, then rename): a failed save leaves any previous file untouched
+        and its error names ``path``.
 
         Parameters
         ----------
         path : str or Path
             The JSON file.
         """
-        path = Path(path)
-        tmp = path.with_name(f".{path.name}.tmp")
-        try:
-            tmp.write_text(json.dumps(self.to_dict(), indent=2))
-            tmp.replace(path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        # import cycle: reidrisk.data.io imports this module
+        from reidrisk.data.io import atomic_write
+
+        text = json.dumps(self.to_dict(), indent=2)
+        atomic_write(Path(path), lambda tmp: tmp.write_text(text))
 
     @classmethod
     def load(cls, path: str | Path) -> Schema:
