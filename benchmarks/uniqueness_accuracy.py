@@ -546,6 +546,14 @@ def main(argv=None):
                 res.add({"sweep": "epsilon", "dataset": name, "private": True, "epsilon": eps,
                          "method": label, "min_count": 50, "records": int(etruth.size)},
                         "calibration_max_gap", gap, "probability")
+                # the noise floor of that gap: a perfectly calibrated predictor making the same
+                # predictions (as the default point's table; calibrated_reference)
+                floor95 = calibrated_reference(np.concatenate([k[3][label] for k in ekeep]))[1]
+                eps_worlds.setdefault(name, {}).setdefault(f"{label}: calibrated 95 % gap", []).append(floor95)
+                res.add({"sweep": "epsilon", "dataset": name, "private": True, "epsilon": eps,
+                         "method": label, "min_count": 50, "records": int(etruth.size),
+                         "reference": "perfectly calibrated predictor, 95 % quantile of its largest gap"},
+                        "calibrated_max_gap_q95", floor95, "probability")
             share = float(np.nanmean([k[4] for k in ekeep]))
             eps_worlds.setdefault(name, {}).setdefault("latent share", []).append(share)
             sshare = float(np.nanmean([k[5] for k in ekeep]))
@@ -819,11 +827,13 @@ def world_section(datasets, settings, headline, calib, panel, epsilons, eps_worl
                         "shared: population"], rows), ""]
     for name, by in eps_worlds.items():
         names = {"latent share": "shared: fitted latent world", "shape share": "shared: shape world"}
-        erows = [[names.get(label) or label.split(", ")[1]]
+        erows = [[names.get(label) or label.split(", ", 1)[1]]
                  + [f"{v:.3f}" for v in vals] for label, vals in by.items()]
         lines += [f"Largest reliability gap of P(X = 1) by world, and the share sharing of the fitted "
                   f"latent class world and of the shape world, against epsilon per attribute ({name}, k-RR, m = 1, the "
-                  f"epsilon sweep's seeds pooled; population shares {shared_share(datasets[name][1]):.3f}):", "",
+                  f"epsilon sweep's seeds pooled; population shares {shared_share(datasets[name][1]):.3f}; "
+                  f"\"calibrated 95 % gap\": the 95 % quantile of the largest gap of a perfectly "
+                  f"calibrated predictor making the same predictions, so a gap below it is noise):", "",
                   md_table(["epsilon"] + [f"{e:g}" for e in epsilons], erows), ""]
     if argv:
         lines += [f"This run's options: `{' '.join(argv)}`.", ""]

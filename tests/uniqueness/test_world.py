@@ -100,3 +100,32 @@ def test_shape_world_hook_feeds_the_bootstrap(population):
     b = Independent(rng=0, n_calibration=300, simulation_cap=N).fit([Database(reps, 0.25)], N)
     assert b.shape_.n_classes_ == 1
     assert not np.allclose(a.prior_.beta, b.prior_.beta)
+
+
+def test_simulated_prior_takes_the_counts_once(population):
+    # Without a raw database the world (q) is fitted on the databases, so q already carries what
+    # their counts say (a record in the database, or its cell-mates, raise its q). The prior is
+    # calibrated on the simulated (q, counts) and the score is that prior: conditioning on the
+    # counts' likelihood after a q-only prior would count that evidence twice
+    # (model.SIMULATED_COUNT_FEATURES).
+    from reidrisk.uniqueness.scorer import nb_sf
+
+    schema, pop = population
+    N = pop.shape[0]
+    reps = RecordRandomizer(schema, "grr", 16.0).randomize(pop[:1500], 1)
+    m = UniquenessModel(rng=0, n_calibration=300, simulation_cap=N).fit([Database(reps, 0.25)], N)
+    assert m.prior_.names == ("intercept", "log_q", "log1p_count_0")
+    rec = pop[:200]  # the first 1,500 people are in the database: their counts are mostly >= 1
+    s = m.score(rec, [1, 3])
+    assert np.mean(s.counts[:, 0] >= 1) > 0.5
+    F = np.column_stack([np.ones(rec.shape[0]), np.log(np.maximum(s.q, 1e-8 / N)), np.log1p(s.counts[:, 0])])
+    mu, a = m.prior_.parameters(F, N)
+    # P(X = 1) = P(Y = 0) and P(X > 3) = P(Y >= 3) of the prior at the record's own features
+    # (to the posterior window's tail mass, scorer.DEFAULT_TAIL = 1e-12)
+    assert np.allclose(s.p_unique, (a / (a + mu)) ** a, rtol=1e-6, atol=1e-9)
+    assert np.allclose(s.p_greater[:, 1], nb_sf(2.0, a, mu), rtol=1e-6, atol=1e-9)
+    # the count feature matters at this budget (4 per attribute): more matches, fewer alone
+    assert m.prior_.beta[2] > 0
+    # a raw database: the prior is fitted on its real counts and the posterior conditions on them
+    raw = UniquenessModel(world="latent", rng=0).fit([_raw_db(schema, pop)], N, schema)
+    assert raw.prior_.names[-1] != "log1p_count_0" and raw.prior_.source == "databases"
