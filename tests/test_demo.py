@@ -161,6 +161,28 @@ def test_default_budgets_are_documented():
     assert "whole-record" in text or "whole record" in text
 
 
+
+def _guide_default_summary() -> list[str]:
+    """The rows of the default run's summary that the guide prints (its "..." rows left out)."""
+    found = re.search(r"The default run \(seed 0\) prints:\s*```text\n(.*?)```", GUIDE.read_text(),
+                      flags=re.S)
+    assert found, "the guide no longer prints the default run's summary"
+    return [line for line in found.group(1).splitlines() if line.strip() and line.strip() != "..."]
+
+
+@pytest.mark.slow
+def test_the_guide_prints_the_default_runs_own_summary():
+    """The guide shows the summary the default ``reidrisk demo`` (seed 0) prints; every row it
+    shows must be one the run prints, so a change of an estimator's default cannot leave the
+    guide's numbers (and its reading of them) behind."""
+    shown = _guide_default_summary()
+    assert len(shown) >= 6
+    printed = run_demo(out=None, progress=False).summary().splitlines()
+    stale = [line for line in shown if line not in printed]
+    assert not stale, ("the guide's summary rows differ from the default run's; replace them with "
+                       "the run's:\n" + "\n".join(printed))
+
+
 README = GUIDE.parents[1] / "README.md"
 
 SKIPPED_COMMANDS = {
