@@ -683,6 +683,9 @@ def test_default_shrinks_at_a_small_budget(request, mech_name):
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="since the projected fallback the default is not better "
+                   "than the uniform guess here (MSE 1.02x/1.04x, JS 1.11x/1.11x uniform's, "
+                   "z = +0.9 to +3.9), though still 0.42-0.58x the MLE's")
 @pytest.mark.parametrize("mech_name, epsilon", [("grr", 0.5), ("oue", 0.25)])
 def test_shrunk_estimate_beats_the_mle_and_the_uniform_guess(mech_name, epsilon):
     """At a small budget (k = 20, n = 2000, Zipf truth) the default (shrunk) estimate has a lower
@@ -691,7 +694,11 @@ def test_shrunk_estimate_beats_the_mle_and_the_uniform_guess(mech_name, epsilon)
     each paired mean difference is below 0 by more than 3 of its standard errors (one-sided,
     normal approximation of a mean of 300 independent values; measured margins were 6-70
     standard errors, so the comparison is decided). Without shrinkage the estimate is the MLE,
-    whose error here is 1.7-3.7x the uniform guess's."""
+    whose error here is 1.7-3.7x the uniform guess's. With the projected fallback (the default
+    since the James-Stein weight on the inversion was replaced) the MLE is still beaten (MSE
+    0.58x and 0.54x, JS 0.44x and 0.42x, GRR and OUE) but the uniform guess is not (MSE 1.02x,
+    z = +0.9, and 1.04x, z = +1.7; JS 1.11x, z = +3.9, both): the tiny-budget cost of
+    docs/results/em_stop.md."""
     rng = np.random.default_rng(34)
     k, n, reps = 20, 2000, 300
     theta = 1.0 / np.arange(1, k + 1)
