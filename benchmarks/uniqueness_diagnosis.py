@@ -1,0 +1,142 @@
+"""Where the latent class world's P(unique) loses its calibration under LDP (Adult, k-RR).
+
+Each hypothesis is one variant of ``UniquenessModel(world="latent")`` scored on the query records of
+benchmarks/uniqueness_accuracy.py's private points (same databases, seeds and truth):
+
+* ``default``: the current default (prior calibrated on the simulated q and database counts);
+* ``counts twice``: the former default, a q-only prior then conditioned on the counts' likelihood
+  (``SIMULATED_COUNT_FEATURES = False``);
+* ``oracle shape world``: the bootstrap population drawn from the latent class fit of the whole raw
+  population (an oracle, not a method: is the shape of the simulated population the limit?);
+* ``shape world from q's fit``: the shape world started from q's world (its K) and continued without
+  the category prior, instead of its own K selection and starts (q and the population from one fit);
+* ``mixture predictive``: no prior at all, P(X = 1) = (1 - q)^(N - 1) of q's world.
+
+For each: the largest reliability gap of P(X = 1) (bins with >= 50 records), the noise floor of that
+check (95 % quantile of the largest gap of a perfectly calibrated predictor making the same
+predictions), balanced accuracy at T = 1, and the gap over the query records in the database and
+over those not in it (the double counting shows there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import uniqueness_accuracy as ua  # noqa: E402
+from _harness import Results, md_table  # noqa: E402
+from reidrisk.latent import LatentClassModel  # noqa: E402
+from reidrisk.uniqueness import model as model_module  # noqa: E402
+from reidrisk.uniqueness.decisions import classification, reliability  # noqa: E402
+from reidrisk.uniqueness.model import UniquenessModel  # noqa: E402
+
+VARIANTS = ("default", "counts twice", "oracle shape world", "shape world from q's fit",
+            "mixture predictive")
+
+
+class _FromQ(UniquenessModel):
+    """Shape world = q's world continued without the category prior (same K, no own starts)."""
+
+    def _shape_world(self, gen):
+        data = [d.data if d.randomized else np.asarray(d.data) for d in self.databases_]
+        return LatentClassModel(self.latent_.n_classes_, category_prior=model_module.SHAPE_CATEGORY_PRIOR,
+                                rng=gen).fit(data, self.schema_, init=self.latent_)
+
+
+def membership(pop, private, eps, seed):
+    """Which query records of make_point are in its (first) database (same generator draws)."""
+    N = pop.shape[0]
+    rng = np.random.default_rng([zlib.crc32(b"adult"), int(private), int(eps * 1000), 1, seed])
+    member = rng.random(N) < ua.RATE
+    return member[rng.choice(N, ua.N_TARGETS, replace=False)]
+
+
+def run(variant, schema, pop, sizes, eps, seed, oracle):
+    N = pop.shape[0]
+    dbs, rec, truth, _, _ = ua.make_point("adult", schema, pop, sizes, True, eps, 1, seed)
+    flag = model_module.SIMULATED_COUNT_FEATURES
+    try:
+        if variant == "counts twice":
+            model_module.SIMULATED_COUNT_FEATURES = False
+        if variant == "oracle shape world":
+            m = ua._ShapeOracle(world="latent", rng=seed)
+            m.shape = oracle
+        elif variant == "shape world from q's fit":
+            m = _FromQ(world="latent", rng=seed)
+        else:
+            m = UniquenessModel(world="latent", rng=seed)
+        m.fit(dbs, N, schema)
+        s = m.score(rec, np.array([1.0]))
+    finally:
+        model_module.SIMULATED_COUNT_FEATURES = flag
+    if variant == "mixture predictive":
+        p = (1.0 - m.latent_.prob(rec)) ** (N - 1)
+        dec = p < np.mean(p)  # "X > 1" where P(X = 1) is below its mean (no prior, no base rate)
+        return p, dec, truth, membership(pop, True, eps, seed)
+    return s.p_unique, s.greater[:, 0], truth, membership(pop, True, eps, seed)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--epsilons", default="1,2,10")
+    ap.add_argument("--name", default="uniqueness_diagnosis")
+    ap.add_argument("--out-dir", default=None, help="results directory (default docs/results)")
+    args = ap.parse_args(argv)
+    res = Results(args.name, results_dir=Path(args.out_dir) if args.out_dir else None)
+    schema, pop = ua.load_datasets(False)["adult"]
+    sizes = ua.group_sizes(pop)
+    oracle = LatentClassModel(rng=0).fit(pop, schema)
+    epsilons = [float(e) for e in args.epsilons.split(",")]
+    rows = []
+    t0 = time.perf_counter()
+    for eps in epsilons:
+        for variant in VARIANTS:
+            P, D, Y, M = [], [], [], []
+            for seed in range(args.seeds):
+                p, d, y, mem = run(variant, schema, pop, sizes, eps, seed, oracle)
+                P.append(p), D.append(d), Y.append(y), M.append(mem)
+            P, D, Y, M = map(np.concatenate, (P, D, Y, M))
+            unique = Y == 1
+            gap = reliability(P, unique).max_gap(50)
+            floor = ua.calibrated_reference(P)[1]
+            bal = classification(D, Y, 1).balanced_accuracy
+            gin = reliability(P[M], unique[M]).max_gap(50)
+            gout = reliability(P[~M], unique[~M]).max_gap(50)
+            base = {"dataset": "adult", "mechanism": "grr", "epsilon": eps, "variant": variant,
+                    "seeds": args.seeds, "records": int(P.size), "min_count": 50}
+            res.add(base, "calibration_max_gap", gap, "probability")
+            res.add(base, "calibrated_max_gap_q95", floor, "probability")
+            res.add(base, "balanced_accuracy_T1", bal, "fraction")
+            res.add({**base, "records": int(M.sum()), "subset": "in the database"},
+                    "calibration_max_gap", gin, "probability")
+            res.add({**base, "records": int((~M).sum()), "subset": "not in the database"},
+                    "calibration_max_gap", gout, "probability")
+            res.add({**base, "subset": "in the database"}, "mean_p_unique", float(P[M].mean()), "probability")
+            res.add({**base, "subset": "in the database"}, "share_unique", float(unique[M].mean()), "fraction")
+            rows.append([f"{eps:g}", variant, f"{gap:.3f}", f"{floor:.3f}", f"{bal:.3f}", f"{gin:.3f}",
+                         f"{gout:.3f}", f"{P[M].mean():.3f} / {unique[M].mean():.3f}"])
+            print(f"[{time.perf_counter() - t0:5.0f} s] eps {eps:g} {variant}: gap {gap:.3f} "
+                  f"(floor {floor:.3f}), bal. acc {bal:.3f}", flush=True)
+    body = [
+        "# Where the latent class world's P(unique) loses its calibration (Adult, k-RR)", "",
+        (__doc__ or "").split("\n\n", 1)[1].strip(), "",
+        f"Adult (paper 000's 9 attributes), one 10 % database randomized with k-RR at epsilon per "
+        f"attribute, {args.seeds} seeds x 1,000 query records (benchmarks/uniqueness_accuracy.py's "
+        "private points). \"in db\": the query records that are in the database (about 10 %); the "
+        "last column is their mean P(X = 1) against their share unique. The \"mixture predictive\" row "
+        "decides \"X > 1\" by P(X = 1) below its mean (it has no base rate).", "",
+        md_table(["epsilon", "variant", "largest gap", "calibrated: 95 % gap", "bal. acc T=1",
+                  "gap: in db", "gap: not in db", "in db: mean P(X=1) / unique"], rows), "",
+    ]
+    res.write(body)
+
+
+if __name__ == "__main__":
+    main()
