@@ -169,6 +169,55 @@ def test_plain_rules_follow_the_em_path():
     np.testing.assert_allclose(em_counts(w, n, M, stop=None, max_iter=7).estimate, z, rtol=1e-12)
 
 
+def test_gain_rule_stops_after_the_first_step_that_gains_too_little():
+    """("gain", tol): plain EM steps until one gains less than tol times the total count; the fit
+    is that step's iterate. Checked against the plain EM path built by hand (stop=None), for
+    several tolerances, and tol = 0 (only a loss stops) runs to max_iter."""
+    m, w, n = _counts("grr", 1.0, 6, 5_000, seed=1)
+    M = m.support_matrix()
+    problem = engine.PoissonCounts(w[None, :, None], frequency._Channels.dense(
+        M[None], np.ones((1, 1, 1))), w.size - 1)
+    start = engine.positive_start(None, n, (1, w.size, 1))
+    path = [start]
+    for _ in range(300):  # the plain EM path, one step at a time
+        path.append(engine.run(problem, path[-1], stop=None, max_iter=1).estimate)
+    gains = np.array([poisson_gain(w, M @ a[0, :, 0], M @ b[0, :, 0])
+                      for a, b in zip(path[:-1], path[1:])])
+    assert np.all(np.diff(gains[:150]) < 0)  # so each tolerance below picks a distinct step
+    for tol in (1e-2, 1e-4, 1e-6):
+        below = gains < tol * w.sum()
+        assert below.any()
+        k = int(np.argmax(below)) + 1  # steps are numbered from 1
+        fit = engine.run(problem, start, stop=("gain", tol), max_iter=200)
+        assert fit.iterations[0] == k and fit.converged[0]
+        np.testing.assert_array_equal(fit.estimate, path[k])
+    capped = engine.run(problem, start, stop=("gain", 1e-6), max_iter=5)
+    assert capped.iterations[0] == 5 and not capped.converged[0]
+    zero = engine.run(problem, start, stop=("gain", 0.0), max_iter=40)
+    assert zero.iterations[0] == 40
+    np.testing.assert_array_equal(zero.estimate, path[40])
+    assert parse_stop(("gain", 0.0)) == engine.StopRule("gain", 0.0)
+    for bad in (("gain", -1e-5), ("gain", float("nan")), ("gain", "x"), ("gain", True)):
+        with pytest.raises(EstimationError, match="stop"):
+            parse_stop(bad)
+
+
+def test_callback_sees_the_start_and_every_step():
+    """The callback is called once at the start and after every step: a trace of the
+    log-likelihood has max_iter + 1 entries, from the start's to the returned iterate's."""
+    m, w, n = _counts("grr", 1.0, 6, 5_000, seed=1)
+    M = m.support_matrix()
+    problem = engine.PoissonCounts(w[None, :, None], frequency._Channels.dense(
+        M[None], np.ones((1, 1, 1))), w.size - 1)
+    start = engine.positive_start(None, n, (1, w.size, 1))
+    seen = []
+    fit = engine.run(problem, start, stop=None, max_iter=4,
+                     callback=lambda idx, th, mu: seen.append(th.copy()))
+    assert len(seen) == 5
+    np.testing.assert_array_equal(seen[0], start)
+    np.testing.assert_array_equal(seen[-1], fit.estimate)
+
+
 # ---------------------------------------------------------------------------------------------
 # named results, one engine
 # ---------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from reidrisk.latent import LatentClassModel, LatentError
+from reidrisk.latent import model as model_mod
 from reidrisk.mechanisms import RecordRandomizer
 from reidrisk.mechanisms.record import RecordReports
 from reidrisk.schema import MISSING, Attribute, Schema
@@ -125,6 +126,50 @@ def test_objective_never_decreases():
         # EM (and MAP-EM) never decreases its objective; allow float rounding of the sum
         assert (d >= -1e-9 * np.abs(m.trace_[1:])).all()
         assert m.trace_.size > 10
+
+
+def test_default_fit_is_the_engines_gain_rule_on_the_plain_em_path(monkeypatch):
+    """The default fit runs the one EM engine under its ("gain", tol) rule, and gives, bit for
+    bit, the plain MAP-EM path written out here: the best start's _START_ITER steps, then steps
+    until one gains less than tol per record; the trace holds the objective at the start and after
+    every step, the last entry being the fit's objective (also when max_iter stops the fit)."""
+    schema = _schema()
+    x = _draw(3_000, 22)
+    stops = []
+    real = model_mod.em_engine.run
+
+    def spy(*args, **kwargs):
+        stops.append(kwargs["stop"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(model_mod.em_engine, "run", spy)
+    n = float(x.shape[0])
+    for max_iter in (200, 6):
+        m = LatentClassModel(3, rng=2, n_starts=1, max_iter=max_iter).fit(x, schema)
+        em = model_mod._EM(model_mod._prepare([x], schema), np.asarray(schema.sizes), 1.0, 1.0)
+        theta = em.start(3, np.random.default_rng(2))
+        mu = em.forward(theta)
+        for _ in range(model_mod._START_ITER):  # tol = 0: only a loss would stop (none here)
+            new = em.update(theta, mu)
+            mu_new = em.forward(new)
+            assert mu_new[0].objective >= mu[0].objective
+            theta, mu = new, mu_new
+        trace, steps, converged = [mu[0].objective], 0, False
+        while steps < max_iter and not converged:
+            new = em.update(theta, mu)
+            mu_new = em.forward(new)
+            converged = mu_new[0].objective - mu[0].objective < 1e-5 * n
+            theta, mu, steps = new, mu_new, steps + 1
+            trace.append(mu[0].objective)
+        w, probs = em.unpack(theta)
+        np.testing.assert_array_equal(m.weights_, w)
+        for a, b in zip(m.probs_, probs):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(m.trace_, trace)
+        assert m.fit_.objective == trace[-1] and m.fit_.loglik == mu[0].loglik
+        assert (m.fit_.n_iter, m.fit_.converged) == (steps, converged)
+        assert converged == (max_iter == 200)
+    assert stops and all(s == ("gain", 0.0) or s == ("gain", 1e-5) for s in stops)
 
 
 def test_tables_sampling_and_log_prob_agree():

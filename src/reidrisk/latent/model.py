@@ -30,7 +30,7 @@ Fitting path. Every fit (each start, each candidate K, the final fit) stops when
 gains less than ``tol`` (1e-5) per record, at most ``max_iter`` steps (the selection's candidates
 at most ``_SELECT_ITER``): an early stop along the plain EM path, which regularizes the fit. The
 map is written as a problem of the one EM engine (``_EM``: ``forward`` = E-step, ``update`` =
-M-step, ``gain``), and ``accelerate=True`` runs it SQUAREM-accelerated to the engine's
+M-step, ``gain``), which runs it under its ``("gain", tol)`` rule; ``accelerate=True`` runs it SQUAREM-accelerated to the engine's
 ``"noise"`` rule instead; that is not the default because it leaves the EM path the stop is
 defined on, and the fixed point fits differently (measured, k-RR at epsilon = 1 per attribute,
 K chosen as below): on 30,000 Adult reports the converged candidates chose K = 2 where the
@@ -413,42 +413,32 @@ class _EM:
 
     # ---- runs ---------------------------------------------------------------------------------
     def run(self, theta, max_iter: int, tol: float, trace: list | None = None, accelerate: bool = False):
-        """MAP-EM from ``theta``. Returns (theta, objective, log-likelihood, EM steps, converged).
+        """MAP-EM from ``theta`` by the one EM engine. Returns (theta, objective, log-likelihood,
+        EM steps, converged).
 
-        Plain (default): EM steps until one gains less than ``tol`` per record (``tol = 0``:
-        exactly ``max_iter`` steps, unless the objective falls); ``trace`` receives the objective
-        at every step's starting point. ``accelerate``: SQUAREM by the engine to its ``"noise"``
-        rule (``tol = 0``: exactly ``max_iter`` EM steps); ``trace`` receives the objective after
-        every accepted plain step or SQUAREM cycle."""
+        Plain (default): the engine's ``("gain", tol)`` rule, EM steps until one gains less than
+        ``tol`` per record (``tol = 0``: exactly ``max_iter`` steps, unless the objective falls);
+        the fit is that step's iterate. ``accelerate``: SQUAREM by the engine to its ``"noise"``
+        rule (``tol = 0``: exactly ``max_iter`` EM steps). ``trace`` receives the objective at
+        the start and after every EM step (with ``accelerate``, after every accepted plain step
+        or SQUAREM cycle); its last entry is the returned objective."""
         self.set_classes(self.n_classes(theta))
-        if accelerate:
-            last = {}
+        last = {}
 
-            def seen(idx, th, mu):
-                last["mu"] = mu
-                if trace is not None:
-                    trace.append(mu[0].objective)
-
-            res = em_engine.run(self, theta, stop="noise" if tol > 0 else None, max_iter=max_iter,
-                                accelerate=True, callback=seen)
-            e = (last["mu"] if "mu" in last else self.forward(res.estimate))[0]
-            return (res.estimate, e.objective, e.loglik, int(np.asarray(res.iterations)[0]),
-                    bool(np.asarray(res.converged)[0]))
-        prev = -np.inf
-        mu = self.forward(theta)
-        it, converged = 0, False
-        for it in range(1, max_iter + 1):
-            new = self.update(theta, mu)
-            mu_new = self.forward(new)
-            obj = mu[0].objective
+        def seen(idx, th, mu):
+            last["mu"] = mu
             if trace is not None:
-                trace.append(obj)
-            if obj - prev < tol * self.d.n and it > 1:
-                converged = True
-                break
-            prev = obj
-            theta, mu = new, mu_new
-        return theta, mu[0].objective, mu[0].loglik, it, converged
+                trace.append(mu[0].objective)
+
+        if accelerate:
+            stop: Any = "noise" if tol > 0 else None
+        else:
+            stop = ("gain", tol)
+        res = em_engine.run(self, theta, stop=stop, max_iter=max_iter, accelerate=accelerate,
+                            callback=seen)
+        e = last["mu"][0]  # the means of the returned iterate (the callback sees every accepted one)
+        return (res.estimate, e.objective, e.loglik, int(np.asarray(res.iterations)[0]),
+                bool(np.asarray(res.converged)[0]))
 
     def start(self, K: int, gen: np.random.Generator):
         """A random start: weights ~ Dirichlet(1), class probabilities = the pooled distribution of
@@ -535,8 +525,9 @@ class LatentClassModel:
     fit_ : LatentFit
         How the model was fitted.
     trace_ : numpy.ndarray
-        The objective after every EM step of the final fit (with ``accelerate``, after every
-        accepted plain step or SQUAREM cycle).
+        The objective at the start and after every EM step of the final fit (with
+        ``accelerate``, after every accepted plain step or SQUAREM cycle); its last entry is
+        ``fit_.objective``.
     """
 
     # set by fit
