@@ -265,6 +265,37 @@ def test_bad_input():
         m.log_prob(x[:, :2])
 
 
+@pytest.mark.parametrize("kwargs, name", [
+    ({"tol": float("nan")}, "tol"), ({"tol": -1e-5}, "tol"), ({"tol": "1e-5"}, "tol"),
+    ({"n_starts": 1.7}, "n_starts"), ({"n_starts": 0}, "n_starts"),
+    ({"n_classes": True}, "n_classes"), ({"n_classes": [2, 0]}, "n_classes"),
+    ({"n_classes": []}, "n_classes"), ({"n_classes": 2.5}, "n_classes"),
+    ({"weight_prior": "x"}, "weight_prior"), ({"weight_prior": None}, "weight_prior"),
+    ({"category_prior": float("inf")}, "category_prior"), ({"max_iter": 2.5}, "max_iter"),
+    ({"accelerate": "no"}, "accelerate"),
+])
+def test_bad_settings_are_refused_naming_the_parameter_and_the_fix(kwargs, name):
+    """Each used to be accepted (tol NaN or negative, n_starts 1.7 rounded down to 1, n_classes
+    True read as 1, the string 'no' read as accelerate=True) or to fail with a raw numpy
+    TypeError (weight_prior 'x'); now a LatentError names the parameter, the value and the fix,
+    at construction and again at fit when the setting was changed since."""
+    value = next(iter(kwargs.values()))
+    with pytest.raises(LatentError, match=name) as err:
+        LatentClassModel(**kwargs)
+    msg = str(err.value)
+    assert repr(value) in msg and ("default" in msg or "pass" in msg or "True or False" in msg)
+    m = LatentClassModel(2)
+    setattr(m, name, value)
+    with pytest.raises(LatentError, match=name):
+        m.fit(_draw(100, 16), _schema())
+
+
+def test_whole_number_settings_are_kept_exactly():
+    m = LatentClassModel(np.int64(3), n_starts=2.0, max_iter=np.int64(50), tol=0)
+    assert (m.n_classes, m.n_starts, m.max_iter, m.tol) == (3, 2, 50, 0.0)
+    assert LatentClassModel(np.array([2, 4])).n_classes == [2, 4]
+
+
 def test_pooled_raw_records_and_reports():
     schema = _schema()
     x = _draw(20_000, 17)

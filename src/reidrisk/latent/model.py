@@ -82,7 +82,7 @@ import scipy.sparse as sp
 from reidrisk import __version__
 from reidrisk.errors import ReidriskError
 from reidrisk.estimation import em as em_engine
-from reidrisk.mechanisms.base import as_generator
+from reidrisk.mechanisms.base import MechanismError, as_generator, check_integer
 from reidrisk.mechanisms.record import RecordReports
 from reidrisk.schema import MISSING, Schema, SchemaError
 
@@ -514,6 +514,12 @@ class LatentClassModel:
     rng : numpy.random.Generator or int
         Seed or Generator of the starts and the held-out split (default 0).
 
+    Raises
+    ------
+    LatentError
+        A setting out of its range (named with its value and the fix): checked here and again
+        by ``fit``.
+
     Attributes
     ----------
     schema_ : Schema
@@ -539,28 +545,60 @@ class LatentClassModel:
                  category_prior: float = 1.0, n_starts: int = 3, max_iter: int = 200,
                  tol: float = 1e-5, accelerate: bool = False,
                  rng: np.random.Generator | int | None = 0) -> None:
-        if isinstance(n_classes, str):
-            if n_classes != "auto":
-                raise LatentError(f"n_classes must be a positive integer, a list of them or 'auto', got {n_classes!r}")
-        else:
-            ks = list(np.atleast_1d(n_classes))
-            if not ks or any(int(k) != k or int(k) < 1 for k in ks):
-                raise LatentError(f"n_classes must be >= 1 (whole numbers), got {n_classes!r}")
-        for name, v in (("weight_prior", weight_prior), ("category_prior", category_prior)):
-            if not (np.isfinite(v) and v >= 0):
-                raise LatentError(f"{name} must be a finite number >= 0, got {v!r}")
-        if int(n_starts) < 1:
-            raise LatentError(f"n_starts must be >= 1, got {n_starts!r}")
-        if int(max_iter) < 1:
-            raise LatentError(f"max_iter must be >= 1, got {max_iter!r}")
-        self.n_classes: Any = n_classes  # an int, 'auto' or a list of ints (checked above)
-        self.weight_prior = float(weight_prior)
-        self.category_prior = float(category_prior)
-        self.n_starts = int(n_starts)
-        self.max_iter = int(max_iter)
-        self.tol = float(tol)
-        self.accelerate = bool(accelerate)
+        self.n_classes: Any = n_classes  # an int, 'auto' or a list of ints (checked below)
+        self.weight_prior = weight_prior
+        self.category_prior = category_prior
+        self.n_starts = n_starts
+        self.max_iter = max_iter
+        self.tol = tol
+        self.accelerate = accelerate
         self.rng = rng
+        self._check_settings()
+
+    def _check_settings(self) -> None:
+        """Check the settings (at construction and again at ``fit``, in case one was set since)
+        and normalize them; ``LatentError`` naming the parameter, its value and the fix."""
+        k = self.n_classes
+        if isinstance(k, str):
+            if k != "auto":
+                raise LatentError(f"n_classes must be 'auto', a whole number >= 1 or a list of "
+                                  f"them, got {k!r}; pass e.g. n_classes=4 or n_classes='auto'")
+        else:
+            many = np.ndim(k) > 0
+            ks = list(k) if many else [k]
+            try:
+                ks = [check_integer(v, "n_classes", 1) for v in ks]
+            except MechanismError:
+                ks = []
+            if not ks:
+                raise LatentError(f"n_classes must be 'auto', a whole number >= 1 or a list of "
+                                  f"them, got {k!r}; pass e.g. n_classes=4 or n_classes='auto'")
+            self.n_classes = ks if many else ks[0]
+        for name in ("weight_prior", "category_prior"):
+            v = getattr(self, name)
+            if isinstance(v, (bool, np.bool_, str)) or not isinstance(v, (int, float, np.number)) \
+                    or not (math.isfinite(v) and v >= 0):
+                raise LatentError(f"{name} must be a finite number >= 0 (pseudo-records per "
+                                  f"class), got {v!r}; the default is 1.0")
+            setattr(self, name, float(v))
+        try:
+            self.n_starts = check_integer(self.n_starts, "n_starts", 1)
+        except MechanismError as exc:
+            raise LatentError(f"{exc}; pass a whole number of random starts per K, such as 3 "
+                              "(the default)") from None
+        try:
+            self.max_iter = em_engine.check_max_iter(self.max_iter)
+        except em_engine.EstimationError as exc:
+            raise LatentError(f"{exc}; the default is 200") from None
+        try:  # the tolerance of the engine's ("gain", tol) rule, checked by the engine's parser
+            self.tol = em_engine.parse_stop(("gain", self.tol)).threshold
+        except em_engine.EstimationError:
+            raise LatentError(f"tol must be a finite number >= 0 (the least objective gain per "
+                              f"record of one EM step; 0 runs max_iter steps), got {self.tol!r}; "
+                              "the default is 1e-5") from None
+        if not isinstance(self.accelerate, (bool, np.bool_)):
+            raise LatentError(f"accelerate must be True or False, got {self.accelerate!r}")
+        self.accelerate = bool(self.accelerate)
 
     # ---- fitting -------------------------------------------------------------------------------
     def fit(self, data, schema: Schema | None = None, init: LatentClassModel | None = None
@@ -592,6 +630,7 @@ class LatentClassModel:
             ``schema``'s.
         """
         t0 = time.perf_counter()
+        self._check_settings()
         sources = list(data) if isinstance(data, (list, tuple)) else [data]
         if not sources:
             raise LatentError("no data given; pass raw records or RecordReports")
