@@ -334,3 +334,20 @@ def test_accelerated_fit_goes_further_along_the_same_objective():
     assert (d >= -1e-9 * np.abs(fast.trace_[1:])).all()
     back = LatentClassModel.from_dict(json.loads(json.dumps(fast.to_dict())))
     assert back.accelerate is True
+
+
+def test_progress_reports_each_candidate_k_each_step_and_the_end():
+    """fit(progress=...) is called after each scored candidate K, after every EM step of the
+    final fit (numbered 1..n_iter) and once with done=True; the fit itself is unchanged."""
+    schema = _schema()
+    x = _draw(3_000, 23)
+    events = []
+    m = LatentClassModel(rng=4).fit(x, schema, progress=lambda note, done: events.append((note, done)))
+    same = LatentClassModel(rng=4).fit(x, schema)
+    np.testing.assert_array_equal(m.weights_, same.weights_)
+    scored = [n for n, d in events if n.startswith("choosing K")]
+    assert [int(n.split("K = ")[1].split()[0]) for n in scored] == [k for k, _ in m.fit_.selection]
+    steps = [n for n, _ in events if "EM step " in n]
+    assert steps == [f"K = {m.n_classes_} on all 3,000 records: EM step {t}"
+                     for t in range(1, m.fit_.n_iter + 1)]
+    assert [d for _, d in events].count(True) == 1 and events[-1][1]

@@ -260,6 +260,8 @@ def fit_cmd(reports, model, estimator, stop_text, shrink, exact_em, fallback, mo
         warnings.simplefilter("ignore", CollectWarning)  # reported below from the model's notes
         if partitioned:
             fitted = _fit_partitioned(reports, pipe, chunk_rows, scheduler)
+        elif model_kind == "latent":
+            fitted = _fit_latent(pipe, read_reports(Path(reports)))
         else:
             fitted = pipe.fit(read_reports(Path(reports)))
     fitted.save(model)
@@ -268,6 +270,16 @@ def fit_cmd(reports, model, estimator, stop_text, shrink, exact_em, fallback, mo
                f"wrote {model}.")
     for note in rep.notes:
         click.echo(f"Note: {note}", err=True)
+
+
+def _fit_latent(pipe, collected):
+    """The latent class model's fit, which takes a minute on 10^5 reports, with its progress:
+    a plain line every few seconds when the output is piped (reidrisk.report.progress)."""
+    from reidrisk.collect.latent_fit import N_FITS
+    from reidrisk.report.progress import Progress
+
+    with Progress(N_FITS, "latent class model", unit="fits") as bar:
+        return pipe.fit(collected, progress=lambda note, done: bar.update(int(done), note))
 
 
 def _fit_partitioned(reports: str, pipe, chunk_rows: int | None, scheduler: str | None):

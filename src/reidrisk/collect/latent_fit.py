@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -63,7 +64,8 @@ BLEND_GRID = np.linspace(0.0, 1.0, 11)
 
 
 def fit_latent(rr: RecordReports, protocol: Protocol | None, settings: dict,
-               t0: float | None = None) -> CollectModel:
+               t0: float | None = None, progress: Callable[[str, bool], None] | None = None
+               ) -> CollectModel:
     """Fit the latent class model on the reports and wrap it as a ``CollectModel``.
 
     Parameters
@@ -78,6 +80,8 @@ def fit_latent(rr: RecordReports, protocol: Protocol | None, settings: dict,
         ``alpha`` choose and set the fallback (module doc).
     t0 : float, optional
         ``time.perf_counter()`` at the start of the fit (default: now).
+    progress : callable, optional
+        Passed to every ``LatentClassModel.fit`` (its ``progress``), for a progress display.
 
     Returns
     -------
@@ -92,7 +96,7 @@ def fit_latent(rr: RecordReports, protocol: Protocol | None, settings: dict,
             return fallback
     schema = rr.schema
     g = len(schema)
-    latent, fits = average_fits(rr, N_FITS)
+    latent, fits = average_fits(rr, N_FITS, progress=progress)
     present = rr.present()
     together = present.T.astype(np.int64) @ present.astype(np.int64)  # reports per pair
     margs = tuple(_normalized(latent.table([j])) for j in range(g))
@@ -120,7 +124,8 @@ def fit_latent(rr: RecordReports, protocol: Protocol | None, settings: dict,
     )
 
 
-def average_fits(rr: RecordReports, n_fits: int = N_FITS, seed: int = LATENT_SEED
+def average_fits(rr: RecordReports, n_fits: int = N_FITS, seed: int = LATENT_SEED,
+                 progress: Callable[[str, bool], None] | None = None
                  ) -> tuple[LatentClassModel, list[LatentClassModel]]:
     """The equal-weight average of ``n_fits`` latent class models fitted on the same reports.
 
@@ -142,6 +147,8 @@ def average_fits(rr: RecordReports, n_fits: int = N_FITS, seed: int = LATENT_SEE
         B, the fits averaged (default ``N_FITS``); 1 gives the single fit of ``seed``.
     seed : int
         Seed of the first fit; fit b uses ``seed + b``.
+    progress : callable, optional
+        Passed to every ``LatentClassModel.fit`` (its ``progress``), for a progress display.
 
     Returns
     -------
@@ -153,7 +160,8 @@ def average_fits(rr: RecordReports, n_fits: int = N_FITS, seed: int = LATENT_SEE
         The fits averaged, in seed order.
     """
     t0 = time.perf_counter()
-    fits = [LatentClassModel("auto", rng=seed + b).fit(rr) for b in range(int(n_fits))]
+    fits = [LatentClassModel("auto", rng=seed + b).fit(rr, progress=progress)
+            for b in range(int(n_fits))]
     if len(fits) == 1:
         return fits[0], fits
     schema = rr.schema

@@ -392,13 +392,16 @@ class CollectPipeline:
         the counts alone."""
         return self.model == "latent" or (self.estimator == "em" and bool(self.exact_em))
 
-    def fit(self, reports) -> CollectModel:
+    def fit(self, reports, progress=None) -> CollectModel:
         """Fit the model (module doc) from ``RecordReports`` or ``CollectedReports``.
 
         Parameters
         ----------
         reports : RecordReports or CollectedReports
             The randomized reports.
+        progress : callable, optional
+            With ``model="latent"``, passed to every ``LatentClassModel.fit`` (its
+            ``progress(note, done)``), for a progress display; unused by the copula.
 
         Returns
         -------
@@ -409,7 +412,7 @@ class CollectPipeline:
         rr, protocol = unpack(reports)
         if self.model == "latent":
             _require_present(rr)
-            return fit_latent(rr, protocol, self.settings(), t0)
+            return fit_latent(rr, protocol, self.settings(), t0, progress=progress)
         _require_oracles(rr.schema, rr.mechanisms)  # before counting: supports need an oracle
         return self._fit(rr.schema, rr.mechanisms, protocol, pair_counts(rr), rr, t0)
 

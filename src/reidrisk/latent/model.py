@@ -71,7 +71,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -412,7 +412,8 @@ class _EM:
         return self
 
     # ---- runs ---------------------------------------------------------------------------------
-    def run(self, theta, max_iter: int, tol: float, trace: list | None = None, accelerate: bool = False):
+    def run(self, theta, max_iter: int, tol: float, trace: list | None = None, accelerate: bool = False,
+            on_step: Callable[[int], None] | None = None):
         """MAP-EM from ``theta`` by the one EM engine. Returns (theta, objective, log-likelihood,
         EM steps, converged).
 
@@ -421,14 +422,17 @@ class _EM:
         the fit is that step's iterate. ``accelerate``: SQUAREM by the engine to its ``"noise"``
         rule (``tol = 0``: exactly ``max_iter`` EM steps). ``trace`` receives the objective at
         the start and after every EM step (with ``accelerate``, after every accepted plain step
-        or SQUAREM cycle); its last entry is the returned objective."""
+        or SQUAREM cycle); its last entry is the returned objective. ``on_step(t)`` is called
+        after every such step or cycle, ``t`` counting them."""
         self.set_classes(self.n_classes(theta))
-        last = {}
+        last: dict = {"t": -1}  # the latest means seen, and the steps or cycles since the start
 
         def seen(idx, th, mu):
-            last["mu"] = mu
+            last["mu"], last["t"] = mu, last["t"] + 1
             if trace is not None:
                 trace.append(mu[0].objective)
+            if on_step is not None and last["t"]:
+                on_step(last["t"])
 
         if accelerate:
             stop: Any = "noise" if tol > 0 else None
@@ -601,8 +605,8 @@ class LatentClassModel:
         self.accelerate = bool(self.accelerate)
 
     # ---- fitting -------------------------------------------------------------------------------
-    def fit(self, data, schema: Schema | None = None, init: LatentClassModel | None = None
-            ) -> LatentClassModel:
+    def fit(self, data, schema: Schema | None = None, init: LatentClassModel | None = None,
+            progress: Callable[[str, bool], None] | None = None) -> LatentClassModel:
         """Fit on raw records, on randomized reports, or on a list of them (pooled).
 
         Parameters
@@ -615,6 +619,11 @@ class LatentClassModel:
             Required for raw records.
         init : LatentClassModel, optional
             A fitted model to start from (its K; no random starts, no selection).
+        progress : callable, optional
+            ``progress(note, done)``, for a progress display of long fits: called with a
+            one-line ``note`` and ``done=False`` after each candidate K of the selection is
+            scored and after every EM step of the final fit, and once with ``done=True`` when
+            the fit is over (a function call per EM step: no cost beside the step).
 
         Returns
         -------
@@ -651,14 +660,21 @@ class LatentClassModel:
             selection = ()
         elif isinstance(self.n_classes, str) or np.ndim(self.n_classes) > 0:
             grid = list(K_GRID) if isinstance(self.n_classes, str) else sorted(int(k) for k in self.n_classes)
-            K, state, selection = self._select(full, sizes, grid, gen)
+            K, state, selection = self._select(full, sizes, grid, gen, progress)
         else:
             K, state, selection = int(self.n_classes), None, ()
         em = _EM(full, sizes, self.weight_prior, self.category_prior)
         if state is None:
             state = self._best_start(em, K, gen)
         trace: list[float] = []
-        state, obj, lik, it, conv = em.run(state, self.max_iter, self.tol, trace, self.accelerate)
+        on_step = None
+        if progress is not None:
+            def on_step(t: int) -> None:
+                progress(f"K = {K} on all {int(full.n):,} records: EM step {t}", False)
+        state, obj, lik, it, conv = em.run(state, self.max_iter, self.tol, trace, self.accelerate,
+                                           on_step)
+        if progress is not None:
+            progress(f"K = {K}: {it} EM steps", True)
         w, theta = em.unpack(state)
         n_params = int(K - 1 + K * int((sizes - 1).sum()))
         self.schema_ = schema
@@ -683,7 +699,7 @@ class LatentClassModel:
                 best, best_obj = st, obj
         return best
 
-    def _select(self, full: _Data, sizes, grid, gen):
+    def _select(self, full: _Data, sizes, grid, gen, progress=None):
         counts = full.counts
         if full.n > SELECTION_SAMPLE:  # choose K on a subsample of records
             counts = gen.multivariate_hypergeometric(counts.astype(np.int64), SELECTION_SAMPLE).astype(np.float64)
@@ -701,6 +717,8 @@ class LatentClassModel:
             st, _, _, _, _ = em.run(st, min(self.max_iter, _SELECT_ITER), self.tol, accelerate=self.accelerate)
             score = hold_em.loglik(st) / max(hold.n, 1.0)
             results.append((K, score))
+            if progress is not None:
+                progress(f"choosing K: K = {K} scores {score:.4f} per held-out record", False)
             prev = st
             if score > best_score:
                 best, best_score, worse = (K, st), score, 0
