@@ -8,7 +8,6 @@ cells; the exact-expectation checks are deterministic and tight.
 
 from __future__ import annotations
 
-import functools
 import itertools
 
 import numpy as np
@@ -483,8 +482,7 @@ def test_shrink_weights_hand_values_and_branches():
     """``shrink_weights`` (module doc, "Shrinkage toward uniform"): with no cell at zero and the
     estimate equal to the inversion it is James and Stein's weight ``1 - (d - 2) s2 / ||y||^2``;
     on a face of s cells only ``s - 3`` directions' noise is charged; where the weight's standard
-    error exceeds ``SURE_SE_MAX`` it is the projection of James and Stein's estimate on the
-    inversion onto the segment [u, estimate], ``js (e . y) / ||e||^2``; a null departure
+    error exceeds ``SURE_SE_MAX`` it is James and Stein's on the inversion; a null departure
     raises the weight to at least ``1 - null / ||e||^2``; k <= 3: 1; a batch equals its rows one
     at a time, and ``default_shrink`` applies the weight."""
     k = 8
@@ -502,18 +500,7 @@ def test_shrink_weights_hand_values_and_branches():
     trace = 1e-4 * d
     lam = shrink_weights(face[None], inv[None], np.array([trace]))[0]
     assert lam == pytest.approx(min(1.0, (ef @ y) / (ef @ ef)), rel=1e-12)
-    # noisy: the weight's standard error sqrt(s2 ||e||^2 + 2 s2^2 df) / ||e||^2 is above the gate;
-    # James and Stein's estimate u + js y projected onto the segment [u, face]: js (e . y) / ||e||^2
-    # (here 1.075 js: the inversion departs further than the face along e; the previous fallback
-    # was js itself, 0.70)
-    s2 = 0.02
-    se = np.sqrt(s2 * (ef @ ef) + 2 * s2 * s2 * 2) / (ef @ ef)
-    assert se > SURE_SE_MAX
-    js = 1 - (d - 2) * s2 / (y @ y)
-    lam = shrink_weights(face[None], inv[None], np.array([s2 * d]))[0]
-    assert lam == pytest.approx(js * (ef @ y) / (ef @ ef), rel=1e-12)
-    assert 0.6 < js < lam < 1 and (ef @ y) / (ef @ ef) == pytest.approx(1.075, rel=1e-3)
-    # with a larger noise James and Stein's weight, and so the fallback, is 0
+    # noisy: the weight's standard error sqrt(s2 ||e||^2 + 2 s2^2 df) / ||e||^2 is above 1/2
     s2 = 0.5
     se = np.sqrt(s2 * (ef @ ef) + 2 * s2 * s2 * 2) / (ef @ ef)
     assert se > SURE_SE_MAX
@@ -550,8 +537,7 @@ def test_default_keeps_the_em_on_a_skewed_truth_at_a_tiny_budget():
     standard errors (one-sided, normal approximation of a mean of 200 independent values).
     Measured: 1.05x, z = -8.7. The previous rule (the larger of the inversion's James-Stein weight
     and the null weight) gave 1.52x (z = +11.2), so this test fails with it. (GRR on the same data,
-    whose SURE weight is near the 95% gate: 1.23x, z = +0.8, with the projected fallback; 1.47x
-    with James and Stein's weight on the inversion as the fallback, 1.72x before; not asserted.)"""
+    whose SURE weight is near the 95% gate: 1.47x, against 1.72x before; not asserted.)"""
     mech_name = "oue"
     theta = np.array([0.912, 0.020, 0.004, 0.020, 0.004, 0.016, 0.009, 0.015])
     theta /= theta.sum()
@@ -567,92 +553,16 @@ def test_default_keeps_the_em_on_a_skewed_truth_at_a_tiny_budget():
     assert diff.mean() + 3 * diff.std(ddof=1) / np.sqrt(reps) < 0, diff.mean()
 
 
-# Adult's workclass (UCI Adult, train; the counts of its 8 values), the cell of
-# docs/results/em_stop.md nearest the target with GRR at epsilon 0.1
-WORKCLASS = np.array([22696, 2541, 1116, 960, 2093, 1298, 14, 7])
-WORKCLASS_REPS = 2000
-
-
-@functools.cache
-def _workclass_grr():
-    """``(truth, default, mle, previous)``: 2,000 randomizations (fixed seed) of 30,725 records
-    with Adult's workclass counts through GRR at epsilon 0.1, their support counts drawn from
-    their exact law (each value's kept reports binomial, the others multinomial over the other
-    k - 1 values), and the default estimate, the unshrunk EM and the default with the previous
-    fallback (James and Stein's weight on the inversion where SURE's is too uncertain, from the
-    same public pieces) of each, (reps, k) probabilities."""
-    c, k, reps = WORKCLASS, WORKCLASS.size, WORKCLASS_REPS
-    n = int(c.sum())
-    m = mech("grr", 0.1, k)
-    rng = np.random.default_rng(38)
-    W = rng.binomial(c, m.p_support, size=(reps, k)).astype(np.float64)
-    moved = c - W
-    for i in range(k):  # values, not records: each value's moved reports over the others
-        W[:, np.arange(k) != i] += rng.multinomial(moved[:, i].astype(np.int64),
-                                                   np.full(k - 1, 1.0 / (k - 1)))
-    fits = {kw: np.array([f.probs for f in marginals_from_counts([m] * reps, list(W), [n] * reps,
-                                                                 shrink=kw)])
-            for kw in (True, False)}
-    u, d = 1.0 / k, k - 1
-    s2 = inversion_noise(n, m) / d
-    e = fits[False] - u
-    y = (W / n - m.q_support) / (m.p_support - m.q_support)
-    y -= y.mean(axis=1, keepdims=True)
-    ee, ey = np.sum(e * e, axis=1), np.sum(e * y, axis=1)
-    free = np.sum(fits[False] > frequency.FACE_TOL * np.sqrt(s2), axis=1)
-    sure = (ey - s2 * np.maximum(free - 3, 0)) / ee
-    se = np.sqrt(s2 * ee + 2 * s2 * s2 * np.maximum(free - 1, 0)) / ee
-    js = np.maximum(0.0, 1 - (d - 2) * s2 / np.sum(y * y, axis=1))
-    null = null_departure(m.p_support - m.q_support, m.q_support, 1.0, 0.0, k, 1, float(n))
-    lam = np.clip(np.maximum(np.where(se <= SURE_SE_MAX, sure, js), 1 - null / ee), 0, 1)
-    return c / n, fits[True], fits[False], u + lam[:, None] * e
-
-
-def test_default_fallback_keeps_more_of_the_em_on_adult_workclass():
-    """Adult's workclass (k = 8, 74% one value), GRR at epsilon 0.1, 30,725 records: SURE's
-    weight is near its gate (it falls back on 73% of the randomizations), and the EM, pulled toward
-    uniform by the simplex, is far more accurate than the inversion. The default's fallback (the
-    projection of James and Stein's estimate on the inversion onto the EM's segment to uniform)
-    must have a lower mean squared error than the previous fallback (James and Stein's weight on
-    the inversion itself, which shrank the EM a second time), over 2,000 randomizations of the
-    same data: the paired differences have a mean below 0 by more than 3 of its standard errors
-    (one-sided, normal approximation of a mean of 2,000 independent values). Measured: 1.23x the
-    unshrunk EM's error against 1.45x, z = -50. With the previous fallback the two estimates are
-    the same and the test fails."""
-    truth, default, mle, previous = _workclass_grr()
-    diff = np.sum((default - truth) ** 2, axis=1) - np.sum((previous - truth) ** 2, axis=1)
-    assert diff.mean() + 3 * diff.std(ddof=1) / np.sqrt(diff.size) < 0, diff.mean()
-
-
-@pytest.mark.xfail(strict=True, reason="target missed: the default's error on Adult's workclass "
-                   "(GRR, epsilon 0.1) is 1.23x the unshrunk EM's (+-0.01), above 1.2x "
-                   "(docs/results/em_stop.md, precision check)")
-def test_default_within_the_target_on_adult_workclass():
-    """The target of docs/results/em_stop.md on the same 2,000 randomizations: the default's
-    mean squared error at most 1.2x the unshrunk EM's, i.e. the paired differences
-    ``default - 1.2 mle`` have a mean below 0 by more than 3 of its standard errors. Measured:
-    1.23x (+-0.010, z = +3.0): not met, by about 3 standard errors; 1.45x with the previous
-    fallback."""
-    truth, default, mle, _ = _workclass_grr()
-    diff = np.sum((default - truth) ** 2, axis=1) - 1.2 * np.sum((mle - truth) ** 2, axis=1)
-    assert diff.mean() + 3 * diff.std(ddof=1) / np.sqrt(diff.size) < 0, diff.mean()
-
-
-def _small_budget_reports(mech_name):
+def test_shrink_is_the_default_and_can_be_turned_off(mech_name):
+    """The front ends shrink (``FrequencyEstimate.shrink`` < 1 at a small budget) and
+    ``shrink=False`` returns the estimator as it is; the raw inversion is never shrunk."""
     rng = np.random.default_rng(33)
     m = mech(mech_name, 0.5, 8)
-    return m, m.perturb(exact_codes(np.linspace(1, 2, 8) / 12, 500), rng)
-
-
-def test_shrink_is_the_default_and_can_be_turned_off(mech_name):
-    """The front ends shrink (``FrequencyEstimate.shrink`` in [0, 1], the estimate
-    ``u + shrink (raw - u)``) and ``shrink=False`` returns the estimator as it is; the raw
-    inversion is never shrunk."""
-    m, rep = _small_budget_reports(mech_name)
+    rep = m.perturb(exact_codes(np.linspace(1, 2, 8) / 12, 500), rng)
     for method in ("em", "norm_sub"):
         raw = estimate_marginal(m, rep, method, shrink=False)
         est = estimate_marginal(m, rep, method)
-        assert raw.shrink == 1.0 and 0 <= est.shrink <= 1
+        assert raw.shrink == 1.0 and 0 <= est.shrink < 1
         np.testing.assert_allclose(est.probs, 1 / 8 + est.shrink * (raw.probs - 1 / 8),
                                    rtol=0, atol=1e-12)
         assert est.probs.sum() == pytest.approx(1.0, abs=1e-12) and np.all(est.probs >= 0)
@@ -661,31 +571,7 @@ def test_shrink_is_the_default_and_can_be_turned_off(mech_name):
                                                                shrink=False).probs)
 
 
-# mechanisms whose estimate of the small-budget sample below keeps its whole departure
-KEPT_AT_SMALL_BUDGET = {"glh", "grr", "olh"}
-
-
-def test_default_shrinks_at_a_small_budget(request, mech_name):
-    """At a small budget (k = 8, epsilon 0.5, 500 records of a near-uniform truth; the EM's
-    squared error 0.020-0.10 against the uniform guess's 0.0068) the default keeps less than the
-    whole departure from uniform (``FrequencyEstimate.shrink`` < 1), for the EM and norm-sub.
-    Fails for GRR, GLH and OLH since the default's fallback is the projection of James and
-    Stein's estimate onto the EM's segment (docs/results/em_stop.md, the tiny-budget cost): SURE's
-    weight is too uncertain (standard error 1.6-2.9), James and Stein's weight is 0.47-0.57, but
-    the inversion departs 2.0-2.3x as far as the EM along the EM's direction, so the projection's
-    weight is above 1 and the EM is kept whole (the previous fallback kept 0.47-0.57)."""
-    if mech_name in KEPT_AT_SMALL_BUDGET:
-        request.node.add_marker(pytest.mark.xfail(
-            strict=True, reason="the projected fallback keeps the whole EM on this sample"))
-    m, rep = _small_budget_reports(mech_name)
-    for method in ("em", "norm_sub"):
-        assert estimate_marginal(m, rep, method).shrink < 1, method
-
-
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="since the projected fallback the default is not better "
-                   "than the uniform guess here (MSE 1.02x/1.04x, JS 1.11x/1.11x uniform's, "
-                   "z = +0.9 to +3.9), though still 0.42-0.58x the MLE's")
 @pytest.mark.parametrize("mech_name, epsilon", [("grr", 0.5), ("oue", 0.25)])
 def test_shrunk_estimate_beats_the_mle_and_the_uniform_guess(mech_name, epsilon):
     """At a small budget (k = 20, n = 2000, Zipf truth) the default (shrunk) estimate has a lower
@@ -694,11 +580,7 @@ def test_shrunk_estimate_beats_the_mle_and_the_uniform_guess(mech_name, epsilon)
     each paired mean difference is below 0 by more than 3 of its standard errors (one-sided,
     normal approximation of a mean of 300 independent values; measured margins were 6-70
     standard errors, so the comparison is decided). Without shrinkage the estimate is the MLE,
-    whose error here is 1.7-3.7x the uniform guess's. With the projected fallback (the default
-    since the James-Stein weight on the inversion was replaced) the MLE is still beaten (MSE
-    0.58x and 0.54x, JS 0.44x and 0.42x, GRR and OUE) but the uniform guess is not (MSE 1.02x,
-    z = +0.9, and 1.04x, z = +1.7; JS 1.11x, z = +3.9, both): the tiny-budget cost of
-    docs/results/em_stop.md."""
+    whose error here is 1.7-3.7x the uniform guess's."""
     rng = np.random.default_rng(34)
     k, n, reps = 20, 2000, 300
     theta = 1.0 / np.arange(1, k + 1)
