@@ -40,6 +40,8 @@ from reidrisk._compat import renamed_attribute, renamed_keywords
 from reidrisk.estimation.em import EMResult
 from reidrisk.estimation.frequency import (
     DEFAULT_MAX_ITER,
+    FACE_TOL,
+    SURE_SE_MAX,
     EstimationError,
     FrequencyEstimate,
     _Channels,
@@ -47,11 +49,9 @@ from reidrisk.estimation.frequency import (
     _em_tables,
     _marginals_from_counts,
     _mech_channel,
-    _pair_noise,
     _per_report_noise,
     norm_sub,
-    null_departures,
-    shrink_weights,
+    shrink_weight,
 )
 from reidrisk.schema import MISSING
 
@@ -512,8 +512,9 @@ class PairEstimates(Mapping):
     names : tuple of str
         The attribute names in schema order.
     shrink : dict
-        Per pair, the share of the table's departure from uniform kept by the shrinkage toward
-        uniform (1 = not shrunk; empty when ``estimate_pairs(..., shrink=False)``).
+        Per pair, the share of the table's departure from the independence table of the marginals
+        kept by the default shrinkage (``estimate_pairs``; 1 = not shrunk; empty when
+        ``estimate_pairs(..., shrink=False)``).
     """
 
     tables: dict
@@ -629,12 +630,15 @@ def estimate_pairs(record_reports: RecordReports, estimator: str = "em",
         One probability vector per attribute to start the EM from instead of the marginal
         estimates' ``probs`` (the pair EM starts from their outer product).
     shrink : bool
-        ``True`` (default): as for the marginals (``reidrisk.estimation.frequency``, "Shrinkage
-        toward uniform"), every table but the raw inversion keeps only a share of its departure
-        from the uniform table (``shrink_weights`` with the pair inversion, its exact noise
-        ``inversion_noise(n, m_j, m_j')`` and the table's null departure), and the marginals
-        computed here are shrunk too. ``False``: the estimator as it is (for ``"em"``
-        the maximum-likelihood table).
+        ``True`` (default): the marginals computed here are shrunk toward uniform
+        (``reidrisk.estimation.frequency``, "Shrinkage toward uniform"), and every table but the
+        raw inversion keeps only a share of its departure from the independence table of the
+        marginals (``outer(p_j, p_j')``; the marginals given, or those computed here), with the
+        weight of ``interaction_weights``: Stein's unbiased risk estimate charging the table's
+        own noise in the interaction directions, or the estimated share of the pair inversion's
+        dependence that is signal where that weight is too uncertain
+        (docs/design/core.md#pair-shrinkage; measured in docs/results/pair_shrink.md).
+        ``False``: the estimator as it is (for ``"em"`` the maximum-likelihood table).
 
     Returns
     -------
@@ -668,7 +672,7 @@ def estimate_pairs(record_reports: RecordReports, estimator: str = "em",
         T, its, conv = _estimate_batch(batch, method, p0, stop, max_iter)
         lams = np.ones(batch.size)
         if shrink and batch.structured and method != "inversion":
-            T, lams = _shrink_batch(batch, T, method, mechs, chans)
+            T, lams = _shrink_batch(batch, T, mechs, marginals)
         fits.append((batch.pairs, batch.npair, T, its, conv, lams))  # the counts are let go
     return _pair_estimates(fits, plist, method, marginals, names, shrink)
 
@@ -841,12 +845,15 @@ def _estimate_batch(batch: _PairBatch, method: str, p0: list | None, stop, max_i
             np.ones(len(prs), dtype=bool))
 
 
-def _shrink_batch(batch: _PairBatch, T: np.ndarray, method: str, mechs, chans: list):
-    """The batch's tables shrunk toward the uniform table, and the share of departure kept.
+def _shrink_batch(batch: _PairBatch, T: np.ndarray, mechs, marginals) -> tuple:
+    """The batch's tables shrunk toward the independence table of their marginals, and the share
+    of departure kept (docs/design/core.md#pair-shrinkage).
 
-    ``T <- 1 / (f1 f2) + lam (T - 1 / (f1 f2))`` with ``lam`` from ``shrink_weights``: the pair
-    inversion, its exact noise trace ``inversion_noise(1, m_j, m_j') / n~_jj'`` and the table's
-    null departure (docs/design/core.md#shrinkage-toward-uniform). Structured channels only.
+    ``T <- I + lam (T - I)`` with ``I = outer(p_j, p_j')`` the product of the two marginal
+    estimates (shrunk toward uniform by default) and ``lam`` from ``interaction_weights``: the
+    marginals come from far more information than the interaction (every report of each
+    attribute, and they are shrunk by their own rule), so only the interaction's noise is charged.
+    Structured channels only.
 
     Parameters
     ----------
@@ -854,35 +861,154 @@ def _shrink_batch(batch: _PairBatch, T: np.ndarray, method: str, mechs, chans: l
         The pairs and their counts (structured channels).
     T : numpy.ndarray (P, f1, f2)
         The estimator's tables (``_estimate_batch``).
-    method : {"em", "norm_sub"}
-        The estimator (its null departure differs).
     mechs : sequence of Mechanism
         Each attribute's mechanism.
-    chans : list
-        Each attribute's channel (``frequency._mech_channel``).
+    marginals : sequence of FrequencyEstimate
+        Each attribute's estimate (its ``probs``, clipped at 0 and renormalized, give ``I``).
 
     Returns
     -------
     T : numpy.ndarray (P, f1, f2)
         The shrunk tables.
     lams : numpy.ndarray (P,)
-        The share of each table's departure from uniform kept.
+        The share of each table's departure from the independence table kept.
     """
     prs, W, npair, ch = batch.pairs, batch.W, batch.npair, batch.channels
     P, f1, f2 = T.shape
-    T_inv = ch.inverse(W) / npair[:, None, None]
     J = [j for j, _ in prs]
     K = [jp for _, jp in prs]
-    # the noise trace is inversion_noise(1, ...) / n, from each attribute's terms computed once
     terms = {j: _per_report_noise(mechs[j], total_known=False) for j in {*J, *K}}
-    t1, v1 = np.array([terms[j] for j in J]).T
-    t2, v2 = np.array([terms[j] for j in K]).T
-    trace = _pair_noise(t1, v1, t2, v2, f1 * f2, 1.0) / npair
-    null = null_departures([chans[j].a for j in J], [chans[j].q for j in J],
-                           [chans[j].a for j in K], [chans[j].q for j in K], f1, f2, npair,
-                           method)
-    lams = shrink_weights(T.reshape(P, -1), T_inv.reshape(P, -1), trace, null)
-    return 1.0 / (f1 * f2) + lams[:, None, None] * (T - 1.0 / (f1 * f2)), lams
+    t1, v1 = np.array([terms[j] for j in J]).reshape(-1, 2).T
+    t2, v2 = np.array([terms[j] for j in K]).reshape(-1, 2).T
+    noise = _interaction_noise(t1, v1, f1, t2, v2, f2, npair)
+    lams = interaction_weights(T, ch.inverse(W) / npair[:, None, None], noise)
+    probs = {j: _distribution(marginals[j].probs) for j in {*J, *K}}
+    p1 = np.array([probs[j] for j in J]).reshape(P, f1)
+    p2 = np.array([probs[k] for k in K]).reshape(P, f2)
+    ind = p1[:, :, None] * p2[:, None, :]
+    return ind + lams[:, None, None] * (T - ind), lams
+
+
+def interaction_weights(tables, inversions, noise) -> np.ndarray:
+    """The default pair shrinkage weights of P tables of one shape (``estimate_pairs``).
+
+    The interaction analogue of ``frequency.shrink_weights`` (docs/design/core.md#pair-shrinkage).
+    With ``e = T - outer(r_T, c_T)`` the estimate's departure from the product of its own margins,
+    ``D = T~ - outer(r, c)`` the inversion's (the departure of the independence statistic,
+    ``reidrisk.estimation.dependence``), ``d = (f1 - 1)(f2 - 1)`` interaction directions and
+    ``s2 = noise / d`` the inversion's noise per direction (``interaction_noise``):
+
+    1. the weight that minimises Stein's unbiased risk estimate, ``(e . D - s2 (df - 2)) /
+       ||e||^2``, charging the estimate's own noise: the EM (or norm-sub) moves with the noise only
+       on the face of the simplex it lands on, ``s`` cells above ``FACE_TOL`` standard errors, of
+       which ``df = s - (f1 + f2 - 1)`` directions are interaction (at most ``d``); where the truth
+       is skewed the face is small and the EM far more accurate than the inversion;
+    2. where that weight's standard error ``sqrt(s2 ||e||^2 + 2 s2^2 df) / ||e||^2`` is above
+       ``SURE_SE_MAX`` (the data do not determine it), the estimated share of the inversion's
+       dependence that is signal, ``max(0, 1 - noise / ||D||^2)`` (``shrink_weight``;
+       ``E||D||^2 = ||signal||^2 + noise``), which does not depend on the face.
+
+    Clipped to [0, 1]; 0 for a table equal to the product of its margins.
+
+    Parameters
+    ----------
+    tables : array_like (P, f1, f2)
+        The constrained estimates (each sums to 1).
+    inversions : array_like (P, f1, f2)
+        The unbiased pair inversions of the same counts (probabilities).
+    noise : array_like (P,)
+        Each inversion's noise trace in its interaction directions (``interaction_noise``).
+
+    Returns
+    -------
+    numpy.ndarray (P,)
+        The weights.
+
+    Raises
+    ------
+    EstimationError
+        Arrays of mismatched shapes, or a noise that is not finite and >= 0.
+    """
+    T = np.asarray(tables, dtype=np.float64)
+    Y = np.asarray(inversions, dtype=np.float64)
+    noise = np.asarray(noise, dtype=np.float64)
+    if T.ndim != 3 or Y.shape != T.shape or noise.shape != T.shape[:1]:
+        raise EstimationError(
+            f"interaction_weights needs (P, f1, f2) tables and inversions and (P,) noises, got "
+            f"{T.shape}, {Y.shape} and {noise.shape}")
+    if not (np.all(np.isfinite(noise)) and np.all(noise >= 0)):
+        raise EstimationError(f"noise must be finite and >= 0, got {noise!r}")
+    P, f1, f2 = T.shape
+    dims = (f1 - 1) * (f2 - 1)
+    if P == 0 or dims == 0:
+        return np.ones(P)
+    s2 = noise / dims
+    D = Y - Y.sum(axis=2)[:, :, None] * Y.sum(axis=1)[:, None, :]
+    e = T - T.sum(axis=2)[:, :, None] * T.sum(axis=1)[:, None, :]
+    ee = np.sum(e * e, axis=(1, 2))
+    free = np.sum(T > FACE_TOL * np.sqrt(s2)[:, None, None], axis=(1, 2))
+    df = np.clip(free - (f1 + f2 - 1), 0, dims)
+    safe_ee = np.where(ee > 0, ee, 1.0)
+    sure = (np.sum(e * D, axis=(1, 2)) - s2 * np.maximum(df - 2, 0)) / safe_ee
+    se = np.sqrt(s2 * ee + 2.0 * s2 * s2 * df) / safe_ee
+    share = np.array([shrink_weight(D[i], noise[i]) for i in range(P)])
+    lam = np.where(se <= SURE_SE_MAX, sure, share)
+    return np.where(ee > 0, np.clip(lam, 0.0, 1.0), 0.0)
+
+
+def _distribution(p) -> np.ndarray:
+    """``p`` clipped at 0 and normalized to sum 1 (uniform when nothing is left)."""
+    p = np.clip(np.asarray(p, dtype=np.float64), 0.0, None)
+    total = p.sum()
+    return p / total if total > 0 else np.full(p.size, 1.0 / p.size)
+
+
+def interaction_noise(n, mech, mech2) -> float:
+    """Trace of a pair inversion's covariance in its ``(f1 - 1)(f2 - 1)`` interaction directions.
+
+    The pair inversion ``M_1^{-1} W M_2^{-T} / n`` (eq. 12-13 inverted) is the mean of the
+    reports' vectors ``b_1 (x) b_2``, independent given the true values (``inversion_noise``). Its
+    interaction part is the double centring ``C_1 X C_2`` (``C = I - 1 1^T / f``), whose
+    per-report second moment factorizes: ``tr(C_i E[b_i b_i^T]) = E||b_i||^2 - E(sum b_i)^2 / f_i
+    = (1 + t_i) - (1 + v_i) / f_i`` with ``(t_i, v_i)`` the terms of ``inversion_noise`` (the
+    pair form, ``M^{-1} B``), less the true value's own part ``(1 - 1 / f_1)(1 - 1 / f_2)``. Exact
+    for the fixed database the reports came from, like ``inversion_noise``. The departure from
+    independence ``D = T - r c^T`` that ``estimate_pairs`` shrinks centres at the estimated margins
+    instead of the uniform ones, which changes its noise by terms of order 1 per report against
+    ``t_i`` of order ``1 / epsilon^2`` where shrinkage matters.
+
+    Parameters
+    ----------
+    n : float
+        Number of reports having both attributes (> 0).
+    mech : Mechanism
+        The first attribute's mechanism (a pure oracle, ``M = a I + q 1 1^T``).
+    mech2 : Mechanism
+        The second attribute's mechanism.
+
+    Returns
+    -------
+    float
+        The trace, on the scale of the table's probabilities (at least 0).
+
+    Raises
+    ------
+    EstimationError
+        ``n <= 0``, or a mechanism's support probabilities violate ``0 <= q < p <= 1``.
+    """
+    if not float(n) > 0:
+        raise EstimationError(f"interaction_noise needs n > 0 reports, got {n}")
+    t1, v1 = _per_report_noise(mech, total_known=False)
+    t2, v2 = _per_report_noise(mech2, total_known=False)
+    return float(_interaction_noise(t1, v1, mech.k, t2, v2, mech2.k, float(n))[0])
+
+
+def _interaction_noise(t1, v1, f1: int, t2, v2, f2: int, n) -> np.ndarray:
+    """``interaction_noise`` of P pairs from their attributes' per-report terms ``(t, v)``
+    (``frequency._per_report_noise(..., total_known=False)``), floats or (P,) arrays."""
+    t1, v1, t2, v2, n = (np.asarray(x, dtype=np.float64) for x in (t1, v1, t2, v2, n))
+    per = ((1 + t1) - (1 + v1) / f1) * ((1 + t2) - (1 + v2) / f2) - (1 - 1 / f1) * (1 - 1 / f2)
+    return np.atleast_1d(np.maximum(per, 0.0) / n)
 
 
 def _pair_estimates(fits: list, plist: list[tuple[int, int]], method: str,
