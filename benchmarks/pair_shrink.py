@@ -24,19 +24,19 @@ Estimators on each randomized sample (``reidrisk.estimation.estimate_pairs``, es
 Grids (per attribute budget epsilon; records drawn once per cell from the truth, then randomized
 ``--reps`` times; each mechanism's own sampler through ``RecordRandomizer``):
 
-* main: GRR, OUE, OLH and subset; epsilon in {0.1, 0.5, 1, 3}; shapes 2 x 2, 4 x 4, 8 x 8 and
-  3 x 8 (mixed); n = 10,000; truths: ``skewed`` (a Gaussian copula with correlation 0.9 cut at
-  the normal quantiles 1/2, 3/4, 7/8, ...: each value half as likely as the one before, and
-  strongly dependent), ``near-uniform`` (Dirichlet(5) over the cells), ``dependent`` (a Gaussian
-  copula with correlation 0.7 cut into equal-probability values) and ``independent`` (the
-  product of two Dirichlet(0.5) marginals);
+* main: GRR, OUE, OLH, subset, RAPPOR and GLH (every mechanism of the registry); epsilon in
+  {0.1, 0.5, 1, 3}; shapes 2 x 2, 4 x 4, 8 x 8 and 3 x 8 (mixed); n = 10,000; truths:
+  ``skewed`` (a Gaussian copula with correlation 0.9 cut at the normal quantiles 1/2, 3/4, 7/8,
+  ...: each value half as likely as the one before, and strongly dependent), ``near-uniform``
+  (Dirichlet(5) over the cells), ``dependent`` (a Gaussian copula with correlation 0.7 cut into
+  equal-probability values) and ``independent`` (the product of two Dirichlet(0.5) marginals);
 * n: the same at 4 x 4 with n = 1,000 and 100,000;
 * real pairs: the 15 pairs of six UCI Adult attributes (age, marital-status, relationship, race,
   sex, income; ``load_adult_encoded(complete_only=True)``, train, 30,162 records; skipped with a
   message when the files are absent), every mechanism, epsilon in {0.1, 0.5, 1, 3};
 * the demo: ``reidrisk demo``'s population (six attributes of 2 to 16 values, 20,000 records,
   30% missing) and reports at its whole-record budgets 1 to 16 (1/6 to 8/3 per attribute), all
-  six mechanisms (also RAPPOR and GLH), the mean over its 15 pairs as the demo prints it.
+  six mechanisms, the mean over its 15 pairs as the demo prints it.
 
 MSE = sum over cells of (estimate - truth)^2; JS in bits (``js_divergence``); both averaged over
 the randomizations with their standard error. ``/ best``: an estimator's mean over the best of
@@ -72,7 +72,7 @@ from reidrisk.estimation.pairs import interaction_noise  # noqa: E402
 from reidrisk.mechanisms import RecordRandomizer  # noqa: E402
 from reidrisk.schema import MISSING, Attribute, Schema  # noqa: E402
 
-MECHS = ("grr", "oue", "olh", "subset")
+MECHS = ("grr", "oue", "olh", "subset", "rappor", "glh")
 EPSILONS = (0.1, 0.5, 1.0, 3.0)
 SHAPES = ((2, 2), (4, 4), (8, 8), (3, 8))
 TRUTHS = ("skewed", "near-uniform", "dependent", "independent")
@@ -255,7 +255,7 @@ def demo_cells(res, quick) -> list:
                                       demo.DEFAULT_DEPENDENCE, entropy, lambda m: None)
     truth = demo._Truth.of(schema, codes)
     rows = []
-    for mech in (("grr",) if quick else MECHS + ("rappor", "glh")):
+    for mech in (("grr",) if quick else MECHS):
         for eps in ((1.0, 2.0) if quick else DEMO_EPSILONS):
             rr = RecordRandomizer(schema, mech, eps).randomize(codes, demo._rng(entropy, mech, eps))
             marg = estimate_marginals(rr, "em")
