@@ -47,13 +47,20 @@ def test_table_matches_the_results_file():
     path = REPO / caveat.RESULTS_FILE
     if not path.exists():
         pytest.skip(f"{caveat.RESULTS_FILE} is not in this checkout")
-    found: dict[str, dict[float, float]] = {}
+    # per world and epsilon, the point measured on the most records (the default point at
+    # epsilon = 1, the epsilon sweep elsewhere; caveat.RESULTS_FILE)
+    best: dict[str, dict[float, tuple[int, float]]] = {}
     for rec in json.loads(path.read_text()):
         p = rec.get("params", {})
-        if (rec.get("metric") == "calibration_max_gap" and p.get("sweep") == "epsilon"
-                and p.get("dataset") == "adult" and str(p.get("method", "")).endswith(" world")):
+        if (rec.get("metric") == "calibration_max_gap" and p.get("private") is True
+                and p.get("sweep", "epsilon") == "epsilon" and p.get("dataset") == "adult"
+                and str(p.get("method", "")).endswith(" world")):
             world = p["method"].removeprefix("reidrisk, ").removesuffix(" world")
-            found.setdefault(world, {})[float(p["epsilon"])] = round(float(rec["value"]), 3)
+            eps = float(p.get("epsilon", 1.0))  # the default point is at epsilon = 1
+            seen = best.setdefault(world, {}).get(eps)
+            if seen is None or int(p["records"]) > seen[0]:
+                best[world][eps] = (int(p["records"]), round(float(rec["value"]), 3))
+    found = {w: {e: v for e, (_, v) in r.items()} for w, r in best.items()}
     assert found, f"no epsilon-sweep gaps in {caveat.RESULTS_FILE}"
     assert {w: dict(r) for w, r in MEASURED_GAPS.items()} == found, (
         f"reidrisk.uniqueness.caveat.MEASURED_GAPS differs from {caveat.RESULTS_FILE}; copy the new "

@@ -58,7 +58,12 @@ a fit without the category prior, ``SHAPE_CATEGORY_PRIOR``, which brought the la
 at epsilon = 1 per attribute from 0.373 to 0.148): the ranking of records stays useful, the
 probabilities are too high where the simulated population is more diffuse than the real one, and
 ``reidrisk uniqueness score`` says so where the measured gap at the databases' epsilon is above
-0.1 (``caveat``).
+0.1 (``caveat``). Measured on Adult (docs/results/uniqueness.md, 10 seeds at epsilon = 1 per
+attribute: gap 0.151; docs/results/uniqueness_epsilon_targets.md, 10 seeds each: 0.159 / 0.257 /
+0.206 at epsilon 1 / 2 / 10, against 0.06-0.08 for a calibrated predictor). What limits it is the
+shape world: drawn from the latent class fit of the whole raw population instead, the gap is
+0.069 / 0.100 / 0.094 (5 seeds; docs/results/uniqueness_diagnosis.md, which also measures the
+variants that did not help).
 Measurements: docs/design/uniqueness.md#how-far-px--1-can-be-trusted.
 """
 
@@ -119,9 +124,9 @@ database, 10 seeds x 1,000 records; benchmarks/uniqueness_accuracy.py, "World mo
 database, latent / copula: balanced accuracy 0.910 / 0.893 (T = 1), 0.932 / 0.926 (T = 10), but
 largest reliability gap of P(X = 1) 0.180 / 0.059, so the copula stays the default there; k-RR at
 epsilon = 1 per attribute, with the latent world's prior calibrated on its shape world
-(``SHAPE_CATEGORY_PRIOR``): gap 0.148 / 0.472 (and lower for the latent world at every epsilon of
-the sweep 0.1..10), balanced accuracy 0.811 / 0.823 (T = 1), 0.783 / 0.776 (T = 10), AUC 0.903 /
-0.907 (T = 1), 0.891 / 0.895 (T = 10)."""
+(``SHAPE_CATEGORY_PRIOR``) and its counts as features (``SIMULATED_COUNT_FEATURES``): gap 0.151 /
+0.472 (and lower for the latent world at every epsilon of the sweep 0.1..10), balanced accuracy
+0.811 / 0.824 (T = 1), 0.783 / 0.776 (T = 10), AUC 0.903 / 0.907 (T = 1), 0.891 / 0.895 (T = 10)."""
 COUNTS = ("channel", "plain")
 
 DEFAULT_EM_STOP: float | str = "auto"
