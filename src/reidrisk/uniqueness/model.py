@@ -14,8 +14,9 @@ holding raw records or LDP reports (``RecordReports``, any registered mechanism)
    Reiter, JASA 2012). ``world="auto"`` (default): the copula when a database is raw, the latent
    class model when every database is randomized (see ``DEFAULT_WORLD`` for the measurements);
 3. ``preset="reidrisk"`` (default): fits the prior of each record's population count
-   (``scorer.CountPrior``) by empirical Bayes, on the records of a raw database when there is one,
-   otherwise on a population simulated from the fitted world and sampled, randomized and
+   (``scorer.CountPrior``) by empirical Bayes, on the records of a raw database when there is one
+   and the world is the copula, otherwise (also the latent class world with a raw database,
+   ``RAW_LATENT_SIMULATED``) on a population simulated from the fitted world and sampled, randomized and
    re-estimated exactly like the real databases (a parametric bootstrap; for the latent class world
    the population is drawn from a fit without the category prior, ``SHAPE_CATEGORY_PRIOR``); the
    simulated records' counts in the simulated databases are then features of the prior too, and the
@@ -186,6 +187,22 @@ not in the database from 0.202 to 0.137, and the records in it get a mean P(X = 
 with probability ~1e-5, the simulated counts are 0) and at epsilon = 2 the gap is 0.158 against
 0.144, within the noise of the check. Calibrating on (q, counts) jointly uses the evidence once, in
 the amount the simulation shows it carries. False: the q-only prior and the counts' likelihood."""
+RAW_LATENT_SIMULATED: bool = True
+"""With ``world="latent"`` and a raw database, the prior is calibrated as without one: on the
+parametric bootstrap's (q, database counts) together (``SIMULATED_COUNT_FEATURES``), with the
+neighbours in the simulated reference database as a feature when ``neighbors`` is on, and the score
+is that prior. The latent world is fitted on the raw database too, so its q of a record already
+carries the record's (and its cell-mates') presence there; the former path, a prior fitted on the
+reference database's cross-fitted q and then conditioned on the counts by their likelihood, used
+that evidence twice. Measured in docs/results/uniqueness_diagnosis.md ("Raw database", one 10 %
+raw database, 10 seeds x 1,000 records): largest reliability gap of P(X = 1) on Adult 0.180 ->
+0.096 (a calibrated predictor's 95 % gap: 0.076-0.089; the copula world 0.059), on the synthetic
+population 0.126 -> 0.071 (0.056-0.058; copula 0.043); balanced accuracy at T = 1 and 10 and the
+AUC move by less than 0.01. Not calibrated yet: the records in the database still get too low a
+P(X = 1) (tests/uniqueness/test_world.py). False: the
+former path (``_CROSSFIT_FOLDS`` cross-fitted q on the reference database, counts by likelihood).
+The copula world keeps the reference-database prior; ``world="auto"`` still picks it with a raw
+database."""
 _CROSSFIT_FOLDS = 5  # folds of the latent world's cross-fitted q on the reference database
 
 
@@ -683,7 +700,8 @@ class UniquenessModel:
         (``DEFAULT_FALSE_DISPERSION``; np.inf = Poisson).
     qmc_points : quasi-Monte Carlo points per record for q (>= 128; 2 scrambles).
     n_calibration : records the prior is fitted on.
-    simulation_cap : largest simulated population (parametric bootstrap) when no raw database exists.
+    simulation_cap : largest simulated population (parametric bootstrap: no raw database exists, or
+        the latent class world).
     rng : seed or Generator for the calibration samples and the simulation.
 
     Learned: ``schema_``, ``N_``, ``rates_`` (m,), ``sizes_`` (m,), ``randomized_`` (m,),
@@ -958,6 +976,11 @@ class UniquenessModel:
     def _use_neighbors(self) -> bool:
         return bool(self.neighbors and self.reference_ is not None)
 
+    def _simulated_prior(self) -> bool:
+        """Whether the prior is calibrated on the parametric bootstrap: no database is raw, or the
+        latent class world with a raw one (``RAW_LATENT_SIMULATED``)."""
+        return self.reference_ is None or (self.world_ == "latent" and RAW_LATENT_SIMULATED)
+
     def _reference_sample(self):
         """Up to ``n_calibration`` complete records of the raw reference database: (its codes, the
         records, their copula q, their other matches in it, and the probability ``thin`` that
@@ -995,7 +1018,7 @@ class UniquenessModel:
         return q
 
     def _fit_prior(self) -> None:
-        if self.reference_ is not None:
+        if not self._simulated_prior():
             codes, rec, q, other, thin = self._reference_sample()
             nb = neighbor_counts(rec, codes) if self._use_neighbors() else None
             F = self._features(q, nb, self.N_)
@@ -1048,16 +1071,20 @@ class UniquenessModel:
         targets = population[gen.choice(Ns, k, replace=False)]
         y = match_counts(targets, population) - 1
         q = self._q(targets, world)
-        counts = None
+        # a simulated database samples Ns < N people at n / Ns > s: thin its counts to the rate
+        # of the real one (N > simulation_cap only; exact for the members of the cell)
+        keep = np.array([min(1.0, float(self.rates_[i]) * Ns / max(d.n, 1)) for i, d in enumerate(sim)])
+        counts = nb = None
         if self._counts_in_prior():
             counts = np.column_stack([count_matches(targets, d) for d in sim])
-            # a simulated database samples Ns < N people at n / Ns > s: thin its counts to the rate
-            # of the real one (N > simulation_cap only; exact for the members of the cell)
-            keep = np.array([min(1.0, float(self.rates_[i]) * Ns / max(d.n, 1))
-                             for i, d in enumerate(sim)])
             if np.any(keep < 1.0):
                 counts = gen.binomial(counts, keep[None, :])
-        return self._features(q, None, Ns, counts), y, Ns
+        if self._use_neighbors():
+            assert self.reference_ is not None  # _use_neighbors checks it
+            nb = neighbor_counts(targets, np.asarray(sim[self.reference_].data))
+            if keep[self.reference_] < 1.0:
+                nb = gen.binomial(nb.astype(np.int64), keep[self.reference_]).astype(np.float64)
+        return self._features(q, nb, Ns, counts), y, Ns
 
     def _shape_world(self, gen: np.random.Generator) -> LatentClassModel:
         """The latent class world the bootstrap population is drawn from (``SHAPE_CATEGORY_PRIOR``).
