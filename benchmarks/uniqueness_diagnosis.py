@@ -16,6 +16,11 @@ For each: the largest reliability gap of P(X = 1) (bins with >= 50 records), the
 check (95 % quantile of the largest gap of a perfectly calibrated predictor making the same
 predictions), balanced accuracy at T = 1, and the gap over the query records in the database and
 over those not in it (the double counting shows there).
+
+``--raw-seeds`` adds the raw-database section: ``world="latent"`` with its prior calibrated on the
+simulated (q, neighbours, counts) (``RAW_LATENT_SIMULATED``, the current path), the former path
+(prior on the reference database's cross-fitted q, then the counts' likelihood) and the copula
+world (what ``world="auto"`` picks with a raw database), on Adult and the synthetic population.
 """
 
 from __future__ import annotations
@@ -49,10 +54,13 @@ class _FromQ(UniquenessModel):
                                 rng=gen).fit(data, self.schema_, init=self.latent_)
 
 
-def membership(pop, private, eps, seed):
+RAW_VARIANTS = ("latent world, joint prior", "latent world, reference prior", "copula world")
+
+
+def membership(pop, private, eps, seed, name="adult"):
     """Which query records of make_point are in its (first) database (same generator draws)."""
     N = pop.shape[0]
-    rng = np.random.default_rng([zlib.crc32(b"adult"), int(private), int(eps * 1000), 1, seed])
+    rng = np.random.default_rng([zlib.crc32(name.encode()), int(private), int(eps * 1000), 1, seed])
     member = rng.random(N) < ua.RATE
     return member[rng.choice(N, ua.N_TARGETS, replace=False)]
 
@@ -82,18 +90,98 @@ def run(variant, schema, pop, sizes, eps, seed, oracle):
     return s.p_unique, s.greater[:, 0], truth, membership(pop, True, eps, seed)
 
 
+def run_raw(variant, name, schema, pop, sizes, seed):
+    """One raw point of benchmarks/uniqueness_accuracy.py (10 % raw database, epsilon key 1, seed):
+    P(X = 1), P(X > T) and the decisions at T = 1, 10, the truth and the database membership.
+    "latent world, joint prior": ``world="latent"`` as it is; "latent world, reference prior": the
+    same with ``RAW_LATENT_SIMULATED = False`` (the prior fitted on the reference database's
+    cross-fitted q, then conditioned on the counts); "copula world": what ``world="auto"`` picks."""
+    N = pop.shape[0]
+    dbs, rec, truth, _, _ = ua.make_point(name, schema, pop, sizes, False, 1.0, 1, seed)
+    flag = model_module.RAW_LATENT_SIMULATED
+    try:
+        model_module.RAW_LATENT_SIMULATED = variant != "latent world, reference prior"
+        world = "copula" if variant == "copula world" else "latent"
+        T = np.array([1.0, 10.0])
+        s = UniquenessModel(world=world, rng=seed).fit(dbs, N, schema).score(rec, T)
+    finally:
+        model_module.RAW_LATENT_SIMULATED = flag
+    return s, truth, membership(pop, False, 1.0, seed, name)
+
+
+def raw_section(res, seeds, datasets, alone=False):
+    """The raw-database table: per dataset and variant, balanced accuracy and AUC at T = 1 and 10
+    (mean over seeds), the largest reliability gap of P(X = 1) over all seeds' records, its noise
+    floor, and the gaps over the query records in the database and not in it."""
+    rows = []
+    t0 = time.perf_counter()
+    for name in datasets:
+        schema, pop = ua.load_datasets(False)[name]
+        sizes = ua.group_sizes(pop)
+        for variant in RAW_VARIANTS:
+            P, Y, M, bal, auc = [], [], [], {1: [], 10: []}, {1: [], 10: []}
+            for seed in range(seeds):
+                s, y, mem = run_raw(variant, name, schema, pop, sizes, seed)
+                P.append(s.p_unique), Y.append(y), M.append(mem)
+                for j, t in enumerate((1, 10)):
+                    c = classification(s.greater[:, j], y, t,
+                                       ua.ranked(s.p_greater, s.expected)[:, j])
+                    bal[t].append(c.balanced_accuracy), auc[t].append(c.auc)
+            P, Y, M = map(np.concatenate, (P, Y, M))
+            unique = Y == 1
+            gap = reliability(P, unique).max_gap(50)
+            floor = ua.calibrated_reference(P)[1]
+            gin = reliability(P[M], unique[M]).max_gap(50)
+            gout = reliability(P[~M], unique[~M]).max_gap(50)
+            base = {"dataset": name, "mechanism": "raw", "variant": variant, "seeds": seeds,
+                    "records": int(P.size), "min_count": 50}
+            res.add(base, "calibration_max_gap", gap, "probability")
+            res.add(base, "calibrated_max_gap_q95", floor, "probability")
+            for t in (1, 10):
+                res.add({**base, "T": t}, "balanced_accuracy", float(np.mean(bal[t])), "fraction")
+                res.add({**base, "T": t}, "auc", float(np.mean(auc[t])), "fraction")
+            res.add({**base, "records": int(M.sum()), "subset": "in the database"},
+                    "calibration_max_gap", gin, "probability")
+            res.add({**base, "records": int((~M).sum()), "subset": "not in the database"},
+                    "calibration_max_gap", gout, "probability")
+            res.add({**base, "subset": "in the database"}, "mean_p_unique", float(P[M].mean()), "probability")
+            res.add({**base, "subset": "in the database"}, "share_unique", float(unique[M].mean()), "fraction")
+            rows.append([name, variant, f"{np.mean(bal[1]):.3f}", f"{np.mean(bal[10]):.3f}",
+                         f"{np.mean(auc[1]):.3f}", f"{np.mean(auc[10]):.3f}", f"{gap:.3f}",
+                         f"{floor:.3f}", f"{gin:.3f}", f"{gout:.3f}",
+                         f"{P[M].mean():.3f} / {unique[M].mean():.3f}"])
+            print(f"[{time.perf_counter() - t0:5.0f} s] raw {name} {variant}: gap {gap:.3f} "
+                  f"(floor {floor:.3f}), bal. acc T=1 {np.mean(bal[1]):.3f} T=10 {np.mean(bal[10]):.3f}, "
+                  f"AUC {np.mean(auc[1]):.3f}", flush=True)
+    return (["# The latent class world's P(unique) on a raw database", ""] if alone else []) + [
+        "## Raw database: the latent class world's prior", "",
+        " ".join(line.strip() for line in (run_raw.__doc__ or "").split("\n")[2:]).strip(), "",
+        f"One 10 % raw database (benchmarks/uniqueness_accuracy.py's raw points: Adult, paper 000's 9 "
+        f"attributes, and its synthetic population), {seeds} seeds x 1,000 query records. Balanced "
+        "accuracy and AUC are means over the seeds; the gaps are over all seeds' records (bins with "
+        ">= 50 records); \"calibrated: 95 % gap\" is the 95 % quantile of the largest gap of a "
+        "perfectly calibrated predictor making the same predictions (the noise floor of the check).", "",
+        md_table(["dataset", "variant", "bal. acc T=1", "bal. acc T=10", "AUC T=1", "AUC T=10",
+                  "largest gap", "calibrated: 95 % gap", "gap: in db", "gap: not in db",
+                  "in db: mean P(X=1) / unique"], rows), "",
+    ]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--epsilons", default="1,2,10")
     ap.add_argument("--name", default="uniqueness_diagnosis")
     ap.add_argument("--out-dir", default=None, help="results directory (default docs/results)")
+    ap.add_argument("--raw-seeds", type=int, default=0,
+                    help="seeds of the raw-database section (0: no such section)")
+    ap.add_argument("--raw-datasets", default="adult,synthetic")
     args = ap.parse_args(argv)
     res = Results(args.name, results_dir=Path(args.out_dir) if args.out_dir else None)
     schema, pop = ua.load_datasets(False)["adult"]
     sizes = ua.group_sizes(pop)
-    oracle = LatentClassModel(rng=0).fit(pop, schema)
-    epsilons = [float(e) for e in args.epsilons.split(",")]
+    oracle = LatentClassModel(rng=0).fit(pop, schema) if args.epsilons.strip() else None
+    epsilons = [float(e) for e in args.epsilons.split(",") if e.strip()]
     rows = []
     t0 = time.perf_counter()
     for eps in epsilons:
@@ -124,9 +212,9 @@ def main(argv=None):
                          f"{gout:.3f}", f"{P[M].mean():.3f} / {unique[M].mean():.3f}"])
             print(f"[{time.perf_counter() - t0:5.0f} s] eps {eps:g} {variant}: gap {gap:.3f} "
                   f"(floor {floor:.3f}), bal. acc {bal:.3f}", flush=True)
-    body = [
+    body = [] if not epsilons else [
         "# Where the latent class world's P(unique) loses its calibration (Adult, k-RR)", "",
-        (__doc__ or "").split("\n\n", 1)[1].strip(), "",
+        (__doc__ or "").split("\n\n", 1)[1].split("\n\n``--raw-seeds``")[0].strip(), "",
         f"Adult (paper 000's 9 attributes), one 10 % database randomized with k-RR at epsilon per "
         f"attribute, {args.seeds} seeds x 1,000 query records (benchmarks/uniqueness_accuracy.py's "
         "private points). \"in db\": the query records that are in the database (about 10 %); the "
@@ -135,6 +223,8 @@ def main(argv=None):
         md_table(["epsilon", "variant", "largest gap", "calibrated: 95 % gap", "bal. acc T=1",
                   "gap: in db", "gap: not in db", "in db: mean P(X=1) / unique"], rows), "",
     ]
+    if args.raw_seeds > 0:
+        body += raw_section(res, args.raw_seeds, args.raw_datasets.split(","), not epsilons)
     res.write(body)
 
 
