@@ -19,8 +19,9 @@ over those not in it (the double counting shows there).
 
 ``--raw-seeds`` adds the raw-database section: ``world="latent"`` with its prior calibrated on the
 simulated (q, neighbours, counts) (``RAW_LATENT_SIMULATED``, the current path), the former path
-(prior on the reference database's cross-fitted q, then the counts' likelihood) and the copula
-world (what ``world="auto"`` picks with a raw database), on Adult and the synthetic population.
+(prior on the reference database's cross-fitted q, then the counts' likelihood), the current path
+with the oracle shape world, and the copula world (what ``world="auto"`` picks with a raw
+database), on Adult and the synthetic population.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ class _FromQ(UniquenessModel):
                                 rng=gen).fit(data, self.schema_, init=self.latent_)
 
 
-RAW_VARIANTS = ("latent world, joint prior", "latent world, reference prior", "copula world")
+RAW_VARIANTS = ("latent world, joint prior", "latent world, reference prior",
+                "latent world, joint prior, oracle shape world", "copula world")
 
 
 def membership(pop, private, eps, seed, name="adult"):
@@ -90,12 +92,14 @@ def run(variant, schema, pop, sizes, eps, seed, oracle):
     return s.p_unique, s.greater[:, 0], truth, membership(pop, True, eps, seed)
 
 
-def run_raw(variant, name, schema, pop, sizes, seed):
+def run_raw(variant, name, schema, pop, sizes, seed, oracle=None):
     """One raw point of benchmarks/uniqueness_accuracy.py (10 % raw database, epsilon key 1, seed):
     P(X = 1), P(X > T) and the decisions at T = 1, 10, the truth and the database membership.
     "latent world, joint prior": ``world="latent"`` as it is; "latent world, reference prior": the
     same with ``RAW_LATENT_SIMULATED = False`` (the prior fitted on the reference database's
-    cross-fitted q, then conditioned on the counts); "copula world": what ``world="auto"`` picks."""
+    cross-fitted q, then conditioned on the counts); "latent world, joint prior, oracle shape
+    world": the joint prior with the bootstrap population drawn from the latent class fit of the
+    whole population (an oracle, not a method); "copula world": what ``world="auto"`` picks."""
     N = pop.shape[0]
     dbs, rec, truth, _, _ = ua.make_point(name, schema, pop, sizes, False, 1.0, 1, seed)
     flag = model_module.RAW_LATENT_SIMULATED
@@ -103,7 +107,12 @@ def run_raw(variant, name, schema, pop, sizes, seed):
         model_module.RAW_LATENT_SIMULATED = variant != "latent world, reference prior"
         world = "copula" if variant == "copula world" else "latent"
         T = np.array([1.0, 10.0])
-        s = UniquenessModel(world=world, rng=seed).fit(dbs, N, schema).score(rec, T)
+        if variant.endswith("oracle shape world"):
+            m = ua._ShapeOracle(world="latent", rng=seed)
+            m.shape = oracle
+        else:
+            m = UniquenessModel(world=world, rng=seed)
+        s = m.fit(dbs, N, schema).score(rec, T)
     finally:
         model_module.RAW_LATENT_SIMULATED = flag
     return s, truth, membership(pop, False, 1.0, seed, name)
@@ -118,10 +127,11 @@ def raw_section(res, seeds, datasets, alone=False):
     for name in datasets:
         schema, pop = ua.load_datasets(False)[name]
         sizes = ua.group_sizes(pop)
+        oracle = LatentClassModel(rng=0).fit(pop, schema)
         for variant in RAW_VARIANTS:
             P, Y, M, bal, auc = [], [], [], {1: [], 10: []}, {1: [], 10: []}
             for seed in range(seeds):
-                s, y, mem = run_raw(variant, name, schema, pop, sizes, seed)
+                s, y, mem = run_raw(variant, name, schema, pop, sizes, seed, oracle)
                 P.append(s.p_unique), Y.append(y), M.append(mem)
                 for j, t in enumerate((1, 10)):
                     c = classification(s.greater[:, j], y, t,
