@@ -199,7 +199,10 @@ raw database, 10 seeds x 1,000 records): largest reliability gap of P(X = 1) on 
 0.096 (a calibrated predictor's 95 % gap: 0.076-0.089; the copula world 0.059), on the synthetic
 population 0.126 -> 0.071 (0.056-0.058; copula 0.043); balanced accuracy at T = 1 and 10 and the
 AUC move by less than 0.01. Not calibrated yet: the records in the database still get too low a
-P(X = 1) (tests/uniqueness/test_world.py). False: the
+P(X = 1) (tests/uniqueness/test_world.py), and the gap is above the noise floor; with the latent
+class fit of the whole Adult population as the bootstrap population (an oracle) it is 0.055 against
+0.073, so there the shape world is what limits it, as under LDP (not on the synthetic Gaussian-
+copula population: 0.098). False: the
 former path (``_CROSSFIT_FOLDS`` cross-fitted q on the reference database, counts by likelihood).
 The copula world keeps the reference-database prior; ``world="auto"`` still picks it with a raw
 database."""
