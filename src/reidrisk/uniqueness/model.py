@@ -52,12 +52,13 @@ the raw database's own counts.
 
 How far P(X = 1) can be trusted
 -------------------------------
-With a raw database the prior is fitted on real counts, and P(X = 1) is calibrated within the
-noise of the check. With only LDP databases it is fitted on a simulated population and is only as
-calibrated as that population is clumped like the real one (the latent class world draws it from
-a fit without the category prior, ``SHAPE_CATEGORY_PRIOR``, which brought the largest gap on Adult
-at epsilon = 1 per attribute from 0.373 to 0.148): the ranking of records stays useful, the
-probabilities are too high where the simulated population is more diffuse than the real one, and
+With a raw database and the copula world (what ``world="auto"`` picks) the prior is fitted on
+real counts, and P(X = 1) is calibrated within the noise of the check. With only LDP databases
+it is fitted on a simulated population and is only as calibrated as that population is clumped
+like the real one (the latent class world draws it from a fit without the category prior,
+``SHAPE_CATEGORY_PRIOR``, which brought the largest gap on Adult at epsilon = 1 per attribute from
+0.373 to 0.148 when it was introduced): the ranking of records stays useful, the probabilities
+are too high where the simulated population is more diffuse than the real one, and
 ``reidrisk uniqueness score`` says so where the measured gap at the databases' epsilon is above
 0.1 (``caveat``). Measured on Adult (docs/results/uniqueness.md, 10 seeds at epsilon = 1 per
 attribute: gap 0.151; docs/results/uniqueness_epsilon_targets.md, 10 seeds each: 0.159 / 0.257 /
@@ -121,13 +122,16 @@ databases' records or through their channels) or ``"copula"`` (the Gaussian copu
 estimated pair tables, paper 000). ``"auto"``: the copula when a database holds raw records (the
 prior is then fitted on real counts, and the copula's q calibrates better there), the latent class
 world when every database is randomized. Measured on Adult (paper 000's 9 attributes, 10 %
-database, 10 seeds x 1,000 records; benchmarks/uniqueness_accuracy.py, "World model"): raw
-database, latent / copula: balanced accuracy 0.910 / 0.893 (T = 1), 0.932 / 0.926 (T = 10), but
-largest reliability gap of P(X = 1) 0.180 / 0.059, so the copula stays the default there; k-RR at
-epsilon = 1 per attribute, with the latent world's prior calibrated on its shape world
-(``SHAPE_CATEGORY_PRIOR``) and its counts as features (``SIMULATED_COUNT_FEATURES``): gap 0.151 /
-0.472 (and lower for the latent world at every epsilon of the sweep 0.1..10), balanced accuracy
-0.811 / 0.824 (T = 1), 0.783 / 0.776 (T = 10), AUC 0.903 / 0.907 (T = 1), 0.891 / 0.895 (T = 10)."""
+database, 10 seeds x 1,000 records): raw database, latent (its prior calibrated on the simulated
+q, neighbours and counts, ``RAW_LATENT_SIMULATED``; docs/results/uniqueness_diagnosis.md, "Raw
+database") / copula: balanced accuracy 0.904 / 0.893 (T = 1), 0.932 / 0.926 (T = 10), AUC 0.969 /
+0.961 (T = 1), but largest reliability gap of P(X = 1) 0.096 / 0.059 (a calibrated predictor's
+95 % gap 0.076 / 0.068), so the copula stays the default there; k-RR at epsilon = 1 per attribute
+(benchmarks/uniqueness_accuracy.py, "World model"), with the latent world's prior calibrated on
+its shape world (``SHAPE_CATEGORY_PRIOR``) and its counts as features
+(``SIMULATED_COUNT_FEATURES``): gap 0.151 / 0.472 (and lower for the latent world at every
+epsilon of the sweep 0.1..10), balanced accuracy 0.811 / 0.824 (T = 1), 0.783 / 0.776 (T = 10),
+AUC 0.903 / 0.907 (T = 1), 0.891 / 0.895 (T = 10)."""
 COUNTS = ("channel", "plain")
 
 DEFAULT_EM_STOP: float | str = "auto"
@@ -157,8 +161,9 @@ _Q_MIN_LAMBDA = 1e-8  # q is floored at this / N before taking logs (a feature, 
 _ALPHA_GRID = 25
 SHAPE_CATEGORY_PRIOR: float = 0.0
 """Strength of the category prior (``LatentClassModel(category_prior=...)``) of the latent class
-world the prior's parametric bootstrap draws its population from when no database is raw (the
-*shape* world, ``UniquenessModel.shape_``; q keeps the default world, ``latent_``). The default
+world the prior's parametric bootstrap draws its population from (no database is raw, or
+``RAW_LATENT_SIMULATED``; the *shape* world, ``UniquenessModel.shape_``; q keeps the default
+world, ``latent_``). The default
 category prior, 1 pseudo-record per class and attribute spread evenly over the categories, is
 negligible against raw records but not against LDP reports: a k-RR report of a 41-category
 attribute at epsilon = 1 carries less than a hundredth of a raw record's information (the inverse
@@ -972,8 +977,8 @@ class UniquenessModel:
         return names
 
     def _counts_in_prior(self) -> bool:
-        """Whether the prior takes the database counts as features (``SIMULATED_COUNT_FEATURES``:
-        the prior is calibrated on a simulation, no database is raw) and the score is the prior."""
+        """Whether the prior takes the database counts as features (``SIMULATED_COUNT_FEATURES``;
+        the prior is calibrated on a simulation, ``_simulated_prior``) and the score is the prior."""
         return bool(self.counts_in_prior_)
 
     def _use_neighbors(self) -> bool:
