@@ -74,7 +74,7 @@ by ``marginals_from_counts``), a measured exception to one rule per idea: with t
 on the protocol of benchmarks/collect_accuracy.py (100 repetitions at m = 0.5 and epsilon 5, at
 epsilon 1 and at m = 0, five datasets), the 3-way tables were worse beyond two standard errors at
 6 of the 15 points (+4.6 % to +8.3 % on the 100-attribute binary synthetic set, +4.7 % on Adult and
-+4.1 % on Adult 10 % at epsilon 1) and better beyond them at one (-0.4 %, the 10-attribute binary
++4.1 % on Adult 10 % at epsilon 1, +0.6 % on Adult 10 % at m = 0) and better beyond them at one (-0.4 %, the 10-attribute binary
 set at m = 0); docs/results/collect_marginal_shrink.md. That weight targets each marginal's
 squared error and leaves domains of 3 values or fewer unshrunk; the tables are scored by an
 entropy divergence, which this weight's stronger pull toward uniform serves better
