@@ -446,12 +446,12 @@ def test_bootstrap_counts_follow_the_support_counts_law_of_each_table():
 
 @pytest.mark.parametrize("estimator", ["em", "norm_sub"])
 def test_null_departures_of_a_batch_equal_each_table_alone(monkeypatch, estimator):
-    """``null_departures`` (the pair tables' null departures, one stack per batch) must equal
-    ``null_departure`` of every table alone bit for bit: each bootstrap table stops on its own
-    rule and gets the same fixed-seed draws, so a table that read its stack neighbours (or another
-    chunk's draws) would differ by about the EM's stopping tolerance, far above the last bit.
-    Tables 5-8 repeat table 0's channel and n (computed once), the stack is cut into chunks of 5
-    channels, and a call that finds some tables in the cache computes only the others."""
+    """``null_departures`` (tables of one shape in one stack: the marginals of a domain size) must
+    equal ``null_departure`` of every table alone bit for bit: each bootstrap table stops on its
+    own rule and gets the same fixed-seed draws, so a table that read its stack neighbours (or
+    another chunk's draws) would differ by about the EM's stopping tolerance, far above the last
+    bit. Tables 5-8 repeat table 0's channel and n (computed once), the stack is cut into chunks
+    of 5 channels, and a call that finds some tables in the cache computes only the others."""
     rng = np.random.default_rng(36)
     P, f1, f2 = 13, 3, 4
     a1, q1, a2, q2 = (rng.uniform(lo, hi, P) for lo, hi in ((.1, .8), (.01, .3)) * 2)

@@ -156,7 +156,7 @@ def test_closed_form_pair_methods(mech_name, method):
     count (normal approximation; 2 x 6 x 26 cells, each two-sided 6e-7). Norm-sub is the
     Euclidean projection of the normalized inversion onto the simplex, which holds the truth, so
     it is never farther from the truth (in L2) than the inversion is (unshrunk: the shrinkage
-    toward uniform is tested on its own)."""
+    toward independence is tested on its own)."""
     rng = np.random.default_rng(104)
     schema, codes = correlated_records(20_000, SIZES, rng, missing=0.3)
     rr = randomize(schema, codes, mech_name, 6.0, rng)

@@ -456,11 +456,12 @@ _NULL_LOCK = threading.Lock()
 
 NULL_CELLS = 1 << 20
 """Cells of bootstrap tables that ``null_departures`` estimates in one stack (a few float64
-arrays of 8 MiB each in the EM), so a batch of thousands of large pair tables is done in chunks."""
+arrays of 8 MiB each in the EM), so a stack of thousands of large tables is done in chunks."""
 
 
 def null_departures(a1, q1, a2, q2, f1: int, f2: int, n, estimator: str = "em") -> np.ndarray:
-    """``null_departure`` of P tables of one shape at once (the pair tables of a batch).
+    """``null_departure`` of P tables of one shape at once (the front ends: the marginals of one
+    domain size).
 
     Tables with equal channel and ``n`` are bootstrapped once, and not again while their value is
     kept (the last ``NULL_CACHE_SIZE``); the others' ``NULL_SAMPLES`` bootstrap tables are
@@ -508,7 +509,7 @@ def null_departures(a1, q1, a2, q2, f1: int, f2: int, n, estimator: str = "em") 
         dep = _null_departures(k[:, 0], k[:, 1], k[:, 2], k[:, 3], f1, f2, k[:, 4], estimator,
                                NULL_SAMPLES)
         out[chunk] = np.quantile(dep, NULL_LEVEL, axis=1)
-    with _NULL_LOCK:  # pair batches may run in several threads of one worker
+    with _NULL_LOCK:  # estimates may run in several threads of one worker
         for i in todo.tolist():
             if len(_NULL_CACHE) >= NULL_CACHE_SIZE:
                 del _NULL_CACHE[next(iter(_NULL_CACHE))]  # the oldest entry
@@ -786,8 +787,9 @@ def inversion_noise(n, mech, mech2=None) -> float:
 
 def _pair_noise(t1, v1, t2, v2, cells, n):
     """The pair trace of ``inversion_noise`` from the two attributes' ``_per_report_noise(...,
-    total_known=False)`` terms ``(t_1, v_1)``, ``(t_2, v_2)``: floats, or arrays for many pairs at
-    once (``reidrisk.estimation.pairs`` computes the terms once per attribute)."""
+    total_known=False)`` terms ``(t_1, v_1)``, ``(t_2, v_2)`` (floats or arrays). The pair
+    shrinkage charges only the part of it in the interaction directions
+    (``reidrisk.estimation.pairs.interaction_noise``)."""
     return (((1 + t1) * (1 + t2) - 1) - ((1 + v1) * (1 + v2) - 1) / cells) / n
 
 

@@ -24,6 +24,12 @@ Pairs with equal shapes (up to transposition) are stacked and iterated together 
 each pair stops on its own rule (see ``reidrisk.estimation.frequency`` for ``stop="noise"``). A
 mechanism whose support matrix is not of the p/q form falls back to batched dense products
 ``M_j Z M_j'^T`` and ``np.linalg.solve`` for the inversion.
+
+Shrinkage (``estimate_pairs(..., shrink=True)``, the default). Every table but the raw inversion
+keeps only a share of its departure from the independence table of the (shrunk) marginals, the
+weight of ``interaction_weights``, which charges only the noise of the interaction
+(``interaction_noise``): docs/design/core.md#pair-shrinkage, measured in
+docs/results/pair_shrink.md.
 """
 
 from __future__ import annotations

@@ -26,21 +26,21 @@ theta_{h,a}[x] * sum_j S_a[j, h] L_a[j, x] / (L_a theta_a^T)[j, h]. No per-repor
 array over values, no Python loop over records or cells (the loops are over attributes and, for
 the row maxima, over the K classes).
 
-Fitting path. Every fit (each start, each candidate K, the final fit) stops when one EM step
-gains less than ``tol`` (1e-5) per record, at most ``max_iter`` steps (the selection's candidates
-at most ``_SELECT_ITER``): an early stop along the plain EM path, which regularizes the fit. The
-map is written as a problem of the one EM engine (``_EM``: ``forward`` = E-step, ``update`` =
-M-step, ``gain``), which runs it under its ``("gain", tol)`` rule; ``accelerate=True`` runs it SQUAREM-accelerated to the engine's
-``"noise"`` rule instead; that is not the default because it leaves the EM path the stop is
-defined on, and the fixed point fits differently (measured, k-RR at epsilon = 1 per attribute,
-K chosen as below): on 30,000 Adult reports the converged candidates chose K = 2 where the
-plain path chose 8; on 10^6 reports of a known 8-class model, K = 2 where the plain path chose
-the true 8; and on the uniqueness benchmark (Adult, 10 % database, 4 seeds) the latent world's
-reliability gap fell from 0.318 to 0.194 but its AUC at T = 10 from 0.900 to 0.868 and its
-balanced accuracy at T = 10 from 0.815 to 0.767. Speed therefore comes from the cost of a step
-(the two sparse products, the E-step held as the responsibilities, no copies), not from fewer
-steps: the default path gives the same fit as before, step for step. Timing:
-docs/results/latent_speed.md.
+Fitting path. Each random start runs ``_START_ITER`` EM steps; each candidate K and the final fit
+stop when one EM step gains less than ``tol`` (1e-5) per record, at most ``max_iter`` steps (the
+selection's candidates at most ``_SELECT_ITER``): an early stop along the plain EM path, which
+regularizes the fit. The map is written as a problem of the one EM engine (``_EM``: ``forward`` =
+E-step, ``update`` = M-step, ``gain``), which runs it under its ``("gain", tol)`` rule;
+``accelerate=True`` runs it SQUAREM-accelerated to the engine's ``"noise"`` rule instead; that is
+not the default because it leaves the EM path the stop is defined on, and the fixed point fits
+differently (measured, k-RR at epsilon = 1 per attribute, K chosen as below): on 30,000 Adult
+reports the converged candidates chose K = 2 where the plain path chose 8; on 10^6 reports of a
+known 8-class model, K = 2 where the plain path chose the true 8; and on the uniqueness benchmark
+(Adult, 10 % database, 4 seeds) the latent world's reliability gap fell from 0.318 to 0.194 but its
+AUC at T = 10 from 0.900 to 0.868 and its balanced accuracy at T = 10 from 0.815 to 0.767. Speed
+therefore comes from the cost of a step (the two sparse products, the E-step held as the
+responsibilities, no copies), not from fewer steps: the default path gives the same fit as before,
+step for step. Timing: docs/results/latent_speed.md.
 
 Objective (maximized, never decreases across EM steps):
     sum_p c_p log sum_h w_h prod_a (L_a theta_{h,a})[id_pa]
@@ -311,8 +311,8 @@ class _EStep:
 
 class _EM:
     """MAP-EM of the latent class model on grouped patterns, written as a problem of
-    ``reidrisk.estimation.em`` (one problem, batch axis of length 1), so that ``run`` can iterate
-    it plainly or hand it to the engine's SQUAREM.
+    ``reidrisk.estimation.em`` (one problem, batch axis of length 1), which ``run`` hands to the
+    engine: plain steps under its ``("gain", tol)`` rule, or SQUAREM with ``accelerate``.
 
     Parameters ``theta`` (1, K (1 + sum_a f_a)): the class weights, then each attribute's (K, f_a)
     class probabilities, row-major; every block is renormalized on use (an extrapolated point sums
