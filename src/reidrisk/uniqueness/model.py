@@ -693,7 +693,10 @@ class UniquenessModel:
         ``method``).
     prior : "calibrated" (empirical-Bayes negative binomial, ``scorer``) or "binomial" (eq. 15-16
         with the floor).
-    counts : "channel" (the counts' likelihood through the randomization) or "plain" (eq. 17).
+    counts : "channel" (the counts' likelihood through the randomization) or "plain" (eq. 17);
+        not used where the calibrated prior is simulated and takes the counts as features
+        (``SIMULATED_COUNT_FEATURES``: no raw database, or ``RAW_LATENT_SIMULATED``), where the
+        score is that prior.
     neighbors : use the records of a raw database that differ on one attribute as a prior feature.
     rule : "balanced", "probability" or "expected" (``decisions.decide``).
     floor, alpha : the existence floor of the binomial prior (``floors``); alpha="auto" chooses it
