@@ -721,11 +721,13 @@ def report(datasets, settings, headline, floor_rows, calib, timings, panel, seed
                             "largest gap: copula oracle prior", "largest gap: latent oracle population"],
                            world_rows), ""]
     lines += world_section(datasets, settings, headline, calib, panel, epsilons, eps_worlds or {}, argv)
-    # floors
-    lines += ["## The paper's floor and alpha (default point, paper's method with the plain counts)", "",
-              "Balanced accuracy (accuracy in brackets) of the paper's method for each floor and alpha. "
-              "The Lambert-W floor exists only for alpha <= 1/e; `none` is eq. 15-19 without a floor.", ""]
-    for name, private in settings:
+    # floors (measured with the ablations only: --no-ablations leaves the section out)
+    floor_settings = [s for s in settings if floor_rows.get(s)]
+    if floor_settings:
+        lines += ["## The paper's floor and alpha (default point, paper's method with the plain counts)", "",
+                  "Balanced accuracy (accuracy in brackets) of the paper's method for each floor and alpha. "
+                  "The Lambert-W floor exists only for alpha <= 1/e; `none` is eq. 15-19 without a floor.", ""]
+    for name, private in floor_settings:
         frows = floor_rows[(name, private)]
         keys = sorted({k for k, _ in frows}, key=lambda k: (k[0], k[1]))
         rows = []
@@ -739,10 +741,12 @@ def report(datasets, settings, headline, floor_rows, calib, timings, panel, seed
             rows.append(row)
         lines += [f"### {panel(name, private)}", "", md_table(["floor", "alpha", "T = 1", "T = 10"], rows), ""]
     # sweeps
-    lines += ["## Sweeps", "",
-              f"![m sweep]({FIG}_m.png)", "", f"![T sweep]({FIG}_T.png)", "",
-              f"![epsilon sweep]({FIG}_epsilon.png)", ""]
+    # the m sweep's figure and table only where it ran (--no-m-sweep writes no figure)
+    lines += ["## Sweeps", ""] + ([f"![m sweep]({FIG}_m.png)", ""] if ms else []) + [
+              f"![T sweep]({FIG}_T.png)", "", f"![epsilon sweep]({FIG}_epsilon.png)", ""]
     for title, curves, xs, xname in (("m (T = 10)", m_curves, ms, "m"), ("epsilon (private, m = 1)", eps_curves, epsilons, "epsilon")):
+        if not len(xs):
+            continue
         lines += [f"### Balanced accuracy against {title}", ""]
         panels = list(dict.fromkeys(p for p, _ in curves))
         for pan in panels:
