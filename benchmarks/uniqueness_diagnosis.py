@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 import zlib
 from pathlib import Path
@@ -92,6 +93,25 @@ def run(variant, schema, pop, sizes, eps, seed, oracle):
     return s.p_unique, s.greater[:, 0], truth, membership(pop, True, eps, seed)
 
 
+def _gaps(P, unique, M):
+    """The largest reliability gap of P(X = 1) over bins with >= 50 records, its noise floor (the
+    95 % quantile of the largest gap of a calibrated predictor making the same predictions), and
+    the largest gaps over the records in the database (``M``) and over those not in it."""
+    return (reliability(P, unique).max_gap(50), ua.calibrated_reference(P)[1],
+            reliability(P[M], unique[M]).max_gap(50), reliability(P[~M], unique[~M]).max_gap(50))
+
+
+def _add_membership(res, base, P, unique, M, gin, gout):
+    """Record the gaps in and out of the database, and the mean P(X = 1) and share unique of the
+    records in it."""
+    res.add({**base, "records": int(M.sum()), "subset": "in the database"},
+            "calibration_max_gap", gin, "probability")
+    res.add({**base, "records": int((~M).sum()), "subset": "not in the database"},
+            "calibration_max_gap", gout, "probability")
+    res.add({**base, "subset": "in the database"}, "mean_p_unique", float(P[M].mean()), "probability")
+    res.add({**base, "subset": "in the database"}, "share_unique", float(unique[M].mean()), "fraction")
+
+
 def run_raw(variant, name, schema, pop, sizes, seed, oracle=None):
     """One raw point of benchmarks/uniqueness_accuracy.py (10 % raw database, epsilon key 1, seed):
     P(X = 1), P(X > T) and the decisions at T = 1, 10, the truth and the database membership.
@@ -139,10 +159,7 @@ def raw_section(res, seeds, datasets, alone=False):
                     bal[t].append(c.balanced_accuracy), auc[t].append(c.auc)
             P, Y, M = map(np.concatenate, (P, Y, M))
             unique = Y == 1
-            gap = reliability(P, unique).max_gap(50)
-            floor = ua.calibrated_reference(P)[1]
-            gin = reliability(P[M], unique[M]).max_gap(50)
-            gout = reliability(P[~M], unique[~M]).max_gap(50)
+            gap, floor, gin, gout = _gaps(P, unique, M)
             base = {"dataset": name, "mechanism": "raw", "variant": variant, "seeds": seeds,
                     "records": int(P.size), "min_count": 50}
             res.add(base, "calibration_max_gap", gap, "probability")
@@ -150,12 +167,7 @@ def raw_section(res, seeds, datasets, alone=False):
             for t in (1, 10):
                 res.add({**base, "T": t}, "balanced_accuracy", float(np.mean(bal[t])), "fraction")
                 res.add({**base, "T": t}, "auc", float(np.mean(auc[t])), "fraction")
-            res.add({**base, "records": int(M.sum()), "subset": "in the database"},
-                    "calibration_max_gap", gin, "probability")
-            res.add({**base, "records": int((~M).sum()), "subset": "not in the database"},
-                    "calibration_max_gap", gout, "probability")
-            res.add({**base, "subset": "in the database"}, "mean_p_unique", float(P[M].mean()), "probability")
-            res.add({**base, "subset": "in the database"}, "share_unique", float(unique[M].mean()), "fraction")
+            _add_membership(res, base, P, unique, M, gin, gout)
             rows.append([name, variant, f"{np.mean(bal[1]):.3f}", f"{np.mean(bal[10]):.3f}",
                          f"{np.mean(auc[1]):.3f}", f"{np.mean(auc[10]):.3f}", f"{gap:.3f}",
                          f"{floor:.3f}", f"{gin:.3f}", f"{gout:.3f}",
@@ -179,14 +191,24 @@ def raw_section(res, seeds, datasets, alone=False):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--epsilons", default="1,2,10")
-    ap.add_argument("--name", default="uniqueness_diagnosis")
+    ap.add_argument("--seeds", type=int, default=3,
+                    help="seeds (x 1,000 query records) per epsilon of the private section (3)")
+    ap.add_argument("--epsilons", default="1,2,10",
+                    help="comma-separated k-RR epsilons per attribute of the private section "
+                         "(empty: no such section)")
+    ap.add_argument("--name", default="uniqueness_diagnosis", help="name of the results files")
     ap.add_argument("--out-dir", default=None, help="results directory (default docs/results)")
     ap.add_argument("--raw-seeds", type=int, default=0,
                     help="seeds of the raw-database section (0: no such section)")
-    ap.add_argument("--raw-datasets", default="adult,synthetic")
+    ap.add_argument("--raw-datasets", default="adult,synthetic",
+                    help="comma-separated datasets of the raw-database section")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run into a temporary folder: 1 seed, epsilon 10, 1 raw seed on "
+                         "the synthetic population")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.seeds, args.epsilons, args.raw_seeds, args.raw_datasets = 1, "10", 1, "synthetic"
+        args.out_dir = args.out_dir or tempfile.mkdtemp(prefix="uniqueness_diagnosis_")
     res = Results(args.name, results_dir=Path(args.out_dir) if args.out_dir else None)
     schema, pop = ua.load_datasets(False)["adult"]
     sizes = ua.group_sizes(pop)
@@ -202,22 +224,14 @@ def main(argv=None):
                 P.append(p), D.append(d), Y.append(y), M.append(mem)
             P, D, Y, M = map(np.concatenate, (P, D, Y, M))
             unique = Y == 1
-            gap = reliability(P, unique).max_gap(50)
-            floor = ua.calibrated_reference(P)[1]
+            gap, floor, gin, gout = _gaps(P, unique, M)
             bal = classification(D, Y, 1).balanced_accuracy
-            gin = reliability(P[M], unique[M]).max_gap(50)
-            gout = reliability(P[~M], unique[~M]).max_gap(50)
             base = {"dataset": "adult", "mechanism": "grr", "epsilon": eps, "variant": variant,
                     "seeds": args.seeds, "records": int(P.size), "min_count": 50}
             res.add(base, "calibration_max_gap", gap, "probability")
             res.add(base, "calibrated_max_gap_q95", floor, "probability")
             res.add(base, "balanced_accuracy_T1", bal, "fraction")
-            res.add({**base, "records": int(M.sum()), "subset": "in the database"},
-                    "calibration_max_gap", gin, "probability")
-            res.add({**base, "records": int((~M).sum()), "subset": "not in the database"},
-                    "calibration_max_gap", gout, "probability")
-            res.add({**base, "subset": "in the database"}, "mean_p_unique", float(P[M].mean()), "probability")
-            res.add({**base, "subset": "in the database"}, "share_unique", float(unique[M].mean()), "fraction")
+            _add_membership(res, base, P, unique, M, gin, gout)
             rows.append([f"{eps:g}", variant, f"{gap:.3f}", f"{floor:.3f}", f"{bal:.3f}", f"{gin:.3f}",
                          f"{gout:.3f}", f"{P[M].mean():.3f} / {unique[M].mean():.3f}"])
             print(f"[{time.perf_counter() - t0:5.0f} s] eps {eps:g} {variant}: gap {gap:.3f} "
