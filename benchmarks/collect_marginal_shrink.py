@@ -32,6 +32,7 @@ Run from the repository root::
     .venv/bin/python benchmarks/collect_marginal_shrink.py --rule core --measure /tmp/c.pkl
     .venv/bin/python benchmarks/collect_marginal_shrink.py --before /tmp/p.pkl --after /tmp/c.pkl \\
         --label-before "pipeline (JS, tr C)" --label-after "core (shrink_weights)"
+    .venv/bin/python benchmarks/collect_marginal_shrink.py --quick   # all three steps, small, temp dir
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import os
 import pickle
 import shlex
 import sys
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 
@@ -80,11 +82,16 @@ def parse_args(argv=None):
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out-dir", default=None, help="where to write results (default docs/results)")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run into a temporary folder: both rules measured (syn10, m = 0.5, "
+                         "eps = 5, 2 repetitions, 1 query, 1 process), then paired")
     args = ap.parse_args(argv)
     args.datasets = [d for d in args.datasets.split(",") if d]
     args.points = [tuple(float(x) for x in p.split(":")) for p in args.points.split(",") if p]
-    if not args.measure and not args.diagnose and not (args.before and args.after):
-        ap.error("give --measure PATH, --diagnose, or --before PATH and --after PATH")
+    if args.quick:
+        args.datasets, args.points, args.reps, args.queries, args.jobs = ["syn10"], [(0.5, 5.0)], 2, 1, 1
+    elif not args.measure and not args.diagnose and not (args.before and args.after):
+        ap.error("give --measure PATH, --diagnose, --before PATH and --after PATH, or --quick")
     return args
 
 
@@ -342,9 +349,24 @@ def compare(args) -> None:
     res.write("\n".join(body), echo=True)
 
 
+def quick(args) -> None:
+    """``--quick``: ``--measure`` with each rule (the pipeline's first: ``--rule core`` patches the
+    pipeline for the rest of the process), then the paired table, all in a temporary folder."""
+    tmp = tempfile.mkdtemp(prefix=NAME + "_")
+    args.out_dir = args.out_dir or tmp
+    for rule, side in (("pipeline", "before"), ("core", "after")):
+        args.rule, args.measure = rule, os.path.join(tmp, f"{rule}.pkl")
+        measure(args)
+        setattr(args, side, args.measure)
+    args.label_before, args.label_after = "pipeline (JS, tr C)", "core (shrink_weights)"
+    compare(args)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
-    if args.diagnose:
+    if args.quick:
+        quick(args)
+    elif args.diagnose:
         diagnose(args)
     elif args.measure:
         measure(args)
