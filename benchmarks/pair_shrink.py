@@ -302,7 +302,8 @@ def reading(every: list, demo_rows: list) -> list:
         "## Reading",
         "",
         f"* Target (the default at most {TARGET}x the best of the unshrunk EM, the uniform table "
-        f"and the independence table in every cell): **not met**, {over} of {len(every)} cells "
+        f"and the independence table in every cell): **{'met' if over == 0 else 'not met'}**, "
+        f"{over} of {len(every)} cells "
         f"above it in MSE ({int((dj > TARGET).sum())} in JS), worst {d.max():.2f}x (JS "
         f"{dj.max():.2f}x). The rule it replaced (`toward uniform`): {int((u > TARGET).sum())} "
         f"cells ({int((uj > TARGET).sum())} in JS), worst {u.max():.2f}x ({uj.max():.2f}x).",
