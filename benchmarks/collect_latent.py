@@ -261,6 +261,8 @@ def summarize(records: list[dict]):
 
 def render(rows: list[dict], args, seconds: float) -> tuple[list[str], list[tuple]]:
     """Markdown lines and the JSON points (params, metric, value, unit)."""
+    from reidrisk.collect.latent_fit import N_FITS
+
     points = []
     for r in rows:
         base = dict(dataset=r["dataset"], m=r["m"], eps=r["eps"], c=r["c"], reps=r["reps"],
@@ -285,7 +287,7 @@ def render(rows: list[dict], args, seconds: float) -> tuple[list[str], list[tupl
         f"{args.reps} paired repetitions of {args.queries} random attribute sets each "
         "(`benchmarks/collect_accuracy.py`'s protocol and seeds: the same truth, missingness, "
         "queries and reports for both). *copula*: `CollectPipeline()` (the default); *latent*: "
-        "`CollectPipeline(model=\"latent\")`, the average of 5 latent class models each with "
+        f"`CollectPipeline(model=\"latent\")`, the average of {N_FITS} latent class models each with "
         "its own held-out split and random starts (`reidrisk.collect.latent_fit.average_fits`); "
         "both with attribute sampling. *diff*: the paired "
         "mean of latent - copula with its standard error over repetitions; *wins*: repetitions "
@@ -364,7 +366,7 @@ def render(rows: list[dict], args, seconds: float) -> tuple[list[str], list[tupl
                 f"copula on true pairs {r['floor']:.4f}; the latent model closes "
                 f"{100 * closed:.0f} % of the copula's distance to that floor (target 50 %: "
                 + ("met" if closed >= 0.5 else "not met") + "), with the latent method as it "
-                "is: the average of 5 latent class fits (one fit alone, and averages of 2 and 8, "
+                f"is: the average of {N_FITS} latent class fits (one fit alone, and averages of 2 and 8, "
                 "in the last section; the per-fit choice and the blend of the two models in the "
                 "section before it).")
     lines += ["", f"Run time of the main table {seconds / 60:.1f} min, {args.jobs} "
