@@ -768,6 +768,7 @@ def main(argv=None) -> int:
             and max(s[(e, "best")] for e in PRECISE) > 1.1]
     precise_text, precise_above, precise_figs = precision_check(near, 50 if q else PRECISE_REPS,
                                                                 res)
+    over_target = sum(s[("default", "best")] > TARGET for s in every)
     worst_cells = sorted(labelled, key=lambda ls: -ls[1][("default", "mse")])[:4]
     worst_best = sorted(labelled, key=lambda ls: -ls[1][("default", "best")])[:4]
     worst_best_text = "; ".join(
@@ -1062,6 +1063,12 @@ def main(argv=None) -> int:
                   "cells above 1.1"], best_lines),
         "",
         f"The default's worst cells (MSE / best): {worst_best_text}.",
+        "",
+        f"Target (the default at most {TARGET}x the best in every cell): "
+        + ("**met**" if not over_target else
+           f"**not met**: {over_target} of {len(every)} cells above it here")
+        + (f"; {len(precise_above['default'])} of {len(near)} cells above it in the precision "
+           "check below" if near else "") + ".",
         "",
         "Before (`previous shrinkage`) the cells above the target were mostly skewed truths at "
         "epsilon 0.1 (Adult's native-country, workclass), where the inversion's noise is large but "
