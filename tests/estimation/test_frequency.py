@@ -525,6 +525,8 @@ def test_shrink_weights_hand_values_and_branches():
         np.testing.assert_allclose(out, u + lam * (P[i] - u), rtol=0, atol=1e-15)
     with pytest.raises(EstimationError, match="trace"):
         shrink_weights(P, Y, np.array([0.1, -1.0]))
+    with pytest.raises(EstimationError, match=r"shrink_weights needs \(B, F\)"):
+        shrink_weights(P, Y[:, :2], T)
 
 
 def test_default_keeps_the_em_on_a_skewed_truth_at_a_tiny_budget():

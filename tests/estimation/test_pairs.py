@@ -420,3 +420,5 @@ def test_interaction_weights_by_hand():
                                [1 - 0.01 / dd], rtol=1e-12)
     with pytest.raises(EstimationError, match="noise"):
         interaction_weights(Y[None], Y[None], np.array([-1.0]))
+    with pytest.raises(EstimationError, match=r"interaction_weights needs \(P, f1, f2\)"):
+        interaction_weights(Y[None], Y[None, :2], np.array([0.01]))

@@ -648,16 +648,8 @@ def shrink_weights(probs, inversion, trace, null=None) -> np.ndarray:
     numpy.ndarray (B,)
         The weights ``lam``.
     """
-    P = np.asarray(probs, dtype=np.float64)
-    Y = np.asarray(inversion, dtype=np.float64)
-    trace = np.asarray(trace, dtype=np.float64)
-    if P.ndim != 2 or Y.shape != P.shape or trace.shape != P.shape[:1]:
-        raise EstimationError(
-            f"shrink_weights needs (B, F) estimates and inversions and (B,) traces, got "
-            f"{P.shape}, {Y.shape} and {trace.shape}"
-        )
-    if not (np.all(np.isfinite(trace)) and np.all(trace >= 0)):
-        raise EstimationError(f"trace must be finite and >= 0, got {trace!r}")
+    P, Y, trace = _weight_inputs("shrink_weights", probs, inversion, trace, 2,
+                                 "(B, F) estimates and inversions and (B,) traces", "trace")
     F = P.shape[1]
     d = F - 1
     if d <= 2:
@@ -678,6 +670,23 @@ def shrink_weights(probs, inversion, trace, null=None) -> np.ndarray:
     if null is not None:
         lam = np.maximum(lam, 1.0 - np.asarray(null, dtype=np.float64) / safe_ee)
     return np.where(ee > 0, np.clip(lam, 0.0, 1.0), 0.0)
+
+
+def _weight_inputs(name: str, estimates, inversions, noise, ndim: int, layout: str,
+                   noise_name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The inputs of a batch of shrinkage weights (``shrink_weights``,
+    ``reidrisk.estimation.pairs.interaction_weights``) as float64 arrays: ``estimates`` with
+    ``ndim`` axes, ``inversions`` of the same shape and one ``noise`` per estimate, finite and
+    >= 0; otherwise ``EstimationError`` naming the function ``name`` and the expected ``layout``,
+    or ``noise_name`` and its value."""
+    E = np.asarray(estimates, dtype=np.float64)
+    Y = np.asarray(inversions, dtype=np.float64)
+    v = np.asarray(noise, dtype=np.float64)
+    if E.ndim != ndim or Y.shape != E.shape or v.shape != E.shape[:1]:
+        raise EstimationError(f"{name} needs {layout}, got {E.shape}, {Y.shape} and {v.shape}")
+    if not (np.all(np.isfinite(v)) and np.all(v >= 0)):
+        raise EstimationError(f"{noise_name} must be finite and >= 0, got {v!r}")
+    return E, Y, v
 
 
 def james_stein_noise(trace, dims: int) -> float:

@@ -56,6 +56,7 @@ from reidrisk.estimation.frequency import (
     _marginals_from_counts,
     _mech_channel,
     _per_report_noise,
+    _weight_inputs,
     norm_sub,
     shrink_weight,
 )
@@ -935,15 +936,8 @@ def interaction_weights(tables, inversions, noise) -> np.ndarray:
     EstimationError
         Arrays of mismatched shapes, or a noise that is not finite and >= 0.
     """
-    T = np.asarray(tables, dtype=np.float64)
-    Y = np.asarray(inversions, dtype=np.float64)
-    noise = np.asarray(noise, dtype=np.float64)
-    if T.ndim != 3 or Y.shape != T.shape or noise.shape != T.shape[:1]:
-        raise EstimationError(
-            f"interaction_weights needs (P, f1, f2) tables and inversions and (P,) noises, got "
-            f"{T.shape}, {Y.shape} and {noise.shape}")
-    if not (np.all(np.isfinite(noise)) and np.all(noise >= 0)):
-        raise EstimationError(f"noise must be finite and >= 0, got {noise!r}")
+    T, Y, noise = _weight_inputs("interaction_weights", tables, inversions, noise, 3,
+                                 "(P, f1, f2) tables and inversions and (P,) noises", "noise")
     P, f1, f2 = T.shape
     dims = (f1 - 1) * (f2 - 1)
     if P == 0 or dims == 0:
