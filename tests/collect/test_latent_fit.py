@@ -330,3 +330,53 @@ def test_blend_weight_maximizes_the_held_out_likelihood():
     assert lam == 0.75
     np.testing.assert_allclose(scores[3], (math.log(2.5) + math.log(1.25)) / 2)
     assert blend_weight(np.array([2.0]), np.array([1.0]))[0] == 0.0  # the copula alone
+
+
+def test_average_fits_blend_weight_and_report_likelihoods_check_their_input():
+    """Each names the bad value: before, n_fits=0 failed inside numpy (np.concatenate), n_fits=2.5
+    fitted 2 models, blend_weight spread one person's likelihood over all the others, and reports
+    of another schema failed inside np.einsum."""
+    import warnings
+
+    from reidrisk.collect.latent_fit import average_fits, blend_weight, report_likelihoods
+
+    rr = _reports("grr", seed=7).take(np.arange(300))
+    for bad in (0, 2.5, True, "5"):
+        with pytest.raises(CollectError, match="n_fits must be an integer >= 1"):
+            average_fits(rr, bad)
+    with pytest.raises(CollectError, match="seed must be an integer >= 0"):
+        average_fits(rr, 1, seed=-1)
+    with pytest.raises(CollectError, match="same held-out people"):
+        blend_weight(np.ones(3), np.ones(1))
+    with pytest.raises(CollectError, match="finite and >= 0"):
+        blend_weight(np.array([1.0, np.nan]), np.ones(2))
+    with pytest.raises(CollectError, match=r"weights in \[0, 1\]"):
+        blend_weight(np.ones(2), np.ones(2), np.array([0.5, 1.5]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollectWarning)
+        model = CollectPipeline(fallback=False).fit(rr)
+    sizes = (3, 4, 3, 3)
+    other = Schema(tuple(Attribute(f"a{j}", tuple(f"v{x}" for x in range(f)))
+                         for j, f in enumerate(sizes)))
+    mechs = tuple(GRR(EPS_PER_ATTRIBUTE, f) for f in sizes)
+    rr2 = RecordReports(other, mechs, tuple(m.perturb(np.zeros(50, dtype=np.int64), 0) for m in mechs))
+    with pytest.raises(CollectError, match=r"domain sizes \[3, 4, 3, 3\]\) differ from the model's"):
+        report_likelihoods(model, rr2)
+
+
+def test_a_model_file_written_before_the_average_of_fits_still_loads():
+    """A latent model file written by one fit (f7f3c79: `collect fit --model latent`, 1,500
+    people, K = 2 chosen among 1, 2, 4, 8) loads as it was: its tables are its own mixture's,
+    sum_h w_h prod_a theta_ha, and its fit keeps the K selection (averaged models have none)."""
+    from pathlib import Path
+
+    path = Path(__file__).parent / "data" / "latent_model_one_fit_f7f3c79.json"
+    raw = json.loads(path.read_text())["latent"]
+    w = np.array(raw["weights"])
+    probs = [np.array(t) for t in raw["probs"]]
+    model = CollectModel.load(path)
+    assert model.kind == "latent" and model.latent.n_classes_ == 2
+    assert [k for k, _ in model.latent.fit_.selection] == [1, 2, 4, 8]
+    want = np.einsum("h,ha,hb,hc->abc", w, *probs)
+    np.testing.assert_allclose(model.table([0, 1, 2]), want, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(model.table([2, 0]), want.sum(axis=1).T, rtol=1e-12, atol=1e-15)

@@ -42,11 +42,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from reidrisk.collect.model_io import CollectModel, FitReport
+from reidrisk.collect.model_io import CollectError, CollectModel, FitReport
 from reidrisk.collect.protocol import Protocol
 from reidrisk.collect.reports_io import CollectedReports
 from reidrisk.latent import LatentClassModel, LatentFit
 from reidrisk.latent.model import _EM, HOLDOUT_SHARE, _prepare, _source_columns
+from reidrisk.mechanisms.base import MechanismError, check_integer
 from reidrisk.mechanisms.record import RecordReports
 
 LATENT_SEED = 0
@@ -158,10 +159,21 @@ def average_fits(rr: RecordReports, n_fits: int = N_FITS, seed: int = LATENT_SEE
         ``fits``).
     fits : list of LatentClassModel
         The fits averaged, in seed order.
+
+    Raises
+    ------
+    CollectError
+        ``n_fits`` is not a whole number >= 1 or ``seed`` not one >= 0.
     """
+    try:
+        n_fits = check_integer(n_fits, "n_fits", 1)
+        seed = check_integer(seed, "seed", 0)
+    except MechanismError as exc:
+        raise CollectError(f"average_fits: {exc}; the latent method averages N_FITS = {N_FITS} "
+                           "fits from seed LATENT_SEED = 0") from None
     t0 = time.perf_counter()
     fits = [LatentClassModel("auto", rng=seed + b).fit(rr, progress=progress)
-            for b in range(int(n_fits))]
+            for b in range(n_fits)]
     if len(fits) == 1:
         return fits[0], fits
     schema = rr.schema
@@ -218,6 +230,9 @@ def _normalized(t: np.ndarray) -> np.ndarray:
     return t / t.sum()
 
 
+_AXES = "abcdefghijklmnopqrstuvwxy"  # one einsum axis per attribute; "z" indexes the people
+
+
 def report_likelihoods(model: CollectModel, rr: RecordReports) -> np.ndarray:
     """The likelihood of each person's reports under a model's table of the attributes they carry.
 
@@ -240,14 +255,30 @@ def report_likelihoods(model: CollectModel, rr: RecordReports) -> np.ndarray:
     -------
     numpy.ndarray (n,)
         The scaled likelihood of each person's reports (1 for a person with no report).
+
+    Raises
+    ------
+    CollectError
+        The reports' attributes or domain sizes differ from the model's, or a person reported
+        more than ``len(_AXES)`` = 25 attributes (a table of at least 2^26 cells).
     """
+    got = (list(rr.schema.names), [int(f) for f in rr.schema.sizes])
+    want = (list(model.schema.names), [int(f) for f in model.schema.sizes])
+    if got != want:
+        raise CollectError(
+            f"report_likelihoods: the reports' attributes {got[0]} (domain sizes {got[1]}) differ "
+            f"from the model's {want[0]} ({want[1]}); score reports collected with the model's "
+            "schema")
     cols, _ = _source_columns(rr, rr.schema)
     present = rr.present()
+    widest = int(present.sum(axis=1).max()) if rr.n else 0
+    if widest > len(_AXES):
+        raise CollectError(f"report_likelihoods: a person reported {widest} attributes; their "
+                           f"table is scored with one einsum axis each, at most {len(_AXES)}")
     out = np.ones(rr.n)
     sets, inverse = np.unique(present, axis=0, return_inverse=True)
     order = np.argsort(inverse.ravel(), kind="stable")  # people grouped by their set
     bounds = np.searchsorted(inverse.ravel()[order], np.arange(len(sets) + 1))
-    letters = "abcdefghijklmnopqrstuvwxyz"
     for s, attrs in enumerate(sets):  # one loop step per distinct set of reported attributes
         idx = np.flatnonzero(attrs)
         if idx.size == 0:
@@ -255,7 +286,7 @@ def report_likelihoods(model: CollectModel, rr: RecordReports) -> np.ndarray:
         rows = order[bounds[s]:bounds[s + 1]]
         rows_l = [cols[a][1][cols[a][0][rows]] for a in idx]  # (people, f_a) channel rows
         t = model.table([int(a) for a in idx])
-        ax = letters[:idx.size]
+        ax = _AXES[:idx.size]
         spec = ax + "," + ",".join("z" + x for x in ax) + "->z"
         out[rows] = np.einsum(spec, t, *rows_l, optimize=True)
     return np.maximum(out, 1e-300)
@@ -284,9 +315,24 @@ def blend_weight(lik_copula: np.ndarray, lik_latent: np.ndarray,
         The best weight of the latent model.
     scores : numpy.ndarray
         The held-out log-likelihood per person at each weight of ``grid``.
+
+    Raises
+    ------
+    CollectError
+        The likelihoods are not two 1-d arrays of one length, finite and >= 0, or ``grid`` is
+        empty or has a weight outside [0, 1].
     """
     grid = BLEND_GRID if grid is None else np.asarray(grid, dtype=np.float64)
     lc, ll = np.asarray(lik_copula, dtype=np.float64), np.asarray(lik_latent, dtype=np.float64)
+    if lc.ndim != 1 or lc.shape != ll.shape or lc.size == 0:
+        raise CollectError(f"blend_weight: the two likelihoods must be 1-d arrays of the same "
+                           f"held-out people, got shapes {lc.shape} and {ll.shape}")
+    if not (np.all(np.isfinite(lc)) and np.all(np.isfinite(ll)) and lc.min() >= 0 and ll.min() >= 0):
+        raise CollectError("blend_weight: the likelihoods must be finite and >= 0 "
+                           "(report_likelihoods of the held-out reports)")
+    if grid.ndim != 1 or grid.size == 0 or not np.all((grid >= 0) & (grid <= 1)):
+        raise CollectError(f"blend_weight: grid must be a non-empty list of weights in [0, 1], "
+                           f"got {grid.tolist()!r}")
     mix = grid[:, None] * ll[None, :] + (1.0 - grid[:, None]) * lc[None, :]
     scores = np.log(np.maximum(mix, 1e-300)).mean(axis=1)
     return float(grid[int(np.argmax(scores))]), scores
