@@ -32,3 +32,9 @@ def test_latent_fit_prints_progress_lines_when_piped(tmp_path, monkeypatch):
     assert any(f"1/{N_FITS} fits (20%) [" in ln for ln in lines)
     assert lines[-1].startswith(f"latent class model: {N_FITS}/{N_FITS} fits done in")
     assert "\r" not in r.stderr  # no bar redrawn with carriage returns
+
+
+def test_fit_help_gives_the_latent_methods_number_of_fits():
+    # the help is static text (latent_fit is not imported at the command line's start)
+    r = CliRunner().invoke(cli, ["collect", "fit", "--help"], terminal_width=200)
+    assert r.exit_code == 0 and f"the average of {N_FITS} fits" in " ".join(r.output.split())

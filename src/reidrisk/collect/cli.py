@@ -215,7 +215,8 @@ def _number(text: str, value: str) -> float:
 @click.option("--model", "model_kind", type=click.Choice(["copula", "latent"]), default="copula",
               show_default=True,
               help="copula: pair tables and a Gaussian copula; latent: a latent class model fitted "
-                   "on the whole reports (of the options above only --fallback applies to it).")
+                   "on the whole reports, the average of 5 fits (of the options above only "
+                   "--fallback applies to it).")
 @click.option("--chunk-rows", type=click.IntRange(min=1), default=None,
               help="Partitioned reports: rows read and counted at a time (default: by the number "
                    "of categories, about 4M cells).")
