@@ -231,6 +231,31 @@ def test_non_structured_channels_use_the_dense_path():
     assert js_divergence(truth.ravel(), est[(0, 1)].ravel()) < 0.01
 
 
+@pytest.mark.parametrize("estimator", ["em", "norm_sub"])
+def test_marginals_and_starts_of_the_wrong_size_are_refused_naming_the_attribute(estimator):
+    """The marginals given to ``estimate_pairs`` are the EM's start and the shrinkage's target:
+    one per attribute, each over its attribute's values, or an ``EstimationError`` naming the
+    attribute (they used to reach numpy, which raised a bare broadcasting or reshape error, or
+    an IndexError for too few); the same for ``start``."""
+    rng = np.random.default_rng(42)
+    schema, codes = correlated_records(800, SIZES, rng, missing=0.1)
+    rr = randomize(schema, codes, "grr", 3.0, rng)
+    good = list(estimate_pairs(rr, shrink=False).marginals)
+    with pytest.raises(EstimationError, match=r"'a1' needs 4 finite"):
+        estimate_pairs(rr, estimator, marginals=[good[0], good[0], good[2]])
+    with pytest.raises(EstimationError, match="2 marginal estimates for 3 attributes"):
+        estimate_pairs(rr, estimator, marginals=good[:2])
+    with pytest.raises(EstimationError, match=r"'a2' needs 2 finite"):
+        estimate_pairs(rr, estimator, marginals=[good[0], good[1], None])
+    probs = [m.probs for m in good]
+    with pytest.raises(EstimationError, match=r"start vectors: attribute 'a0' needs 3"):
+        estimate_pairs(rr, estimator, start=[np.full(3, np.nan), probs[1], probs[2]])
+    same = estimate_pairs(rr, estimator, marginals=good, start=[list(p) for p in probs])
+    ref = estimate_pairs(rr, estimator, marginals=good)
+    for key, table in ref.items():
+        np.testing.assert_array_equal(same[key], table)
+
+
 @pytest.mark.parametrize("mech_name", ["grr", "oue"])
 def test_estimate_pairs_shrinks_toward_independence_by_default(mech_name):
     """At a small budget the default pair tables keep a share ``shrink[pair]`` < 1 of the EM

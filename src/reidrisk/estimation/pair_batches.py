@@ -15,8 +15,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from reidrisk.batches import map_pairs, split
-from reidrisk.estimation.frequency import EstimationError
-from reidrisk.estimation.pairs import PairCounts, PairEstimates, estimate_pairs
+from reidrisk.estimation.pairs import (
+    PairCounts,
+    PairEstimates,
+    _checked_vectors,
+    estimate_pairs,
+)
 
 
 def estimate_pair_batch(shared: tuple, pairs: list) -> PairEstimates:
@@ -66,11 +70,17 @@ def estimate_pairs_batched(layout, estimator: str, pairs: Iterable, *, counts: P
     -------
     PairEstimates
         The estimates of every pair, as ``estimate_pairs`` gives them.
+
+    Raises
+    ------
+    EstimationError
+        As ``estimate_pairs``; marginals not one per attribute of its domain size are refused
+        before any batch is sent.
     """
     plist = sorted({(min(int(j), int(k)), max(int(j), int(k))) for j, k in pairs})
-    if len(marginals) != counts.g:
-        raise EstimationError(f"{len(marginals)} marginal estimates for {counts.g} attributes; "
-                              "pass one per attribute")
+    # checked here, before the batches go out, as estimate_pairs checks them
+    _checked_vectors([getattr(m, "probs", None) for m in marginals], layout.mechanisms,
+                     [a.name for a in layout.schema], "marginal estimates")
     shared = (layout, estimator, {**options, "counts": counts, "marginals": tuple(marginals)})
     if not plist:
         return estimate_pair_batch(shared, [])

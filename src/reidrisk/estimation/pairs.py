@@ -631,8 +631,10 @@ def estimate_pairs(record_reports: RecordReports, estimator: str = "em",
         As in ``em_counts``.
     counts : PairCounts, optional
         The Gram counts of ``pair_counts``, to reuse them.
-    marginals : list, optional
-        Marginal estimates to start the EM from (used as they are).
+    marginals : list of FrequencyEstimate, optional
+        One marginal estimate per attribute, in schema order, used as they are: the EM starts from
+        them and, with ``shrink``, the tables shrink toward their independence table. Default:
+        computed from the Gram diagonal.
     start : list of numpy.ndarray, optional
         One probability vector per attribute to start the EM from instead of the marginal
         estimates' ``probs`` (the pair EM starts from their outer product).
@@ -656,8 +658,8 @@ def estimate_pairs(record_reports: RecordReports, estimator: str = "em",
     Raises
     ------
     EstimationError
-        For an unknown estimator, a bad pair, counts of other attributes, or a pair never
-        reported together.
+        For an unknown estimator, a bad pair, counts of other attributes, marginals or start
+        vectors not one per attribute of its domain size, or a pair never reported together.
     """
     method = _check_method(estimator, PAIR_METHODS)
     mechs = record_reports.mechanisms
@@ -671,9 +673,12 @@ def estimate_pairs(record_reports: RecordReports, estimator: str = "em",
             [counts.n_present(j) for j in range(len(mechs))],
             mechs, names, method, stop=stop, max_iter=max_iter, channels=chans, shrink=shrink)
     marginals = tuple(marginals)
+    probs = _checked_vectors([getattr(m, "probs", None) for m in marginals], mechs, names,
+                             "marginal estimates")
+    if start is not None:
+        start = _checked_vectors(start, mechs, names, "start vectors")
     _require_reported_together(counts, plist, names)
-    p0 = None if method != "em" else (
-        [m.probs for m in marginals] if start is None else list(start))
+    p0 = None if method != "em" else (probs if start is None else start)
     fits = []
     for batch in _pair_batches(plist, counts, chans):
         T, its, conv = _estimate_batch(batch, method, p0, stop, max_iter)
@@ -711,6 +716,50 @@ def _checked_counts(record_reports: RecordReports, counts: PairCounts | None) ->
     if counts.g != len(mechs) or list(counts.sizes) != [m.k for m in mechs]:
         raise EstimationError("counts do not match the reports' attributes; recompute pair_counts")
     return counts
+
+
+def _checked_vectors(vectors: Sequence, mechs, names: Sequence[str], what: str) -> list:
+    """One probability vector per attribute (``estimate_pairs``'s marginals' ``probs`` or
+    ``start``), checked to have its attribute's number of values and to be finite.
+
+    Parameters
+    ----------
+    vectors : sequence
+        The vectors, one per attribute (``None`` for a missing one).
+    mechs : sequence of Mechanism
+        The attributes' mechanisms (their domain sizes ``k``).
+    names : sequence of str
+        The attributes' names, for the messages.
+    what : str
+        What the vectors are, for the messages (``"marginal estimates"``, ``"start vectors"``).
+
+    Returns
+    -------
+    list of numpy.ndarray
+        The vectors as float arrays.
+
+    Raises
+    ------
+    EstimationError
+        Not one vector per attribute, or one of another size or not finite (naming the
+        attribute).
+    """
+    vectors = list(vectors)
+    if len(vectors) != len(mechs):
+        raise EstimationError(f"{len(vectors)} {what} for {len(mechs)} attributes; "
+                              "pass one per attribute")
+    out = []
+    for v, mech, name in zip(vectors, mechs, names):
+        try:
+            p = np.asarray(v, dtype=np.float64)
+        except (TypeError, ValueError):
+            p = np.full(1, np.nan)
+        if p.shape != (mech.k,) or not np.all(np.isfinite(p)):
+            raise EstimationError(
+                f"{what}: attribute {name!r} needs {mech.k} finite probabilities (one per value), "
+                f"got {v!r}; pass one vector per attribute in schema order")
+        out.append(p)
+    return out
 
 
 def _require_reported_together(counts: PairCounts, plist: list[tuple[int, int]],
