@@ -290,6 +290,14 @@ def test_bad_settings_are_refused_naming_the_parameter_and_the_fix(kwargs, name)
         m.fit(_draw(100, 16), _schema())
 
 
+def test_a_progress_that_is_not_callable_is_refused_before_the_fit():
+    """It used to fail with a bare TypeError at the first EM step, after the selection's work."""
+    m = LatentClassModel(2, rng=0)
+    with pytest.raises(LatentError, match="progress must be a function"):
+        m.fit(_draw(200, 16), _schema(), progress="yes")
+    assert not hasattr(m, "weights_")
+
+
 def test_whole_number_settings_are_kept_exactly():
     m = LatentClassModel(np.int64(3), n_starts=2.0, max_iter=np.int64(50), tol=0)
     assert (m.n_classes, m.n_starts, m.max_iter, m.tol) == (3, 2, 50, 0.0)

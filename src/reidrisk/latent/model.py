@@ -636,10 +636,14 @@ class LatentClassModel:
         LatentError
             No data; raw records without ``schema`` or not an encoded (n, g) array of the
             schema's codes; reports or ``init`` whose schema's domain sizes differ from
-            ``schema``'s.
+            ``schema``'s; a setting out of its range (as at construction); a ``progress`` that
+            is not callable (before any work).
         """
         t0 = time.perf_counter()
         self._check_settings()
+        if progress is not None and not callable(progress):
+            raise LatentError(f"progress must be a function progress(note, done) or None, got "
+                              f"{progress!r}")
         sources = list(data) if isinstance(data, (list, tuple)) else [data]
         if not sources:
             raise LatentError("no data given; pass raw records or RecordReports")
