@@ -1064,9 +1064,9 @@ def main(argv=None) -> int:
         "",
         f"The default's worst cells (MSE / best): {worst_best_text}.",
         "",
-        f"Target (the default at most {TARGET}x the best in every cell): "
-        + ("**met**" if not over_target else
-           f"**not met**: {over_target} of {len(every)} cells above it here")
+        f"Target (the default at most {TARGET}x the best in every cell): **"
+        + ("met" if not over_target and not precise_above["default"] else "not met")
+        + f"**: {over_target} of {len(every)} cells above it here"
         + (f"; {len(precise_above['default'])} of {len(near)} cells above it in the precision "
            "check below" if near else "") + ".",
         "",
