@@ -80,6 +80,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from reidrisk import __version__
+from reidrisk.data.io import atomic_write
 from reidrisk.errors import ReidriskError
 from reidrisk.estimation import em as em_engine
 from reidrisk.mechanisms.base import MechanismError, as_generator, check_integer
@@ -963,10 +964,6 @@ class LatentClassModel:
         LatentError
             The model is not fitted.
         """
-        # imported here: reidrisk.collect imports this core module, so a module-level import of
-        # its writer would be circular
-        from reidrisk.collect.reports_io import atomic_write
-
         path = Path(path)
         text = json.dumps(self.to_dict())
         atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
