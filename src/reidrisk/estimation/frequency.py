@@ -146,7 +146,7 @@ __all__ = [
     "DEFAULT_MAX_ITER", "EMResult", "EstimationError", "FrequencyEstimate", "METHODS", "NOISE_TOL",
     "default_shrink", "em_counts", "em_reports", "estimate_marginal", "estimate_marginals",
     "inversion_noise", "invert", "james_stein_noise", "marginals_from_counts", "norm_sub",
-    "null_departure", "null_departures", "shrink_toward_uniform", "shrink_weight",
+    "null_departure", "null_departures", "shrink_shares", "shrink_toward_uniform", "shrink_weight",
     "shrink_weights", "variance",
 ]
 
@@ -390,11 +390,31 @@ def shrink_weight(departure, noise) -> float:
     EstimationError
         ``noise`` is not a finite number >= 0.
     """
-    dd = float(np.sum(np.square(departure)))
     noise = float(noise)
     if not (np.isfinite(noise) and noise >= 0):
         raise EstimationError(f"noise must be a finite number >= 0, got {noise!r}")
-    return max(0.0, 1.0 - noise / dd) if dd > 0 else 0.0
+    d = np.asarray(departure, dtype=np.float64)
+    return float(shrink_shares(np.square(d).reshape(1, -1).sum(axis=1), np.array([noise]))[0])
+
+
+def shrink_shares(dd, noise) -> np.ndarray:
+    """``shrink_weight`` of B departures at once, from their squared norms.
+
+    Parameters
+    ----------
+    dd : numpy.ndarray (B,)
+        Each departure's ``||departure||^2``.
+    noise : numpy.ndarray (B,)
+        Each departure's noise (finite, >= 0; the caller checks it).
+
+    Returns
+    -------
+    numpy.ndarray (B,)
+        ``max(0, 1 - noise / dd)``, and 0 where ``dd`` is 0.
+    """
+    dd = np.asarray(dd, dtype=np.float64)
+    safe = np.where(dd > 0, dd, 1.0)
+    return np.where(dd > 0, np.maximum(0.0, 1.0 - np.asarray(noise, dtype=np.float64) / safe), 0.0)
 
 
 NULL_SAMPLES = 20

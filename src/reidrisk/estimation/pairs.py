@@ -58,7 +58,7 @@ from reidrisk.estimation.frequency import (
     _per_report_noise,
     _weight_inputs,
     norm_sub,
-    shrink_weight,
+    shrink_shares,
 )
 from reidrisk.schema import MISSING
 
@@ -1000,7 +1000,7 @@ def interaction_weights(tables, inversions, noise) -> np.ndarray:
     safe_ee = np.where(ee > 0, ee, 1.0)
     sure = (np.sum(e * D, axis=(1, 2)) - s2 * np.maximum(df - 2, 0)) / safe_ee
     se = np.sqrt(s2 * ee + 2.0 * s2 * s2 * df) / safe_ee
-    share = np.array([shrink_weight(D[i], noise[i]) for i in range(P)])
+    share = shrink_shares(np.square(D).reshape(P, -1).sum(axis=1), noise)
     lam = np.where(se <= SURE_SE_MAX, sure, share)
     return np.where(ee > 0, np.clip(lam, 0.0, 1.0), 0.0)
 
