@@ -210,6 +210,14 @@ def em_stack(W, ns, mech):
     return P / P.sum(axis=1, keepdims=True)
 
 
+def projected_fallback(mle, theta, js, ee):
+    """``projected JS``'s fallback weight (``tried_weights``): the point of the EM's segment
+    [u, EM] nearest to James and Stein's estimate on the inversion, ``max(js, 0) (e . y) / ||e||^2``
+    with ``e`` the EM's and ``y`` the inversion's departure from uniform (``ee = ||e||^2 > 0``)."""
+    ey = float((mle - 1.0 / mle.size) @ (theta - theta.mean()))
+    return max(js, 0.0) * ey / ee
+
+
 def tried_weights(mle, theta, trace, null, mech=None, w=None, n=None):
     """The weights of the rules tried for the default's last cells above the target, each at
     least the null weight like the default's, clipped to [0, 1] (``TRIED``; the ``NEW_TRIED``
@@ -298,7 +306,7 @@ def tried_weights(mle, theta, trace, null, mech=None, w=None, n=None):
         Ef = em_stack(Wf.sum(axis=0) - Wf, nf.sum() - nf, mech) - 1.0 / k
         mu = nf[None, :, None] * (a * (1.0 / k + WEIGHT_GRID[:, None, None] * Ef[None]) + q)
         loglik = np.sum(Wf[None] * np.log(np.maximum(mu, 1e-300)) - mu, axis=(1, 2))
-        proj = max(js, 0.0) * ey / ee
+        proj = projected_fallback(mle, theta, js, ee)
         raw.update({
             "bootstrap JS": 1.0 - V / ee if sig else default,
             "bootstrap SURE": bsure if sig else default,
@@ -492,8 +500,7 @@ def precise_cell(mech_name, k, eps, n, kind, reps, rng):
         sure, se, js, _, _, ee = sure_parts(mle, th, trace)
         lam = 0.0
         if ee > 0:
-            ey = float((mle - u) @ (th - th.mean()))
-            lam = max(sure if se <= frequency.SURE_SE_MAX else max(js, 0.0) * ey / ee,
+            lam = max(sure if se <= frequency.SURE_SE_MAX else projected_fallback(mle, th, js, ee),
                       1.0 - null / ee)
         proj.append(u + float(np.clip(lam, 0.0, 1.0)) * (mle - u))
         tw = tried_weights(mle, th, trace, null)
