@@ -278,7 +278,7 @@ def tried_weights(mle, theta, trace, null, mech=None, w=None, n=None):
     gate = frequency.SURE_SE_MAX
     dd = sure - js
     blend = js + dd * max(0.0, 1.0 - se * se / (dd * dd)) if dd != 0 else js
-    face = 1.0 - max(free - 3, 0) * s2 / ee
+    face = 1.0 - max(free - 3, 0) * s2 / ee if ee > 0 else 0.0  # ee = 0: the EM is uniform
     raw = {"precision blend": blend,
            "face fallback": sure if se <= gate else face,
            "interval gate": sure if (se <= gate or sure - Z95 * se > 0 or sure + Z95 * se < 1)
