@@ -146,11 +146,13 @@ def test_large_exact_table_switches_to_sampling_and_says_so(workdir, monkeypatch
 
 def test_long_exact_table_shows_progress_and_matches_the_one_shot_table(workdir, monkeypatch):
     from reidrisk.collect import cli as collect_cli
+    from reidrisk.collect import model_io
     from reidrisk.collect.pipeline import CollectModel
     from reidrisk.report import progress
 
     d = workdir
-    monkeypatch.setattr(collect_cli, "EXACT_SECONDS_PER_CELL", 1.0)  # pretend it is slow
+    # pretend it is slow: the estimate the command shares with the service reads this constant
+    monkeypatch.setattr(model_io, "EXACT_SECONDS_PER_CELL", 1.0)
     monkeypatch.setattr(collect_cli, "_EXACT_CHUNK", 5)
     monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)
     r = run("collect", "table", d / "model.json", d / "t3p.csv", "-c", "A1,A2,A3", "--exact")

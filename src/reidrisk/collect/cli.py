@@ -16,13 +16,20 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
 from pathlib import Path
 
 import click
 import numpy as np
 
-from reidrisk.collect.model_io import EXACT_HARD_LIMIT, EXACT_TABLE_MAX_CELLS
+# the exact table's limits and cost estimate, shared with the service (EXACT_SECONDS_PER_CELL and
+# exact_table_seconds stay importable from here)
+from reidrisk.collect.model_io import (
+    EXACT_HARD_LIMIT,
+    EXACT_SECONDS_PER_CELL,  # noqa: F401
+    EXACT_TABLE_MAX_CELLS,
+    exact_table_seconds,
+)
+from reidrisk.collect.model_io import duration_text as _duration
 from reidrisk.collect.pipeline import CollectModel, CollectPipeline, CollectWarning
 from reidrisk.collect.protocol import Protocol, choose_attributes_per_person
 from reidrisk.collect.reports_io import _is_parquet, atomic_write, read_reports, write_reports
@@ -303,33 +310,8 @@ def _fit_partitioned(reports: str, pipe, chunk_rows: int | None, scheduler: str 
 
 
 # ---- table ---------------------------------------------------------------------------------
-EXACT_SECONDS_PER_CELL = 1e-4
-"""Seconds per cell and attribute of the exact table (measured on a 2-core x86-64 machine: 1,500 to
-7,000 cells/s for c = 3..9; rounded up so the estimate is rarely too low)."""
-
 _EXACT_CHUNK = 2_000
-_SHOW_PROGRESS_AFTER = 3.0  # seconds of estimated work
-
-
-def exact_table_seconds(dims: Sequence[int]) -> float:
-    """Estimated seconds of the exact table of a copula model over the given attributes.
-
-    Parameters
-    ----------
-    dims : sequence of int
-        The domain sizes of the table's c attributes.
-
-    Returns
-    -------
-    float
-        ``cells x c x EXACT_SECONDS_PER_CELL``; 0 for c <= 2, which has a closed form.
-    """
-    c = len(dims)
-    return 0.0 if c <= 2 else float(np.prod(dims, dtype=np.float64)) * c * EXACT_SECONDS_PER_CELL
-
-
-def _duration(s: float) -> str:
-    return f"{s:.0f} s" if s < 120 else (f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h")
+_SHOW_PROGRESS_AFTER = 3.0  # seconds of estimated work (exact_table_seconds)
 
 
 @group.command("table")

@@ -63,13 +63,58 @@ MODEL_KINDS = ("copula", "latent")
 EXACT_TABLE_MAX_CELLS = 20_000
 """Largest table of c >= 3 attributes that ``reidrisk collect table`` and the service compute
 exactly by default. Each cell of a copula's table is a multivariate normal rectangle probability
-(randomized quasi-Monte Carlo), about ``collect.cli.EXACT_SECONDS_PER_CELL`` x c seconds per cell:
-20,000 cells of 3-9 attributes take about 6-18 s. Larger tables are counted from synthetic
-records unless an exact one is asked for."""
+(randomized quasi-Monte Carlo), about ``EXACT_SECONDS_PER_CELL`` x c seconds per cell: 20,000 cells
+of 3-9 attributes take about 6-18 s. Larger tables are counted from synthetic records unless an
+exact one is asked for. The service also keeps each request's exact table within
+``reidrisk.service.app.EXACT_REQUEST_SECONDS`` of estimated work (``exact_table_seconds``)."""
 
 EXACT_HARD_LIMIT = 2**20
 """Tables of c >= 3 attributes with more cells are never computed exactly (the copula's own
 limit, ``GaussianCopula.contingency_table``); they are counted from synthetic records."""
+
+EXACT_SECONDS_PER_CELL = 1e-4
+"""Seconds per cell and attribute of a copula's exact table of c >= 3 attributes: the estimate
+``exact_table_seconds`` that ``reidrisk collect table`` and the service both use. Measured on a
+2-core x86-64 machine, it is rarely too low for 3-5 attributes or for weakly dependent ones (20-80
+microseconds per cell and attribute at c = 3..6, correlation 0.3 or none), but the cost grows
+with c and with the dependence, because rectangles of small probability need up to
+``max_points`` QMC points: 110-360 microseconds at c = 5, 6 with correlation 0.8, 590-760 at
+c = 7 and 1,550 at c = 8 (through the service, 20,000 reports, tables of 6,561-20,736 cells)."""
+
+
+def exact_table_seconds(dims: Sequence[int]) -> float:
+    """Estimated seconds of the exact table of a copula model over the given attributes.
+
+    Parameters
+    ----------
+    dims : sequence of int
+        The domain sizes of the table's c attributes.
+
+    Returns
+    -------
+    float
+        ``cells x c x EXACT_SECONDS_PER_CELL``; 0 for c <= 2, which has a closed form. (A latent
+        class model's exact table is a sum of K outer products, which this does not estimate.)
+    """
+    c = len(dims)
+    return 0.0 if c <= 2 else float(np.prod(dims, dtype=np.float64)) * c * EXACT_SECONDS_PER_CELL
+
+
+def duration_text(seconds: float) -> str:
+    """A duration for a message: ``"72 s"``, ``"35 min"``, ``"2.5 h"``.
+
+    Parameters
+    ----------
+    seconds : float
+        The duration (>= 0).
+
+    Returns
+    -------
+    str
+        Whole seconds below 2 minutes, whole minutes below 2 hours, hours to one decimal above.
+    """
+    s = float(seconds)
+    return f"{s:.0f} s" if s < 120 else (f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h")
 
 
 class ModelFileError(ReidriskError, ValueError):
@@ -621,6 +666,7 @@ def load_model(path: str | Path) -> CollectModel:
     return model_from_dict(d, source=f"model file {str(path)!r}")
 
 
-__all__ = ["EXACT_HARD_LIMIT", "EXACT_TABLE_MAX_CELLS", "LATENT_MODEL_VERSION", "MODEL_FORMAT",
-           "MODEL_KINDS", "MODEL_VERSION", "CollectError", "CollectModel", "FitReport",
-           "ModelFileError", "load_model", "save_model"]
+__all__ = ["EXACT_HARD_LIMIT", "EXACT_SECONDS_PER_CELL", "EXACT_TABLE_MAX_CELLS",
+           "LATENT_MODEL_VERSION", "MODEL_FORMAT", "MODEL_KINDS", "MODEL_VERSION", "CollectError",
+           "CollectModel", "FitReport", "ModelFileError", "duration_text", "exact_table_seconds",
+           "load_model", "save_model"]

@@ -33,7 +33,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from reidrisk import __version__
-from reidrisk.collect.model_io import EXACT_HARD_LIMIT, EXACT_TABLE_MAX_CELLS, CollectError
+from reidrisk.collect.model_io import (
+    EXACT_HARD_LIMIT,
+    EXACT_TABLE_MAX_CELLS,
+    CollectError,
+    duration_text,
+    exact_table_seconds,
+)
 from reidrisk.errors import ReidriskError
 from reidrisk.schema import SchemaError
 from reidrisk.service import schemas as S
@@ -54,6 +60,15 @@ from reidrisk.service.wire import MAX_BATCH, ReportError, SpecError, SurveySpec,
 MAX_BODY_BYTES = 4 << 20
 """Largest request body accepted by the report endpoints (a full batch is far smaller)."""
 MAX_SYNTHETIC = 100_000
+EXACT_REQUEST_SECONDS = 5.0
+"""Most estimated seconds of work (``reidrisk.collect.model_io.exact_table_seconds``) of the exact
+table of a copula model that ``GET /surveys/{id}/table`` computes in one request; above it the
+default is a table counted from synthetic records and ``exact=true`` is refused (422) with the
+estimate and the fix. The endpoint is a plain function, run in the server's thread pool: a table
+holds a worker thread and a core for its whole duration (measured through the API before this
+limit: 16,807 cells of 5 attributes 9 s, 15,625 of 6 attributes 33 s, 16,384 of 7 attributes
+68-88 s, 6,561 of 8 attributes 81 s). The estimate can be several times too low for 6 or more
+strongly dependent attributes (``EXACT_SECONDS_PER_CELL``)."""
 
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -571,9 +586,11 @@ def _add_query_routes(app: FastAPI, access: _Access) -> None:
               attributes: str = Query(description="comma-separated attribute names"),
               exact: bool | None = None, n: int | None = Query(None, ge=1, le=10_000_000),
               seed: int | None = None) -> dict:
-        """The contingency table of the model (``reidrisk collect table``): exact copula cell
-        probabilities, or counted from ``n`` synthetic records when ``exact=false`` (the default
-        above 20,000 cells for c >= 3; an exact table above 2^20 cells is refused, 422)."""
+        """The contingency table of the model (``reidrisk collect table``): exact cell
+        probabilities, or counted from ``n`` synthetic records when ``exact=false``. For c >= 3
+        attributes of a copula model the default is exact up to 20,000 cells and
+        ``EXACT_REQUEST_SECONDS`` of estimated work, counted above; ``exact=true`` beyond that
+        time, or beyond 2^20 cells, is refused (422) naming the estimate and the fix."""
         survey = access.reader(request, sid)
         f = fitted(survey)
         cols = [c.strip() for c in attributes.split(",") if c.strip()]
@@ -582,14 +599,25 @@ def _add_query_routes(app: FastAPI, access: _Access) -> None:
             idx = f.model.columns(cols)
         except SchemaError as exc:
             raise ApiError(422, str(exc)) from None
-        cells = int(np.prod([schema[i].size for i in idx]))
+        dims = [int(schema[i].size) for i in idx]
+        cells = int(np.prod(dims, dtype=np.int64))
+        # the per-cell cost is the copula's; a latent class model's table is K outer products
+        seconds = 0.0 if f.model.latent is not None else exact_table_seconds(dims)
         if exact is None:
-            exact = len(idx) <= 2 or cells <= EXACT_TABLE_MAX_CELLS
+            exact = len(idx) <= 2 or (cells <= EXACT_TABLE_MAX_CELLS
+                                      and seconds <= EXACT_REQUEST_SECONDS)
         if exact and len(idx) >= 3 and cells > EXACT_HARD_LIMIT:
             raise ApiError(422, f"the table of {', '.join(cols)} has {cells:,} cells, more than the "
                                 f"{EXACT_HARD_LIMIT:,} that are computed exactly; ask for "
                                 "exact=false (counts of n synthetic records), or fewer or smaller "
                                 "attributes")
+        if exact and seconds > EXACT_REQUEST_SECONDS:
+            shape = "x".join(map(str, dims))
+            raise ApiError(422, f"the exact {shape} table of {', '.join(cols)} ({cells:,} cells) "
+                                f"would take about {duration_text(seconds)} to compute, more than "
+                                f"the {duration_text(EXACT_REQUEST_SECONDS)} a request may take; "
+                                "ask for exact=false with n (counts of n synthetic records; "
+                                f"default {f.model.report.n:,}), or fewer or smaller attributes")
         try:
             T = f.model.table(cols, exact=exact, n=n, rng=seed)
         except (CollectError, SchemaError) as exc:
