@@ -234,3 +234,32 @@ def test_former_option_k_still_works_with_a_warning(workdir):
                                     "--schema", str(d / "schema.json"), "-e", "2", "--k", "2",
                                     "--attributes-per-person", "2"])
     assert both.exit_code == 2 and "pass --attributes-per-person only" in both.output
+
+
+def test_latent_fit_that_falls_back_says_so_instead_of_counting_no_fits(tmp_path, monkeypatch):
+    """On reports without dependence the pipeline returns its fallback model and fits no latent
+    class model: the progress display closed on "0/5 fits done", as if the fits had been skipped
+    or lost. Piped (plain lines, interval 0), it now closes with a line saying what happened."""
+    from reidrisk.collect.latent_fit import N_FITS
+    from reidrisk.collect.pipeline import CollectModel
+    from reidrisk.report import progress
+
+    pop = make_population(1500, [3, 4, 2, 3], dependence=0.0, rng=4)  # independent attributes
+    pop.schema.decode(pop.codes).to_csv(tmp_path / "data.csv", index=False)
+    pop.schema.save(tmp_path / "schema.json")
+    r = run("collect", "simulate", tmp_path / "data.csv", tmp_path / "reports.csv", "--schema",
+            tmp_path / "schema.json", "-e", 4, "--seed", 3)
+    assert r.exit_code == 0, r.output
+    monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)
+    r = CliRunner().invoke(cli, ["collect", "fit", str(tmp_path / "reports.csv"),
+                                 str(tmp_path / "model.json"), "--model", "latent"],
+                           catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    model = CollectModel.load(tmp_path / "model.json")
+    assert model.latent is None and model.report.fallback != "none"  # the case under test
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("latent class model:")]
+    assert lines == [f"latent class model: none of the {N_FITS} fits was needed; the model is the "
+                     "fallback, the product of the marginals (no pair shows dependence beyond the "
+                     "noise). --no-fallback fits the latent class model anyway."], r.stderr
+    assert f"0/{N_FITS} fits" not in r.stderr and "\r" not in r.stderr
+    assert "Note: no latent class model was fitted" in r.stderr  # the model's own note, as before

@@ -280,14 +280,32 @@ def fit_cmd(reports, model, estimator, stop_text, shrink, exact_em, fallback, mo
         click.echo(f"Note: {note}", err=True)
 
 
+_FALLBACK_MODELS = {"independence": "the product of the marginals (no pair shows dependence "
+                                    "beyond the noise)",
+                    "uniform": "the uniform distribution (nothing is detectable beyond the noise)"}
+
+
 def _fit_latent(pipe, collected):
     """The latent class model's fit, which takes a minute on 10^5 reports, with its progress:
-    a plain line every few seconds when the output is piped (reidrisk.report.progress)."""
+    a plain line every few seconds when the output is piped (reidrisk.report.progress).
+
+    When the reports show no dependence the pipeline returns its fallback model and fits no
+    latent class model (reidrisk.collect.latent_fit, "Fallback"): the display then closes with a
+    line saying so instead of a count of 0 fits."""
     from reidrisk.collect.latent_fit import N_FITS
     from reidrisk.report.progress import Progress
 
     with Progress(N_FITS, "latent class model", unit="fits") as bar:
-        return pipe.fit(collected, progress=lambda note, done: bar.update(int(done), note))
+        fitted = pipe.fit(collected, progress=lambda note, done: bar.update(int(done), note))
+        fell_back = fitted.latent is None
+        if fell_back:
+            bar.enabled = False  # its closing line would read "0/N fits"; the line below replaces it
+    if fell_back:
+        model = _FALLBACK_MODELS.get(fitted.report.fallback, f"the {fitted.report.fallback} model")
+        click.echo(f"latent class model: none of the {N_FITS} fits was needed; the model is the "
+                   f"fallback, {model}. --no-fallback fits the latent class model anyway.",
+                   err=True)
+    return fitted
 
 
 def _fit_partitioned(reports: str, pipe, chunk_rows: int | None, scheduler: str | None):
