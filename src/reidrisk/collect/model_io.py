@@ -75,11 +75,12 @@ limit, ``GaussianCopula.contingency_table``); they are counted from synthetic re
 EXACT_SECONDS_PER_CELL = 1e-4
 """Seconds per cell and attribute of a copula's exact table of c >= 3 attributes: the estimate
 ``exact_table_seconds`` that ``reidrisk collect table`` and the service both use. Measured on a
-2-core x86-64 machine, it is rarely too low for 3-5 attributes or for weakly dependent ones (20-80
-microseconds per cell and attribute at c = 3..6, correlation 0.3 or none), but the cost grows
-with c and with the dependence, because rectangles of small probability need up to
+2-core x86-64 machine, it is rarely too low for 3 or 4 attributes or for up to 6 weakly dependent
+ones (20-80 microseconds per cell and attribute at c = 3..6, correlation 0.3 or none), but the
+cost grows with c and with the dependence, because rectangles of small probability need up to
 ``max_points`` QMC points: 110-360 microseconds at c = 5, 6 with correlation 0.8, 590-760 at
-c = 7 and 1,550 at c = 8 (through the service, 20,000 reports, tables of 6,561-20,736 cells)."""
+c = 7, 1,550 at c = 8 and 1,880-1,990 at c = 9 with correlation 0.3 or 0.8 (through the service,
+20,000 reports, tables of 768-20,736 cells)."""
 
 
 def exact_table_seconds(dims: Sequence[int]) -> float:

@@ -64,11 +64,14 @@ EXACT_REQUEST_SECONDS = 5.0
 """Most estimated seconds of work (``reidrisk.collect.model_io.exact_table_seconds``) of the exact
 table of a copula model that ``GET /surveys/{id}/table`` computes in one request; above it the
 default is a table counted from synthetic records and ``exact=true`` is refused (422) with the
-estimate and the fix. The endpoint is a plain function, run in the server's thread pool: a table
-holds a worker thread and a core for its whole duration (measured through the API before this
-limit: 16,807 cells of 5 attributes 9 s, 15,625 of 6 attributes 33 s, 16,384 of 7 attributes
-68-88 s, 6,561 of 8 attributes 81 s). The estimate can be several times too low for 6 or more
-strongly dependent attributes (``EXACT_SECONDS_PER_CELL``)."""
+estimate and the fix. The endpoint is a plain function, run in the server's thread pool, so it
+does not stop the event loop (during a 76 s table, ``/health`` and batches of 10 reports kept their
+median latency, 3 and 7 ms), but it holds a worker thread and a core for its whole duration
+(measured through the API before this limit: 16,807 cells of 5 attributes 9 s, 15,625 of 6
+attributes 33 s, 16,384 of 7 attributes 68-88 s, 6,561 of 8 attributes 81 s, and 19,683 of 9
+attributes 352 s, which the default computed exactly as it has fewer than 20,000 cells). The
+estimate can be several times too low for 6 or more dependent attributes
+(``EXACT_SECONDS_PER_CELL``)."""
 
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
