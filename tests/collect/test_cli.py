@@ -145,7 +145,6 @@ def test_large_exact_table_switches_to_sampling_and_says_so(workdir, monkeypatch
 
 
 def test_long_exact_table_shows_progress_and_matches_the_one_shot_table(workdir, monkeypatch):
-    from reidrisk.collect import cli as collect_cli
     from reidrisk.collect import model_io
     from reidrisk.collect.pipeline import CollectModel
     from reidrisk.report import progress
@@ -153,16 +152,51 @@ def test_long_exact_table_shows_progress_and_matches_the_one_shot_table(workdir,
     d = workdir
     # pretend it is slow: the estimate the command shares with the service reads this constant
     monkeypatch.setattr(model_io, "EXACT_SECONDS_PER_CELL", 1.0)
-    monkeypatch.setattr(collect_cli, "_EXACT_CHUNK", 5)
+    monkeypatch.setattr(model_io, "EXACT_FIRST_CHUNK", 5)
+    monkeypatch.setattr(model_io, "EXACT_CHUNK", 5)
     monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)
     r = run("collect", "table", d / "model.json", d / "t3p.csv", "-c", "A1,A2,A3", "--exact")
     assert r.exit_code == 0, r.output
     assert "Computing the 24 cells of the 3x4x2 table exactly: about 72 s" in r.output
-    assert "exact table: 1/5 chunks (20%)" in r.output and "5/5 chunks done" in r.output
+    assert "exact table: 5/24 cells (21%) [about " in r.output
+    assert "left at the measured rate]" in r.output and "24/24 cells done" in r.output
     chunked = pd.read_csv(d / "t3p.csv")["probability"].to_numpy()
-    whole = CollectModel.load(d / "model.json").table([0, 1, 2]).ravel()
-    # each cell is a randomized-QMC estimate to relative standard error 1e-3 (the copula's rtol)
-    np.testing.assert_allclose(chunked, whole, rtol=6e-3, atol=1e-9)
+    whole = CollectModel.load(d / "model.json").copula.contingency_table([0, 1, 2]).ravel()
+    # the chunks compute the cells the one-shot table does, bit for bit (model_io's
+    # exact_copula_table); the CSV keeps 16 significant digits
+    np.testing.assert_allclose(chunked, whole, rtol=1e-12, atol=0)
+
+
+def test_exact_table_longer_than_its_shape_says_shows_measured_progress(workdir, monkeypatch):
+    """The shape's estimate (24 cells x 3 attributes x 1e-4 s) says the table is short, so no
+    progress was announced; a model whose cells cost 1 s each (the clock of model_io advanced by
+    the copula) is shown with the time left at the measured rate: 20 cells of 1 s."""
+    from reidrisk.collect import cli as collect_cli
+    from reidrisk.collect import model_io
+    from reidrisk.copula import GaussianCopula
+    from reidrisk.report import progress
+
+    now = [0.0]
+    real = GaussianCopula.cell_probability
+
+    def slow(self, cells, *args, **kwargs):
+        now[0] += len(cells)
+        return real(self, cells, *args, **kwargs)
+
+    monkeypatch.setattr(GaussianCopula, "cell_probability", slow)
+    monkeypatch.setattr(model_io, "_clock", lambda: now[0])
+    monkeypatch.setattr(collect_cli, "_now", lambda: now[0])
+    monkeypatch.setattr(model_io, "EXACT_FIRST_CHUNK", 4)
+    monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)
+    r = run("collect", "table", workdir / "model.json", workdir / "t3m.csv", "-c", "A1,A2,A3",
+            "--exact")
+    assert r.exit_code == 0, r.output
+    assert ("Computing the 24 cells of the 3x4x2 table exactly: about 20 s left at the rate "
+            "measured on the first 4 cells.") in r.output
+    assert "about 72 s" not in r.output
+    assert ("exact table: 4/24 cells (17%) [about 20 s left at the measured rate], 4 s elapsed, "
+            "about 20 s left") in r.output
+    assert "(exact)" in r.output
 
 
 def test_exact_table_beyond_the_hard_limit_is_refused(workdir, monkeypatch):

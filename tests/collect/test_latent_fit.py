@@ -249,12 +249,15 @@ def test_cli_table_of_a_latent_model_quotes_no_copula_cost(tmp_path, monkeypatch
     latent class model's table is a sum of K outer products. Its note and its refusal beyond
     EXACT_HARD_LIMIT must not quote the copula's duration, nor announce a long computation."""
     from reidrisk.collect import cli as collect_cli
+    from reidrisk.collect import model_io
 
     rr = _reports("grr", seed=8).take(np.arange(4000))
     model = CollectPipeline(model="latent").fit(rr)
     assert model.kind == "latent"
     model.save(tmp_path / "m.json")
-    monkeypatch.setattr(collect_cli, "EXACT_SECONDS_PER_CELL", 1.0)  # a copula would be slow
+    # a copula would be slow: 36 cells x 3 attributes x 1 s (the estimate model_io computes for the
+    # command and the service)
+    monkeypatch.setattr(model_io, "EXACT_SECONDS_PER_CELL", 1.0)
     monkeypatch.setattr(collect_cli, "EXACT_TABLE_MAX_CELLS", 5)
 
     def table(*args):

@@ -114,3 +114,105 @@ def test_a_model_holds_exactly_one_of_a_copula_and_a_latent_class_model(model):
     with pytest.raises(model_io.CollectError, match="exactly one of a copula and a latent"):
         dataclasses.replace(model, copula=None)
     assert model.kind == "copula" and model.to_dict()["model"] == "copula"
+
+
+# ---- the exact table in timed chunks ----------------------------------------------------------
+def _copula(c: int, f: int, rho: float):
+    from reidrisk.copula import GaussianCopula
+
+    rng = np.random.default_rng(c)
+    corr = np.full((c, c), rho)
+    np.fill_diagonal(corr, 1.0)
+    return GaussianCopula.from_parameters([rng.dirichlet(np.full(f, 2.0)) for _ in range(c)], corr)
+
+
+class _Clock:
+    """model_io's clock, advanced by ``cost`` seconds per cell the copula computes."""
+
+    def __init__(self, monkeypatch, cost: float):
+        from reidrisk.copula import GaussianCopula
+
+        self.now, self.cost, self.calls = 0.0, cost, []
+        real = GaussianCopula.cell_probability
+
+        def slow(copula, grid, *args, **kwargs):
+            self.now += self.cost * len(grid)
+            self.calls.append(len(grid))
+            return real(copula, grid, *args, **kwargs)
+
+        monkeypatch.setattr(GaussianCopula, "cell_probability", slow)
+        monkeypatch.setattr(model_io, "_clock", lambda: self.now)
+
+
+@pytest.mark.parametrize(("c", "f", "rho"), [(3, 6, 0.5), (4, 5, 0.8)])
+def test_exact_copula_table_is_the_one_shot_table_bit_for_bit(c, f, rho):
+    """Chunks in a shuffled order compute each cell as the one call over the whole table does: the
+    QMC point sets of each round are drawn from the same seed whichever cells are in the call."""
+    cop = _copula(c, f, rho)
+    seen = []
+    t = model_io.exact_copula_table(cop, list(range(c)), progress=lambda *a: seen.append(a))
+    assert np.array_equal(t, cop.contingency_table(list(range(c))))
+    assert len(seen) >= 2 and seen[0][:2] == (model_io.EXACT_FIRST_CHUNK, f**c)  # in chunks
+    assert seen[-1] == (f**c, f**c, 0.0)
+
+
+def test_exact_copula_table_stops_when_the_measured_rate_exceeds_the_limit(monkeypatch):
+    """216 cells of 1 s each: the first 64 take 64 s, so the table would take 216 s, above a limit
+    of 100 s; it stops after that one chunk, naming the measured estimate, the limit and the fix.
+    At 0.4 s per cell (86 s) it is computed to the end."""
+    cop = _copula(3, 6, 0.5)
+    clock = _Clock(monkeypatch, 1.0)
+    with pytest.raises(model_io.CollectError) as info:
+        model_io.exact_copula_table(cop, [0, 1, 2], limit=100.0)
+    exc = info.value
+    assert isinstance(exc, model_io.ExactTableTooLong)
+    assert clock.calls == [64] and (exc.done, exc.cells) == (64, 216)
+    assert exc.seconds == 216.0 and exc.limit == 100.0
+    assert str(exc) == ("the exact 6x6x6 table (216 cells) would take about 4 min to compute "
+                        "(measured on 64 of its cells in 64.0 s), more than the limit of 100 s; "
+                        "count it from synthetic records instead (exact=False), or choose fewer "
+                        "or smaller attributes")
+    clock.cost, clock.calls = 0.4, []
+    t = model_io.exact_copula_table(cop, [0, 1, 2], limit=100.0)
+    assert sum(clock.calls) == 216 and np.array_equal(t, cop.contingency_table([0, 1, 2]))
+
+
+def test_exact_copula_table_stops_when_the_elapsed_time_exceeds_the_limit(monkeypatch):
+    """Chunks shorter than EXACT_TIMING_SECONDS carry the fixed cost of a call, so their rate is
+    not extrapolated to refuse a table; the elapsed time still is checked after each chunk."""
+    cop = _copula(3, 6, 0.5)
+    clock = _Clock(monkeypatch, 0.001)  # 64 ms, 128 ms, ...: 0.216 s in all
+    monkeypatch.setattr(model_io, "EXACT_TIMING_SECONDS", 1.0)
+    with pytest.raises(model_io.ExactTableTooLong) as info:
+        model_io.exact_copula_table(cop, [0, 1, 2], limit=0.15)
+    assert clock.calls == [64, 128] and info.value.done == 192  # 0.192 s > 0.15 s
+    # a 64-cell chunk takes 64 ms: below the 1 s that makes a rate trusted, so 0.216 s
+    # extrapolated from it does not stop a table with 0.2 s to go
+    clock.calls = []
+    with pytest.raises(model_io.ExactTableTooLong):
+        model_io.exact_copula_table(cop, [0, 1, 2], limit=0.1)
+    assert clock.calls == [64, 128]
+
+
+def test_exact_copula_table_checks_its_input():
+    cop = _copula(3, 4, 0.5)
+    for bad in (0, -1.0, float("nan"), float("inf"), "5", True):
+        with pytest.raises(model_io.CollectError, match="limit must be a positive number"):
+            model_io.exact_copula_table(cop, [0, 1, 2], limit=bad)
+    with pytest.raises(model_io.CollectError, match="progress must be callable"):
+        model_io.exact_copula_table(cop, [0, 1, 2], progress="yes")
+    # two attributes: the closed form, neither chunked nor timed
+    assert np.array_equal(model_io.exact_copula_table(cop, [0, 2]), cop.contingency_table([0, 2]))
+
+
+def test_model_table_is_computed_in_chunks_within_its_limit(model, monkeypatch):
+    """CollectModel.table's exact copula table is exact_copula_table's (the CLI and the service
+    call it with their progress and limit); without a limit it runs to the end."""
+    clock = _Clock(monkeypatch, 1.0)
+    monkeypatch.setattr(model_io, "EXACT_FIRST_CHUNK", 16)
+    with pytest.raises(model_io.ExactTableTooLong, match=r"4x4x4 table \(64 cells\) would take "
+                                                         r"about 64 s"):
+        model.table(["a0", "a1", "a2"], limit=10.0)
+    assert clock.calls == [16]
+    t = model.table(["a0", "a1", "a2"])
+    assert np.array_equal(t, model.copula.contingency_table([0, 1, 2]))

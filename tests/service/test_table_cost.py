@@ -1,6 +1,8 @@
 """The cost of ``GET /surveys/{id}/table``: an exact table of c >= 3 attributes of a copula model is
-computed cell by cell in the request, so the service keeps it within ``EXACT_REQUEST_SECONDS`` of
-estimated work (the estimate of ``reidrisk collect table``, ``model_io.exact_table_seconds``)."""
+computed cell by cell in the request. The shape's estimate (``model_io.exact_table_seconds``)
+decides the default before any work; the table itself is computed in timed chunks
+(``model_io.exact_copula_table``) that stop once the model's measured rate says it would take
+longer than ``EXACT_REQUEST_SECONDS``."""
 
 from __future__ import annotations
 
@@ -28,48 +30,86 @@ def table(client, sid, **params):
                       headers=admin_headers())
 
 
-@pytest.mark.filterwarnings("ignore::reidrisk.collect.CollectWarning")
-def test_an_exact_table_longer_than_a_request_is_refused_with_its_estimate(client, survey,
-                                                                           monkeypatch):
-    """Before, exact=true computed any table up to 2^20 cells in the request (measured: 15,625
-    cells of 6 attributes 33 s, 16,384 of 7 attributes 88 s), holding a worker thread all along.
-    The 3 x 4 x 2 table stands for a long one by pretending each cell costs 1 s per attribute:
-    24 x 3 = 72 s, the figure the command line quotes for the same table."""
+@pytest.fixture
+def seconds_per_cell(monkeypatch):
+    """Make every cell of a copula's exact table cost ``cost[0]`` seconds of model_io's clock (the
+    cells really computed, the time counted, not slept); ``cells`` counts the cells computed."""
     from reidrisk.collect import model_io
-    from reidrisk.collect.cli import exact_table_seconds
-    from reidrisk.service import app as service_app
+    from reidrisk.copula import GaussianCopula
 
-    monkeypatch.setattr(model_io, "EXACT_SECONDS_PER_CELL", 1.0)
-    assert exact_table_seconds([3, 4, 2]) == 72.0  # the command line's estimate is the same one
-    monkeypatch.setattr(service_app, "EXACT_REQUEST_SECONDS", 71.0)
+    now, cost, cells = [0.0], [1.0], [0]
+    real = GaussianCopula.cell_probability
+
+    def slow(self, grid, *args, **kwargs):
+        now[0] += cost[0] * len(grid)
+        cells[0] += len(grid)
+        return real(self, grid, *args, **kwargs)
+
+    monkeypatch.setattr(GaussianCopula, "cell_probability", slow)
+    monkeypatch.setattr(model_io, "_clock", lambda: now[0])
+    monkeypatch.setattr(model_io, "EXACT_FIRST_CHUNK", 4)
+    return cost, cells
+
+
+@pytest.mark.filterwarnings("ignore::reidrisk.collect.CollectWarning")
+def test_an_exact_table_slower_than_its_shape_says_is_stopped_at_the_limit(client, survey,
+                                                                           seconds_per_cell):
+    """The 3 x 4 x 2 table's shape estimate is 24 x 3 x 1e-4 s = 7 ms, so it passed the 5 s limit
+    and was computed to the end however long its cells took (measured through the API: 6,144
+    cells of 7 dependent attributes, estimated 4.3 s, took 74 s). Its cells here cost 1 s each:
+    the first 4 take 4 s, and 4 s + 20 x 1 s is beyond the limit, so the request stops there."""
+    from reidrisk.collect.model_io import exact_table_seconds
+    from reidrisk.service.app import EXACT_REQUEST_SECONDS
+
+    cost, cells = seconds_per_cell
+    assert exact_table_seconds([3, 4, 2]) < EXACT_REQUEST_SECONDS == 5.0
     r = table(client, survey, exact="true")
     assert r.status_code == 422, r.text
     detail = r.json()["detail"]
-    assert "the exact 3x4x2 table of age, region, smoker (24 cells) would take about 72 s" in detail
-    assert "more than the 71 s a request may take" in detail
+    assert ("the exact 3x4x2 table of age, region, smoker (24 cells) would take about 24 s to "
+            "compute (measured on 4 of its cells), more than the 5 s a request may take") in detail
     assert "exact=false with n" in detail and "fewer or smaller attributes" in detail
-    # the default counts it from synthetic records instead (as many as there are reports)
+    assert cells[0] == 4  # the work done before the refusal: one chunk
+    # the default counts it from synthetic records instead (as many as there are reports), and
+    # says so in its 'exact' field
     r = table(client, survey)
     assert r.status_code == 200 and r.json()["exact"] is False
     t = np.array(r.json()["table"])
     np.testing.assert_allclose(t * 300, np.round(t * 300), atol=1e-9)
-    # two attributes have a closed form: exact, whatever the limit
+    assert cells[0] == 8
+    # two attributes have a closed form: exact, whatever the cost of a rectangle
     r = table(client, survey, attributes="age,smoker", exact="true")
     assert r.status_code == 200 and r.json()["exact"] is True
 
 
 @pytest.mark.filterwarnings("ignore::reidrisk.collect.CollectWarning")
-def test_an_exact_table_within_the_request_limit_is_still_exact(client, survey, monkeypatch):
-    from reidrisk.collect import model_io
-    from reidrisk.service import app as service_app
-
-    monkeypatch.setattr(model_io, "EXACT_SECONDS_PER_CELL", 1.0)
-    monkeypatch.setattr(service_app, "EXACT_REQUEST_SECONDS", 72.0)  # at the limit: computed
+def test_an_exact_table_within_the_request_limit_is_exact_and_the_models(client, survey,
+                                                                         seconds_per_cell):
+    cost, cells = seconds_per_cell
     expected = CollectModel.from_dict(client.get(f"/surveys/{survey}/model",
                                                  headers=admin_headers()).json())
-    for params in ({"exact": "true"}, {}):  # asked for, and the default
-        r = table(client, survey, **params)
-        assert r.status_code == 200, r.text
-        assert r.json()["exact"] is True
-        assert np.array_equal(np.array(r.json()["table"]), expected.table(["age", "region",
-                                                                             "smoker"]))
+    want = expected.table(["age", "region", "smoker"])
+    for c in (0.0, 0.2):  # free, and 24 x 0.2 s = 4.8 s: within the 5 s limit
+        cost[0] = c
+        for params in ({"exact": "true"}, {}):  # asked for, and the default
+            r = table(client, survey, **params)
+            assert r.status_code == 200, r.text
+            assert r.json()["exact"] is True
+            assert np.array_equal(np.array(r.json()["table"]), want)
+
+
+@pytest.mark.filterwarnings("ignore::reidrisk.collect.CollectWarning")
+def test_the_shape_estimate_still_decides_the_default_before_any_work(client, survey,
+                                                                      seconds_per_cell,
+                                                                      monkeypatch):
+    """Above EXACT_REQUEST_SECONDS of estimated work the default counts synthetic records without
+    computing a cell; exact=true is then measured (here free: computed exactly)."""
+    from reidrisk.collect import model_io
+
+    cost, cells = seconds_per_cell
+    cost[0] = 0.0
+    monkeypatch.setattr(model_io, "EXACT_SECONDS_PER_CELL", 1.0)  # 72 s estimated
+    r = table(client, survey)
+    assert r.status_code == 200 and r.json()["exact"] is False and cells[0] == 0
+    r = table(client, survey, exact="true")
+    assert r.status_code == 200 and r.json()["exact"] is True and cells[0] == 24

@@ -15,6 +15,7 @@ as labels, both streamed in chunks.
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from pathlib import Path
 
@@ -328,8 +329,8 @@ def _fit_partitioned(reports: str, pipe, chunk_rows: int | None, scheduler: str 
 
 
 # ---- table ---------------------------------------------------------------------------------
-_EXACT_CHUNK = 2_000
-_SHOW_PROGRESS_AFTER = 3.0  # seconds of estimated work (exact_table_seconds)
+_SHOW_PROGRESS_AFTER = 3.0  # seconds of work (estimated from the shape, or measured)
+_now = time.monotonic  # the clock of the progress of exact tables
 
 
 @group.command("table")
@@ -348,9 +349,10 @@ def table(model, output, columns, exact, n, seed) -> None:
     """Write the contingency table of the chosen attributes (long form: labels, probability).
 
     Exact tables of 3 or more attributes of a copula model cost about 1e-4 s per cell and
-    attribute; above 20,000 cells the table is counted from synthetic records instead (the command
-    says so), unless --exact is given, and progress is shown while it runs. A latent class model's
-    exact table is a sum of K outer products, computed exactly up to 2^20 cells.
+    attribute (more with 6 or more dependent attributes); above 20,000 cells the table is counted
+    from synthetic records instead (the command says so), unless --exact is given. Progress, with
+    the time left at the rate measured on the model, is shown while a long one runs. A latent class
+    model's exact table is a sum of K outer products, computed exactly up to 2^20 cells.
     """
     import pandas as pd
 
@@ -387,20 +389,37 @@ def table(model, output, columns, exact, n, seed) -> None:
         raise InputError(
             f"the {shape} table has {cells:,} cells, more than the {EXACT_HARD_LIMIT:,} that can be "
             f"computed exactly{cost}; use --sampled, or fewer or smaller attributes")
-    if exact and fitted.copula is not None and seconds > _SHOW_PROGRESS_AFTER:
+    bar: Progress | None = None
+    announced = bool(exact) and seconds > _SHOW_PROGRESS_AFTER  # 0 s for a latent model
+    if announced:
         click.echo(f"Computing the {cells:,} cells of the {shape} table exactly: about "
                    f"{_duration(seconds)}.", err=True)
-        grid = np.stack(np.unravel_index(np.arange(cells), dims), axis=1)
-        prob = np.empty(cells)
-        with Progress(math.ceil(cells / _EXACT_CHUNK), "exact table", unit="chunks") as bar:
-            for s in range(0, cells, _EXACT_CHUNK):
-                prob[s:s + _EXACT_CHUNK] = fitted.copula.cell_probability(grid[s:s + _EXACT_CHUNK],
-                                                                          idx, rng=0)
-                bar.update(note=f"{min(s + _EXACT_CHUNK, cells):,} cells")
-        prob = np.clip(prob, 0.0, None)
-        t = (prob / prob.sum()).reshape(dims)
-    else:
-        t = fitted.table(idx, exact=exact, n=n, rng=seed)
+
+    started = _now()
+
+    def show(done: int, total: int, left: float) -> None:
+        # the shared computation's measured rate: progress once the table proves long, even when
+        # the shape's estimate said it would be short (after a second, when the rate no longer
+        # carries the first chunks' fixed cost)
+        nonlocal bar
+        if bar is None:
+            elapsed = _now() - started
+            if not announced and (elapsed < 1.0 or elapsed + left <= _SHOW_PROGRESS_AFTER):
+                return
+            if not announced:
+                click.echo(f"Computing the {total:,} cells of the {shape} table exactly: about "
+                           f"{_duration(left)} left at the rate measured on the first "
+                           f"{done:,} cells.", err=True)
+            bar = Progress(total, "exact table", unit="cells", clock=_now)
+            bar.start = started  # its elapsed time and average rate count from the first cell
+        bar.update(done - bar.done, note=f"about {_duration(left)} left at the measured rate")
+
+    try:
+        t = fitted.table(idx, exact=exact, n=n, rng=seed,
+                         progress=show if exact and len(dims) >= 3 else None)
+    finally:
+        if bar is not None:
+            bar.close()
     grids = np.unravel_index(np.arange(t.size), t.shape)
     frame = pd.DataFrame({fitted.schema[j].name: np.asarray(fitted.schema[j].categories)[g]
                           for j, g in zip(idx, grids)})

@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,7 +67,8 @@ exactly by default. Each cell of a copula's table is a multivariate normal recta
 (randomized quasi-Monte Carlo), about ``EXACT_SECONDS_PER_CELL`` x c seconds per cell: 20,000 cells
 of 3-9 attributes take about 6-18 s. Larger tables are counted from synthetic records unless an
 exact one is asked for. The service also keeps each request's exact table within
-``reidrisk.service.app.EXACT_REQUEST_SECONDS`` of estimated work (``exact_table_seconds``)."""
+``reidrisk.service.app.EXACT_REQUEST_SECONDS``: of estimated work (``exact_table_seconds``) for its
+default, and of work measured on the model (``exact_copula_table``) for every exact table."""
 
 EXACT_HARD_LIMIT = 2**20
 """Tables of c >= 3 attributes with more cells are never computed exactly (the copula's own
@@ -80,7 +82,8 @@ ones (20-80 microseconds per cell and attribute at c = 3..6, correlation 0.3 or 
 cost grows with c and with the dependence, because rectangles of small probability need up to
 ``max_points`` QMC points: 110-360 microseconds at c = 5, 6 with correlation 0.8, 590-760 at
 c = 7, 1,550 at c = 8 and 1,880-1,990 at c = 9 with correlation 0.3 or 0.8 (through the service,
-20,000 reports, tables of 768-20,736 cells)."""
+20,000 reports, tables of 768-20,736 cells). It only decides before any work; the work itself is
+timed on the model (``exact_copula_table``)."""
 
 
 def exact_table_seconds(dims: Sequence[int]) -> float:
@@ -124,6 +127,145 @@ class ModelFileError(ReidriskError, ValueError):
 
 class CollectError(ReidriskError, ValueError):
     """Bad input to the collection pipeline. The message names the parameter/attribute and the fix."""
+
+
+EXACT_CHUNK = 2_000
+"""Most cells of an exact copula table computed in one call of ``GaussianCopula.cell_probability``
+(``exact_copula_table``; it also bounds the memory of a call: c x c floats per cell)."""
+
+EXACT_FIRST_CHUNK = 64
+"""Cells of an exact copula table computed first, to time the model's own cost per cell
+(``exact_copula_table``): 1-2 s at worst (9 dependent attributes, about 18 ms per cell)."""
+
+EXACT_CHUNK_SECONDS = 0.5
+"""Seconds of work ``exact_copula_table`` aims at per chunk after the first ones, from the
+measured rate: the most a time limit can be overrun by, beyond one chunk's spread."""
+
+EXACT_TIMING_SECONDS = 0.1
+"""Least duration of a chunk whose rate ``exact_copula_table`` extrapolates to refuse a table (or
+a chunk of ``EXACT_CHUNK`` cells): each call has a fixed cost of about 10 ms (its QMC point
+sets), which would make the rate of a short chunk of a cheap table several times too high."""
+
+_clock = time.perf_counter
+
+
+class ExactTableTooLong(CollectError):
+    """An exact table that would take longer than its time limit (``exact_copula_table``).
+
+    Its message names the measured estimate, the limit and the fix; its attributes let a caller
+    word its own fix.
+
+    Parameters
+    ----------
+    message : str
+        The message.
+    seconds : float
+        The whole table's estimated seconds, from the measured rate.
+    limit : float
+        The limit it exceeds.
+    done : int
+        Cells computed when it stopped.
+    cells : int
+        Cells of the table.
+    """
+
+    def __init__(self, message: str, seconds: float, limit: float, done: int, cells: int):
+        super().__init__(message)
+        self.seconds = float(seconds)
+        self.limit = float(limit)
+        self.done = int(done)
+        self.cells = int(cells)
+
+
+def exact_copula_table(copula: GaussianCopula, cols: Sequence[int], limit: float | None = None,
+                       progress: Callable[[int, int, float], object] | None = None) -> np.ndarray:
+    """The exact table of attributes ``cols`` of a copula, in timed chunks, within a time limit.
+
+    The cells' probabilities (``GaussianCopula.cell_probability``, randomized QMC for c >= 3) are
+    computed in chunks, in a fixed pseudo-random order of the cells so that every chunk is a fair
+    sample of the table's cost: a first chunk of ``EXACT_FIRST_CHUNK`` cells, then chunks of
+    about ``EXACT_CHUNK_SECONDS`` at the rate measured on the latest one (at most twice the
+    previous chunk and ``EXACT_CHUNK`` cells). After each chunk the whole table's time is
+    extrapolated from that rate: elapsed + rate x cells left. That is the model's own cost,
+    dependence and all, which ``exact_table_seconds`` (cells x c x ``EXACT_SECONDS_PER_CELL``)
+    does not see: it is 3.5-20x too low for 6-9 dependent attributes. Each cell's value does not
+    depend on the chunks (the QMC point sets are drawn per round, the same for every cell), so the
+    table is the one ``GaussianCopula.contingency_table(cols)`` computes in one call, bit for bit.
+
+    Parameters
+    ----------
+    copula : GaussianCopula
+        The fitted copula.
+    cols : sequence of int
+        The table's attributes (indices, no repeats).
+    limit : float, optional
+        Most seconds the table may take. The computation stops with ``ExactTableTooLong`` as soon
+        as the elapsed time, or the extrapolation from a chunk of at least
+        ``EXACT_TIMING_SECONDS`` (or of ``EXACT_CHUNK`` cells), exceeds it; so it holds the
+        caller at most about the limit plus one chunk. None (default): no limit.
+    progress : callable, optional
+        Called after each chunk with (cells done, cells, estimated seconds left at the measured
+        rate).
+
+    Returns
+    -------
+    numpy.ndarray (f_cols[0], ..., f_cols[c-1])
+        The table, summing to 1 (``GaussianCopula.contingency_table``'s, also for c <= 2, which
+        has a closed form and is neither chunked nor timed).
+
+    Raises
+    ------
+    CollectError
+        For a limit that is not a positive number, a progress that is not callable, or a table of
+        more than ``EXACT_HARD_LIMIT`` cells.
+    ExactTableTooLong
+        When the table would take longer than ``limit``; nothing is returned.
+    """
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float))
+                              or not limit > 0 or not math.isfinite(limit)):
+        raise CollectError(f"limit must be a positive number of seconds or None, got {limit!r}")
+    if progress is not None and not callable(progress):
+        raise CollectError(f"progress must be callable (cells done, cells, seconds left) or None, "
+                           f"got {type(progress).__name__}")
+    cols = [int(j) for j in cols]
+    dims = tuple(int(copula.sizes_[j]) for j in cols)
+    cells = int(np.prod(dims, dtype=np.int64))
+    if len(cols) <= 2:
+        return np.asarray(copula.contingency_table(cols), dtype=np.float64)
+    shape = "x".join(map(str, dims))
+    if cells > EXACT_HARD_LIMIT:
+        raise CollectError(f"the {shape} table has {cells:,} cells, more than the "
+                           f"{EXACT_HARD_LIMIT:,} computed exactly; count it from synthetic "
+                           "records (exact=False), or choose fewer or smaller attributes")
+    order = np.random.default_rng(0).permutation(cells)
+    prob = np.empty(cells)
+    start = _clock()
+    done, size = 0, min(EXACT_FIRST_CHUNK, cells)
+    while done < cells:
+        take = order[done:done + size]
+        t0 = _clock()
+        grid = np.stack(np.unravel_index(take, dims), axis=1)
+        prob[take] = copula.cell_probability(grid, cols, rng=0)
+        now = _clock()
+        done += take.size
+        rate = (now - t0) / take.size
+        left = rate * (cells - done)
+        elapsed = now - start
+        timed = now - t0 >= EXACT_TIMING_SECONDS or take.size >= EXACT_CHUNK
+        if limit is not None and done < cells and (elapsed > limit
+                                                   or (timed and elapsed + left > limit)):
+            est = elapsed + left
+            raise ExactTableTooLong(
+                f"the exact {shape} table ({cells:,} cells) would take about "
+                f"{duration_text(est)} to compute (measured on {done:,} of its cells in "
+                f"{elapsed:.1f} s), more than the limit of {duration_text(limit)}; count it from "
+                "synthetic records instead (exact=False), or choose fewer or smaller attributes",
+                est, float(limit), done, cells)
+        if progress is not None:
+            progress(done, cells, left)
+        size = int(min(EXACT_CHUNK, 2 * size, max(EXACT_FIRST_CHUNK, EXACT_CHUNK_SECONDS / rate)
+                       if rate > 0 else 2 * size))
+    return (prob / prob.sum()).reshape(dims)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -387,14 +529,16 @@ class CollectModel:
         return self.schema.decode(self.synthesize(n, rng))
 
     def table(self, cols: Sequence[int | str], exact: bool = True, n: int | None = None,
-              rng: np.random.Generator | int | None = None) -> np.ndarray:
+              rng: np.random.Generator | int | None = None, *, limit: float | None = None,
+              progress: Callable[[int, int, float], object] | None = None) -> np.ndarray:
         """The c-way contingency table of ``cols`` (names or indices) as probabilities.
 
         ``exact=True``: cell probabilities of the copula (multivariate normal rectangles), or of
         the latent class model (``sum_h w_h outer(theta_{h,a}, ...)``), shape
         ``(f_cols[0], ..., f_cols[c-1])``, summing to 1. ``exact=False``: the paper's Algorithm 2
         line 33: the normalized counts of ``n`` synthetic records (default: the number of records
-        the model was fitted on).
+        the model was fitted on). A copula's exact table of c >= 3 attributes is computed in timed
+        chunks (``exact_copula_table``), within ``limit`` seconds if one is given.
 
         Parameters
         ----------
@@ -406,11 +550,21 @@ class CollectModel:
             Synthetic records counted (``exact=False``).
         rng : numpy.random.Generator or int, optional
             Source of the draws (``exact=False``).
+        limit : float, optional
+            Most seconds of a copula's exact table (``exact_copula_table``; default: none).
+        progress : callable, optional
+            Called with (cells done, cells, seconds left) during a copula's exact table
+            (``exact_copula_table``).
 
         Returns
         -------
         numpy.ndarray (f_cols[0], ..., f_cols[c-1])
             The table.
+
+        Raises
+        ------
+        ExactTableTooLong
+            When a copula's exact table would take longer than ``limit``.
         """
         idx = self.columns(cols)
         if exact:
@@ -418,7 +572,7 @@ class CollectModel:
                 t = np.asarray(self.latent.table(idx), dtype=np.float64)
             else:
                 assert self.copula is not None  # exactly one of the two (__post_init__)
-                t = np.asarray(self.copula.contingency_table(idx), dtype=np.float64)
+                t = exact_copula_table(self.copula, idx, limit=limit, progress=progress)
             t = np.clip(t, 0.0, None)
             return t / t.sum()
         m = self.report.n if n is None else int(n)
@@ -667,7 +821,7 @@ def load_model(path: str | Path) -> CollectModel:
     return model_from_dict(d, source=f"model file {str(path)!r}")
 
 
-__all__ = ["EXACT_HARD_LIMIT", "EXACT_SECONDS_PER_CELL", "EXACT_TABLE_MAX_CELLS",
+__all__ = ["EXACT_CHUNK", "EXACT_HARD_LIMIT", "EXACT_SECONDS_PER_CELL", "EXACT_TABLE_MAX_CELLS",
            "LATENT_MODEL_VERSION", "MODEL_FORMAT", "MODEL_KINDS", "MODEL_VERSION", "CollectError",
-           "CollectModel", "FitReport", "ModelFileError", "duration_text", "exact_table_seconds",
-           "load_model", "save_model"]
+           "CollectModel", "ExactTableTooLong", "FitReport", "ModelFileError", "duration_text",
+           "exact_copula_table", "exact_table_seconds", "load_model", "save_model"]

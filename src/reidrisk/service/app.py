@@ -37,6 +37,7 @@ from reidrisk.collect.model_io import (
     EXACT_HARD_LIMIT,
     EXACT_TABLE_MAX_CELLS,
     CollectError,
+    ExactTableTooLong,
     duration_text,
     exact_table_seconds,
 )
@@ -61,17 +62,19 @@ MAX_BODY_BYTES = 4 << 20
 """Largest request body accepted by the report endpoints (a full batch is far smaller)."""
 MAX_SYNTHETIC = 100_000
 EXACT_REQUEST_SECONDS = 5.0
-"""Most estimated seconds of work (``reidrisk.collect.model_io.exact_table_seconds``) of the exact
-table of a copula model that ``GET /surveys/{id}/table`` computes in one request; above it the
-default is a table counted from synthetic records and ``exact=true`` is refused (422) with the
-estimate and the fix. The endpoint is a plain function, run in the server's thread pool, so it
-does not stop the event loop (during a 76 s table, ``/health`` and batches of 10 reports kept their
-median latency, 3 and 7 ms), but it holds a worker thread and a core for its whole duration
-(measured through the API before this limit: 16,807 cells of 5 attributes 9 s, 15,625 of 6
-attributes 33 s, 16,384 of 7 attributes 68-88 s, 6,561 of 8 attributes 81 s, and 19,683 of 9
-attributes 352 s, which the default computed exactly as it has fewer than 20,000 cells). The
-estimate can be several times too low for 6 or more dependent attributes
-(``EXACT_SECONDS_PER_CELL``)."""
+"""Most seconds of work of the exact table of a copula model that ``GET /surveys/{id}/table``
+computes in one request. Before any work, the shape's estimate
+(``reidrisk.collect.model_io.exact_table_seconds``) decides the default: exact within this time
+and 20,000 cells, counted from synthetic records above. Then every exact copula table of c >= 3
+attributes is computed in timed chunks (``reidrisk.collect.model_io.exact_copula_table``) that stop
+as soon as the measured rate or the elapsed time exceeds this limit: ``exact=true`` is then refused
+(422) with the measured estimate and the fix, and the default counts synthetic records instead.
+The shape's estimate alone let through tables 3.5-20x longer than it said (measured through the API
+before the timed chunks: 16,384 cells of 7 attributes 68-88 s, 19,683 of 9 attributes 352 s, the
+latter computed exactly by default). The endpoint is a plain function, run in the server's thread
+pool, so it does not stop the event loop (during a 76 s table, ``/health`` and batches of 10
+reports kept their median latency, 3 and 7 ms); a request now holds its worker thread at most
+about this limit plus one chunk (``reidrisk.collect.model_io.EXACT_CHUNK_SECONDS``)."""
 
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -592,8 +595,12 @@ def _add_query_routes(app: FastAPI, access: _Access) -> None:
         """The contingency table of the model (``reidrisk collect table``): exact cell
         probabilities, or counted from ``n`` synthetic records when ``exact=false``. For c >= 3
         attributes of a copula model the default is exact up to 20,000 cells and
-        ``EXACT_REQUEST_SECONDS`` of estimated work, counted above; ``exact=true`` beyond that
-        time, or beyond 2^20 cells, is refused (422) naming the estimate and the fix."""
+        ``EXACT_REQUEST_SECONDS`` of estimated work (``exact_table_seconds``, before any work),
+        counted above. Every exact copula table of c >= 3 attributes is then computed in timed
+        chunks within ``EXACT_REQUEST_SECONDS`` (``exact_copula_table``): when its measured rate
+        says it would take longer, ``exact=true`` is refused (422 naming the measured estimate,
+        the limit and the fix) and the default counts synthetic records instead (``exact`` is
+        false in the answer). Beyond 2^20 cells ``exact=true`` is refused before any work."""
         survey = access.reader(request, sid)
         f = fitted(survey)
         cols = [c.strip() for c in attributes.split(",") if c.strip()]
@@ -606,6 +613,7 @@ def _add_query_routes(app: FastAPI, access: _Access) -> None:
         cells = int(np.prod(dims, dtype=np.int64))
         # the per-cell cost is the copula's; a latent class model's table is K outer products
         seconds = 0.0 if f.model.latent is not None else exact_table_seconds(dims)
+        asked = exact is True
         if exact is None:
             exact = len(idx) <= 2 or (cells <= EXACT_TABLE_MAX_CELLS
                                       and seconds <= EXACT_REQUEST_SECONDS)
@@ -614,15 +622,21 @@ def _add_query_routes(app: FastAPI, access: _Access) -> None:
                                 f"{EXACT_HARD_LIMIT:,} that are computed exactly; ask for "
                                 "exact=false (counts of n synthetic records), or fewer or smaller "
                                 "attributes")
-        if exact and seconds > EXACT_REQUEST_SECONDS:
-            shape = "x".join(map(str, dims))
-            raise ApiError(422, f"the exact {shape} table of {', '.join(cols)} ({cells:,} cells) "
-                                f"would take about {duration_text(seconds)} to compute, more than "
-                                f"the {duration_text(EXACT_REQUEST_SECONDS)} a request may take; "
-                                "ask for exact=false with n (counts of n synthetic records; "
-                                f"default {f.model.report.n:,}), or fewer or smaller attributes")
         try:
-            T = f.model.table(cols, exact=exact, n=n, rng=seed)
+            try:
+                T = f.model.table(cols, exact=exact, n=n, rng=seed, limit=EXACT_REQUEST_SECONDS)
+            except ExactTableTooLong as exc:
+                if asked:
+                    shape = "x".join(map(str, dims))
+                    raise ApiError(
+                        422, f"the exact {shape} table of {', '.join(cols)} ({cells:,} cells) "
+                             f"would take about {duration_text(exc.seconds)} to compute (measured "
+                             f"on {exc.done:,} of its cells), more than the "
+                             f"{duration_text(EXACT_REQUEST_SECONDS)} a request may take; ask for "
+                             "exact=false with n (counts of n synthetic records; default "
+                             f"{f.model.report.n:,}), or fewer or smaller attributes") from None
+                exact = False
+                T = f.model.table(cols, exact=False, n=n, rng=seed)
         except (CollectError, SchemaError) as exc:
             raise ApiError(422, str(exc)) from None
         return {"n_reports": f.n_reports, "attributes": cols, "exact": exact,
