@@ -293,8 +293,9 @@ def _fit_latent(pipe, collected):
     When the reports show no dependence the pipeline returns its fallback model and fits no
     latent class model (reidrisk.collect.latent_fit, "Fallback"): the display then closes with a
     line saying so instead of a count of 0 fits."""
+    # loaded only when a latent model is fitted, off the command line's start
     from reidrisk.collect.latent_fit import N_FITS
-    from reidrisk.report.progress import Progress
+    from reidrisk.report.progress import Progress  # jinja2 (reidrisk.report): only with progress
 
     with Progress(N_FITS, "latent class model", unit="fits") as bar:
         fitted = pipe.fit(collected, progress=lambda note, done: bar.update(int(done), note))
