@@ -199,6 +199,34 @@ def test_exact_table_longer_than_its_shape_says_shows_measured_progress(workdir,
     assert "(exact)" in r.output
 
 
+def test_exact_table_done_in_one_chunk_announces_nothing_after_the_fact(workdir, monkeypatch):
+    """24 cells of 1 s each fit in the first chunk (64 cells): the table is done at the first
+    measurement, 24 s in. It printed "Computing the 24 cells ... about 0 s left at the rate measured
+    on the first 24 cells." and a progress bar, after the work; now only the result."""
+    from reidrisk.collect import cli as collect_cli
+    from reidrisk.collect import model_io
+    from reidrisk.copula import GaussianCopula
+    from reidrisk.report import progress
+
+    now = [0.0]
+    real = GaussianCopula.cell_probability
+
+    def slow(self, cells, *args, **kwargs):
+        now[0] += len(cells)
+        return real(self, cells, *args, **kwargs)
+
+    monkeypatch.setattr(GaussianCopula, "cell_probability", slow)
+    monkeypatch.setattr(model_io, "_clock", lambda: now[0])
+    monkeypatch.setattr(collect_cli, "_now", lambda: now[0])
+    monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)
+    assert model_io.EXACT_FIRST_CHUNK >= 24
+    r = run("collect", "table", workdir / "model.json", workdir / "t3o.csv", "-c", "A1,A2,A3",
+            "--exact")
+    assert r.exit_code == 0, r.output
+    assert now[0] == 24.0 and "(exact)" in r.output
+    assert "Computing" not in r.output and "exact table:" not in r.output, r.output
+
+
 def test_exact_table_beyond_the_hard_limit_is_refused(workdir, monkeypatch):
     from reidrisk.collect import cli as collect_cli
 

@@ -216,3 +216,35 @@ def test_model_table_is_computed_in_chunks_within_its_limit(model, monkeypatch):
     assert clock.calls == [16]
     t = model.table(["a0", "a1", "a2"])
     assert np.array_equal(t, model.copula.contingency_table([0, 1, 2]))
+
+
+def test_exact_copula_table_checks_its_attributes():
+    """An index out of range escaped as a bare IndexError, a fractional or boolean one was
+    truncated to a different attribute without a word, and a repeat raised the copula's own error:
+    each is now a CollectError naming the indices and the fix."""
+    cop = _copula(4, 3, 0.5)
+    for bad in ([0, 1, 7], [0, 1, 2.7], [0, True, 2], [0, 0, 1], [0, 1, -1], []):
+        with pytest.raises(model_io.CollectError, match=r"cols must be distinct attribute indices "
+                                                        r"in 0\.\.3"):
+            model_io.exact_copula_table(cop, bad)
+    assert np.array_equal(model_io.exact_copula_table(cop, np.array([3, 0, 1])),
+                          cop.contingency_table([3, 0, 1]))
+
+
+def test_duration_text_rounds_into_the_unit_it_names():
+    """Below a second the text was "0 s", so a refusal under a limit of 0.15 s read "about 0 s
+    ..., more than the limit of 0 s"; at the unit boundaries the rounding gave "120 s" and
+    "120 min" where the next unit begins."""
+    d = model_io.duration_text
+    assert [d(s) for s in (0, 0.15, 0.5, 1.0, 72, 119.4)] == ["0 s", "0.15 s", "0.5 s", "1 s",
+                                                               "72 s", "119 s"]
+    assert [d(s) for s in (119.6, 2100, 7199, 9000)] == ["2 min", "35 min", "2.0 h", "2.5 h"]
+
+
+def test_model_table_checks_its_limit_and_progress_whatever_the_table(model):
+    """A limit or progress that is not one was refused only on the copula's exact path: a counted
+    table (or a latent model's) accepted limit="5" without a word."""
+    for kwargs in ({"limit": "5"}, {"limit": 0}, {"progress": "yes"}):
+        for exact in (True, False):
+            with pytest.raises(model_io.CollectError, match="must be"):
+                model.table(["a0", "a1", "a2"], exact=exact, rng=0, **kwargs)

@@ -401,11 +401,13 @@ def table(model, output, columns, exact, n, seed) -> None:
     def show(done: int, total: int, left: float) -> None:
         # the shared computation's measured rate: progress once the table proves long, even when
         # the shape's estimate said it would be short (after a second, when the rate no longer
-        # carries the first chunks' fixed cost)
+        # carries the first chunks' fixed cost); not once the last cell is done (a table computed
+        # in one chunk): there is nothing left to announce
         nonlocal bar
         if bar is None:
             elapsed = _now() - started
-            if not announced and (elapsed < 1.0 or elapsed + left <= _SHOW_PROGRESS_AFTER):
+            if not announced and (done >= total or elapsed < 1.0
+                                  or elapsed + left <= _SHOW_PROGRESS_AFTER):
                 return
             if not announced:
                 click.echo(f"Computing the {total:,} cells of the {shape} table exactly: about "

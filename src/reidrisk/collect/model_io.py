@@ -64,11 +64,13 @@ MODEL_KINDS = ("copula", "latent")
 EXACT_TABLE_MAX_CELLS = 20_000
 """Largest table of c >= 3 attributes that ``reidrisk collect table`` and the service compute
 exactly by default. Each cell of a copula's table is a multivariate normal rectangle probability
-(randomized quasi-Monte Carlo), about ``EXACT_SECONDS_PER_CELL`` x c seconds per cell: 20,000 cells
-of 3-9 attributes take about 6-18 s. Larger tables are counted from synthetic records unless an
-exact one is asked for. The service also keeps each request's exact table within
-``reidrisk.service.app.EXACT_REQUEST_SECONDS``: of estimated work (``exact_table_seconds``) for its
-default, and of work measured on the model (``exact_copula_table``) for every exact table."""
+(randomized quasi-Monte Carlo), about ``EXACT_SECONDS_PER_CELL`` x c seconds per cell by the
+shape's estimate: 20,000 cells of 3-9 attributes in 6-18 s; measured, 3 or 4 attributes take less,
+6-9 dependent ones up to 20x more (19,683 cells of 9 attributes took 352 s). Larger tables are
+counted from synthetic records unless an exact one is asked for. The service also keeps each
+request's exact table within ``reidrisk.service.app.EXACT_REQUEST_SECONDS``: of estimated work
+(``exact_table_seconds``) for its default, and of work measured on the model
+(``exact_copula_table``) for every exact copula table."""
 
 EXACT_HARD_LIMIT = 2**20
 """Tables of c >= 3 attributes with more cells are never computed exactly (the copula's own
@@ -115,10 +117,16 @@ def duration_text(seconds: float) -> str:
     Returns
     -------
     str
-        Whole seconds below 2 minutes, whole minutes below 2 hours, hours to one decimal above.
+        Two significant digits below a second (so a short limit is not read as 0 s), whole
+        seconds below 2 minutes, whole minutes below 2 hours, hours to one decimal above; the unit
+        is chosen after rounding (119.6 s is "2 min", not "120 s").
     """
     s = float(seconds)
-    return f"{s:.0f} s" if s < 120 else (f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h")
+    if s < 1:
+        return f"{s:.2g} s"
+    if round(s) < 120:
+        return f"{s:.0f} s"
+    return f"{s / 60:.0f} min" if round(s / 60) < 120 else f"{s / 3600:.1f} h"
 
 
 class ModelFileError(ReidriskError, ValueError):
@@ -177,6 +185,17 @@ class ExactTableTooLong(CollectError):
         self.cells = int(cells)
 
 
+def _check_limit_progress(limit: object, progress: object) -> None:
+    """Refuse (CollectError) a time limit that is not a positive number of seconds or None, and a
+    progress that is not callable or None (``exact_copula_table``, ``CollectModel.table``)."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float))
+                              or not limit > 0 or not math.isfinite(limit)):
+        raise CollectError(f"limit must be a positive number of seconds or None, got {limit!r}")
+    if progress is not None and not callable(progress):
+        raise CollectError(f"progress must be callable (cells done, cells, seconds left) or None, "
+                           f"got {type(progress).__name__}")
+
+
 def exact_copula_table(copula: GaussianCopula, cols: Sequence[int], limit: float | None = None,
                        progress: Callable[[int, int, float], object] | None = None) -> np.ndarray:
     """The exact table of attributes ``cols`` of a copula, in timed chunks, within a time limit.
@@ -216,19 +235,21 @@ def exact_copula_table(copula: GaussianCopula, cols: Sequence[int], limit: float
     Raises
     ------
     CollectError
-        For a limit that is not a positive number, a progress that is not callable, or a table of
-        more than ``EXACT_HARD_LIMIT`` cells.
+        For a limit that is not a positive number, a progress that is not callable, ``cols`` that
+        are not distinct attribute indices of the copula, or a table of more than
+        ``EXACT_HARD_LIMIT`` cells.
     ExactTableTooLong
         When the table would take longer than ``limit``; nothing is returned.
     """
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float))
-                              or not limit > 0 or not math.isfinite(limit)):
-        raise CollectError(f"limit must be a positive number of seconds or None, got {limit!r}")
-    if progress is not None and not callable(progress):
-        raise CollectError(f"progress must be callable (cells done, cells, seconds left) or None, "
-                           f"got {type(progress).__name__}")
-    cols = [int(j) for j in cols]
-    dims = tuple(int(copula.sizes_[j]) for j in cols)
+    _check_limit_progress(limit, progress)
+    sizes = copula.sizes_
+    given = list(cols)
+    if (not given or any(isinstance(j, bool) or not isinstance(j, (int, np.integer)) for j in given)
+            or not all(0 <= j < sizes.size for j in given) or len(set(given)) != len(given)):
+        raise CollectError(f"cols must be distinct attribute indices in 0..{sizes.size - 1}, got "
+                           f"{given!r}; name each attribute of the table once, by its index")
+    cols = [int(j) for j in given]
+    dims = tuple(int(sizes[j]) for j in cols)
     cells = int(np.prod(dims, dtype=np.int64))
     if len(cols) <= 2:
         return np.asarray(copula.contingency_table(cols), dtype=np.float64)
@@ -563,10 +584,14 @@ class CollectModel:
 
         Raises
         ------
+        CollectError
+            For a ``limit`` that is not a positive number of seconds or a ``progress`` that is not
+            callable (whatever the model and ``exact``).
         ExactTableTooLong
             When a copula's exact table would take longer than ``limit``.
         """
         idx = self.columns(cols)
+        _check_limit_progress(limit, progress)  # on every path, not only the copula's exact one
         if exact:
             if self.latent is not None:
                 t = np.asarray(self.latent.table(idx), dtype=np.float64)
