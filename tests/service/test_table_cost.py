@@ -113,3 +113,12 @@ def test_the_shape_estimate_still_decides_the_default_before_any_work(client, su
     assert r.status_code == 200 and r.json()["exact"] is False and cells[0] == 0
     r = table(client, survey, exact="true")
     assert r.status_code == 200 and r.json()["exact"] is True and cells[0] == 24
+
+
+def test_the_openapi_text_of_the_table_states_the_request_limit(client):
+    """The endpoint's description named the limit only as the Python constant
+    ``EXACT_REQUEST_SECONDS``, which a client reading /docs cannot look up; it states the value."""
+    from reidrisk.service.app import EXACT_REQUEST_SECONDS
+
+    text = client.get("/openapi.json").json()["paths"]["/surveys/{sid}/table"]["get"]["description"]
+    assert f"{EXACT_REQUEST_SECONDS:g} s of work" in text and "20,000 cells" in text

@@ -594,13 +594,14 @@ def _add_query_routes(app: FastAPI, access: _Access) -> None:
               seed: int | None = None) -> dict:
         """The contingency table of the model (``reidrisk collect table``): exact cell
         probabilities, or counted from ``n`` synthetic records when ``exact=false``. For c >= 3
-        attributes of a copula model the default is exact up to 20,000 cells and
-        ``EXACT_REQUEST_SECONDS`` of estimated work (``exact_table_seconds``, before any work),
-        counted above. Every exact copula table of c >= 3 attributes is then computed in timed
-        chunks within ``EXACT_REQUEST_SECONDS`` (``exact_copula_table``): when its measured rate
-        says it would take longer, ``exact=true`` is refused (422 naming the measured estimate,
-        the limit and the fix) and the default counts synthetic records instead (``exact`` is
-        false in the answer). Beyond 2^20 cells ``exact=true`` is refused before any work."""
+        attributes the default is exact up to 20,000 cells and, for a copula model, 5 s of work
+        estimated from the table's shape before any work (``EXACT_REQUEST_SECONDS``,
+        ``exact_table_seconds``); it is counted above. Every exact copula table of c >= 3
+        attributes is then computed in timed chunks within those 5 s (``exact_copula_table``):
+        when the rate measured on the model says it would take longer, ``exact=true`` is refused
+        (422 naming the measured estimate, the limit and the fix) and the default counts
+        synthetic records instead (``exact`` is false in the answer). Beyond 2^20 cells
+        ``exact=true`` is refused before any work."""
         survey = access.reader(request, sid)
         f = fitted(survey)
         cols = [c.strip() for c in attributes.split(",") if c.strip()]
