@@ -122,7 +122,7 @@ values, GRR at epsilon 0.1, 4.7x the uniform guess's error against the default's
 12 seeds of the demo it puts a row above the uniform guess in 5 (the default in none). The default
 fails mildly where it fails (an accurate EM shrunk to 1.2-1.5x its error, still far below the
 uniform guess's); the interval gate fails where the estimate is already worse than doing nothing
-and makes it several times worse. That is why the default is kept.
+and makes it worse still (up to 2.7x). That is why the default is kept.
 """
 
 from __future__ import annotations
