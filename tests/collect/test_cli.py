@@ -167,14 +167,14 @@ def test_long_exact_table_shows_progress_and_matches_the_one_shot_table(workdir,
     np.testing.assert_allclose(chunked, whole, rtol=1e-12, atol=0)
 
 
-def test_exact_table_longer_than_its_shape_says_shows_measured_progress(workdir, monkeypatch):
-    """The shape's estimate (24 cells x 3 attributes x 1e-4 s) says the table is short, so no
-    progress was announced; a model whose cells cost 1 s each (the clock of model_io advanced by
-    the copula) is shown with the time left at the measured rate: 20 cells of 1 s."""
+@pytest.fixture
+def one_second_cells(monkeypatch):
+    """Every copula cell costs 1 s on the clock that model_io and the CLI read (a fake clock
+    advanced by the copula), so a table's measured rate is known; returns model_io and the clock
+    (a one-item list of seconds)."""
     from reidrisk.collect import cli as collect_cli
     from reidrisk.collect import model_io
     from reidrisk.copula import GaussianCopula
-    from reidrisk.report import progress
 
     now = [0.0]
     real = GaussianCopula.cell_probability
@@ -186,6 +186,17 @@ def test_exact_table_longer_than_its_shape_says_shows_measured_progress(workdir,
     monkeypatch.setattr(GaussianCopula, "cell_probability", slow)
     monkeypatch.setattr(model_io, "_clock", lambda: now[0])
     monkeypatch.setattr(collect_cli, "_now", lambda: now[0])
+    return model_io, now
+
+
+def test_exact_table_longer_than_its_shape_says_shows_measured_progress(workdir, monkeypatch,
+                                                                          one_second_cells):
+    """The shape's estimate (24 cells x 3 attributes x 1e-4 s) says the table is short, so no
+    progress was announced; a model whose cells cost 1 s each (the clock of model_io advanced by
+    the copula) is shown with the time left at the measured rate: 20 cells of 1 s."""
+    from reidrisk.report import progress
+
+    model_io, now = one_second_cells
     monkeypatch.setattr(model_io, "EXACT_FIRST_CHUNK", 4)
     monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)
     r = run("collect", "table", workdir / "model.json", workdir / "t3m.csv", "-c", "A1,A2,A3",
@@ -199,25 +210,14 @@ def test_exact_table_longer_than_its_shape_says_shows_measured_progress(workdir,
     assert "(exact)" in r.output
 
 
-def test_exact_table_done_in_one_chunk_announces_nothing_after_the_fact(workdir, monkeypatch):
+def test_exact_table_done_in_one_chunk_announces_nothing_after_the_fact(workdir, monkeypatch,
+                                                                          one_second_cells):
     """24 cells of 1 s each fit in the first chunk (64 cells): the table is done at the first
     measurement, 24 s in. It printed "Computing the 24 cells ... about 0 s left at the rate measured
     on the first 24 cells." and a progress bar, after the work; now only the result."""
-    from reidrisk.collect import cli as collect_cli
-    from reidrisk.collect import model_io
-    from reidrisk.copula import GaussianCopula
     from reidrisk.report import progress
 
-    now = [0.0]
-    real = GaussianCopula.cell_probability
-
-    def slow(self, cells, *args, **kwargs):
-        now[0] += len(cells)
-        return real(self, cells, *args, **kwargs)
-
-    monkeypatch.setattr(GaussianCopula, "cell_probability", slow)
-    monkeypatch.setattr(model_io, "_clock", lambda: now[0])
-    monkeypatch.setattr(collect_cli, "_now", lambda: now[0])
+    model_io, now = one_second_cells
     monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)
     assert model_io.EXACT_FIRST_CHUNK >= 24
     r = run("collect", "table", workdir / "model.json", workdir / "t3o.csv", "-c", "A1,A2,A3",
