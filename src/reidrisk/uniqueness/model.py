@@ -63,9 +63,12 @@ are too high where the simulated population is more diffuse than the real one, a
 0.1 (``caveat``). Measured on Adult (docs/results/uniqueness.md, 10 seeds at epsilon = 1 per
 attribute: gap 0.151; docs/results/uniqueness_epsilon_targets.md, 10 seeds each: 0.159 / 0.257 /
 0.206 at epsilon 1 / 2 / 10, against 0.06-0.08 for a calibrated predictor). What limits it is the
-shape world: drawn from the latent class fit of the whole raw population instead, the gap is
-0.069 / 0.100 / 0.094 (5 seeds; docs/results/uniqueness_diagnosis.md, which also measures the
-variants that did not help).
+shape world: with the bootstrap population drawn from the latent class fit of the whole raw
+population instead (an oracle), the gap at epsilon = 1 is 0.043 against the default's 0.151 on the
+same 10 seeds (uniqueness.md), and at epsilon 2 / 10 it is 0.100 / 0.094 against the default's
+0.158 / 0.126 on the same 5 seeds (docs/results/uniqueness_diagnosis.md, which also measures the
+variants that did not help; at epsilon = 1 its 5 seeds give 0.069 against 0.066, each below its
+calibrated predictor's 95 % gap, 0.090 / 0.095).
 Measurements: docs/design/uniqueness.md#how-far-px--1-can-be-trusted.
 """
 
