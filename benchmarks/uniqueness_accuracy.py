@@ -82,13 +82,21 @@ def load_datasets(quick: bool) -> dict:
 
 
 # ---- one configuration ---------------------------------------------------------------------------
+def point_draws(name, N, private, eps, m, seed):
+    """The draws that fix a point of a population of N: its generator, the m databases' membership
+    masks (N,) and the query records' indices, in the order ``make_point`` takes them."""
+    rng = np.random.default_rng([zlib.crc32(name.encode()), int(private), int(eps * 1000), m, seed])
+    members = [rng.random(N) < RATE for _ in range(m)]
+    pick = rng.choice(N, N_TARGETS, replace=False)
+    return rng, members, pick
+
+
 def make_point(name, schema, pop, sizes, private, eps, m, seed):
     """The m databases (k-RR at eps per attribute when private), the query records, their truth
     and the generator that made them, all fixed by (dataset, privacy, epsilon, m, seed)."""
     N, g = pop.shape
-    rng = np.random.default_rng([zlib.crc32(name.encode()), int(private), int(eps * 1000), m, seed])
-    raws = [pop[rng.random(N) < RATE] for _ in range(m)]
-    pick = rng.choice(N, N_TARGETS, replace=False)
+    rng, members, pick = point_draws(name, N, private, eps, m, seed)
+    raws = [pop[member] for member in members]
     rec, truth = pop[pick], sizes[pick]
     if private:
         rnd = RecordRandomizer(schema, "grr", eps * g)

@@ -30,7 +30,6 @@ import argparse
 import sys
 import tempfile
 import time
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -61,11 +60,9 @@ RAW_VARIANTS = ("latent world, joint prior", "latent world, reference prior",
 
 
 def membership(pop, private, eps, seed, name="adult"):
-    """Which query records of make_point are in its (first) database (same generator draws)."""
-    N = pop.shape[0]
-    rng = np.random.default_rng([zlib.crc32(name.encode()), int(private), int(eps * 1000), 1, seed])
-    member = rng.random(N) < ua.RATE
-    return member[rng.choice(N, ua.N_TARGETS, replace=False)]
+    """Which query records of make_point are in its (first) database (its draws: point_draws)."""
+    _, members, pick = ua.point_draws(name, pop.shape[0], private, eps, 1, seed)
+    return members[0][pick]
 
 
 def run(variant, schema, pop, sizes, eps, seed, oracle):
