@@ -1,7 +1,9 @@
 """Where the latent class world's P(unique) loses its calibration under LDP (Adult, k-RR).
 
 Each hypothesis is one variant of ``UniquenessModel(world="latent")`` scored on the query records of
-benchmarks/uniqueness_accuracy.py's private points (same databases, seeds and truth):
+private points drawn as benchmarks/uniqueness_accuracy.py draws them (``make_point``, seeds 0, 1, ...:
+at epsilon = 1 the databases and truth of its default point's first seeds; its epsilon sweep uses
+seeds 200, 201, ..., so at other epsilons the points are not those of its pages):
 
 * ``default``: the current default (prior calibrated on the simulated q and database counts);
 * ``counts twice``: the former default, a q-only prior then conditioned on the counts' likelihood
@@ -237,8 +239,8 @@ def main(argv=None):
         "# Where the latent class world's P(unique) loses its calibration (Adult, k-RR)", "",
         (__doc__ or "").split("\n\n", 1)[1].split("\n\n``--raw-seeds``")[0].strip(), "",
         f"Adult (paper 000's 9 attributes), one 10 % database randomized with k-RR at epsilon per "
-        f"attribute, {args.seeds} seeds x 1,000 query records (benchmarks/uniqueness_accuracy.py's "
-        "private points). \"in db\": the query records that are in the database (about 10 %); the "
+        f"attribute, {args.seeds} seeds x 1,000 query records (drawn as "
+        "benchmarks/uniqueness_accuracy.py's private points). \"in db\": the query records that are in the database (about 10 %); the "
         "last column is their mean P(X = 1) against their share unique. The \"mixture predictive\" row "
         "decides \"X > 1\" by P(X = 1) below its mean (it has no base rate).", "",
         md_table(["epsilon", "variant", "largest gap", "calibrated: 95 % gap", "bal. acc T=1",
