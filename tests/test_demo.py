@@ -105,7 +105,9 @@ def test_report_written_with_every_section(frame, tmp_path):
     assert isinstance(result, DemoResult) and result.report == tmp_path / "rep" / "index.html"
     page = result.report.read_text()
     for title in ("Overview", "Data", "Estimated distributions", "Error against budget", "Numbers",
-                  "Collection: contingency tables", "Population uniqueness", "Run parameters"):
+                  "Collection: contingency tables", "Population uniqueness",
+                  "Linkage: re-identifying an anonymized release",
+                  "Re-identification risk bounds (PIE)", "Run parameters"):
         assert f"<h2>{title}</h2>" in page
     for png in re.findall(r'src="([^"]+)"', page):
         assert (tmp_path / "rep" / png).read_bytes()[:4] == b"\x89PNG"
