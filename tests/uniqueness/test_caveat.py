@@ -39,8 +39,12 @@ def test_no_caveat_where_the_measured_gap_is_within_the_limit():
     assert ldp_caveat(20.0, table=table) is None  # above the largest measured epsilon: its gap
     # between two measured points the larger of the two gaps speaks: 3 lies between 1 and 5
     assert measured_gap(3.0, table=table) == (1.0, 0.3)
-    assert "the measured point nearest to 3" in ldp_caveat(3.0, table=table)
+    assert "the worse of the two measured points around 3" in ldp_caveat(3.0, table=table)
     assert measured_gap(7.0, table=table) == (5.0, GAP_LIMIT)
+    # the note calls the point it uses nearest only where it is: 4.9 is nearer 5 than 1, and
+    # below the smallest measured epsilon the end point is the nearest
+    assert "nearest" not in ldp_caveat(4.9, table=table)
+    assert "the measured point nearest to 0.5" in ldp_caveat(0.5, table=table)
 
 
 def test_table_matches_the_results_files():

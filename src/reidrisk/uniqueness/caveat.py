@@ -123,8 +123,11 @@ def ldp_caveat(epsilon: float, world: str = "latent",
     at, gap = measured_gap(epsilon, world, table)
     if gap <= GAP_LIMIT:
         return None
-    where = f"epsilon = {at:g} per attribute" + ("" if at == float(epsilon) else
-                                                f", the measured point nearest to {float(epsilon):g}")
+    e, measured = float(epsilon), sorted((MEASURED_GAPS if table is None else table)[world])
+    where = f"epsilon = {at:g} per attribute" + (
+        "" if at == e else
+        f", the measured point nearest to {e:g}" if e < measured[0] or e > measured[-1] else
+        f", the worse of the two measured points around {e:g}")
     return (
         f"Note: no database holds raw records, so the counts' prior was calibrated on a population "
         f"simulated from the fitted model (the {world} world), and P(unique) is not calibrated at "
