@@ -172,6 +172,30 @@ def test_default_fit_is_the_engines_gain_rule_on_the_plain_em_path(monkeypatch):
     assert stops and all(s == ("gain", 0.0) or s == ("gain", 1e-5) for s in stops)
 
 
+def test_tables_of_eleven_attributes_or_more_are_the_mixtures():
+    """The table's 11th attribute took the einsum letter "k" of the classes: with K = 2 classes
+    and binary attributes it silently gave w_h theta_h[h] on that axis instead of the sum over the
+    classes, and with K = 3 it failed inside numpy."""
+    sizes = (2,) * 12
+    x = np.random.default_rng(5).integers(0, 2, (400, len(sizes)))
+    for K in (2, 3):
+        m = LatentClassModel(K, rng=0, n_starts=1, max_iter=20).fit(x, _schema(sizes))
+        t = m.table(list(range(12)))
+        want = np.zeros(sizes)
+        for h in range(K):
+            part = np.asarray(m.weights_[h])
+            for a in range(12):
+                part = np.multiply.outer(part, m.probs_[a][h])
+            want += part
+        np.testing.assert_allclose(t, want, rtol=1e-12, atol=1e-16)
+        np.testing.assert_allclose(m.table(list(range(11))), want.sum(axis=11), rtol=1e-12,
+                                   atol=1e-16)
+    wide = LatentClassModel(1, rng=0, n_starts=1, max_iter=1).fit(
+        np.random.default_rng(6).integers(0, 2, (50, 52)), _schema((2,) * 52))
+    with pytest.raises(LatentError, match="52 attributes has one einsum axis each, at most 51"):
+        wide.table(list(range(52)))
+
+
 def test_tables_sampling_and_log_prob_agree():
     schema = _schema()
     m = LatentClassModel(3, rng=0).fit(_draw(5_000, 12), schema)

@@ -490,6 +490,10 @@ def _split(em: _EM, theta, K: int, gen: np.random.Generator):
 # ---------------------------------------------------------------------------------------------
 # the model
 # ---------------------------------------------------------------------------------------------
+_TABLE_AXES = "abcdefghijlmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+"""One einsum axis per attribute of ``LatentClassModel.table``; "k" indexes the classes."""
+
+
 class LatentClassModel:
     """Mixture of K products of categorical distributions over a schema's attributes.
 
@@ -817,7 +821,7 @@ class LatentClassModel:
         ------
         LatentError
             The model is not fitted, an attribute is unknown or out of range, or ``cols`` is
-            empty or repeats an attribute.
+            empty, repeats an attribute or names more than 51 (a table of at least 2^51 cells).
         """
         self._check_fitted()
         idx = []
@@ -833,8 +837,11 @@ class LatentClassModel:
                 idx.append(int(c))
         if not idx or len(set(idx)) != len(idx):
             raise LatentError(f"cols must name distinct attributes, got {list(cols)!r}")
-        letters = "abcdefghijklmnopqrstuvwxyz"
-        spec = ",".join(["k"] + [f"k{letters[i]}" for i in range(len(idx))]) + "->" + letters[:len(idx)]
+        if len(idx) > len(_TABLE_AXES):
+            raise LatentError(f"a table of {len(idx)} attributes has one einsum axis each, at most "
+                              f"{len(_TABLE_AXES)}; ask for fewer attributes")
+        ax = _TABLE_AXES[:len(idx)]
+        spec = ",".join(["k"] + [f"k{x}" for x in ax]) + "->" + ax
         return np.einsum(spec, self.weights_, *[self.probs_[a] for a in idx], optimize=True)
 
     def sample(self, n: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
