@@ -33,8 +33,8 @@ from reidrisk.collect.model_io import (
 from reidrisk.collect.model_io import duration_text as _duration
 from reidrisk.collect.pipeline import CollectModel, CollectPipeline, CollectWarning
 from reidrisk.collect.protocol import Protocol, choose_attributes_per_person
-from reidrisk.collect.reports_io import _is_parquet, atomic_write, read_reports, write_reports
-from reidrisk.data.io import check_output_path, read_table, table_format, write_table
+from reidrisk.collect.reports_io import _is_parquet, read_reports, write_reports
+from reidrisk.data.io import atomic_write, check_output_path, read_table, table_format, write_table
 from reidrisk.data.missing import mcar
 from reidrisk.errors import InputError
 from reidrisk.estimation.em import EstimationError, parse_stop

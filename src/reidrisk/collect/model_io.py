@@ -44,11 +44,11 @@ from reidrisk import __version__
 from reidrisk.collect.protocol import Protocol
 from reidrisk.collect.reports_io import (
     ReportsFileError,
-    atomic_write,
     check_declared_loss,
     rebuild_mechanism,
 )
 from reidrisk.copula import GaussianCopula
+from reidrisk.data.io import atomic_write
 from reidrisk.data.tables import contingency
 from reidrisk.errors import ReidriskError
 from reidrisk.latent import LatentClassModel, LatentError
