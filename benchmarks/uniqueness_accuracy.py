@@ -803,12 +803,13 @@ def report(datasets, settings, headline, floor_rows, calib, timings, panel, seed
 def world_section(datasets, settings, headline, calib, panel, epsilons, eps_worlds, argv) -> list[str]:
     """The latent class world against the copula world (issue targets on Adult)."""
     lines = ["## World model: latent class model against the Gaussian copula", "",
-             "The prior's cell probability q and, without a raw database, the population the prior is "
+             "The prior's cell probability q and, without a raw database (for the latent class "
+             "world also with one, `RAW_LATENT_SIMULATED`), the population the prior is "
              "calibrated on, come from a world model: the Gaussian copula of the pair tables (paper "
              "000) or a latent class model (`reidrisk.latent`: a mixture of K products of "
              "categoricals, MAP-EM through the k-RR channel, K by held-out likelihood). "
              "`UniquenessModel()` uses `world=\"auto\"`: the copula when a database is raw, the "
-             "latent class world when every database is randomized. Without a raw database the "
+             "latent class world when every database is randomized. The "
              "latent class world's prior is calibrated on a population drawn from its *shape world*: "
              "the latent class model fitted without the category prior (`SHAPE_CATEGORY_PRIOR`), "
              "whose Dirichlet pseudo-records, negligible on raw records, outweigh a class's "
