@@ -1,3 +1,6 @@
+import os
+import stat
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -180,3 +183,11 @@ def test_written_tables_have_ordinary_permissions(frame, tmp_path, suffix):
     plain = tmp_path / "plain"
     plain.write_text("x")
     assert oct(path.stat().st_mode) == oct(plain.stat().st_mode)
+    # under a private umask (077) both are 0600 and the comparison above holds whatever the
+    # writer does: under umask 022 a table must be readable by others, as any new file is
+    old = os.umask(0o022)
+    try:
+        again = write_table(frame, tmp_path / f"u.{suffix}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(again.stat().st_mode) == 0o644
