@@ -28,7 +28,7 @@ from reidrisk.collect.model_io import (
     EXACT_HARD_LIMIT,
     EXACT_SECONDS_PER_CELL,  # noqa: F401
     EXACT_TABLE_MAX_CELLS,
-    exact_table_seconds,
+    exact_table_seconds,  # noqa: F401
 )
 from reidrisk.collect.model_io import duration_text as _duration
 from reidrisk.collect.pipeline import CollectModel, CollectPipeline, CollectWarning
@@ -372,7 +372,7 @@ def table(model, output, columns, exact, n, seed) -> None:
     # the per-cell cost is the copula's; a latent class model's exact table is a sum of K outer
     # products, cheap up to EXACT_HARD_LIMIT cells (beyond it, the memory of K such arrays)
     latent = fitted.latent is not None
-    seconds = 0.0 if latent else exact_table_seconds(dims)
+    seconds = fitted.exact_seconds(idx)
     m = fitted.report.n if n is None else n
     if exact is None:
         exact = (len(dims) <= 2 or cells <= EXACT_TABLE_MAX_CELLS

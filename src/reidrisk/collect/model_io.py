@@ -549,6 +549,26 @@ class CollectModel:
         """
         return self.schema.decode(self.synthesize(n, rng))
 
+    def exact_seconds(self, cols: Sequence[int | str]) -> float:
+        """Estimated seconds of the exact table of ``cols``, from its shape alone, before any
+        work: the estimate by which ``reidrisk collect table`` and the service choose its default.
+
+        Parameters
+        ----------
+        cols : sequence of int or str
+            Attribute names or indices.
+
+        Returns
+        -------
+        float
+            ``exact_table_seconds`` of the table's domain sizes for a copula model; 0 for a latent
+            class model, whose exact table is a sum of K outer products (and for c <= 2).
+        """
+        idx = self.columns(cols)
+        if self.latent is not None:
+            return 0.0
+        return exact_table_seconds([int(self.schema.sizes[j]) for j in idx])
+
     def table(self, cols: Sequence[int | str], exact: bool = True, n: int | None = None,
               rng: np.random.Generator | int | None = None, *, limit: float | None = None,
               progress: Callable[[int, int, float], object] | None = None) -> np.ndarray:

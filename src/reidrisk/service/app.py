@@ -39,7 +39,6 @@ from reidrisk.collect.model_io import (
     CollectError,
     ExactTableTooLong,
     duration_text,
-    exact_table_seconds,
 )
 from reidrisk.errors import ReidriskError
 from reidrisk.schema import SchemaError
@@ -612,8 +611,7 @@ def _add_query_routes(app: FastAPI, access: _Access) -> None:
             raise ApiError(422, str(exc)) from None
         dims = [int(schema[i].size) for i in idx]
         cells = int(np.prod(dims, dtype=np.int64))
-        # the per-cell cost is the copula's; a latent class model's table is K outer products
-        seconds = 0.0 if f.model.latent is not None else exact_table_seconds(dims)
+        seconds = f.model.exact_seconds(idx)  # 0 for a latent class model (K outer products)
         asked = exact is True
         if exact is None:
             exact = len(idx) <= 2 or (cells <= EXACT_TABLE_MAX_CELLS
