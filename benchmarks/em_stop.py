@@ -41,7 +41,12 @@ Estimators on each randomized sample:
   ``PRECISE_REPS`` randomizations, those four, the MLE, the converged EM and norm-sub only
   (``precise_cell``): a cell of 10 randomizations determines a ratio to about +-0.05-0.1, too
   coarse for a target of 1.2
-  (``--precise-only``: just this check, on the cells of the committed em_stop.json, printed).
+  (``--precise-only``: just this check, on the cells of the committed em_stop.json, printed);
+* for the default, ``interval gate`` and ``lower gate`` (``rule_installed``): the small-budget
+  case the tests pin (``small_case``: k = 20, 2,000 records of a Zipf truth, GRR at epsilon 0.5
+  and OUE at 0.25, 300 randomizations, the MSE and JS over the uniform guess's) and the demo's
+  subset rows at whole-record budget 1, seed 0 (``demo_subset_row``), quoted in those rules'
+  paragraphs.
 
 Grids:
 
@@ -75,6 +80,7 @@ differ (the shrinkage).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
@@ -615,6 +621,105 @@ def precision_check(near, reps, res):
     return text, above, figs
 
 
+# the small-budget case the tests pin (``test_shrunk_estimate_beats_the_mle_and_the_uniform_guess``:
+# a Zipf truth of k = 20 values, 2,000 records, 300 randomizations drawn as the test draws them)
+SMALL_CASE = (("grr", 0.5), ("oue", 0.25))
+SMALL_K, SMALL_N, SMALL_REPS, SMALL_SEED = 20, 2_000, 300, 34
+
+
+def rule_weights(rule):
+    """``frequency.shrink_weights`` with ``rule``'s weight (``tried_weights``, one of
+    ``ROW_TRIED``) in place of the default's, row by row."""
+    def weights(probs, inversion, trace, null=None) -> np.ndarray:
+        P, Y = np.atleast_2d(probs), np.atleast_2d(inversion)
+        tr = np.broadcast_to(np.asarray(trace, dtype=np.float64), (P.shape[0],))
+        nul = np.full(P.shape[0], np.inf) if null is None else np.broadcast_to(
+            np.asarray(null, dtype=np.float64), (P.shape[0],))
+        return np.array([tried_weights(p, y, float(t), float(v))[rule]
+                         for p, y, t, v in zip(P, Y, tr, nul)])
+    return weights
+
+
+@contextlib.contextmanager
+def rule_installed(rule):
+    """The library's marginal shrinkage weight replaced by ``rule_weights(rule)`` (``"default"``:
+    left as shipped), restored on exit: a measurement of a rule not shipped."""
+    shipped = frequency.shrink_weights
+    if rule != "default":
+        frequency.shrink_weights = rule_weights(rule)
+    try:
+        yield
+    finally:
+        frequency.shrink_weights = shipped
+
+
+def small_case(rule, reps: int = SMALL_REPS) -> dict:
+    """The tests' small-budget case under ``rule``: for each (mechanism, epsilon) of
+    ``SMALL_CASE``, the mean MSE and JS over the uniform guess's and the z-score of their paired
+    difference, {(mech, eps): {"mse": (ratio, z), "js": (ratio, z)}}."""
+    theta = 1.0 / np.arange(1, SMALL_K + 1)
+    theta /= theta.sum()
+    counts = np.floor(theta * SMALL_N).astype(int)  # the fixed data closest to n theta
+    counts[np.argmax(theta)] += SMALL_N - counts.sum()
+    x = np.repeat(np.arange(SMALL_K), counts).astype(np.int64)
+    truth, u = counts / SMALL_N, np.full(SMALL_K, 1.0 / SMALL_K)
+    out = {}
+    for mech_name, eps in SMALL_CASE:
+        mech = make_mechanism(mech_name, eps, SMALL_K)
+        rng = np.random.default_rng(SMALL_SEED)  # each mechanism's own draws, as in the test
+        reports = mech.perturb(np.tile(x, reps), rng)
+        W = [mech.support_counts(reports[i * SMALL_N:(i + 1) * SMALL_N])[0] for i in range(reps)]
+        with rule_installed(rule):
+            est = [marginals_from_counts([mech], [w], [SMALL_N])[0].probs for w in W]
+        cell = {}
+        for name, f in (("mse", lambda e: float(np.sum((e - truth) ** 2))),
+                        ("js", lambda e: float(js_divergence(truth, e)))):
+            vals = np.array([f(e) for e in est])
+            diff = vals - f(u)
+            cell[name] = (vals.mean() / f(u), diff.mean() / (diff.std(ddof=1) / np.sqrt(reps)))
+        out[(mech_name, eps)] = cell
+    return out
+
+
+def demo_subset_row(rule) -> dict:
+    """The demo's (``reidrisk.demo.run_demo``, seed 0, estimator ``em``) subset rows at
+    whole-record budget 1 under ``rule``: {target: (js, the uniform guess's js)}."""
+    from reidrisk.demo import run_demo  # the demo only for this figure
+
+    with rule_installed(rule):
+        r = run_demo(out=None, progress=False, epsilons=(1.0,), seed=0, methods=("em",))
+    return {m.target: (m.js, r.reference[m.target]) for m in r.measurements
+            if m.mechanism == "subset"}
+
+
+def case_text(zipf, rule, short=False) -> str:
+    """``small_case``'s figures of ``rule`` as the page gives them (``zipf``: rule -> its
+    ``small_case``): the MSE and JS ratios to the uniform guess's and their z-scores (``short``:
+    only their range)."""
+    c = [zipf[rule][cell][e] for e in ("mse", "js") for cell in SMALL_CASE]
+    ratios = f"{c[0][0]:.2f}x and {c[1][0]:.2f}x, JS {c[2][0]:.2f}x and {c[3][0]:.2f}x"
+    z = [x[1] for x in c]
+    if short:
+        return f"{ratios} (z = {max(z):.0f} to {min(z):.0f})"
+    return f"MSE {ratios} the uniform guess's (z = {', '.join(f'{v:+.1f}' for v in z)})"
+
+
+def beats(zipf, rule, no="no longer beats") -> str:
+    """Whether ``rule`` beats the uniform guess in every figure of ``small_case`` (z < -3)."""
+    z = [zipf[rule][cell][e][1] for e in ("mse", "js") for cell in SMALL_CASE]
+    return "still beats" if max(z) < -3 else no
+
+
+def demo_side(demo, rule) -> str:
+    """``above`` when a subset row of ``demo_subset_row(rule)`` is above the uniform guess's."""
+    return "above" if any(js > u for js, u in demo[rule].values()) else "below"
+
+
+def demo_js(demo, rule, target, digits) -> str:
+    js, u = demo[rule][target]
+    return f"{js:.{digits}f} against {u:.{digits}f}"
+
+
 def committed_cells(path):
     """The precision check's cells from a committed ``em_stop.json`` (its 10-randomization tables),
     in the order of the full run, for ``--precise-only``: ``(label, spec, {rule: MSE / best})``."""
@@ -928,6 +1033,23 @@ def main(argv=None) -> int:
         return (f"{min(x[1] for x in f):.3f}-{r:.3f} (worst {lbl}, +- {se:.3f}), "
                 f"{len(precise_above[e])} of {len(f)} above {TARGET}")
 
+    # the tests' small-budget case and the demo's subset rows (seed 0) under each rule
+    small_reps = 50 if q else SMALL_REPS
+    zipf = {r: small_case(r, small_reps) for r in ("default", INTERVAL, LOWER)}
+    demo = {r: demo_subset_row(r) for r in ("default", INTERVAL, LOWER)}
+    for rule in zipf:
+        for (mech_name, eps), cell in zipf[rule].items():
+            pp = {"section": "small-budget case", "rule": rule, "mechanism": mech_name,
+                  "k": SMALL_K, "n": SMALL_N, "epsilon": eps, "randomizations": small_reps}
+            for e, (ratio, z) in cell.items():
+                res.add(pp, f"{e}_over_uniform", float(ratio), "ratio")
+                res.add(pp, f"{e}_z_against_uniform", float(z), "z-score of the paired difference")
+        for target, (js, u) in demo[rule].items():
+            pp = {"section": "demo subset, seed 0", "rule": rule, "whole_record_epsilon": 1.0,
+                  "target": target}
+            res.add(pp, "js", float(js), "bits")
+            res.add(pp, "js_uniform", float(u), "bits")
+
     (dd_w, dd_m), (dw_w, dw_m) = stats["default"][3], stats["default"][4]
     (id_w, id_m), (iw_w, iw_m) = stats[INTERVAL][3], stats[INTERVAL][4]
     interval_text = [
@@ -941,15 +1063,16 @@ def main(argv=None) -> int:
         f"demo's budget {id_w:.2f} worst, {id_m:.2f} median (the default's {dd_w:.2f}, "
         f"{dd_m:.2f}). Not adopted: on the small-budget case that the tests pin "
         "(`test_shrunk_estimate_beats_the_mle_and_the_uniform_guess`: k = 20, 2,000 records of "
-        "a Zipf truth, GRR at epsilon 0.5 and OUE at 0.25, 300 randomizations) it keeps SURE's "
-        "weight where the face is chosen by noise and no longer beats the uniform guess: MSE "
-        "1.02x and 1.04x, JS 1.10x and 1.09x the uniform guess's (z = +0.6, +1.2, +2.8, +2.6), "
-        "where the default gives 0.89x and 0.91x, JS 0.91x and 0.92x (z = -7 to -8) - the same "
-        "failure that `projected JS` was rejected for; and in the demo's own run (seed 0) the "
-        "subset mechanism at whole-record budget 1 would be above the uniform guess's error "
-        "(single attributes JS 0.092 against 0.082, the default's 0.063; pairs 0.215 against "
-        "0.191, the default's 0.167). The target is therefore still missed in the two cells "
-        "above.",
+        f"a Zipf truth, GRR at epsilon 0.5 and OUE at 0.25, {small_reps} randomizations) it keeps "
+        "SURE's weight where the face is chosen by noise and "
+        f"{beats(zipf, INTERVAL)} the uniform guess: {case_text(zipf, INTERVAL)}, where the "
+        f"default gives {case_text(zipf, 'default', short=True)} - the same failure that "
+        "`projected JS` was rejected for; and in the demo's own run (seed 0) the subset mechanism "
+        f"at whole-record budget 1 would be {demo_side(demo, INTERVAL)} the uniform guess's error "
+        f"(single attributes JS {demo_js(demo, INTERVAL, 'marginal', 3)}, the default's "
+        f"{demo['default']['marginal'][0]:.3f}; pairs {demo_js(demo, INTERVAL, 'pair', 3)}, the "
+        f"default's {demo['default']['pair'][0]:.3f}). The target is therefore still missed in "
+        "the two cells above.",
         "",
     ]
     (ld_w, ld_m), (lw_w, lw_m) = stats[LOWER][3], stats[LOWER][4]
@@ -968,11 +1091,13 @@ def main(argv=None) -> int:
         "which in these cells changes no figure, and it fails the same way. Not adopted: on the "
         "tests' small-budget case "
         "(`test_shrunk_estimate_beats_the_mle_and_the_uniform_guess`, as above) its lower bound "
-        "is above 0 where the face is chosen by noise, and it does not beat the uniform guess: "
-        "MSE 1.02x and 1.04x, JS 1.10x and 1.09x the uniform guess's (z = +0.6, +1.2, +2.8, "
-        "+2.6), the same figures as `interval gate`; and in the demo's own run (seed 0) the "
-        "subset mechanism at whole-record budget 1 is above the uniform guess's error (single "
-        "attributes JS 0.0922 against 0.0824, pairs 0.2147 against 0.1913). A positive lower "
+        "is above 0 where the face is chosen by noise, and it "
+        f"{beats(zipf, LOWER, 'does not beat')} the uniform guess: {case_text(zipf, LOWER)}"
+        + (f", the same figures as `{INTERVAL}`" if zipf[LOWER] == zipf[INTERVAL] else "")
+        + "; and in the demo's own run (seed 0) the subset mechanism at whole-record budget 1 is "
+        f"{demo_side(demo, LOWER)} the uniform guess's error (single attributes JS "
+        f"{demo_js(demo, LOWER, 'marginal', 4)}, pairs {demo_js(demo, LOWER, 'pair', 4)}). A "
+        "positive lower "
         "bound says the EM's departure is not zero, not that the face the EM landed on is the "
         "truth's, and SURE's weight charges the noise of that face only.",
         "",
