@@ -25,7 +25,7 @@ rules were not chosen on:
   20,000 records, 30% missing) at whole-record budgets 1 and 2 (1/6 and 1/3 per attribute), every
   mechanism, seeds 0 to ``--seeds`` - 1: the marginal and pair rows the report prints (mean
   Jensen-Shannon divergence over attributes or pairs) against the uniform guess's, with the default
-  and with ``interval gate`` put in place of the default's weight (``interval_weights``).
+  and with ``interval gate`` put in place of the default's weight (``em_stop.rule_installed``).
 
 Estimators: ``default`` (``marginals_from_counts`` as shipped), ``interval gate``, ``MLE``
 (``shrink=False``), ``converged`` (the EM to ``stop=("noise", 1e-12)``), ``norm-sub`` and ``uniform``
@@ -38,7 +38,6 @@ target); ``/ uniform``: over the uniform guess's.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 import tempfile
 from pathlib import Path
@@ -49,7 +48,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import em_stop  # noqa: E402
 from _harness import Results, md_table  # noqa: E402
-from reidrisk.estimation import frequency  # noqa: E402
 
 MECHS = ("grr", "oue")
 EPSILONS = (0.1, 0.5, 1.0, 2.0)
@@ -162,29 +160,6 @@ def best(cell) -> float:
     return min(cell["mse"]["converged"], cell["mse"]["norm-sub"])
 
 
-def interval_weights(probs, inversion, trace, null=None) -> np.ndarray:
-    """``frequency.shrink_weights`` with ``interval gate``'s rule (``em_stop.tried_weights``) in
-    place of the default's, row by row: what the demo runs with under ``interval_rule``."""
-    P, Y = np.atleast_2d(probs), np.atleast_2d(inversion)
-    tr = np.broadcast_to(np.asarray(trace, dtype=np.float64), (P.shape[0],))
-    nul = np.full(P.shape[0], np.inf) if null is None else np.broadcast_to(
-        np.asarray(null, dtype=np.float64), (P.shape[0],))
-    return np.array([em_stop.tried_weights(p, y, float(t), float(v))[em_stop.INTERVAL]
-                     for p, y, t, v in zip(P, Y, tr, nul)])
-
-
-@contextlib.contextmanager
-def interval_rule():
-    """The library's marginal shrinkage weight replaced by ``interval_weights`` (a measurement of
-    the rule not shipped; restored on exit)."""
-    shipped = frequency.shrink_weights
-    frequency.shrink_weights = interval_weights
-    try:
-        yield
-    finally:
-        frequency.shrink_weights = shipped
-
-
 def measure_demo(seeds: int, res: Results) -> list[dict]:
     """The demo's rows at ``DEMO_BUDGETS`` for seeds 0..seeds-1 under each rule: {"rule", "seed",
     "mech", "eps", "target", "js", "uniform"} (estimator "em", the report's)."""
@@ -193,7 +168,7 @@ def measure_demo(seeds: int, res: Results) -> list[dict]:
     rows = []
     for rule in RULES:
         for seed in range(seeds):
-            with interval_rule() if rule != "default" else contextlib.nullcontext():
+            with em_stop.rule_installed(rule):
                 r = run_demo(out=None, progress=False, epsilons=DEMO_BUDGETS, seed=seed,
                              methods=("em",))
             for m in r.measurements:
