@@ -33,6 +33,7 @@ CAPABILITIES: dict[str, str] = {
     "uniqueness": "Population uniqueness of records from DP or LDP data (paper 000).",
     "linkage": "Anonymization, linkage attacks and their scores (paper 001).",
     "pie": "Information-theoretic re-identification risk bounds (paper 002).",
+    "assess": "The disclosure-risk check of a data holder's own table: k-anonymity, l-diversity, SUDA, attacker risks, population uniques.",
 }
 
 EXIT_USER_ERROR = 2

@@ -1,0 +1,138 @@
+"""``reidrisk assess TABLE``: the disclosure-risk check of a data holder's own table."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+EXAMPLE = ("reidrisk assess adult.csv --qi age,sex,race,marital-status --sa income --bin age=10 "
+           "--population 48842 -o risk/")
+
+
+def _echo_err(text: str) -> None:
+    click.echo(text, err=True)
+
+
+@click.command(name="assess", epilog=f"Example: {EXAMPLE}")
+@click.argument("table", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--qi", "qi", multiple=True, metavar="COLS",
+              help="Quasi-identifiers: what an attacker may know (repeatable, each a comma list). "
+                   "Omitted: a suggestion is shown for you to confirm.")
+@click.option("--sa", "sa", multiple=True, metavar="COLS",
+              help="Sensitive attributes (repeatable, each a comma list).")
+@click.option("--weight", metavar="COL", help="Survey-weight column: each record stands for that "
+              "many people (sdcMicro's meaning); their sum is the population size.")
+@click.option("--population", type=click.IntRange(min=1), metavar="N",
+              help="Size of the population the table was drawn from.")
+@click.option("--fraction", type=float, metavar="F",
+              help="Sampling fraction n / N, instead of --population.")
+@click.option("--threshold", type=float, default=0.2, show_default=True,
+              help="Per-record risk above which a record is at risk (0.2 = fewer than 5 people).")
+@click.option("--bin", "bins", multiple=True, metavar="COL=WIDTH",
+              help="Equal-width bins for a numeric column, e.g. --bin age=10 (repeatable).")
+@click.option("--na", "na_values", multiple=True, metavar="TEXT",
+              help="Further text meaning 'missing' (empty, ?, NA, nan, NaN always do).")
+@click.option("--missing", type=click.Choice(["wildcard", "value"]), default="wildcard",
+              show_default=True, help="A missing QI value matches any value (wildcard), or is a "
+              "value of its own (value, ARX's reading).")
+@click.option("--no-model", is_flag=True, help="Skip paper 000's model (P(unique), E[count]).")
+@click.option("--max-msu", type=click.IntRange(0, 10), default=4, show_default=True,
+              help="Largest minimal sample unique SUDA searches (0: no SUDA).")
+@click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
+              help="Write DIR/records.csv, DIR/summary.json and DIR/report.html.")
+@click.option("--format", "record_format", type=click.Choice(["csv", "parquet"]), default="csv",
+              show_default=True, help="Format of DIR/records.")
+@click.option("--yes", is_flag=True, help="Accept the suggested QIs without asking.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the model's quasi-Monte Carlo points (same seed, same figures).")
+def group(table, qi, sa, weight, population, fraction, threshold, bins, na_values, missing, no_model,
+          max_msu, output, record_format, yes, as_json, seed) -> None:
+    """The disclosure-risk check of a data holder's own table (CSV or Parquet): which records are
+    at risk of re-identification, how much, why, and what lowers it.
+
+    Per record: fk, Fk, individual risk, P(unique in the population) and E[count] (paper 000),
+    SUDA, the drivers of its risk. Per table: k-anonymity, l-diversity, t-closeness, the
+    prosecutor / journalist / marketer risks, expected re-identifications, population uniques by
+    five estimators, and the measured effect of dropping or coarsening each QI.
+    """
+    # imported here, not at the top: `reidrisk --help` must not load pandas and SciPy (start-up)
+    from reidrisk.assess.classes import AssessError
+    from reidrisk.assess.extras import default_extras
+    from reidrisk.assess.report import summary_json, write_outputs
+    from reidrisk.assess.run import assess
+    from reidrisk.assess.table import (
+        check_columns,
+        parse_bins,
+        prepare_table,
+        split_names,
+        suggest_qis,
+    )
+    from reidrisk.data.io import check_output_path, read_table, table_header
+
+    if output is not None:
+        check_output_path(output, kind="folder")
+    source = str(table)
+    check_columns(table_header(table), source)
+    frame = read_table(table)
+    qis = split_names(qi)
+    if not qis:
+        suggested = suggest_qis(frame, na_values)
+        if not suggested:
+            raise AssessError(f"{source}: no column looks like a quasi-identifier by its name; name "
+                              "them with --qi (what an attacker may know, e.g. --qi age,sex,zip)")
+        names = [name for name, _ in suggested]
+        _echo_err("Suggested quasi-identifiers (demographic or geographic names; see "
+                  "`reidrisk assess --help`):")
+        for name, why in suggested:
+            _echo_err(f"  {name}: {why}")
+        if not yes:
+            if not sys.stdin.isatty():
+                raise AssessError(f"{source}: confirm the quasi-identifiers: rerun with --qi "
+                                  f"{','.join(names)} (edited as needed) or --yes")
+            if not click.confirm("Use these?", default=False, err=True):
+                raise AssessError("name the quasi-identifiers with --qi")
+        qis = names
+    prepared = prepare_table(frame, qis, split_names(sa), weight, parse_bins(bins), na_values,
+                             source)
+    result = assess(prepared, population=population, fraction=fraction, threshold=threshold,
+                    missing=missing, model=not no_model, extras=default_extras(max_msu), rng=seed,
+                    progress=lambda stage: _echo_err(f"assess: {stage} ..."))
+    if output is not None:
+        written = write_outputs(result, output, record_format)
+        _echo_err("Wrote " + ", ".join(str(p) for p in written))
+    if as_json:
+        click.echo(summary_json(result), nl=False)
+        return
+    click.echo(_summary_text(result))
+
+
+def _summary_text(result) -> str:
+    s = result.summary()
+    t = s["threshold"]
+    lines = [
+        f"{s['table']}: {s['records']:,} records, QIs {', '.join(s['quasi_identifiers'])}; "
+        + ("taken as the whole population" if s["population_assumed_census"]
+           else f"population {s['population']:,}"),
+        f"  k-anonymity            {s['k_anonymity']}  (safe: >= {round(1 / t)})",
+        f"  sample uniques         {s['sample_uniques']:,}",
+        f"  records at risk        {100 * s['records_at_risk']:.1f} %  (individual risk > {t:g})",
+        f"  expected re-ids        {s['expected_reidentifications']:,.1f}",
+    ]
+    for name in ("prosecutor", "journalist", "marketer"):
+        a = s[name]
+        lines.append(f"  {name + ' risk':<22} highest {a['highest']:.3f}, average {a['average']:.3f}")
+    for name, u in s["population_uniques"].items():
+        value = f"{u['in_table']:,.1f}" if u["valid"] else "failed"
+        lines.append(f"  population uniques     {name:<9} {value}")
+    for key in ("l_diversity", "t_closeness"):
+        if key in s and isinstance(s[key], dict):
+            lines.append(f"  {key:<22} " + ", ".join(f"{k} {v:g}" for k, v in s[key].items()
+                                                    if isinstance(v, int | float)))
+    if s["options"]:
+        best = s["options"][0]
+        lines.append(f"  best measured option   {best['how']}: expected re-ids "
+                     f"{best['expected_reidentifications']:,.1f}")
+    return "\n".join(lines)
