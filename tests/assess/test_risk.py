@@ -37,7 +37,8 @@ def test_closed_forms_of_the_first_three_frequencies(p):
     np.testing.assert_allclose(got, [f1, f2, f3], rtol=1e-10)
 
 
-@pytest.mark.parametrize("f,p", [(1, 0.5), (4, 0.2), (10, 0.6), (25, 0.1)])
+@pytest.mark.parametrize("f,p", [(1, 0.5), (4, 0.2), (10, 0.6), (25, 0.1), (49, 0.07),
+                                 (50, 0.07), (120, 0.01), (400, 0.5), (3000, 0.9)])
 def test_risk_equals_the_defining_series(f, p):
     got = individual_risk(np.array([f]), np.array([f / p]))[0]
     assert got == pytest.approx(series_risk(f, p), rel=1e-8)

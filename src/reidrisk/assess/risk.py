@@ -92,8 +92,31 @@ def individual_risk(fk: np.ndarray, Fk: np.ndarray) -> np.ndarray:
     census = p >= 1.0
     out[census] = 1.0 / f[census]
     rest = ~census
-    out[rest] = p[rest] / f[rest] * hyp2f1(1.0, 1.0, f[rest] + 1.0, 1.0 - p[rest])
+    out[rest] = p[rest] / f[rest] * _hyp2f1_11(f[rest] + 1.0, 1.0 - p[rest])
     return np.clip(out, 0.0, 1.0)
+
+
+SERIES_FROM = 50.0
+"""From this f_k on, 2F1(1, 1; f_k + 1; z) is summed as its series (SciPy's routine overflows
+there for z near 1); the series' ratio of terms is z j / (f_k + j), so ``SERIES_TERMS`` terms
+leave a remainder below 2^-52 of the sum."""
+
+SERIES_TERMS = 600
+
+
+def _hyp2f1_11(c: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """2F1(1, 1; c; z) for c >= 2, 0 <= z < 1."""
+    out = np.empty_like(z)
+    small = c < SERIES_FROM
+    out[small] = hyp2f1(1.0, 1.0, c[small], z[small])
+    big = ~small
+    if big.any():
+        pairs, inverse = np.unique(np.column_stack([c[big], z[big]]), axis=0, return_inverse=True)
+        j = np.arange(1, SERIES_TERMS, dtype=np.float64)
+        log_terms = np.cumsum(np.log(j)[None, :] - np.log(pairs[:, :1] + j[None, :] - 1.0)
+                              + np.log(np.maximum(pairs[:, 1:], 1e-300)), axis=1)
+        out[big] = (1.0 + np.exp(log_terms).sum(axis=1))[inverse.ravel()]
+    return out
 
 
 @dataclass(frozen=True)
