@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -40,6 +41,12 @@ def _echo_err(text: str) -> None:
 @click.option("--no-model", is_flag=True, help="Skip paper 000's model (P(unique), E[count]).")
 @click.option("--max-msu", type=click.IntRange(0, 10), default=4, show_default=True,
               help="Largest minimal sample unique SUDA searches (0: no SUDA).")
+@click.option("--no-release", is_flag=True, help="Skip the candidate k-anonymous release and its "
+              "linkage attacks.")
+@click.option("--ldp-error", type=float, default=0.9, show_default=True, metavar="E",
+              help="Identification error the LDP budget must guarantee (pie calibrate).")
+@click.option("--ldp-uniqueness", is_flag=True, help="Also predict the uniqueness left at that "
+              "budget from simulated reports (paper 000's model under LDP; minutes on 10^4 rows).")
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
               help="Write DIR/records.csv, DIR/summary.json and DIR/report.html.")
 @click.option("--format", "record_format", type=click.Choice(["csv", "parquet"]), default="csv",
@@ -49,7 +56,8 @@ def _echo_err(text: str) -> None:
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the model's quasi-Monte Carlo points (same seed, same figures).")
 def group(table, qi, sa, weight, population, fraction, threshold, bins, na_values, missing, no_model,
-          max_msu, output, record_format, yes, as_json, seed) -> None:
+          max_msu, no_release, ldp_error, ldp_uniqueness, output, record_format, yes, as_json,
+          seed) -> None:
     """The disclosure-risk check of a data holder's own table (CSV or Parquet): which records are
     at risk of re-identification, how much, why, and what lowers it.
 
@@ -60,9 +68,9 @@ def group(table, qi, sa, weight, population, fraction, threshold, bins, na_value
     """
     # imported here, not at the top: `reidrisk --help` must not load pandas and SciPy (start-up)
     from reidrisk.assess.classes import AssessError
-    from reidrisk.assess.extras import default_extras
+    from reidrisk.assess.extras import default_extras, ldp_extra, release_extra
     from reidrisk.assess.report import summary_json, write_outputs
-    from reidrisk.assess.run import assess
+    from reidrisk.assess.run import assess, resolve_population
     from reidrisk.assess.table import (
         check_columns,
         parse_bins,
@@ -97,8 +105,13 @@ def group(table, qi, sa, weight, population, fraction, threshold, bins, na_value
         qis = names
     prepared = prepare_table(frame, qis, split_names(sa), weight, parse_bins(bins), na_values,
                              source)
+    N, _ = resolve_population(prepared, population, fraction)
+    extras = default_extras(max_msu)
+    if not no_release:
+        extras["k-anonymous release"] = release_extra(math.ceil(1 / threshold - 1e-9), seed)
+    extras["LDP budget"] = ldp_extra(N, ldp_error, ldp_uniqueness, seed)
     result = assess(prepared, population=population, fraction=fraction, threshold=threshold,
-                    missing=missing, model=not no_model, extras=default_extras(max_msu), rng=seed,
+                    missing=missing, model=not no_model, extras=extras, rng=seed,
                     progress=lambda stage: _echo_err(f"assess: {stage} ..."))
     if output is not None:
         written = write_outputs(result, output, record_format)
@@ -131,6 +144,15 @@ def _summary_text(result) -> str:
         if key in s and isinstance(s[key], dict):
             lines.append(f"  {key:<22} " + ", ".join(f"{k} {v:g}" for k, v in s[key].items()
                                                     if isinstance(v, int | float)))
+    cand = s.get("candidate_release", {})
+    if "k_reached" in cand:
+        rates = ", ".join(f"{k} {100 * v[0]:.1f} %" for k, v in cand["attack_rates"].items())
+        lines.append(f"  {cand['k_target']}-anonymous release  k {cand['k_reached']}, "
+                     f"{cand['rows_suppressed']:,} rows suppressed; attacks: {rates}")
+    ldp = s.get("ldp", {})
+    if "epsilon" in ldp:
+        lines.append(f"  LDP budget             epsilon {ldp['epsilon']:.3g} for an identification "
+                     f"error >= {ldp['target_error']:g}")
     if s["options"]:
         best = s["options"][0]
         lines.append(f"  best measured option   {best['how']}: expected re-ids "

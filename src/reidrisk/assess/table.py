@@ -189,8 +189,7 @@ def _encode_column(frame: pd.DataFrame, name: str, source: str, na_values: Seque
     if role == "QI" and len(cats) < 2:
         raise AssessError(f"{source}: column {name!r} (QI) has the single value {cats[0]!r}; it "
                           "singles out no one. Leave it out of --qi")
-    attr = Attribute(name, cats) if len(cats) >= 2 else None
-    return attr, cats, codes, ordered
+    return (Attribute(name, cats) if len(cats) >= 2 else None), cats, codes, ordered
 
 
 def _check_weights(frame: pd.DataFrame, name: str, source: str) -> np.ndarray:
