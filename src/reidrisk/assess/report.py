@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -173,7 +174,8 @@ def report_html(result: Assessment) -> str:
     return "".join(parts)
 
 
-def write_outputs(result: Assessment, folder: str | Path, record_format: str = "csv") -> list[Path]:
+def write_outputs(result: Assessment, folder: str | Path, record_format: str = "csv",
+                  write_records: Callable[[Path], None] | None = None) -> list[Path]:
     """Write ``records.<format>``, ``summary.json`` and ``report.html`` into ``folder``.
 
     Parameters
@@ -184,6 +186,9 @@ def write_outputs(result: Assessment, folder: str | Path, record_format: str = "
         Created when missing.
     record_format : {"csv", "parquet"}
         The per-record file's format.
+    write_records : callable, optional
+        ``write_records(tmp)`` writes the per-record file (a table read in chunks writes it by a
+        second pass, ``reidrisk.assess.stream.write_records``); default: ``result.records()``.
 
     Returns
     -------
@@ -192,17 +197,17 @@ def write_outputs(result: Assessment, folder: str | Path, record_format: str = "
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    frame = result.records()
     records = folder / f"records.{record_format}"
 
-    def write_records(tmp: Path) -> None:
+    def from_result(tmp: Path) -> None:
+        frame = result.records()
         if record_format == "parquet":
             frame.to_parquet(tmp, index=False)
         else:
             frame.to_csv(tmp, index=False)
 
     text, page = summary_json(result), report_html(result)
-    files = [(records, write_records),
+    files = [(records, write_records or from_result),
              (folder / "summary.json", lambda tmp: Path(tmp).write_text(text, encoding="utf-8")),
              (folder / "report.html", lambda tmp: Path(tmp).write_text(page, encoding="utf-8"))]
     atomic_write_files(files)

@@ -153,7 +153,8 @@ class AttackerRisk:
                 "meaning": self.meaning}
 
 
-def attacker_risks(fk: np.ndarray, risk: np.ndarray, threshold: float) -> dict[str, AttackerRisk]:
+def attacker_risks(fk: np.ndarray, risk: np.ndarray, threshold: float,
+                   counts: np.ndarray | None = None) -> dict[str, AttackerRisk]:
     """The prosecutor, journalist and marketer risks (El Emam & Dankar 2008).
 
     Parameters
@@ -164,6 +165,8 @@ def attacker_risks(fk: np.ndarray, risk: np.ndarray, threshold: float) -> dict[s
         Individual risks (``individual_risk``): the journalist's per-record risk.
     threshold : float
         The per-record risk above which a record counts as at risk, in (0, 1].
+    counts : numpy.ndarray (n,), optional
+        How many records each entry stands for (default one each).
 
     Returns
     -------
@@ -176,15 +179,21 @@ def attacker_risks(fk: np.ndarray, risk: np.ndarray, threshold: float) -> dict[s
         raise AssessError(f"the risk threshold must lie in (0, 1], got {threshold!r}")
     pros = 1.0 / np.asarray(fk, dtype=np.float64)
     jour = np.asarray(risk, dtype=np.float64)
-    market = float(jour.mean()) if jour.size else 0.0
+    c = np.ones_like(jour) if counts is None else np.asarray(counts, dtype=np.float64)
+    total = float(c.sum())
+
+    def mean(x: np.ndarray) -> float:
+        return float((x * c).sum() / total) if total else 0.0
+
+    market = mean(jour)
     return {
         "prosecutor": AttackerRisk(
-            "prosecutor", float(pros.max(initial=0.0)), float(pros.mean()) if pros.size else 0.0,
-            float((pros > threshold).mean()) if pros.size else 0.0, threshold,
+            "prosecutor", float(pros.max(initial=0.0)), mean(pros),
+            mean((pros > threshold).astype(np.float64)), threshold,
             "knows the person is in this table and picks one of the records matching them"),
         "journalist": AttackerRisk(
             "journalist", float(jour.max(initial=0.0)), market,
-            float((jour > threshold).mean()) if jour.size else 0.0, threshold,
+            mean((jour > threshold).astype(np.float64)), threshold,
             "knows the person's QIs but not whether they are in the table; matches against the "
             "population"),
         "marketer": AttackerRisk(
@@ -231,21 +240,33 @@ class UniquesFigure:
                 "valid": self.valid, "assumes": self.assumes, "note": self.note}
 
 
-def frequencies_of(fk: np.ndarray) -> SampleFrequencies:
+def frequencies_of(fk: np.ndarray, counts: np.ndarray | None = None) -> SampleFrequencies:
     """The frequency of frequencies of a sample from its records' class sizes.
 
     With missing values as wildcards classes overlap, and the number of classes of size j is
     taken as (records with f_k = j) / j, rounded up; with no missing value it is exact.
+
+    Parameters
+    ----------
+    fk : numpy.ndarray (n,)
+        Each entry's class size.
+    counts : numpy.ndarray (n,), optional
+        How many records each entry stands for (default one each).
     """
     f = np.asarray(fk, dtype=np.int64)
-    sizes, records = np.unique(f, return_counts=True)
+    c = np.ones(f.size, np.int64) if counts is None else np.asarray(counts, dtype=np.int64)
+    sizes, inverse = np.unique(f, return_inverse=True)
+    records = np.bincount(inverse.ravel(), weights=c).astype(np.int64)
+    keep = records > 0
+    sizes, records = sizes[keep], records[keep]
     classes = np.ceil(records / sizes).astype(np.int64)
-    return SampleFrequencies(int(f.size), sizes, classes, f)
+    return SampleFrequencies(int(c.sum()), sizes, classes, f if counts is None else None)
 
 
 def population_uniques(codes: np.ndarray, fk: np.ndarray, schema: Schema, N: int,
                        estimators: tuple[str, ...] = ESTIMATORS, model: bool = True,
-                       rng: np.random.Generator | int | None = 0) -> dict[str, UniquesFigure]:
+                       rng: np.random.Generator | int | None = 0,
+                       counts: np.ndarray | None = None) -> dict[str, UniquesFigure]:
     """How many of the table's records are unique in a population of N, by every estimator.
 
     Parameters
@@ -265,6 +286,9 @@ def population_uniques(codes: np.ndarray, fk: np.ndarray, schema: Schema, N: int
         table as one raw database at rate n / N).
     rng : Generator, int or None
         The model's randomness (its quasi-Monte Carlo points).
+    counts : numpy.ndarray (rows,), optional
+        How many records each row of ``codes`` stands for (an aggregated table; the model needs
+        records and is refused with it).
 
     Returns
     -------
@@ -272,18 +296,23 @@ def population_uniques(codes: np.ndarray, fk: np.ndarray, schema: Schema, N: int
         One entry per estimator (and ``"reidrisk"`` for the model). ``in_population`` of the
         model is the Horvitz–Thompson total sum P(unique) / (n / N).
     """
-    n = int(np.asarray(codes).shape[0])
+    rows = int(np.asarray(codes).shape[0])
+    n = rows if counts is None else int(np.sum(counts))
     if N < n:
         raise AssessError(f"the population ({N}) cannot be smaller than the table ({n} records)")
-    freq = frequencies_of(fk)
+    if model and counts is not None:
+        raise AssessError("paper 000's model reads records: give the table, not its counts")
+    freq = frequencies_of(fk, counts)
     out: dict[str, UniquesFigure] = {}
     for name in estimators:
         est = estimate_population_uniques(freq, N, name)
-        risk = est.record_risk if est.record_risk is not None else np.zeros(n)
+        risk = (est.record_risk if est.record_risk is not None else
+                np.where(np.asarray(fk) == 1, est.unique_given_sample_unique, 0.0))
         note = "" if est.valid else "did not converge on these class sizes"
         if name == "dankar":
             note = f"chose {est.estimator}"
-        out[name] = UniquesFigure(name, float(np.sum(risk)), float(est.population_uniques),
+        mult = 1.0 if counts is None else np.asarray(counts, dtype=np.float64)
+        out[name] = UniquesFigure(name, float(np.sum(risk * mult)), float(est.population_uniques),
                                   np.asarray(risk, dtype=np.float64), est.valid, ASSUMES[name], note)
     if model:
         p, expected = model_scores(codes, schema, N, rng)

@@ -144,10 +144,11 @@ class Assessment:
 
     @property
     def expected_reidentifications(self) -> float:
-        return float(self.risk.sum())
+        return float((self.risk * self.table.multiplicity).sum())
 
     def records(self) -> pd.DataFrame:
-        """One row per input row, in input order: the per-record measures."""
+        """One row per input row, in input order: the per-record measures (per distinct row for a
+        table of ``counts``)."""
         data: dict[str, np.ndarray | list] = {
             "fk": self.fk, "Fk": self.Fk, "risk": self.risk, "prosecutor_risk": self.prosecutor,
             "at_risk": (self.risk > self.threshold).astype(np.int8)}
@@ -172,11 +173,12 @@ class Assessment:
             "population": self.N,
             "population_assumed_census": self.census,
             "missing_values": self.missing,
-            "missing_qi_records": int((self.table.codes == MISSING).any(axis=1).sum()),
+            "missing_qi_records": int(self.table.multiplicity[
+                (self.table.codes == MISSING).any(axis=1)].sum()),
             "threshold": self.threshold,
             "k_anonymity": self.k_anonymity,
-            "sample_uniques": int((self.fk == 1).sum()),
-            "records_at_risk": float((self.risk > self.threshold).mean()),
+            "sample_uniques": int(self.table.multiplicity[self.fk == 1].sum()),
+            "records_at_risk": _share(self.risk > self.threshold, self.table.multiplicity),
             "expected_reidentifications": self.expected_reidentifications,
             "global_risk": self.expected_reidentifications / self.n,
             **{name: r.to_dict() for name, r in self.attackers.items()},
@@ -242,14 +244,20 @@ def resolve_population(table: PreparedTable, population: int | None = None,
 
 
 def _weights(table: PreparedTable, N: int) -> np.ndarray:
+    """Each row's total weight: its records' survey weights, else N / n a record."""
     if table.weights is not None:
         return table.weights
-    return np.full(table.n, N / table.n)
+    return table.multiplicity * (N / table.n)
 
 
-def _frequencies(codes, w, missing) -> tuple[np.ndarray, np.ndarray]:
-    sums = match_sums(codes, np.column_stack([np.ones(codes.shape[0]), w]), missing)
+def _frequencies(codes, mult, w, missing) -> tuple[np.ndarray, np.ndarray]:
+    sums = match_sums(codes, np.column_stack([mult, w]), missing)
     return np.rint(sums[:, 0]).astype(np.int64), sums[:, 1]
+
+
+def _share(mask: np.ndarray, mult: np.ndarray) -> float:
+    """The share of records (rows weighted by their multiplicity) where ``mask`` holds."""
+    return float(mult[mask].sum() / mult.sum()) if mult.size else 0.0
 
 
 def _coarsened(codes: np.ndarray, j: int) -> np.ndarray:
@@ -264,17 +272,17 @@ def _coarsened(codes: np.ndarray, j: int) -> np.ndarray:
 
 def _options(table: PreparedTable, w, missing, threshold, on_step) -> tuple[list, list[Option]]:
     """fk after dropping each QI (for the drivers) and the measured options."""
-    codes, names = table.codes, table.qis
+    codes, names, mult = table.codes, table.qis, table.multiplicity
     q = len(names)
     dropped_fk: list[np.ndarray] = []
     options: list[Option] = []
 
     def measure(action, cols, matrix, how):
-        fk, Fk = _frequencies(matrix, w, missing) if matrix.shape[1] else (
-            np.full(table.n, table.n), np.full(table.n, float(w.sum())))
+        fk, Fk = _frequencies(matrix, mult, w, missing) if matrix.shape[1] else (
+            np.full(table.rows, table.n), np.full(table.rows, float(w.sum())))
         r = individual_risk(fk, Fk)
-        options.append(Option(action, cols, float(r.sum()), int(fk.min()),
-                              float((r > threshold).mean()), how))
+        options.append(Option(action, cols, float((r * mult).sum()), int(fk.min()),
+                              _share(r > threshold, mult), how))
         return fk
 
     for j in range(q):
@@ -364,15 +372,17 @@ def assess(table: PreparedTable, *, population: int | None = None, fraction: flo
 
     t0 = time.perf_counter()
     say("class sizes")
-    fk, Fk = _frequencies(table.codes, w, missing)
+    mult = table.multiplicity
+    fk, Fk = _frequencies(table.codes, mult, w, missing)
     risk = individual_risk(fk, Fk)
-    attackers = attacker_risks(fk, risk, threshold)
+    attackers = attacker_risks(fk, risk, threshold, mult)
     seconds["classes"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     say("population uniques")
+    model = model and table.counts is None  # the model reads records, not aggregated rows
     uniques = population_uniques(table.codes, fk, table.schema, N, model=model and not census,
-                                 rng=rng)
+                                 rng=rng, counts=table.counts)
     p_unique = expected = None
     if model:
         if census:

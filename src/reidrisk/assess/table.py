@@ -74,7 +74,11 @@ class PreparedTable:
     sensitive : tuple of Sensitive
         The sensitive attributes.
     weights : numpy.ndarray (n,) or None
-        Survey weights (None: none given).
+        Survey weights (None: none given); with ``counts``, the sum of the weights of each row's
+        records.
+    counts : numpy.ndarray (n,) int64 or None
+        How many records each row stands for (a table aggregated to its distinct rows,
+        ``reidrisk.assess.stream``); None: one record a row.
     """
 
     source: str
@@ -82,10 +86,22 @@ class PreparedTable:
     codes: np.ndarray
     sensitive: tuple[Sensitive, ...]
     weights: np.ndarray | None
+    counts: np.ndarray | None = None
+
+    @property
+    def rows(self) -> int:
+        """The rows of ``codes``."""
+        return int(self.codes.shape[0])
 
     @property
     def n(self) -> int:
-        return int(self.codes.shape[0])
+        """The records the table holds."""
+        return self.rows if self.counts is None else int(self.counts.sum())
+
+    @property
+    def multiplicity(self) -> np.ndarray:
+        """How many records each row stands for (ones without ``counts``)."""
+        return np.ones(self.rows) if self.counts is None else self.counts.astype(np.float64)
 
     @property
     def qis(self) -> list[str]:
@@ -116,7 +132,8 @@ def parse_bins(values: Sequence[str] | None) -> dict[str, float]:
     return out
 
 
-def _missing(values: pd.Series, na_values: Sequence[str]) -> np.ndarray:
+def missing_mask(values: pd.Series, na_values: Sequence[str] = ()) -> np.ndarray:
+    """True where a value is missing (NaN, None, or a ``MISSING_MARKERS`` / ``na_values`` text)."""
     miss = values.isna().to_numpy().copy()
     if values.dtype == object or pd.api.types.is_string_dtype(values.dtype):
         text = values.astype("string").str.strip()
@@ -130,7 +147,8 @@ def _numbers(values: pd.Series) -> np.ndarray | None:
     return None if nums.isna().any() else nums.to_numpy(np.float64)
 
 
-def _labels(values: pd.Series) -> np.ndarray:
+def labels_of(values: pd.Series) -> np.ndarray:
+    """Present values as stripped text; whole numbers without a decimal part (``3.0`` -> ``3``)."""
     nums = _numbers(values)
     if nums is not None:
         whole = np.isfinite(nums) & (nums == np.round(nums))
@@ -156,7 +174,7 @@ def _encode_column(frame: pd.DataFrame, name: str, source: str, na_values: Seque
                    width: float | None, max_values: int, role: str
                    ) -> tuple[Attribute | None, tuple[str, ...], np.ndarray, bool]:
     col = frame[name]
-    miss = _missing(col, na_values)
+    miss = missing_mask(col, na_values)
     present = col[~miss]
     codes = np.full(len(col), MISSING, dtype=np.int32)
     if present.empty:
@@ -174,7 +192,7 @@ def _encode_column(frame: pd.DataFrame, name: str, source: str, na_values: Seque
         attr = Attribute.binned(name, edges)
         codes[~miss] = attr.encode(pd.Series(nums))
         return attr, attr.categories, codes, True
-    labels = _labels(present)
+    labels = labels_of(present)
     cats, ordered = _ordered_categories(labels)
     if len(cats) > max_values:
         numeric = _numbers(present) is not None
@@ -328,7 +346,7 @@ def suggest_qis(frame: pd.DataFrame, na_values: Sequence[str] = (),
         if hint is None:
             continue
         col = frame[name]
-        present = col[~_missing(col, na_values)]
+        present = col[~missing_mask(col, na_values)]
         distinct = present.astype(str).str.strip().nunique()
         if distinct < 2 or distinct > n / 2:
             continue
@@ -347,6 +365,8 @@ __all__ = [
     "QI_NAME_HINTS",
     "Sensitive",
     "check_columns",
+    "labels_of",
+    "missing_mask",
     "parse_bins",
     "prepare_table",
     "split_names",
