@@ -24,7 +24,20 @@ def _fmt(x: float) -> str:
 
 
 def release_extra(k: int, rng: np.random.Generator | int | None = 0) -> Extra:
-    """The candidate k-anonymous release and its attack rates (``next_steps.candidate_release``)."""
+    """The candidate k-anonymous release and its attack rates (``next_steps.candidate_release``).
+
+    Parameters
+    ----------
+    k : int
+        The smallest class size the release must reach.
+    rng : Generator, int or None
+        Breaks the attacks' ties.
+
+    Returns
+    -------
+    Extra
+        The measure, for ``reidrisk.assess.run.assess``.
+    """
 
     def extra(table: PreparedTable, fk: np.ndarray, missing: str) -> dict:
         try:
@@ -53,7 +66,24 @@ def release_extra(k: int, rng: np.random.Generator | int | None = 0) -> Extra:
 def ldp_extra(N: int, target_error: float, model: bool,
               rng: np.random.Generator | int | None = 0) -> Extra:
     """The LDP budget PIE certifies and, with ``model``, the uniqueness left at it
-    (``next_steps.ldp_option``)."""
+    (``next_steps.ldp_option``).
+
+    Parameters
+    ----------
+    N : int
+        The population size.
+    target_error : float
+        The identification error to guarantee.
+    model : bool
+        Also predict the uniqueness left at the budget (minutes on 10^4 records).
+    rng : Generator, int or None
+        The simulated randomization's and the model's randomness.
+
+    Returns
+    -------
+    Extra
+        The measure, for ``reidrisk.assess.run.assess``.
+    """
 
     def extra(table: PreparedTable, fk: np.ndarray, missing: str) -> dict:
         try:
@@ -77,8 +107,18 @@ def ldp_extra(N: int, target_error: float, model: bool,
 
 
 def default_extras(max_msu: int = 4) -> dict[str, Extra]:
-    """The table-level extras ``reidrisk assess`` always runs: SUDA up to MSUs of ``max_msu`` QIs
-    (none for 0) and the diversity of every sensitive attribute."""
+    """The extras ``reidrisk assess`` always runs: SUDA and the diversity of every SA.
+
+    Parameters
+    ----------
+    max_msu : int
+        The largest minimal sample unique SUDA searches (0: no SUDA).
+
+    Returns
+    -------
+    dict of str to Extra
+        The measures by name, for ``reidrisk.assess.run.assess``.
+    """
     return {}
 
 

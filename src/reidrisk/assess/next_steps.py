@@ -61,6 +61,13 @@ class CandidateRelease:
     note: str = ""
 
     def to_dict(self) -> dict:
+        """The fields as JSON-ready data.
+
+        Returns
+        -------
+        dict
+            Field name to value.
+        """
         return {"k_target": self.k_target, "k_reached": self.k_reached,
                 "rows_suppressed": self.rows_suppressed, "merged_values": self.merged_values,
                 "attack_rates": {k: list(v) for k, v in self.attack_rates.items()},
@@ -162,6 +169,13 @@ class LdpOption:
     note: str = ""
 
     def to_dict(self) -> dict:
+        """The fields as JSON-ready data.
+
+        Returns
+        -------
+        dict
+            Field name to value.
+        """
         return {"target_error": self.target_error, "epsilon": self.epsilon,
                 "certified_by": self.certified_by, "domain": self.domain,
                 "mean_p_unique": self.mean_p_unique,

@@ -48,7 +48,18 @@ def _clean(value):
 
 
 def summary_json(result: Assessment) -> str:
-    """``summary.json``'s text."""
+    """``summary.json``'s text.
+
+    Parameters
+    ----------
+    result : Assessment
+        The assessment.
+
+    Returns
+    -------
+    str
+        Indented JSON, NaN and infinities written as null.
+    """
     return json.dumps(_clean(result.summary()), indent=2, default=_json_default) + "\n"
 
 
@@ -93,7 +104,18 @@ def _verdict(ok: bool) -> str:
 
 
 def report_html(result: Assessment) -> str:
-    """The report page's HTML."""
+    """The report page's HTML.
+
+    Parameters
+    ----------
+    result : Assessment
+        The assessment.
+
+    Returns
+    -------
+    str
+        A self-contained page (inline style, no script, every name escaped).
+    """
     s = result.summary()
     t = result.threshold
     safe_k = math.ceil(1 / t)

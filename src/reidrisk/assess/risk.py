@@ -11,7 +11,7 @@
   Dankar's rule) and by paper 000's model (``reidrisk.uniqueness.UniquenessModel`` on the table
   as a raw database).
 
-Definitions and sources: shared/spec/assess.md; docs/design/assess.md.
+Definitions and sources: docs/design/assess.md.
 """
 
 from __future__ import annotations
@@ -148,6 +148,13 @@ class AttackerRisk:
     meaning: str
 
     def to_dict(self) -> dict:
+        """The fields as JSON-ready data.
+
+        Returns
+        -------
+        dict
+            Field name to value.
+        """
         return {"highest": self.highest, "average": self.average,
                 "records_at_risk": self.records_at_risk, "threshold": self.threshold,
                 "meaning": self.meaning}
@@ -236,6 +243,13 @@ class UniquesFigure:
     record_expected: np.ndarray | None = None
 
     def to_dict(self) -> dict:
+        """The fields as JSON-ready data.
+
+        Returns
+        -------
+        dict
+            Field name to value.
+        """
         return {"in_table": self.in_table, "in_population": self.in_population,
                 "valid": self.valid, "assumes": self.assumes, "note": self.note}
 
@@ -252,6 +266,12 @@ def frequencies_of(fk: np.ndarray, counts: np.ndarray | None = None) -> SampleFr
         Each entry's class size.
     counts : numpy.ndarray (n,), optional
         How many records each entry stands for (default one each).
+
+    Returns
+    -------
+    SampleFrequencies
+        n, the class sizes and the number of classes of each (per-record class sizes only when
+        ``counts`` is None).
     """
     f = np.asarray(fk, dtype=np.int64)
     c = np.ones(f.size, np.int64) if counts is None else np.asarray(counts, dtype=np.int64)

@@ -75,6 +75,13 @@ class Option:
     how: str
 
     def to_dict(self) -> dict:
+        """The fields as JSON-ready data.
+
+        Returns
+        -------
+        dict
+            Field name to value.
+        """
         return {"action": self.action, "columns": list(self.columns),
                 "expected_reidentifications": self.expected_reidentifications,
                 "k_anonymity": self.k_anonymity, "records_at_risk": self.records_at_risk,
@@ -147,8 +154,15 @@ class Assessment:
         return float((self.risk * self.table.multiplicity).sum())
 
     def records(self) -> pd.DataFrame:
-        """One row per input row, in input order: the per-record measures (per distinct row for a
-        table of ``counts``)."""
+        """The per-record measures.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per input row, in input order (per distinct row for a table of ``counts``):
+            fk, Fk, risk, prosecutor_risk, at_risk, p_unique and expected_count (with the model),
+            the extras' columns and drivers.
+        """
         data: dict[str, np.ndarray | list] = {
             "fk": self.fk, "Fk": self.Fk, "risk": self.risk, "prosecutor_risk": self.prosecutor,
             "at_risk": (self.risk > self.threshold).astype(np.int8)}
@@ -164,7 +178,14 @@ class Assessment:
         return frame
 
     def summary(self) -> dict:
-        """The per-table measures as JSON-ready data."""
+        """The per-table measures.
+
+        Returns
+        -------
+        dict
+            JSON-ready figures: sizes, k-anonymity, risks, attacker models, population uniques,
+            options, the extras' figures and each stage's seconds.
+        """
         out = {
             "table": self.table.source,
             "records": self.n,

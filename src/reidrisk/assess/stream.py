@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from reidrisk.assess.classes import AssessError
+from reidrisk.assess.classes import AssessError, row_keys
 from reidrisk.assess.table import (
     PreparedTable,
     check_columns,
@@ -36,8 +36,6 @@ RECORD_LIMIT = 2_000_000
 COUNT = "__records"
 WEIGHT = "__weight"
 
-REGROUP_EVERY = 8
-"""Chunks between two reductions of the accumulated distinct rows."""
 
 
 def _bin_labels(values: pd.Series, width: float, name: str, source: str) -> np.ndarray:
@@ -51,25 +49,87 @@ def _bin_labels(values: pd.Series, width: float, name: str, source: str) -> np.n
     return np.array([f"[{a:g}, {a + width:g})" for a in lo], dtype=object)
 
 
-def normalize(chunk: pd.DataFrame, columns: Sequence[str], bins: Mapping[str, float],
-              na_values: Sequence[str], source: str) -> pd.DataFrame:
-    """The chunk's columns as the labels the assessment reads: text, ``""`` for missing, numbers
-    binned to ``[lo, hi)`` labels (edges at multiples of the width) where ``bins`` says.
+class Vocabulary:
+    """The labels of each column seen so far, each with a fixed id (ids grow as chunks arrive).
 
-    Each column is factorized first, so the text work is done once per distinct value.
+    Parameters
+    ----------
+    columns : sequence of str
+        The columns, in order; id 0 of each is the missing value (``""``).
     """
-    out = {}
-    for name in columns:
-        codes, uniques = pd.factorize(chunk[name], use_na_sentinel=True)
-        distinct = pd.Series(np.asarray(uniques, dtype=object))
-        miss = missing_mask(distinct, na_values)
-        labels = np.full(len(distinct) + 1, "", dtype=object)  # the last: pandas' NA sentinel
-        present = distinct[~miss]
-        if len(present):
-            labels[:-1][~miss] = (_bin_labels(present, bins[name], name, source) if name in bins
-                                  else labels_of(present))
-        out[name] = labels[codes]
-    return pd.DataFrame(out, index=chunk.index)
+
+    def __init__(self, columns: Sequence[str]) -> None:
+        self.columns = list(columns)
+        self.ids: list[dict[str, int]] = [{"": 0} for _ in self.columns]  # id 0: missing
+
+    def labels(self, j: int) -> np.ndarray:
+        """Column j's labels in id order.
+
+        Parameters
+        ----------
+        j : int
+            The column's position.
+
+        Returns
+        -------
+        numpy.ndarray of object
+            Its labels, ``labels[id]`` the label of an id.
+        """
+        return np.array(list(self.ids[j]), dtype=object)
+
+    def encode(self, chunk: pd.DataFrame, bins: Mapping[str, float], na_values: Sequence[str],
+               source: str, grow: bool = True) -> np.ndarray:
+        """The chunk as a matrix of label ids.
+
+        Each column is factorized first, so the text work is done once per distinct value.
+
+        Parameters
+        ----------
+        chunk : pandas.DataFrame
+            Rows holding the vocabulary's columns.
+        bins : mapping of str to float
+            Equal-width bins of numeric columns.
+        na_values : sequence of str
+            Further texts that mean "missing".
+        source : str
+            For messages.
+        grow : bool
+            Give new labels new ids (else an unseen label gets -1).
+
+        Returns
+        -------
+        numpy.ndarray (rows, columns) int64
+            The ids.
+        """
+        out = np.empty((len(chunk), len(self.columns)), dtype=np.int64)
+        for j, name in enumerate(self.columns):
+            codes, uniques = pd.factorize(chunk[name], use_na_sentinel=True)
+            labels = np.full(len(uniques) + 1, "", dtype=object)  # the last: pandas' NA sentinel
+            if len(uniques):
+                distinct = pd.Series(np.asarray(uniques, dtype=object))
+                miss = missing_mask(distinct, na_values)
+                present = distinct[~miss]
+                if len(present):
+                    labels[:-1][~miss] = (_bin_labels(present, bins[name], name, source)
+                                          if name in bins else labels_of(present))
+            table = self.ids[j]
+            if grow:
+                for label in labels:
+                    table.setdefault(label, len(table))
+            ids = np.array([table.get(label, -1) for label in labels], dtype=np.int64)
+            out[:, j] = ids[codes]
+        return out
+
+
+def _distinct(matrix: np.ndarray, counts: np.ndarray, weights: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct rows of ``matrix`` with their counts and weights summed."""
+    keys = row_keys(matrix)
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    size = first.size
+    return (matrix[first], np.bincount(inverse, weights=counts, minlength=size),
+            np.bincount(inverse, weights=weights, minlength=size))
 
 
 def _weights_of(chunk: pd.DataFrame, name: str, source: str, offset: int) -> np.ndarray:
@@ -82,11 +142,6 @@ def _weights_of(chunk: pd.DataFrame, name: str, source: str, offset: int) -> np.
             f"{str(chunk[name].iloc[i])!r}: a survey weight is the number of people a record "
             "stands for, a positive number. Fix or drop those rows, or leave --weight out")
     return nums
-
-
-def _reduce(parts: list[pd.DataFrame], keys: list[str]) -> pd.DataFrame:
-    whole = pd.concat(parts, ignore_index=True)
-    return whole.groupby(keys, sort=False, dropna=False, as_index=False)[[COUNT, WEIGHT]].sum()
 
 
 def aggregate(chunks: Iterable[pd.DataFrame], qi: Sequence[str], sa: Sequence[str] = (),
@@ -116,26 +171,31 @@ def aggregate(chunks: Iterable[pd.DataFrame], qi: Sequence[str], sa: Sequence[st
     Returns
     -------
     pandas.DataFrame
-        One row per distinct row: the label columns, ``__records`` and ``__weight``.
+        One row per distinct row: the label columns (``""`` for missing), ``__records`` and
+        ``__weight``.
     """
     keys = list(qi) + list(sa)
     bins = dict(bins or {})
-    parts: list[pd.DataFrame] = []
+    vocab = Vocabulary(keys)
+    rows = np.zeros((0, len(keys)), dtype=np.int64)
+    counts = np.zeros(0)
+    weights = np.zeros(0)
     seen = 0
-    for i, chunk in enumerate(chunks):
-        labels = normalize(chunk, keys, bins, na_values, source)
-        labels[COUNT] = 1
-        labels[WEIGHT] = _weights_of(chunk, weight, source, seen) if weight else 1.0
-        parts.append(labels.groupby(keys, sort=False, dropna=False, as_index=False)
-                     [[COUNT, WEIGHT]].sum())
+    for chunk in chunks:
+        ids = vocab.encode(chunk, bins, na_values, source)
+        w = _weights_of(chunk, weight, source, seen) if weight else np.ones(len(chunk))
+        rows, counts, weights = _distinct(np.concatenate([rows, ids]),
+                                          np.concatenate([counts, np.ones(len(chunk))]),
+                                          np.concatenate([weights, w]))
         seen += len(chunk)
-        if (i + 1) % REGROUP_EVERY == 0:
-            parts = [_reduce(parts, keys)]
         if progress is not None:
             progress(seen)
-    if not parts or seen == 0:
+    if seen == 0:
         raise AssessError(f"{source}: the table has a header but no rows; nothing to assess")
-    return _reduce(parts, keys)
+    out = pd.DataFrame({name: vocab.labels(j)[rows[:, j]] for j, name in enumerate(keys)})
+    out[COUNT] = np.rint(counts).astype(np.int64)
+    out[WEIGHT] = weights
+    return out
 
 
 def prepare_aggregate(agg: pd.DataFrame, qi: Sequence[str], sa: Sequence[str] = (),
@@ -164,7 +224,18 @@ def prepare_aggregate(agg: pd.DataFrame, qi: Sequence[str], sa: Sequence[str] = 
 
 
 def expand(table: PreparedTable) -> PreparedTable:
-    """The aggregated table back to one row per record (rows repeated by their counts)."""
+    """The aggregated table back to one row per record (rows repeated by their counts).
+
+    Parameters
+    ----------
+    table : PreparedTable
+        With ``counts`` (without: returned as it is).
+
+    Returns
+    -------
+    PreparedTable
+        One row per record, each record's weight its row's mean weight.
+    """
     if table.counts is None:
         return table
     rep = np.repeat(np.arange(table.rows), table.counts)
@@ -178,6 +249,25 @@ def read_aggregate(source, qi, sa=(), weight: str | None = None, bins=None, na_v
                    chunk_rows: int = DEFAULT_CHUNK_ROWS, storage_options: dict | None = None,
                    progress: Callable[[int], None] | None = None) -> tuple[PreparedTable, pd.DataFrame]:
     """Read ``source`` in chunks and aggregate it (``aggregate``, ``prepare_aggregate``).
+
+    Parameters
+    ----------
+    source : str or Path
+        A CSV or Parquet file, a directory of Parquet files, or an fsspec URL.
+    qi, sa : sequence of str or str
+        The columns (repeatable, comma lists).
+    weight : str, optional
+        The survey-weight column.
+    bins : mapping, optional
+        Equal-width bins (``{"age": 10}``).
+    na_values : sequence of str
+        Further texts that mean "missing".
+    chunk_rows : int
+        Rows read at a time.
+    storage_options : dict, optional
+        Passed to fsspec for URLs.
+    progress : callable, optional
+        Called with the records read so far.
 
     Returns
     -------
@@ -229,13 +319,19 @@ def write_records(source, labels: pd.DataFrame, per_row: pd.DataFrame, path: str
 
     path = Path(path)
     keys = list(labels.columns)
-    lookup = pd.concat([labels.reset_index(drop=True), per_row.reset_index(drop=True)], axis=1)
+    vocab = Vocabulary(keys)
+    vocab.ids = [{label: i for i, label in enumerate(pd.unique(labels[c].astype(object)))}
+                 for c in keys]
+    distinct = np.column_stack([labels[c].map(vocab.ids[j]).to_numpy(np.int64)
+                                for j, c in enumerate(keys)])
+    radices = [len(t) for t in vocab.ids]
+    per_row = per_row.reset_index(drop=True)
     writer = None
     try:
         first = True
         for chunk in table_chunks(source, keys, chunk_rows, storage_options):
-            lab = normalize(chunk, keys, dict(bins or {}), na_values, str(source))
-            out = lab.merge(lookup, on=keys, how="left", sort=False)[list(per_row.columns)]
+            ids = vocab.encode(chunk, dict(bins or {}), na_values, str(source), grow=False)
+            out = per_row.iloc[_locate(distinct, ids, radices)].reset_index(drop=True)
             if record_format == "parquet":
                 arrow = pa.Table.from_pandas(out, preserve_index=False)
                 if writer is None:
@@ -250,12 +346,38 @@ def write_records(source, labels: pd.DataFrame, per_row: pd.DataFrame, path: str
     return path
 
 
+def _locate(distinct: np.ndarray, rows: np.ndarray, radices: Sequence[int]) -> np.ndarray:
+    """The index in ``distinct`` of each row of ``rows`` (every row is one of them)."""
+    if float(np.prod(np.asarray(radices, dtype=np.float64))) < 2.0**62:
+        weights = np.cumprod([1] + list(radices[:0:-1]))[::-1].astype(np.int64)
+        table_keys, row_keys_ = distinct @ weights, rows @ weights
+        order = np.argsort(table_keys, kind="stable")
+        return order[np.searchsorted(table_keys, row_keys_, sorter=order)]
+    both = row_keys(np.concatenate([distinct, rows]))
+    _, inverse = np.unique(both, return_inverse=True)
+    inverse = inverse.ravel()
+    where = np.empty(inverse[: len(distinct)].max() + 1, dtype=np.int64)
+    where[inverse[: len(distinct)]] = np.arange(len(distinct))
+    return where[inverse[len(distinct):]]
+
+
 def first_rows(table: PreparedTable) -> np.ndarray:
-    """The index, in ``expand(table)``, of each aggregated row's first record."""
+    """The index, in ``expand(table)``, of each aggregated row's first record.
+
+    Parameters
+    ----------
+    table : PreparedTable
+        The aggregated table.
+
+    Returns
+    -------
+    numpy.ndarray (rows,) int64
+        The positions.
+    """
     if table.counts is None:
         return np.arange(table.rows)
     return np.cumsum(table.counts) - table.counts
 
 
-__all__ = ["RECORD_LIMIT", "aggregate", "expand", "first_rows", "normalize",
+__all__ = ["RECORD_LIMIT", "Vocabulary", "aggregate", "expand", "first_rows",
            "prepare_aggregate", "read_aggregate", "write_records"]

@@ -109,7 +109,18 @@ class PreparedTable:
 
 
 def split_names(values: Sequence[str] | str | None) -> list[str]:
-    """Column names from repeated options, each also a comma list (``--qi a --qi b,c``)."""
+    """Column names from repeated options, each also a comma list (``--qi a --qi b,c``).
+
+    Parameters
+    ----------
+    values : sequence of str, str or None
+        The option's values.
+
+    Returns
+    -------
+    list of str
+        The names, stripped, empty ones dropped.
+    """
     if values is None:
         return []
     items = [values] if isinstance(values, str) else list(values)
@@ -117,7 +128,23 @@ def split_names(values: Sequence[str] | str | None) -> list[str]:
 
 
 def parse_bins(values: Sequence[str] | None) -> dict[str, float]:
-    """``NAME=WIDTH`` options as ``{name: width}``; refuses a malformed one with the fix."""
+    """``NAME=WIDTH`` options as ``{name: width}``.
+
+    Parameters
+    ----------
+    values : sequence of str or None
+        The ``--bin`` values.
+
+    Returns
+    -------
+    dict of str to float
+        Column to bin width.
+
+    Raises
+    ------
+    AssessError
+        For a value without ``=`` or a width that is not a positive number.
+    """
     out: dict[str, float] = {}
     for item in values or ():
         name, sep, width = str(item).rpartition("=")
@@ -133,7 +160,20 @@ def parse_bins(values: Sequence[str] | None) -> dict[str, float]:
 
 
 def missing_mask(values: pd.Series, na_values: Sequence[str] = ()) -> np.ndarray:
-    """True where a value is missing (NaN, None, or a ``MISSING_MARKERS`` / ``na_values`` text)."""
+    """Where a value is missing.
+
+    Parameters
+    ----------
+    values : pandas.Series
+        The values.
+    na_values : sequence of str
+        Further texts that mean "missing" (beside NaN, None and ``MISSING_MARKERS``).
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        True where missing.
+    """
     miss = values.isna().to_numpy().copy()
     if values.dtype == object or pd.api.types.is_string_dtype(values.dtype):
         text = values.astype("string").str.strip()
@@ -148,7 +188,19 @@ def _numbers(values: pd.Series) -> np.ndarray | None:
 
 
 def labels_of(values: pd.Series) -> np.ndarray:
-    """Present values as stripped text; whole numbers without a decimal part (``3.0`` -> ``3``)."""
+    """Present values as the labels the assessment reads.
+
+    Parameters
+    ----------
+    values : pandas.Series
+        Values, none missing.
+
+    Returns
+    -------
+    numpy.ndarray of object
+        Stripped text; when every value is a number, whole numbers without a decimal part
+        (``3.0`` -> ``"3"``).
+    """
     nums = _numbers(values)
     if nums is not None:
         whole = np.isfinite(nums) & (nums == np.round(nums))
@@ -226,7 +278,20 @@ def _check_weights(frame: pd.DataFrame, name: str, source: str) -> np.ndarray:
 
 
 def check_columns(columns: Sequence, source: str) -> None:
-    """Refuse duplicate column names (a reader would rename the second one silently)."""
+    """Refuse duplicate column names (a reader would rename the second one silently).
+
+    Parameters
+    ----------
+    columns : sequence
+        The header's names.
+    source : str
+        The file, for the message.
+
+    Raises
+    ------
+    AssessError
+        Naming the first repeated name.
+    """
     seen: set[str] = set()
     for c in columns:
         if str(c) in seen:

@@ -21,7 +21,18 @@ DEFAULT_CHUNK_ROWS = 1_000_000
 
 
 def is_url(source) -> bool:
-    """Whether ``source`` is an fsspec URL (``protocol://...``) rather than a local path."""
+    """Whether ``source`` is an fsspec URL rather than a local path.
+
+    Parameters
+    ----------
+    source : object
+        A path or URL.
+
+    Returns
+    -------
+    bool
+        True for a string of the form ``protocol://...``.
+    """
     return isinstance(source, str) and "://" in source
 
 
