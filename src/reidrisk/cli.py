@@ -7,10 +7,10 @@ otherwise an empty placeholder group stands in its place.
 The command starts at once: a capability's module (and ``reidrisk serve``'s) is imported only when
 that command runs or its help is shown, and ``reidrisk --help`` lists them from ``CAPABILITIES``
 without importing any. Every command imports NumPy, pandas and its capability's modules inside its
-function, so no ``--help`` loads them (tests/test_cli_startup.py; the start-up times are in
+function, so no ``--help`` loads them (tests/test_cli.py; the start-up times are in
 docs/results/cli_startup.md).
 
-Errors a user can fix are translated here, once, for every subcommand (``USER_ERRORS``): any
+Errors a user can fix are translated here, once, for every subcommand (``user_errors()``): any
 ``ReidriskError`` (bad schema, budget, column, model file...; see ``reidrisk.errors``), a missing or
 unreadable file (``OSError``) and a file pandas cannot parse are shown as one line ``Error: ...``
 with exit code 2. Capability commands raise these errors and let them through. ``--debug`` (or
