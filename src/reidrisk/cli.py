@@ -68,7 +68,13 @@ USER_ERRORS: tuple[type[BaseException], ...] = (ReidriskError, OSError, UnicodeD
 def user_errors() -> tuple[type[BaseException], ...]:
     """``USER_ERRORS`` and, once pandas is loaded, its parse errors (``EmptyDataError``,
     ``ParserError``): a command that never imported pandas cannot raise them, and the command line
-    does not load pandas to name them."""
+    does not load pandas to name them.
+
+    Returns
+    -------
+    tuple of exception types
+        The errors shown as one line ``Error: ...``.
+    """
     pandas = sys.modules.get("pandas")
     if pandas is None:
         return USER_ERRORS
@@ -122,11 +128,35 @@ class ReidriskGroup(click.Group):
         self.lazy_commands[name] = (short_help, load)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        """The eager and the lazily loaded subcommands' names, sorted."""
+        """The eager and the lazily loaded subcommands' names, sorted.
+
+        Parameters
+        ----------
+        ctx : click.Context
+            The group's context.
+
+        Returns
+        -------
+        list of str
+            Every subcommand's name; none is imported for this.
+        """
         return sorted({*self.commands, *self.lazy_commands})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        """The subcommand ``cmd_name``, imported now if it was registered lazily."""
+        """The subcommand ``cmd_name``, imported now if it was registered lazily.
+
+        Parameters
+        ----------
+        ctx : click.Context
+            The group's context.
+        cmd_name : str
+            The subcommand's name.
+
+        Returns
+        -------
+        click.Command or None
+            The command; None for an unknown name.
+        """
         if cmd_name in self.lazy_commands:
             _, load = self.lazy_commands[cmd_name]
             self.commands[cmd_name] = load()
@@ -135,7 +165,15 @@ class ReidriskGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The commands section of the help, each one's one-line help, without loading the lazy
-        ones (same layout as click's)."""
+        ones (same layout as click's).
+
+        Parameters
+        ----------
+        ctx : click.Context
+            The group's context.
+        formatter : click.HelpFormatter
+            Where the section is written.
+        """
         names = self.list_commands(ctx)
         if not names:
             return
