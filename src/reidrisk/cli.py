@@ -35,14 +35,13 @@ from reidrisk.errors import ReidriskError
 #: capability -> its one-line help, shown by ``reidrisk --help`` without importing the capability
 #: (the first sentence of the group's own help, which ``reidrisk <capability> --help`` shows)
 CAPABILITIES: dict[str, str] = {
-    "assess": "The disclosure-risk check of a data holder's own table: k-anonymity, l-diversity, "
-              "SUDA, attacker risks, population uniques.",
+    "assess": "The disclosure-risk check of a data holder's own table: who is at risk of "
+              "re-identification, how much, why, and what lowers it.",
     "collect": "Collect data under local differential privacy with missing values (paper 004).",
     "uniqueness": "Population uniqueness of records from sampled databases, raw or randomized with "
                   "LDP (paper 000).",
     "linkage": "Anonymization, linkage attacks and their scores (paper 001).",
     "pie": "Information-theoretic re-identification risk bounds (paper 002).",
-    "assess": "The disclosure-risk check of a data holder's own table: k-anonymity, l-diversity, SUDA, attacker risks, population uniques.",
 }
 
 #: ``reidrisk serve``, also loaded on first use: (module, attribute, one-line help)

@@ -61,8 +61,10 @@ def _echo_err(text: str) -> None:
 def group(table, qi, sa, weight, population, fraction, threshold, bins, na_values, missing, no_model,
           max_msu, no_release, ldp_error, ldp_uniqueness, output, record_format, chunk_rows, yes,
           as_json, seed) -> None:
-    """The disclosure-risk check of a data holder's own table (CSV or Parquet): which records are
-    at risk of re-identification, how much, why, and what lowers it.
+    """The disclosure-risk check of a data holder's own table: who is at risk of
+    re-identification, how much, why, and what lowers it.
+
+    TABLE: a CSV or Parquet file, a directory of Parquet partitions, or an fsspec URL of either.
 
     Per record: fk, Fk, individual risk, P(unique in the population) and E[count] (paper 000),
     SUDA, the drivers of its risk. Per table: k-anonymity, l-diversity, t-closeness, the
