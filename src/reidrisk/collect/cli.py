@@ -22,6 +22,8 @@ from pathlib import Path
 import click
 import numpy as np
 
+from reidrisk.collect.latent_fit import N_FITS
+
 # the exact table's limits and cost estimate, shared with the service (EXACT_SECONDS_PER_CELL and
 # exact_table_seconds stay importable from here)
 from reidrisk.collect.model_io import (
@@ -31,6 +33,7 @@ from reidrisk.collect.model_io import (
     exact_table_seconds,  # noqa: F401
 )
 from reidrisk.collect.model_io import duration_text as _duration
+from reidrisk.collect.partitioned import fit_partitioned
 from reidrisk.collect.pipeline import CollectModel, CollectPipeline, CollectWarning
 from reidrisk.collect.protocol import Protocol, choose_attributes_per_person
 from reidrisk.collect.reports_io import _is_parquet, read_reports, write_reports
@@ -294,9 +297,8 @@ def _fit_latent(pipe, collected):
     When the reports show no dependence the pipeline returns its fallback model and fits no
     latent class model (reidrisk.collect.latent_fit, "Fallback"): the display then closes with a
     line saying so instead of a count of 0 fits."""
-    # loaded only when a latent model is fitted, off the command line's start
-    from reidrisk.collect.latent_fit import N_FITS
-    from reidrisk.report.progress import Progress  # jinja2 (reidrisk.report): only with progress
+    # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
+    from reidrisk.report.progress import Progress
 
     with Progress(N_FITS, "latent class model", unit="fits") as bar:
         fitted = pipe.fit(collected, progress=lambda note, done: bar.update(int(done), note))
@@ -312,9 +314,6 @@ def _fit_latent(pipe, collected):
 
 
 def _fit_partitioned(reports: str, pipe, chunk_rows: int | None, scheduler: str | None):
-    # kept off the command line's start: loaded only by this command
-    from reidrisk.collect.partitioned import fit_partitioned
-
     if scheduler is None:
         return fit_partitioned(reports, pipe, chunk_rows=chunk_rows)
     try:

@@ -21,6 +21,8 @@ import numpy as np
 
 from reidrisk.pie import bounds as b
 from reidrisk.pie.checks import check_count, check_epsilon
+from reidrisk.report import ReportFigure, Section, escape, html_table
+from reidrisk.report.plots import figure_png, new_figure
 
 DEFAULT_TARGETS: tuple[float, ...] = (0.9, 0.5)
 """Identification errors the section calibrates epsilon for (0.9 is the issue's design target)."""
@@ -97,8 +99,6 @@ def plot_bounds(n: int, domain: int, epsilons=None, cals: list | None = None) ->
     bytes
         The PNG image.
     """
-    # matplotlib: loaded only when a figure is drawn
-    from reidrisk.report.plots import figure_png, new_figure
 
     eps = _epsilons(epsilons)
     curves = _curves(n, domain, eps)
@@ -161,8 +161,6 @@ def pie_section(n: int, domain: int, epsilons=None, targets: Sequence[float] = D
     reidrisk.report.Section
         The section.
     """
-    # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
-    from reidrisk.report import ReportFigure, Section, escape, html_table
 
     n = check_count(n, "number of users n")
     domain = check_count(domain, "domain size |X|")

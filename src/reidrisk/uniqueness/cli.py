@@ -21,6 +21,7 @@ from reidrisk.collect.reports_io import has_metadata, read_reports
 from reidrisk.data.io import check_output_path, read_table, table_format, write_table
 from reidrisk.errors import InputError
 from reidrisk.schema import Schema, SchemaError
+from reidrisk.uniqueness.caveat import ldp_caveat
 from reidrisk.uniqueness.decisions import RULES
 from reidrisk.uniqueness.model import Database, UniquenessModel
 
@@ -304,9 +305,6 @@ def _ldp_note(model, databases) -> str | None:
     """The caveat on P(unique) (``reidrisk.uniqueness.caveat``) when the prior was simulated (no
     raw database) and the measured reliability gap at the databases' smallest epsilon per attribute
     is above the limit; None otherwise."""
-    # kept off the command line's start: loaded only by this command
-    from reidrisk.uniqueness.caveat import ldp_caveat
-
     if model.prior_ is None or model.prior_.source != "simulation":
         return None
     eps = [float(m.epsilon) for d in databases if d.randomized for m in d.reports.mechanisms]
