@@ -71,7 +71,8 @@ TOP = 10
 WATCHED = ("reidrisk.collect.pipeline.CollectPipeline._fit",
            "reidrisk.uniqueness.scorer.count_posterior",
            "reidrisk.demo.run_demo",
-           "reidrisk.demo.demo_sections")
+           "reidrisk.demo.demo_sections",
+           "reidrisk.demo_report.demo_sections")
 
 
 # ---- static: imports and function lengths ----------------------------------------------------
@@ -398,6 +399,9 @@ def write(runs: dict) -> None:
             if k in r:
                 res.add({"state": label}, k, r[k],
                         "count" if k != "longest_function_lines" else "lines")
+        for function, lines in r.get("watched", {}).items():
+            res.add({"state": label, "function": function}, "watched_function_lines", lines,
+                    "lines")
         for i, f in enumerate(r["longest"]):
             res.add({"state": label, "rank": i + 1, "function": f["function"]}, "function_lines",
                     f["lines"], "lines")
@@ -499,6 +503,8 @@ def kept_runs() -> dict[str, dict]:
             run.update(commit=p["commit"], exported=p["exported"])
         elif metric == "import_circle":
             run.setdefault("circles", []).append(p["modules"])
+        elif metric == "watched_function_lines":
+            run.setdefault("watched", {})[p["function"]] = value
         elif metric == "function_lines":
             run["longest"].append({"function": p["function"], "lines": value, "span": "",
                                    "code": ""})
