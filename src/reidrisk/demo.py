@@ -439,7 +439,7 @@ def _collect_section(schema, codes, entropy, log):
     """Paper 004 Fig. 10: the true and estimated table of every collection method."""
     if len(schema) < 2:
         return None
-    # kept off the command line's start: loaded only by this command
+    # jinja2 and matplotlib (reidrisk.collect.report): kept off the command line's start
     from reidrisk.collect.report import demo_collect_section
 
     log("Comparing the collection methods on one contingency table")
@@ -456,7 +456,7 @@ def _uniqueness_section(schema, before, entropy, log):
     complete = np.asarray(before)[(np.asarray(before) != MISSING).all(axis=1)]
     if len(schema) < 2 or complete.shape[0] < 200:
         return None
-    # kept off the command line's start: loaded only by this command
+    # jinja2 and matplotlib (reidrisk.uniqueness.report): kept off the command line's start
     from reidrisk.uniqueness.report import run_uniqueness_demo, uniqueness_section
 
     if complete.shape[0] > UNIQUENESS_POPULATION:
@@ -474,7 +474,7 @@ def _linkage_section(entropy, log):
 
     On its own table (a UCI Adult sample when installed, else a synthetic survey; a few seconds).
     """
-    # kept off the command line's start: loaded only by this command
+    # jinja2 and matplotlib (reidrisk.linkage.report): kept off the command line's start
     from reidrisk.linkage.report import linkage_section, run_linkage_demo
 
     log("Attacking anonymized releases of a table (linkage)")
@@ -489,7 +489,7 @@ def _pie_section(schema, n_records, log):
     """
     if n_records < 2:
         return None
-    # kept off the command line's start: loaded only by this command
+    # jinja2 and matplotlib (reidrisk.pie.report): kept off the command line's start
     from reidrisk.pie.report import pie_section
 
     log("Computing the PIE re-identification bounds")
