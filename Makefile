@@ -37,13 +37,15 @@ install: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(VENV)/bin/reidrisk demo
 
-# the linter (ruff: src, tests, benchmarks) and the type checker (mypy: src/reidrisk), both
-# configured in pyproject.toml, then the fast set (the default `pytest` run, slow tests
-# deselected; in 2 worker processes, pyproject.toml) and the slow set (in one process); each must
-# pass. Exit code 5 (no test selected) is not a failure.
+# the linter (ruff: src, tests, benchmarks), the type checker (mypy: src/reidrisk) and the import
+# contracts (lint-imports: the layers and no circles, [tool.importlinter]), all configured in
+# pyproject.toml, then the fast set (the default `pytest` run, slow tests deselected; in 2 worker
+# processes, pyproject.toml; tests/test_imports.py refuses any import circle) and the slow set (in
+# one process); each must pass. Exit code 5 (no test selected) is not a failure.
 test: $(VENV)/.installed
 	$(VENV)/bin/ruff check
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest || [ $$? -eq 5 ]
 	$(PY) -m pytest -m slow -n 0 || [ $$? -eq 5 ]
 

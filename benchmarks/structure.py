@@ -1,11 +1,14 @@
-"""The package's shape, measured: imports of its own modules made inside functions, the longest
-functions, and the module boundaries one collect fit crosses.
+"""The package's shape, measured: import circles, imports of its own modules made inside functions,
+the longest functions, and the module boundaries one collect fit crosses.
 
 Usage::
 
     python benchmarks/structure.py                  # print the numbers
     python benchmarks/structure.py --record before  # keep them as the "before" of a refactor
     python benchmarks/structure.py --record after   # and write docs/results/structure.{md,json}
+
+Every state already in docs/results/structure.json is kept (read back from it) unless ``--drop``
+names it; ``--record LABEL`` adds the state LABEL, or replaces it, and rewrites both files.
 
 With ``--at REV`` the package of commit REV is measured instead of the working tree: its ``src/``
 is exported (``git archive``) to a temporary folder and measured there by this script (and the
@@ -14,6 +17,13 @@ current tests/test_docs.py), so that edits not yet committed in a shared tree ar
     python benchmarks/structure.py --at 6725577 --record before
     python benchmarks/structure.py --at HEAD --record after
 
+* **Import circles**: the strongly connected components of more than one module of grimp's import
+  graph of the package (every import: at the top, inside a function, under ``TYPE_CHECKING``), as
+  ``tests/test_imports.py`` builds it (the current file, also for ``--at``): plain, and with the
+  packages an import runs added (``import a.b.c`` runs ``a.b``'s ``__init__``), which is what that
+  test refuses. Counted: circles, and the modules in them.
+* **Deferred imports**: every import of the package's own modules that is not a statement at a
+  module's top level (inside a function, under ``if TYPE_CHECKING``) or that ``importlib`` makes.
 * **In-function imports**: ``import reidrisk...`` / ``from reidrisk... import`` / relative imports
   nested in a function body (AST), each listed with the comment next to it (the reason it stays).
 * **Longest functions**: AST line span ``end_lineno - lineno + 1`` of every function and method
@@ -61,7 +71,8 @@ TOP = 10
 WATCHED = ("reidrisk.collect.pipeline.CollectPipeline._fit",
            "reidrisk.uniqueness.scorer.count_posterior",
            "reidrisk.demo.run_demo",
-           "reidrisk.demo.demo_sections")
+           "reidrisk.demo.demo_sections",
+           "reidrisk.demo_report.demo_sections")
 
 
 # ---- static: imports and function lengths ----------------------------------------------------
@@ -143,15 +154,51 @@ def static_measures() -> dict:
     return {"imports": imports, "longest": lengths[:TOP], "watched": watched}
 
 
-def parameters_blocks() -> dict:
-    """Exported callables that take parameters, and those without a numpydoc Parameters block,
-    by the test's own definition (``tests/test_docs.py``: ``exported_callables``)."""
+def _test_module(name: str):
+    """A module of tests/ loaded by path (the current file, whatever package is measured)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("_docs_check", REPO / "tests" / "test_docs.py")
+    spec = importlib.util.spec_from_file_location(f"_{name}_check", REPO / "tests" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
+    return module
+
+
+def import_circles() -> dict:
+    """Circles of the package's import graph (every import), plain and with the packages an import
+    runs (``tests/test_imports.py``'s graph)."""
+    module = _test_module("test_imports")
+    with_packages, graph = module.import_graph()
+    plain = {m: set(graph.find_modules_directly_imported_by(m)) - {m} for m in graph.modules}
+    found, full = module.circles(plain), module.circles(with_packages)
+    return {"import_circles": len(found),
+            "modules_in_circles": sum(len(c) for c in found),
+            "import_circles_with_packages": len(full),
+            "modules_in_circles_with_packages": sum(len(c) for c in full),
+            "circles": found}
+
+
+def deferred_imports() -> list[dict]:
+    """Imports of the package's own modules not at a module's top level, and importlib's."""
+    out = []
+    for path in sorted(SRC.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        top = {id(n) for n in tree.body}
+        mod = _module_name(path)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and _own(node) and id(node) not in top:
+                out.append({"module": mod, "line": node.lineno, "kind": "statement"})
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr == "import_module"):
+                out.append({"module": mod, "line": node.lineno, "kind": "importlib"})
+    return out
+
+
+def parameters_blocks() -> dict:
+    """Exported callables that take parameters, and those without a numpydoc Parameters block,
+    by the test's own definition (``tests/test_docs.py``: ``exported_callables``)."""
+    module = _test_module("test_docs")
     found, failed = module.exported_callables()
     returning, _ = module.returning_callables()
     return {"exported_callables": len(found),
@@ -277,6 +324,8 @@ def measure() -> dict:
     s = static_measures()
     d = parameters_blocks()
     c = crossings()
+    circ = import_circles()
+    deferred = deferred_imports()
     head = os.environ.get("STRUCTURE_COMMIT") or subprocess.run(
         ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
         capture_output=True, text=True).stdout.strip()
@@ -288,6 +337,8 @@ def measure() -> dict:
         "longest": s["longest"],
         "watched": s["watched"],
         "imports": s["imports"],
+        "deferred_imports": len(deferred),
+        **circ,
         **d,
         **c,
     }
@@ -297,7 +348,12 @@ def measure() -> dict:
 def _summary_rows(runs: dict) -> list[list]:
     for r in runs.values():
         r["collect_module_edges"] = len(module_edges(r))
-    keys = [("collect_module_edges", "module pairs (caller module -> callee module) crossed out of reidrisk.collect in one collect fit"),
+    keys = [("import_circles", "import circles (groups of modules that import one another, deferred imports included)"),
+            ("modules_in_circles", "modules in them"),
+            ("import_circles_with_packages", "import circles counting the packages an import runs (tests/test_imports.py)"),
+            ("modules_in_circles_with_packages", "modules in them"),
+            ("deferred_imports", "imports of the package's own modules not at a module's top level (in functions, under TYPE_CHECKING, by importlib)"),
+            ("collect_module_edges", "module pairs (caller module -> callee module) crossed out of reidrisk.collect in one collect fit"),
             ("collect_edges", "crossing edges out of reidrisk.collect (caller -> callee function) in one collect fit"),
             ("collect_modules", "reidrisk modules those edges join"),
             ("collect_calls", "calls along them"),
@@ -329,14 +385,23 @@ def write(runs: dict) -> None:
         r["collect_module_edges"] = len(module_edges(r))
     res = Results(NAME)
     for label, r in runs.items():
+        res.add({"state": label, "commit": r.get("commit", "?"), "exported": bool(r.get("exported"))},
+                "state", 1, "count")
+        for c in r.get("circles", ()):
+            res.add({"state": label, "modules": list(c)}, "import_circle", len(c), "modules")
         for k in ("collect_module_edges", "collect_edges", "collect_modules", "collect_calls",
                   "crossing_edges", "crossing_modules", "crossing_calls", "unpack_calls",
                   "oracle_checks", "in_function_imports", "in_function_imports_without_reason",
                   "longest_function_lines", "exported_callables", "without_parameters",
-                  "returning_callables", "without_returns"):
+                  "returning_callables", "without_returns", "import_circles", "modules_in_circles",
+                  "import_circles_with_packages", "modules_in_circles_with_packages",
+                  "deferred_imports"):
             if k in r:
                 res.add({"state": label}, k, r[k],
                         "count" if k != "longest_function_lines" else "lines")
+        for function, lines in r.get("watched", {}).items():
+            res.add({"state": label, "function": function}, "watched_function_lines", lines,
+                    "lines")
         for i, f in enumerate(r["longest"]):
             res.add({"state": label, "rank": i + 1, "function": f["function"]}, "function_lines",
                     f["lines"], "lines")
@@ -352,8 +417,8 @@ def write(runs: dict) -> None:
     rows, labels = _summary_rows(runs)
     last = runs[labels[-1]]
     body = ["# Structure of the package", "",
-            "What `benchmarks/structure.py` measures (its module docstring): imports of the "
-            "package's own modules made inside functions, the longest functions, and the module "
+            "What `benchmarks/structure.py` measures (its module docstring): import circles, imports "
+            "of the package's own modules made inside functions, the longest functions, and the module "
             "boundaries one `CollectPipeline().fit` crosses (5 attributes, 2,000 simulated people, "
             "30 % missing, `Protocol(4.0, attributes_per_person=2)`). No timing is measured.", "",
             "States: " + "; ".join(
@@ -375,6 +440,13 @@ def write(runs: dict) -> None:
             md_table(["function (lines, nested functions excluded)"] + labels,
                      [[f"`{f}`"] + [_watched(runs[lab], f) for lab in labels] for f in WATCHED]),
             "",
+            "## Import circles", "",
+            "Each circle is a group of modules every one of which imports (perhaps through the "
+            "others, perhaps inside a function) every other one; a state measured before circles "
+            "were counted has no entry.", "",
+            *[f"* {lab}: " + ("; ".join("`" + "`, `".join(c) + "`" for c in runs[lab]["circles"])
+                              if runs[lab]["circles"] else "none")
+              for lab in labels if "circles" in runs[lab]], "",
             f"## Longest functions ({labels[-1]})", "",
             md_table(["function", "lines (nested functions excluded)", "code lines (docstring "
                       "excluded)", "span"],
@@ -411,10 +483,55 @@ def measure_at(rev: str) -> dict:
         return {**json.loads(out.read_text()), "exported": True}
 
 
+def kept_runs() -> dict[str, dict]:
+    """The states recorded in docs/results/structure.json, rebuilt from its points (the function
+    spans and code lines of the longest functions are not kept there)."""
+    import re
+
+    path = RESULTS_DIR / f"{NAME}.json"
+    if not path.exists():
+        return {}
+    md = (RESULTS_DIR / f"{NAME}.md").read_text() if (RESULTS_DIR / f"{NAME}.md").exists() else ""
+    runs: dict[str, dict] = {}
+    for point in json.loads(path.read_text()):
+        if "params" not in point:  # the machine record
+            continue
+        p, metric, value = point["params"], point["metric"], point["value"]
+        run = runs.setdefault(p["state"], {"longest": [], "edges": [], "imports": [],
+                                           "without_parameters_names": []})
+        if metric == "state":
+            run.update(commit=p["commit"], exported=p["exported"])
+        elif metric == "import_circle":
+            run.setdefault("circles", []).append(p["modules"])
+        elif metric == "watched_function_lines":
+            run.setdefault("watched", {})[p["function"]] = value
+        elif metric == "function_lines":
+            run["longest"].append({"function": p["function"], "lines": value, "span": "",
+                                   "code": ""})
+        elif metric == "without_parameters_block":
+            run["without_parameters_names"].append(p["name"])
+        elif metric == "crossing":
+            run["edges"].append({"caller": p["caller"], "callee": p["callee"], "calls": value})
+        elif metric == "in_function_import":
+            run["imports"].append({k: p[k] for k in ("module", "function", "line", "reason")})
+        else:
+            run[metric] = value
+    for label, run in runs.items():
+        if "commit" not in run:  # recorded before the state points: the page names the commit
+            found = re.search(rf"{re.escape(label)}: commit (\w+)( \(its package exported)?", md)
+            run.update(commit=found.group(1) if found else "?", exported=bool(found and found.group(2)))
+        if "import_circles" in run:
+            run.setdefault("circles", [])
+    return runs
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--record", choices=["before", "after"],
-                    help="keep the numbers under this label; 'after' writes docs/results/structure.*")
+    ap.add_argument("--record", metavar="LABEL",
+                    help="'before': keep the numbers for a later 'after'; any other label: add "
+                         "them as that state to docs/results/structure.* (replacing it)")
+    ap.add_argument("--drop", metavar="LABEL", action="append", default=[],
+                    help="leave this kept state out of docs/results/structure.*")
     ap.add_argument("--before-file", type=Path, default=None,
                     help="JSON of an earlier '--record before' run (default: kept in /tmp)")
     ap.add_argument("--at", metavar="REV", default=None,
@@ -437,15 +554,11 @@ def main(argv=None) -> None:
     if args.record == "before":
         kept.write_text(json.dumps(r, indent=1))
         print(f"kept as {kept}")
-    elif args.record == "after":
-        runs = {}
-        if kept.exists():
-            runs["before"] = json.loads(kept.read_text())
-        else:
-            prior = RESULTS_DIR / f"{NAME}.json"
-            if prior.exists():
-                print(f"no {kept}: writing the current numbers only", file=sys.stderr)
-        runs["after"] = r
+    elif args.record is not None:
+        runs = {lab: run for lab, run in kept_runs().items() if lab not in args.drop}
+        if args.record == "after" and kept.exists() and "before" not in runs:
+            runs = {"before": json.loads(kept.read_text()), **runs}
+        runs[args.record] = r
         write(runs)
 
 

@@ -42,12 +42,26 @@ from reidrisk.data.io import read_encoded, read_table
 from reidrisk.data.missing import mcar
 from reidrisk.data.synthetic import make_population
 from reidrisk.data.tables import contingency
+from reidrisk.demo_report import (  # the result and its report sections: re-exported
+    PAIR_METHOD,
+    DemoResult,
+    Measurement,
+    demo_sections,
+    fmt_eps,
+    pct,
+)
 from reidrisk.estimation.frequency import estimate_marginals
 from reidrisk.estimation.information import js_divergence
 from reidrisk.estimation.pairs import estimate_pairs
 from reidrisk.mechanisms import MECHANISMS, RecordRandomizer
 from reidrisk.mechanisms.base import MechanismError, check_epsilon
 from reidrisk.schema import MISSING, Schema, SchemaError
+
+__all__ = [
+    "DEFAULT_DEPENDENCE", "DEFAULT_EPSILONS", "DEFAULT_MISSING_RATE", "DEFAULT_N", "DEFAULT_SIZES",
+    "DemoResult", "MARGINAL_METHODS", "METHODS", "Measurement", "PAIR_METHOD", "REPORT_TITLE",
+    "UNIQUENESS_POPULATION", "UNIQUENESS_RATE", "demo_sections", "run_demo",
+]
 
 DEFAULT_EPSILONS: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0, 16.0)
 """Whole-record budgets of the default sweep (epsilon / g per attribute)."""
@@ -73,190 +87,8 @@ UNIQUENESS_RATE = 0.2
 METHODS: tuple[str, ...] = ("em", "norm_sub")
 """Marginal estimators compared; pairs use the pair EM."""
 
-PAIR_METHOD = "em"
 MARGINAL_METHODS: tuple[str, ...] = ("em", "norm_sub", "exact_em")
 """Estimators ``run_demo`` accepts: those that return distributions (the raw inversion may not)."""
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """Error of one estimator for one mechanism at one budget.
-
-    Parameters
-    ----------
-    mechanism : str
-        Registry name of the mechanism (``reidrisk.mechanisms.MECHANISMS``).
-    epsilon : float
-        Whole-record budget.
-    target : str
-        ``"marginal"`` (mean over the g attributes) or ``"pair"`` (mean over the g (g - 1) / 2
-        pairs).
-    method : str
-        The estimator.
-    js : float
-        Mean Jensen-Shannon divergence in bits (0..1).
-    js_max : float
-        The worst attribute's or pair's Jensen-Shannon divergence.
-    tv : float
-        Mean total variation distance (0..1).
-    """
-
-    mechanism: str
-    epsilon: float
-    target: str
-    method: str
-    js: float
-    js_max: float
-    tv: float
-
-
-@dataclass(frozen=True)
-class DemoResult:
-    """What ``run_demo`` computed and where it wrote the report (the codes are not kept).
-
-    Parameters
-    ----------
-    schema : Schema
-        The collected attributes.
-    n : int
-        Records.
-    source : str
-        Where the records came from, in words.
-    missing : numpy.ndarray
-        Share of missing values per attribute, shape (g,).
-    epsilons : tuple of float
-        Whole-record budgets, ascending.
-    mechanisms : tuple of str
-        Registry names of the mechanisms compared.
-    methods : tuple of str
-        Marginal estimators compared.
-    measurements : tuple of Measurement
-        One per mechanism, budget, target and estimator.
-    reference : mapping of str to float
-        Errors of a uniform guess: ``"marginal"`` and ``"pair"`` (mean JS divergence, bits),
-        ``"marginal_tv"`` and ``"pair_tv"`` (mean total variation distance).
-    truth : tuple of numpy.ndarray
-        The true marginal distributions over present values, one array (f_j,) per attribute.
-    examples : mapping
-        The estimated marginals at ``plot_epsilon``: ``examples[mechanism][method]`` is a tuple
-        of g arrays.
-    plot_epsilon : float
-        The budget whose estimates the report draws.
-    timings : mapping of str to float
-        Seconds per mechanism (all budgets: randomize and estimate).
-    parameters : mapping of str to object
-        The run's parameters as the report lists them.
-    seconds : float
-        Wall time of the run.
-    out, report : Path, optional
-        The report's folder and its ``index.html`` (``None`` without a report).
-    extra_sections : tuple of reidrisk.report.Section
-        The other capabilities' sections of the report.
-    """
-
-    schema: Schema
-    n: int
-    source: str
-    missing: np.ndarray
-    epsilons: tuple[float, ...]
-    mechanisms: tuple[str, ...]
-    methods: tuple[str, ...]
-    measurements: tuple[Measurement, ...]
-    reference: Mapping[str, float]
-    truth: tuple[np.ndarray, ...]
-    examples: Mapping[str, Mapping[str, tuple[np.ndarray, ...]]]
-    plot_epsilon: float
-    timings: Mapping[str, float]
-    parameters: Mapping[str, object]
-    seconds: float = 0.0
-    out: Path | None = None
-    report: Path | None = None
-    extra_sections: tuple = ()
-
-    @property
-    def g(self) -> int:
-        return len(self.schema)
-
-    def table(self) -> pd.DataFrame:
-        """All measurements in long format (one row per mechanism, epsilon, target, method).
-
-        Returns
-        -------
-        pandas.DataFrame
-            The measurements.
-        """
-        return pd.DataFrame([dataclasses.asdict(m) for m in self.measurements])
-
-    def error(self, mechanism: str, epsilon: float, target: str = "marginal", method: str = "em",
-              metric: str = "js") -> float:
-        """One number of the table, e.g. ``error("grr", 4.0, "pair")``.
-
-        Parameters
-        ----------
-        mechanism : str
-            Registry name of the mechanism.
-        epsilon : float
-            Whole-record budget (compared with ``math.isclose``).
-        target : str
-            ``"marginal"`` or ``"pair"``.
-        method : str
-            The estimator.
-        metric : str
-            ``"js"``, ``"js_max"`` or ``"tv"`` (a field of ``Measurement``).
-
-        Returns
-        -------
-        float
-            The measured error.
-
-        Raises
-        ------
-        KeyError
-            When the run has no such measurement.
-        """
-        for m in self.measurements:
-            if (m.mechanism, m.target, m.method) == (mechanism, target, method) and \
-                    math.isclose(m.epsilon, epsilon):
-                return float(getattr(m, metric))
-        raise KeyError(f"no measurement for {mechanism!r} at epsilon={epsilon!r}, {target}/{method}")
-
-    def summary(self) -> str:
-        """A compact text table: mechanism x epsilon -> mean JS divergence (EM) of the marginals
-        and of the pairs.
-
-        Returns
-        -------
-        str
-            The table's lines.
-        """
-        eps_head = "".join(f"{_fmt_eps(e):>9}" for e in self.epsilons)
-        width = max(len("pairs of attributes"), *(len(m) for m in self.mechanisms)) + 2
-        lines = [
-            f"n = {self.n} records, g = {self.g} attributes ({self.source}); "
-            f"missing {_pct(float(self.missing.mean()))} of values",
-            "Mean Jensen-Shannon divergence (bits) between true and estimated distributions (EM);",
-            f"epsilon = budget of a whole record (epsilon / {self.g} per attribute).",
-        ]
-        marginal_method = "em" if "em" in self.methods else self.methods[0]
-        for target, label in (("marginal", "single attributes"), ("pair", "pairs of attributes")):
-            lines.append("")
-            lines.append(f"{label:<{width}}{eps_head}")
-            for mech in self.mechanisms:
-                method = marginal_method if target == "marginal" else PAIR_METHOD
-                vals = "".join(f"{self.error(mech, e, target, method):>9.4f}" for e in self.epsilons)
-                lines.append(f"{mech:<{width}}{vals}")
-            lines.append(f"{'(uniform)':<{width}}" + f"{self.reference[target]:>9.4f}" * len(self.epsilons))
-        return "\n".join(lines)
-
-    def sections(self) -> list:
-        """The report sections of this run (see ``reidrisk.report``).
-
-        Returns
-        -------
-        list of reidrisk.report.Section
-            The sections.
-        """
-        return demo_sections(self)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -294,7 +126,7 @@ def _prepare(data, schema, n, missing_rate, sizes, dependence, entropy, log
         if rate > 0:
             codes = mcar(codes, rate, _rng(entropy, "missing"))
         source = (f"synthetic population, domain sizes {list(sizes)}, dependence {dependence:g}, "
-                  f"{_pct(rate)} of values missing completely at random")
+                  f"{pct(rate)} of values missing completely at random")
         return pop.schema, np.asarray(codes, dtype=np.int32), source, rate, pop.codes
 
     schema = _load_schema(schema)
@@ -333,7 +165,7 @@ def _prepare(data, schema, n, missing_rate, sizes, dependence, entropy, log
     before = codes
     if rate > 0:
         codes = mcar(codes, rate, _rng(entropy, "missing"))
-        source += f", plus {_pct(rate)} of values removed completely at random"
+        source += f", plus {pct(rate)} of values removed completely at random"
     return schema, np.asarray(codes, dtype=np.int32), source, rate, before
 
 
@@ -566,7 +398,7 @@ def _collect_and_score(schema, codes, truth: _Truth, mech_names, eps_list, metho
                 ests = [_pair_table(pair_est, p) for p in truth.pairs]
                 measurements.append(_score(mech, eps, "pair", PAIR_METHOD, truth.pair_tables, ests))
                 timings[mech] += time.perf_counter() - t
-                bar.update(note=f"{mech} eps={_fmt_eps(eps)}")
+                bar.update(note=f"{mech} eps={fmt_eps(eps)}")
     finally:
         bar.close()
     return measurements, examples, timings
@@ -582,12 +414,12 @@ def _parameters(seed, schema, codes, source, rate, eps_list, mech_names, methods
         "attributes": g,
         "data": source,
         "missing rate injected": f"{rate:g}",
-        "epsilons (whole record)": ", ".join(_fmt_eps(e) for e in eps_list),
+        "epsilons (whole record)": ", ".join(fmt_eps(e) for e in eps_list),
         "epsilon per attribute": "epsilon / g = " + ", ".join(f"{e / g:.3g}" for e in eps_list),
         "mechanisms": ", ".join(mech_names),
         "marginal estimators": ", ".join(methods),
         "pair estimator": PAIR_METHOD,
-        "distributions shown at epsilon": _fmt_eps(plot_epsilon),
+        "distributions shown at epsilon": fmt_eps(plot_epsilon),
         **_versions(),
     }
 
@@ -618,7 +450,7 @@ def _collect_section(schema, codes, entropy, log):
     """Paper 004 Fig. 10: the true and estimated table of every collection method."""
     if len(schema) < 2:
         return None
-    # kept off the command line's start: loaded only by this command
+    # jinja2 and matplotlib (reidrisk.collect.report): kept off the command line's start
     from reidrisk.collect.report import demo_collect_section
 
     log("Comparing the collection methods on one contingency table")
@@ -635,7 +467,7 @@ def _uniqueness_section(schema, before, entropy, log):
     complete = np.asarray(before)[(np.asarray(before) != MISSING).all(axis=1)]
     if len(schema) < 2 or complete.shape[0] < 200:
         return None
-    # kept off the command line's start: loaded only by this command
+    # jinja2 and matplotlib (reidrisk.uniqueness.report): kept off the command line's start
     from reidrisk.uniqueness.report import run_uniqueness_demo, uniqueness_section
 
     if complete.shape[0] > UNIQUENESS_POPULATION:
@@ -653,7 +485,7 @@ def _linkage_section(entropy, log):
 
     On its own table (a UCI Adult sample when installed, else a synthetic survey; a few seconds).
     """
-    # kept off the command line's start: loaded only by this command
+    # jinja2 and matplotlib (reidrisk.linkage.report): kept off the command line's start
     from reidrisk.linkage.report import linkage_section, run_linkage_demo
 
     log("Attacking anonymized releases of a table (linkage)")
@@ -668,7 +500,7 @@ def _pie_section(schema, n_records, log):
     """
     if n_records < 2:
         return None
-    # kept off the command line's start: loaded only by this command
+    # jinja2 and matplotlib (reidrisk.pie.report): kept off the command line's start
     from reidrisk.pie.report import pie_section
 
     log("Computing the PIE re-identification bounds")
@@ -700,33 +532,3 @@ def _versions() -> dict[str, str]:
         "pandas": pd.__version__,
         "matplotlib": matplotlib.__version__,
     }
-
-
-def _fmt_eps(e: float) -> str:
-    return f"{e:g}"
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%" if x == 0 or x >= 0.01 else f"{100 * x:.2g}%"
-
-
-# ---------------------------------------------------------------------------------------------
-# report sections (reidrisk.demo_report)
-# ---------------------------------------------------------------------------------------------
-def demo_sections(result: DemoResult) -> list:
-    """The report sections of a demo run: overview, data, distributions, errors, numbers, run.
-
-    Parameters
-    ----------
-    result : DemoResult
-        The result of ``run_demo``.
-
-    Returns
-    -------
-    list of reidrisk.report.Section
-        The sections in report order (``reidrisk.demo_report.demo_sections``).
-    """
-    # jinja2 and matplotlib (reidrisk.demo_report): loaded only when a report is written
-    from reidrisk.demo_report import demo_sections as sections
-
-    return sections(result)

@@ -1,17 +1,239 @@
-"""The report sections of the demo (``reidrisk.demo``): overview, data, distributions, errors,
-numbers and the run's parameters.
+"""The demo's result (``DemoResult``: what ``reidrisk.demo.run_demo`` measured) and its report
+sections: overview, data, distributions, errors, numbers and the run's parameters.
 
-Imported only when a report is written: it loads the HTML templates (jinja2) and matplotlib,
-which the demo's command line does not need to start.
+``reidrisk.demo`` (loaded when the command line starts) builds a ``DemoResult``; the sections are
+drawn only when a report is written, so the HTML templates (jinja2) and matplotlib
+(``reidrisk.report``) are imported inside the functions that draw them.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 
-from reidrisk.demo import PAIR_METHOD, DemoResult, _fmt_eps, _pct
-from reidrisk.report import ReportFigure, Section, definition_list, escape, html_table, plots
+import numpy as np
+import pandas as pd
+
 from reidrisk.schema import Schema
+
+PAIR_METHOD = "em"
+"""The pair estimator of the demo (the pair EM on the Gram counts, paper 004 eq. 12-13)."""
+
+
+def fmt_eps(e: float) -> str:
+    """A budget as the demo shows it (``4``, ``0.5``).
+
+    Parameters
+    ----------
+    e : float
+        The budget.
+
+    Returns
+    -------
+    str
+        ``f"{e:g}"``.
+    """
+    return f"{e:g}"
+
+
+def pct(x: float) -> str:
+    """A share as a percentage: whole percents from 1 %, two significant digits below.
+
+    Parameters
+    ----------
+    x : float
+        The share, in [0, 1].
+
+    Returns
+    -------
+    str
+        E.g. ``"30%"``, ``"0.25%"``.
+    """
+    return f"{100 * x:.0f}%" if x == 0 or x >= 0.01 else f"{100 * x:.2g}%"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Error of one estimator for one mechanism at one budget.
+
+    Parameters
+    ----------
+    mechanism : str
+        Registry name of the mechanism (``reidrisk.mechanisms.MECHANISMS``).
+    epsilon : float
+        Whole-record budget.
+    target : str
+        ``"marginal"`` (mean over the g attributes) or ``"pair"`` (mean over the g (g - 1) / 2
+        pairs).
+    method : str
+        The estimator.
+    js : float
+        Mean Jensen-Shannon divergence in bits (0..1).
+    js_max : float
+        The worst attribute's or pair's Jensen-Shannon divergence.
+    tv : float
+        Mean total variation distance (0..1).
+    """
+
+    mechanism: str
+    epsilon: float
+    target: str
+    method: str
+    js: float
+    js_max: float
+    tv: float
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    """What ``run_demo`` computed and where it wrote the report (the codes are not kept).
+
+    Parameters
+    ----------
+    schema : Schema
+        The collected attributes.
+    n : int
+        Records.
+    source : str
+        Where the records came from, in words.
+    missing : numpy.ndarray
+        Share of missing values per attribute, shape (g,).
+    epsilons : tuple of float
+        Whole-record budgets, ascending.
+    mechanisms : tuple of str
+        Registry names of the mechanisms compared.
+    methods : tuple of str
+        Marginal estimators compared.
+    measurements : tuple of Measurement
+        One per mechanism, budget, target and estimator.
+    reference : mapping of str to float
+        Errors of a uniform guess: ``"marginal"`` and ``"pair"`` (mean JS divergence, bits),
+        ``"marginal_tv"`` and ``"pair_tv"`` (mean total variation distance).
+    truth : tuple of numpy.ndarray
+        The true marginal distributions over present values, one array (f_j,) per attribute.
+    examples : mapping
+        The estimated marginals at ``plot_epsilon``: ``examples[mechanism][method]`` is a tuple
+        of g arrays.
+    plot_epsilon : float
+        The budget whose estimates the report draws.
+    timings : mapping of str to float
+        Seconds per mechanism (all budgets: randomize and estimate).
+    parameters : mapping of str to object
+        The run's parameters as the report lists them.
+    seconds : float
+        Wall time of the run.
+    out, report : Path, optional
+        The report's folder and its ``index.html`` (``None`` without a report).
+    extra_sections : tuple of reidrisk.report.Section
+        The other capabilities' sections of the report.
+    """
+
+    schema: Schema
+    n: int
+    source: str
+    missing: np.ndarray
+    epsilons: tuple[float, ...]
+    mechanisms: tuple[str, ...]
+    methods: tuple[str, ...]
+    measurements: tuple[Measurement, ...]
+    reference: Mapping[str, float]
+    truth: tuple[np.ndarray, ...]
+    examples: Mapping[str, Mapping[str, tuple[np.ndarray, ...]]]
+    plot_epsilon: float
+    timings: Mapping[str, float]
+    parameters: Mapping[str, object]
+    seconds: float = 0.0
+    out: Path | None = None
+    report: Path | None = None
+    extra_sections: tuple = ()
+
+    @property
+    def g(self) -> int:
+        return len(self.schema)
+
+    def table(self) -> pd.DataFrame:
+        """All measurements in long format (one row per mechanism, epsilon, target, method).
+
+        Returns
+        -------
+        pandas.DataFrame
+            The measurements.
+        """
+        return pd.DataFrame([dataclasses.asdict(m) for m in self.measurements])
+
+    def error(self, mechanism: str, epsilon: float, target: str = "marginal", method: str = "em",
+              metric: str = "js") -> float:
+        """One number of the table, e.g. ``error("grr", 4.0, "pair")``.
+
+        Parameters
+        ----------
+        mechanism : str
+            Registry name of the mechanism.
+        epsilon : float
+            Whole-record budget (compared with ``math.isclose``).
+        target : str
+            ``"marginal"`` or ``"pair"``.
+        method : str
+            The estimator.
+        metric : str
+            ``"js"``, ``"js_max"`` or ``"tv"`` (a field of ``Measurement``).
+
+        Returns
+        -------
+        float
+            The measured error.
+
+        Raises
+        ------
+        KeyError
+            When the run has no such measurement.
+        """
+        for m in self.measurements:
+            if (m.mechanism, m.target, m.method) == (mechanism, target, method) and \
+                    math.isclose(m.epsilon, epsilon):
+                return float(getattr(m, metric))
+        raise KeyError(f"no measurement for {mechanism!r} at epsilon={epsilon!r}, {target}/{method}")
+
+    def summary(self) -> str:
+        """A compact text table: mechanism x epsilon -> mean JS divergence (EM) of the marginals
+        and of the pairs.
+
+        Returns
+        -------
+        str
+            The table's lines.
+        """
+        eps_head = "".join(f"{fmt_eps(e):>9}" for e in self.epsilons)
+        width = max(len("pairs of attributes"), *(len(m) for m in self.mechanisms)) + 2
+        lines = [
+            f"n = {self.n} records, g = {self.g} attributes ({self.source}); "
+            f"missing {pct(float(self.missing.mean()))} of values",
+            "Mean Jensen-Shannon divergence (bits) between true and estimated distributions (EM);",
+            f"epsilon = budget of a whole record (epsilon / {self.g} per attribute).",
+        ]
+        marginal_method = "em" if "em" in self.methods else self.methods[0]
+        for target, label in (("marginal", "single attributes"), ("pair", "pairs of attributes")):
+            lines.append("")
+            lines.append(f"{label:<{width}}{eps_head}")
+            for mech in self.mechanisms:
+                method = marginal_method if target == "marginal" else PAIR_METHOD
+                vals = "".join(f"{self.error(mech, e, target, method):>9.4f}" for e in self.epsilons)
+                lines.append(f"{mech:<{width}}{vals}")
+            lines.append(f"{'(uniform)':<{width}}" + f"{self.reference[target]:>9.4f}" * len(self.epsilons))
+        return "\n".join(lines)
+
+    def sections(self) -> list:
+        """The report sections of this run (see ``reidrisk.report``).
+
+        Returns
+        -------
+        list of reidrisk.report.Section
+            The sections.
+        """
+        return demo_sections(self)
 
 
 def _shown_attributes(schema: Schema) -> list[int]:
@@ -36,6 +258,9 @@ def demo_sections(result: DemoResult) -> list:
         The sections in report order; the other capabilities' sections
         (``result.extra_sections``) come before the run parameters.
     """
+    # jinja2 and matplotlib (reidrisk.report): loaded only when a report is written
+    from reidrisk.report import Section, definition_list
+
     params = dict(result.parameters)
     params["wall time"] = f"{result.seconds:.1f} s"
     return [
@@ -51,7 +276,10 @@ def demo_sections(result: DemoResult) -> list:
 
 def _overview_html(result: DemoResult) -> str:
     """What was collected and estimated, and the error measures."""
-    eps_txt = ", ".join(_fmt_eps(e) for e in result.epsilons)
+    # jinja2 and matplotlib (reidrisk.report): loaded only when a report is written
+    from reidrisk.report import escape
+
+    eps_txt = ", ".join(fmt_eps(e) for e in result.epsilons)
     return (
         "<p>Every record was randomized on the client side, attribute by attribute, with each of the "
         f"mechanisms <strong>{escape(', '.join(result.mechanisms))}</strong> and each whole-record "
@@ -71,10 +299,13 @@ def _overview_html(result: DemoResult) -> str:
 
 def _data_html(result: DemoResult) -> str:
     """The source and one row per attribute: categories, missing share, answers, values."""
+    # jinja2 and matplotlib (reidrisk.report): loaded only when a report is written
+    from reidrisk.report import escape, html_table
+
     rows = []
     for j, attr in enumerate(result.schema):
         cats = ", ".join(attr.categories[:6]) + (" ..." if attr.size > 6 else "")
-        rows.append([attr.name, attr.size, _pct(float(result.missing[j])),
+        rows.append([attr.name, attr.size, pct(float(result.missing[j])),
                      int(round(result.n * (1 - float(result.missing[j])))), cats])
     return (
         f"<p>Source: {escape(result.source)}.</p>"
@@ -86,6 +317,9 @@ def _data_html(result: DemoResult) -> str:
 
 def _distributions_figure(result: DemoResult):
     """True and estimated distributions of two attributes at ``result.plot_epsilon``."""
+    # jinja2 and matplotlib (reidrisk.report): loaded only when a report is written
+    from reidrisk.report import ReportFigure, plots
+
     schema, g = result.schema, result.g
     shown = _shown_attributes(schema)
     dist_png = plots.plot_distributions(
@@ -93,13 +327,13 @@ def _distributions_figure(result: DemoResult):
         [result.truth[j] for j in shown],
         {mech: {meth: [ests[j] for j in shown] for meth, ests in per.items()}
          for mech, per in result.examples.items()},
-        title=f"True and estimated distributions at \u03b5 = {_fmt_eps(result.plot_epsilon)} "
+        title=f"True and estimated distributions at \u03b5 = {fmt_eps(result.plot_epsilon)} "
               f"({result.plot_epsilon / g:.3g} per attribute)",
     )
     return ReportFigure(
         "distributions.png", dist_png,
         caption=(f"Grey bars: the true distribution of the answers; markers: the server's estimates "
-                 f"from the randomized reports at whole-record budget {_fmt_eps(result.plot_epsilon)}, "
+                 f"from the randomized reports at whole-record budget {fmt_eps(result.plot_epsilon)}, "
                  "one column per mechanism."),
         alt="Bar charts of true distributions with estimated probabilities as markers",
     )
@@ -107,6 +341,9 @@ def _distributions_figure(result: DemoResult):
 
 def _error_figures(result: DemoResult) -> tuple:
     """Mean JS divergence and mean total variation against the budget, per mechanism."""
+    # jinja2 and matplotlib (reidrisk.report): loaded only when a report is written
+    from reidrisk.report import ReportFigure, plots
+
     table = result.table()
     curve_kw = dict(reference=result.reference,
                     title=f"Error against budget (n = {result.n}, g = {result.g})")
@@ -129,11 +366,14 @@ def _error_figures(result: DemoResult) -> tuple:
 
 def _numbers_html(result: DemoResult) -> str:
     """Every measurement, the uniform guess's errors and the seconds per mechanism, as tables."""
+    # jinja2 and matplotlib (reidrisk.report): loaded only when a report is written
+    from reidrisk.report import html_table
+
     num_rows = []
     first = result.methods[0]
     for mech in result.mechanisms:
         for eps in result.epsilons:
-            row = [mech, _fmt_eps(eps), f"{eps / result.g:.3g}"]
+            row = [mech, fmt_eps(eps), f"{eps / result.g:.3g}"]
             for meth in result.methods:
                 row.append(f"{result.error(mech, eps, 'marginal', meth):.4f}")
             row += [f"{result.error(mech, eps, 'marginal', first, 'tv'):.4f}",

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from reidrisk._files import atomic_write
 from reidrisk.errors import ReidriskError
 
 MISSING: int = -1
@@ -605,7 +606,7 @@ class Schema:
         return cls(tuple(Attribute.from_dict(a) for a in d["attributes"]))
 
     def save(self, path: str | Path) -> None:
-        """Write the schema as JSON, atomically (``reidrisk.data.io.atomic_write``: a temporary
+        """Write the schema as JSON, atomically (``reidrisk._files.atomic_write``: a temporary
         file in the same folder, then rename): a failed save leaves any previous file untouched
         and its error names ``path``.
 
@@ -614,9 +615,6 @@ class Schema:
         path : str or Path
             The JSON file.
         """
-        # import cycle: reidrisk.data.io imports this module
-        from reidrisk.data.io import atomic_write
-
         text = json.dumps(self.to_dict(), indent=2)
         atomic_write(Path(path), lambda tmp: tmp.write_text(text))
 

@@ -11,15 +11,12 @@ import pytest
 
 from reidrisk.collect.partitioned import (
     PartitionWriter,
-    count_columns,
-    count_partition,
     count_reports,
     describe,
     fit_partitioned,
     iter_reports,
     partitions,
     simulate_partitioned,
-    sum_counts,
     write_partitioned,
 )
 from reidrisk.collect.pipeline import CollectPipeline
@@ -27,7 +24,6 @@ from reidrisk.collect.protocol import Protocol
 from reidrisk.collect.reports_io import ReportsFileError, read_reports, write_reports
 from reidrisk.estimation import EstimationError
 from reidrisk.estimation.pairs import PairCounts, pair_counts
-from reidrisk.mechanisms.oue import OUE
 from reidrisk.schema import MISSING, Attribute, Schema
 
 SCHEMA = Schema((
@@ -77,17 +73,6 @@ def test_partitions_round_trip_losslessly_in_chunks(tmp_path, codes, mechanism):
     assert one.protocol == proto and one.n == 700
     for a, b in zip(one.reports.reports, rr.reports):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b)[700:1400])
-
-
-@pytest.mark.parametrize("mechanism", ["subset", "grr", "oue", "olh"])
-@pytest.mark.parametrize("chunk_rows", [None, 97])
-def test_chunked_counts_equal_counts_of_all_reports(tmp_path, codes, mechanism, chunk_rows):
-    proto, rr = _collect(codes, mechanism)
-    write_partitioned(tmp_path, rr, proto, rows_per_partition=900)
-    whole = pair_counts(rr)
-    assert_counts_equal(count_reports(tmp_path, chunk_rows=chunk_rows, progress=False), whole)
-    parts = [count_partition(p, chunk_rows=chunk_rows) for p in partitions(tmp_path)]
-    assert_counts_equal(sum_counts(*parts), whole)
 
 
 def test_text_layout_parquet_files_are_read_too(tmp_path, codes):
@@ -152,25 +137,6 @@ def test_simulated_unary_partitions_are_packed_on_disk(tmp_path):
     counts = count_reports(tmp_path, progress=False)
     assert counts.n == 3_000 and counts.n_present(0) == 3_000 - sum(
         pq.read_table(f).column("v").null_count for f in files)
-
-
-# ---- packed counting ---------------------------------------------------------------------------
-@pytest.mark.parametrize("k", [2, 7, 8, 13, 64])
-def test_packed_counting_equals_unpacked_counting(k):
-    schema = Schema((Attribute("x", tuple(str(i) for i in range(k))),
-                     Attribute("y", ("a", "b", "c"))))
-    rng = np.random.default_rng(k)
-    x = rng.integers(0, k, 5_000)
-    x[rng.random(5_000) < 0.25] = MISSING
-    y = rng.integers(0, 3, 5_000)
-    mx, my = OUE(1.0, k), OUE(2.0, 3)
-    px, py = mx.perturb_packed(x, rng=1), my.perturb_packed(y, rng=2)
-    assert px.bits.shape == (5_000, -(-k // 8))
-    from reidrisk.mechanisms.record import RecordReports
-
-    ref = pair_counts(RecordReports(schema, (mx, my), (mx.perturb(x, rng=1), my.perturb(y, rng=2))))
-    assert_counts_equal(count_columns(schema, (mx, my), (px, py), chunk_rows=333), ref)
-    assert ref.n_present(0) == int((x != MISSING).sum())
 
 
 # ---- errors ------------------------------------------------------------------------------------

@@ -17,12 +17,12 @@ from reidrisk.collect import (
     ModelFileError,
     Protocol,
 )
-from reidrisk.collect.baselines.mechanisms import LaplaceIndex
 from reidrisk.copula import GaussianCopula
 from reidrisk.data.missing import mcar
 from reidrisk.data.synthetic import make_population
 from reidrisk.estimation import estimate_marginals, js_divergence, variance
 from reidrisk.mechanisms import RecordReports
+from reidrisk.mechanisms.baselines import LaplaceIndex
 from reidrisk.schema import MISSING, Attribute, Schema
 
 SIZES = [3, 4, 3, 5, 2]

@@ -161,19 +161,6 @@ def test_write_error_names_the_users_path_not_the_temporary_file(frame, tmp_path
     assert list(tmp_path.iterdir()) == []
 
 
-def test_output_path_is_checked_up_front(tmp_path):
-    from reidrisk.data.io import check_output_path
-
-    with pytest.raises(FileNotFoundError, match="absent' does not exist"):
-        check_output_path(tmp_path / "absent" / "t.csv")
-    with pytest.raises(IsADirectoryError, match="is a folder"):
-        check_output_path(tmp_path)
-    (tmp_path / "file").write_text("x")
-    with pytest.raises(NotADirectoryError, match="a file of that name exists"):
-        check_output_path(tmp_path / "file", kind="folder")
-    assert check_output_path(tmp_path / "new" / "deeper", kind="folder") == tmp_path / "new" / "deeper"
-
-
 @pytest.mark.parametrize("suffix", ["csv", "parquet"])
 def test_written_tables_have_ordinary_permissions(frame, tmp_path, suffix):
     """A table (scores, synthetic records, a contingency table) gets the permissions of any new

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from mechanism_checks import NAMES, enumerable
 
-from reidrisk.collect.baselines.mechanisms import LaplaceIndex, NegativeSurvey
 from reidrisk.collect.protocol import Protocol, resolve_mechanism
 from reidrisk.mechanisms import GLH, GRR, RecordRandomizer, RecordReports, Subset, make_mechanism
+from reidrisk.mechanisms.baselines import LaplaceIndex, NegativeSurvey
 from reidrisk.schema import MISSING, Attribute, Schema
 
 EPSILONS = (0.1, 1.0, 2.5, 5.0)

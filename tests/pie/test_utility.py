@@ -1,5 +1,5 @@
-"""reidrisk.pie.utility: eq. 22-24 against their closed forms and a seeded simulation with the core
-mechanisms, emp and emp+thr, and the part-(c) comparison."""
+"""reidrisk.pie.utility: eq. 22-23 (reidrisk.pie.loss, re-exported here) against a seeded simulation
+with the core mechanisms, emp and emp+thr, and the part-(c) comparison."""
 
 import math
 
@@ -11,48 +11,6 @@ from reidrisk.pie import utility as u
 from reidrisk.pie.bounds import BoundError
 
 THETA = np.array([0.4, 0.25, 0.15, 0.1, 0.05, 0.03, 0.02, 0.0])
-
-
-def eq22(eps, n, k, theta):
-    e = math.exp(eps)
-    return (k - 2 + e) / (n * (e - 1) ** 2) + theta * (k - 2) / (n * (e - 1))
-
-
-def eq23(eps, n, g, theta):
-    e = math.exp(eps)
-    return (e + g - 1) ** 2 / (n * (e - 1) ** 2 * (g - 1)) + \
-        theta * ((g - 1) ** 2 - e) / (n * (e - 1) * (g - 1))
-
-
-@pytest.mark.parametrize("eps", [0.1, 1.0, 4.0])
-def test_closed_forms_22_23_equal_the_general_form(eps):
-    for k in (2, 8, 1000):
-        assert u.l2_loss_rr(eps, 500, k, THETA) == pytest.approx(eq22(eps, 500, k, THETA),
-                                                                rel=1e-12)
-    for g in (2, 5, 64):
-        assert u.l2_loss_glh(eps, 500, g, THETA) == pytest.approx(eq23(eps, 500, g, THETA),
-                                                                 rel=1e-12)
-
-
-def test_thm48_fixed_lambda_form_and_limit():
-    lam, n = 0.05, 1000
-    g = np.array([2, 3, 10, 100, 10**4, 10**6], dtype=float)
-    eps = np.log1p(lam * g / (1 - lam))  # the budget with lambda_GLH = lam at each g
-    for th in (0.0, 0.01, 0.3):
-        a = u.l2_loss_glh(eps, n, g, th)
-        assert np.allclose(a, u.l2_loss_glh_lambda(lam, n, g, th), rtol=1e-9)  # eq. 51
-        assert np.all(np.diff(a) < 0)  # strictly decreasing in g
-        limit = u.l2_loss_glh_lambda(lam, n, np.inf, th)
-        assert limit == pytest.approx(th * (1 - lam) / (n * lam))  # eq. 24
-        assert np.all(a >= limit)
-
-
-def test_domain_sums():
-    k, n = 50, 300
-    theta = np.random.default_rng(0).dirichlet(np.ones(k))
-    assert u.domain_l2_loss_rr(1.3, n, k) == pytest.approx(u.l2_loss_rr(1.3, n, k, theta).sum())
-    assert u.domain_l2_loss_glh(1.3, n, k, 7) == pytest.approx(
-        u.l2_loss_glh(1.3, n, 7, theta).sum())
 
 
 def simulate(mech, codes, eps, k, g, reps, rng, thresholded=False):

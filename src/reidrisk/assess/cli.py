@@ -146,7 +146,8 @@ def group(table, qi, sa, weight, population, fraction, threshold, bins, na_value
 
 def _confirmed_suggestion(frame, source: str, na_values, yes: bool) -> list[str]:
     """The suggested QIs, once the user has confirmed them (or --yes)."""
-    from reidrisk.assess.classes import AssessError  # start-up time, as above
+    # pandas (reidrisk.assess): kept off the command line's start
+    from reidrisk.assess.classes import AssessError
     from reidrisk.assess.table import suggest_qis
 
     suggested = suggest_qis(frame, na_values)

@@ -1,6 +1,6 @@
 """Counting partitioned reports on a Dask cluster (the ``reidrisk[dask]`` extra).
 
-The count tables of a collection are sums over reports (``reidrisk.collect.partitioned``), so a
+The count tables of a collection are sums over reports (``reidrisk.collect.counts``), so a
 cluster computes them as a map and a reduction: each worker runs ``count_partition`` (the same
 function, the same ``pair_counts`` kernel as the single-machine chunked reader) on the partitions
 it is given, reading them itself from the shared storage (a path every worker sees, or any fsspec
@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import uuid
 
-from reidrisk.collect.partitioned import Partition, count_partition, partitions, sum_counts
+from reidrisk.collect.counts import count_partition, sum_counts
+from reidrisk.collect.reports_io import Partition, partitions
 from reidrisk.estimation.pairs import PairCounts
 
 SPLIT_EVERY = 8

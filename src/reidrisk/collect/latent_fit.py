@@ -36,15 +36,12 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from collections.abc import Callable
-from dataclasses import replace
 
 import numpy as np
 
 from reidrisk.collect.model_io import CollectError, CollectModel, FitReport
 from reidrisk.collect.protocol import Protocol
-from reidrisk.collect.reports_io import CollectedReports
 from reidrisk.latent import LatentClassModel, LatentFit
 from reidrisk.latent.model import _EM, HOLDOUT_SHARE, _prepare, _source_columns
 from reidrisk.mechanisms.base import MechanismError, check_integer
@@ -77,8 +74,9 @@ def fit_latent(rr: RecordReports, protocol: Protocol | None, settings: dict,
     protocol : Protocol or None
         How the reports were collected, recorded in the model.
     settings : dict
-        The pipeline's settings, recorded in the model's ``FitReport``; its ``fallback`` and
-        ``alpha`` choose and set the fallback (module doc).
+        The pipeline's settings, recorded in the model's ``FitReport``. The fallback (module doc)
+        is decided before, by ``CollectPipeline.fit``, which calls this function only when the
+        mixture is to be fitted.
     t0 : float, optional
         ``time.perf_counter()`` at the start of the fit (default: now).
     progress : callable, optional
@@ -87,14 +85,9 @@ def fit_latent(rr: RecordReports, protocol: Protocol | None, settings: dict,
     Returns
     -------
     CollectModel
-        The latent class model (``kind == "latent"``), or the pipeline's fallback model when the
-        reports show no dependence (module doc, "Fallback").
+        The latent class model (``kind == "latent"``).
     """
     t0 = time.perf_counter() if t0 is None else t0
-    if settings.get("fallback", True):
-        fallback = _fallback_model(rr, protocol, settings, t0)
-        if fallback is not None:
-            return fallback
     schema = rr.schema
     g = len(schema)
     latent, fits = average_fits(rr, N_FITS, progress=progress)
@@ -193,36 +186,6 @@ def average_fits(rr: RecordReports, n_fits: int = N_FITS, seed: int = LATENT_SEE
     d = first.to_dict()
     d.update(weights=[float(x) for x in w], probs=[t.tolist() for t in probs], fit=fit.to_dict())
     return LatentClassModel.from_dict(d), fits
-
-
-def _fallback_model(rr: RecordReports, protocol: Protocol | None, settings: dict, t0: float
-                    ) -> CollectModel | None:
-    """The copula pipeline's fallback model when its tests find no dependence (module doc,
-    "Fallback"), else None."""
-    # the pipeline imports this module, so its names are imported here
-    from reidrisk.collect.pipeline import (
-        DEFAULT_ALPHA,
-        CollectError,
-        CollectPipeline,
-        CollectWarning,
-        _require_oracles,
-    )
-
-    try:
-        _require_oracles(rr.schema, rr.mechanisms)
-    except CollectError:  # not frequency oracles: no tests, the mixture is fitted
-        return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", CollectWarning)  # announced below, as the latent model's
-        base = CollectPipeline(alpha=settings.get("alpha", DEFAULT_ALPHA)).fit(
-            CollectedReports(rr, protocol) if protocol is not None else rr)
-    if base.report.fallback == "none":
-        return None
-    note = "no latent class model was fitted: " + base.report.notes[-1]
-    report = replace(base.report, settings=dict(settings), notes=base.report.notes[:-1] + (note,),
-                     seconds=time.perf_counter() - t0)
-    warnings.warn(note, CollectWarning, stacklevel=4)
-    return replace(base, report=report)
 
 
 def _normalized(t: np.ndarray) -> np.ndarray:

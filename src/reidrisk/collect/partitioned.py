@@ -1,19 +1,15 @@
-"""Reports in partitioned Parquet: counted a chunk at a time, on one machine or on Dask.
+"""Reports in partitioned Parquet: written, counted a chunk at a time, and fitted.
 
-Every estimator of ``reidrisk.collect`` reads the reports only through their count tables
-(``reidrisk.estimation.pairs.PairCounts``: the Gram matrix ``B^T B`` of report memberships, the
-presence Gram ``P^T P`` and n; paper 004 eq. 5, 12-13). Each is a sum over reports, so the counts of
-a batch are the sums of the counts of its parts, exactly (integers). A batch too large for memory is
-therefore stored as a directory of Parquet files (*partitions*, each describing itself with the
-reports metadata of ``reidrisk.collect.reports_io``), read one row group chunk at a time,
-counted chunk by chunk with ``pair_counts`` and the counts summed; the model is then fitted from the
-counts alone (``CollectPipeline.fit_counts``). Memory is bounded by one chunk plus the count tables
+A batch too large for memory is stored as a directory of Parquet files (*partitions*, each
+describing itself with the reports metadata of ``reidrisk.collect.reports_io``). The model is fitted
+from its count tables alone (``CollectPipeline.fit_counts``; paper 004 eq. 5, 12-13), which are
+sums over reports: counted chunk by chunk on this machine (``reidrisk.collect.counts``) or on a Dask
+cluster (``reidrisk.collect.dask_counts``). Memory is bounded by one chunk plus the count tables
 (F x F int64, F the total number of categories), whatever the number of reports.
 
-The same ``count_partition`` is the unit of work on a cluster: ``reidrisk.collect.dask_counts``
-maps it over the partitions on Dask workers and sums the tables by a tree reduction.
-
-API (stable):
+The layers, bottom up: reading partitions (``reports_io``: ``partitions``, ``iter_reports``...),
+counting them (``counts``, ``dask_counts``), fitting (``pipeline``), and this module on top. It
+re-exports the names of the two lower ones, so its API stays as it was:
 
 * ``partitions(source, storage_options=None) -> list[Partition]``: the files of a directory (or
   one file), local or any fsspec URL (``s3://bucket/reports/``, ``gs://``, ``memory://``...);
@@ -32,457 +28,38 @@ bit-packed), and text-layout Parquet files written by ``write_reports`` are read
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import json
-import operator
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from reidrisk.batches import pair_map
+from reidrisk.collect.counts import (  # re-exported: counting partitions
+    count_columns,
+    count_partition,
+    count_reports,
+    sum_counts,
+)
+from reidrisk.collect.dask_counts import count_dask, dask_pair_map
+from reidrisk.collect.model_io import CollectModel
 from reidrisk.collect.pipeline import CollectPipeline
-from reidrisk.collect.reports_io import (
-    PARQUET_KEY,
-    PARTITION_ROW_GROUP,
+from reidrisk.collect.protocol import Protocol
+from reidrisk.collect.reports_io import (  # re-exported: reading partitions
+    CHUNK_CELLS,
     CollectedReports,
+    Partition,
     ReportsFileError,
-    ReportsHeader,
-    _parse_meta,
-    decode_frame,
-    read_header,
+    default_chunk_rows,
+    describe,
+    filesystem,
+    is_url,
+    iter_partition,
+    iter_reports,
+    partitions,
+    read_partition_header,
     write_partition,
 )
-from reidrisk.estimation.pairs import PairCounts, pair_counts
 from reidrisk.mechanisms.base import as_generator
-from reidrisk.mechanisms.oue import PackedBits, UnaryEncoding
+from reidrisk.mechanisms.oue import UnaryEncoding
 from reidrisk.mechanisms.record import RecordReports
-from reidrisk.schema import MISSING
-
-if TYPE_CHECKING:  # pragma: no cover
-    from reidrisk.collect.pipeline import CollectModel, CollectPipeline
-    from reidrisk.collect.protocol import Protocol
-    from reidrisk.schema import Schema
-
-CHUNK_CELLS = 1 << 22
-"""Default chunk size in report-matrix cells (rows x total categories F): a chunk's float32
-support matrix is then at most 16 MiB, so the reader's memory does not grow with n."""
-
-_SAME_KEYS = ("schema", "protocol", "attributes")
-
-
-def default_chunk_rows(sizes: Iterable[int]) -> int:
-    """Rows per chunk for attributes of domain sizes ``sizes``.
-
-    ``CHUNK_CELLS / F``, between 1,024 and 65,536 (one Parquet row group of ``write_partition``).
-
-    Parameters
-    ----------
-    sizes : iterable of int
-        The attributes' domain sizes (F their sum).
-
-    Returns
-    -------
-    int
-        Rows per chunk: ``CHUNK_CELLS // F`` clipped to [1024, ``PARTITION_ROW_GROUP``].
-    """
-    F = max(1, int(sum(int(f) for f in sizes)))
-    return int(min(PARTITION_ROW_GROUP, max(1024, CHUNK_CELLS // F)))
-
-
-# ---------------------------------------------------------------------------------------------
-# where the partitions are
-# ---------------------------------------------------------------------------------------------
-def _is_url(source) -> bool:
-    return isinstance(source, str) and "://" in source
-
-
-def filesystem(source, storage_options: dict | None = None):
-    """``(pyarrow filesystem, path)`` of a local path or an fsspec URL.
-
-    Parameters
-    ----------
-    source : str or Path
-        A local path or an fsspec URL (fsspec resolves it: any protocol it knows).
-    storage_options : dict, optional
-        Passed to fsspec, such as credentials or endpoints.
-
-    Returns
-    -------
-    tuple
-        ``(pyarrow.fs.FileSystem, str)``: the filesystem and the path inside it.
-    """
-    import pyarrow.fs as pafs
-
-    if _is_url(source):
-        try:
-            import fsspec
-        except ImportError:  # pragma: no cover - fsspec comes with dask and pandas' io extras
-            raise ReportsFileError(
-                f"reading {source!r} needs fsspec: pip install fsspec (or reidrisk[dask])") from None
-        fs, path = fsspec.core.url_to_fs(source, **(storage_options or {}))
-        return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path
-    return pafs.LocalFileSystem(), str(Path(source).expanduser().resolve())
-
-
-@dataclass(frozen=True)
-class Partition:
-    """One Parquet file of reports, small and picklable: what is sent to a worker.
-
-    Parameters
-    ----------
-    url : str
-        Local path or fsspec URL of the file.
-    rows : int
-        Number of reports in it, from its Parquet footer.
-    storage_options : dict, optional
-        Passed to fsspec for the URL (credentials, endpoints); not compared by ``==``.
-    """
-
-    url: str
-    rows: int
-    storage_options: dict | None = field(default=None, compare=False)
-
-    @property
-    def name(self) -> str:
-        """The file name, the last component of ``url``."""
-        return self.url.rstrip("/").rsplit("/", 1)[-1]
-
-
-def _join(source: str, path: str, root: str) -> str:
-    """The URL of ``path`` (inside the filesystem of ``source``, whose own path is ``root``)."""
-    if not _is_url(source):
-        return path
-    return source.rstrip("/") + path[len(root.rstrip("/")):]
-
-
-def partitions(source, storage_options: dict | None = None) -> list[Partition]:
-    """The partitions of ``source``, sorted by path so that every run sees the same order.
-
-    A directory is searched recursively; files and folders whose name starts with ``.`` or ``_``
-    are skipped, as by ``pyarrow.dataset``.
-
-    Parameters
-    ----------
-    source : str, Path or list
-        A directory, one file, or a list of either (or of ``Partition``); local or an fsspec URL.
-    storage_options : dict, optional
-        Passed to fsspec (credentials, endpoints) for URLs.
-
-    Returns
-    -------
-    list of Partition
-        The partitions, sorted by path.
-    """
-    import pyarrow.fs as pafs
-
-    if isinstance(source, Partition):
-        return [source]
-    if isinstance(source, (list, tuple)):
-        return [p for s in source for p in partitions(s, storage_options)]
-    source = str(source)
-    fs, root = filesystem(source, storage_options)
-    info = fs.get_file_info(root)
-    if info.type == pafs.FileType.NotFound:
-        raise FileNotFoundError(f"reports {source!r} do not exist; check the path or URL")
-    if info.type == pafs.FileType.File:
-        files = [root]
-    else:
-        base = root.rstrip("/")
-        files = sorted(
-            i.path for i in fs.get_file_info(pafs.FileSelector(root, recursive=True))
-            if i.type == pafs.FileType.File and not any(
-                part.startswith((".", "_")) for part in i.path[len(base):].split("/")))
-        if not files:
-            raise ReportsFileError(f"{source!r} holds no Parquet files of reports")
-    out = []
-    for f in files:
-        url = source if info.type == pafs.FileType.File else _join(source, f, root)
-        out.append(Partition(url, _footer(fs, f, url).num_rows, storage_options))
-    return out
-
-
-def _footer(fs, path: str, url: str):
-    import pyarrow.parquet as pq
-
-    try:
-        with fs.open_input_file(path) as fh:
-            return pq.ParquetFile(fh).metadata
-    except Exception as exc:  # noqa: BLE001 - any unreadable file: name it
-        raise ReportsFileError(f"{url!r} is not a readable Parquet file: {exc}") from None
-
-
-@contextlib.contextmanager
-def _open(partition: Partition):
-    """The partition as a ``pyarrow.parquet.ParquetFile``, its file closed on leaving."""
-    import pyarrow.parquet as pq
-
-    fs, path = filesystem(partition.url, partition.storage_options)
-    try:
-        handle = fs.open_input_file(path)
-    except Exception as exc:  # noqa: BLE001 - any unreadable file: name it
-        raise ReportsFileError(f"cannot open {partition.url!r}: {exc}") from None
-    with handle:
-        try:
-            pfile = pq.ParquetFile(handle)
-        except Exception as exc:  # noqa: BLE001
-            raise ReportsFileError(
-                f"{partition.url!r} is not a readable Parquet file: {exc}") from None
-        yield pfile
-
-
-def _header_of(partition: Partition, pfile) -> ReportsHeader:
-    raw = (pfile.schema_arrow.metadata or {}).get(PARQUET_KEY)
-    if raw is None:
-        raise ReportsFileError(
-            f"{partition.url!r} carries no reidrisk reports metadata; every partition must be "
-            "written with it (reidrisk.collect.partitioned.write_partitioned)")
-    meta = _parse_meta(Path(partition.name), raw)
-    if "n" in meta and int(meta["n"]) != pfile.metadata.num_rows:
-        raise ReportsFileError(
-            f"{partition.url!r} has {pfile.metadata.num_rows} rows but its metadata declares "
-            f"n = {meta['n']}; the file is truncated or was edited")
-    return read_header(partition.url, meta)
-
-
-def read_partition_header(partition: Partition | str, storage_options: dict | None = None
-                          ) -> ReportsHeader:
-    """The metadata of one partition (schema, protocol, rebuilt mechanisms, codecs).
-
-    Parameters
-    ----------
-    partition : Partition or str
-        The partition, or its path or URL.
-    storage_options : dict, optional
-        Passed to fsspec (credentials, endpoints) for URLs.
-
-    Returns
-    -------
-    ReportsHeader
-        The partition's schema, protocol, mechanisms and codecs.
-    """
-    if not isinstance(partition, Partition):
-        partition = partitions(partition, storage_options)[0]
-    with _open(partition) as pfile:
-        return _header_of(partition, pfile)
-
-
-def _same(a: ReportsHeader, b: ReportsHeader) -> bool:
-    return all(json.dumps(a.meta[k], sort_keys=True) == json.dumps(b.meta[k], sort_keys=True)
-               for k in _SAME_KEYS)
-
-
-def describe(source, storage_options: dict | None = None) -> ReportsHeader:
-    """The header shared by every partition of ``source``.
-
-    Partitions that disagree on the schema, protocol or mechanisms are refused (their counts
-    could not be added).
-
-    Parameters
-    ----------
-    source : str, Path or list
-        A directory, one file, or a list of either (or of ``Partition``); local or an fsspec URL.
-    storage_options : dict, optional
-        Passed to fsspec (credentials, endpoints) for URLs.
-
-    Returns
-    -------
-    ReportsHeader
-        The header every partition shares (read from the first).
-
-    Raises
-    ------
-    ReportsFileError
-        Naming the first partition written with another schema, protocol or mechanisms.
-    """
-    parts = partitions(source, storage_options)
-    first = read_partition_header(parts[0])
-    for p in parts[1:]:
-        if not _same(first, read_partition_header(p)):
-            raise ReportsFileError(
-                f"partition {p.url!r} was written with another schema, protocol or mechanisms than "
-                f"{parts[0].url!r}; counts can only be summed over one collection")
-    return first
-
-
-# ---------------------------------------------------------------------------------------------
-# reading and counting
-# ---------------------------------------------------------------------------------------------
-def _iter_partition(partition: Partition, chunk_rows: int | None,
-                    header: ReportsHeader | None = None) -> Iterator[CollectedReports]:
-    with _open(partition) as pfile:
-        own = _header_of(partition, pfile)
-        if header is not None and not _same(header, own):
-            raise ReportsFileError(f"partition {partition.url!r} was written with another schema, "
-                                   "protocol or mechanisms than the first partition")
-        rows = chunk_rows or default_chunk_rows(own.schema.sizes)
-        start = 0
-        for batch in pfile.iter_batches(batch_size=int(rows)):
-            try:
-                chunk = decode_frame(partition.name, own, batch.to_pandas())
-            except ReportsFileError as exc:
-                if not start:
-                    raise
-                raise ReportsFileError(f"{exc} (rows of the chunk starting at row {start} of "
-                                       f"{partition.url!r}, counted from 0)") from None
-            start += batch.num_rows
-            yield chunk
-
-
-def iter_reports(source, *, chunk_rows: int | None = None, storage_options: dict | None = None
-                 ) -> Iterator[RecordReports]:
-    """The reports of every partition of ``source``, one chunk of rows at a time.
-
-    Each chunk is decoded and validated by ``reports_io.decode_frame`` (every cell, every report,
-    the protocol, the declared privacy loss). A row in an error message counts from the start of
-    its chunk, whose first row in the partition the message names. Memory: one chunk.
-
-    Parameters
-    ----------
-    source : str, Path or list
-        A directory, one file, or a list of either (or of ``Partition``); local or an fsspec URL.
-    chunk_rows : int, optional
-        Rows per chunk (default ``default_chunk_rows`` of the schema's domain sizes).
-    storage_options : dict, optional
-        Passed to fsspec (credentials, endpoints) for URLs.
-
-    Yields
-    ------
-    RecordReports
-        The decoded, validated reports of one chunk.
-    """
-    parts = partitions(source, storage_options)
-    header = read_partition_header(parts[0])
-    for p in parts:
-        for chunk in _iter_partition(p, chunk_rows, header):
-            yield chunk.reports
-
-
-def count_partition(partition: Partition | str, *, chunk_rows: int | None = None,
-                    storage_options: dict | None = None) -> PairCounts:
-    """The count tables (``pair_counts``) of one partition, summed over its chunks.
-
-    Exactly the counts of all its reports at once. The unit of work of the chunked reader and of
-    the Dask path (``reidrisk.collect.dask_counts``).
-
-    Parameters
-    ----------
-    partition : Partition or str
-        The partition, or the path or URL of one file.
-    chunk_rows : int, optional
-        Rows per chunk (default ``default_chunk_rows`` of the schema's domain sizes).
-    storage_options : dict, optional
-        Passed to fsspec (credentials, endpoints) for URLs.
-
-    Returns
-    -------
-    PairCounts
-        The count tables of all the partition's reports.
-    """
-    if not isinstance(partition, Partition):
-        (partition,) = partitions(partition, storage_options)
-    total = None
-    for chunk in _iter_partition(partition, chunk_rows):
-        c = pair_counts(chunk.reports)
-        total = c if total is None else total + c
-    if total is None:  # no rows
-        total = PairCounts.zeros(read_partition_header(partition).schema.sizes)
-    return total
-
-
-def count_columns(schema: Schema, mechanisms, columns, *, chunk_rows: int | None = None
-                  ) -> PairCounts:
-    """The count tables of reports held in memory, counted one chunk of rows at a time.
-
-    A ``PackedBits`` column (a unary encoding) is unpacked a chunk at a time, so an (n, k) bit
-    matrix is never formed. Equal to ``pair_counts`` of the whole.
-
-    Parameters
-    ----------
-    schema : Schema
-        The attributes.
-    mechanisms : sequence of Mechanism
-        One per attribute.
-    columns : sequence of numpy.ndarray or PackedBits
-        One report array (or ``PackedBits``) per attribute, in schema order.
-    chunk_rows : int, optional
-        Rows per chunk (default ``default_chunk_rows`` of the schema's domain sizes).
-
-    Returns
-    -------
-    PairCounts
-        The count tables of all the reports.
-    """
-
-    mechs, cols = tuple(mechanisms), list(columns)
-    n = len(cols[0]) if cols else 0
-    rows = int(chunk_rows or default_chunk_rows(schema.sizes))
-    total = PairCounts.zeros(schema.sizes)
-    for s in range(0, n, rows):
-        part = tuple(c.unpack(s, s + rows) if isinstance(c, PackedBits) else c[s:s + rows]
-                     for c in cols)
-        total = total + pair_counts(RecordReports(schema, mechs, part))
-    return total
-
-
-def sum_counts(*counts: PairCounts) -> PairCounts:
-    """The exact sum of count tables of disjoint sets of reports (``PairCounts.__add__``).
-
-    Parameters
-    ----------
-    *counts : PairCounts
-        At least one table, all over the same attributes.
-
-    Returns
-    -------
-    PairCounts
-        The sum of ``counts``.
-    """
-    if not counts:
-        raise ValueError("sum_counts needs at least one PairCounts")
-    return functools.reduce(operator.add, counts)
-
-
-def count_reports(source, *, chunk_rows: int | None = None, storage_options: dict | None = None,
-                  progress: bool = True) -> PairCounts:
-    """The count tables of every report of ``source``, counted a chunk at a time on this machine.
-
-    ``source`` is partitioned Parquet, local or an fsspec URL; a progress bar runs over the
-    reports (``reidrisk.report.progress``). Equal, integer for integer, to ``pair_counts`` of all
-    the reports at once and to the Dask path's result.
-
-    Parameters
-    ----------
-    source : str, Path or list
-        A directory, one file, or a list of either (or of ``Partition``); local or an fsspec URL.
-    chunk_rows : int, optional
-        Rows per chunk (default ``default_chunk_rows`` of the schema's domain sizes).
-    storage_options : dict, optional
-        Passed to fsspec (credentials, endpoints) for URLs.
-    progress : bool
-        Show the progress bar.
-
-    Returns
-    -------
-    PairCounts
-        The count tables of every report of ``source``.
-    """
-    # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
-    from reidrisk.report.progress import Progress
-
-    parts = partitions(source, storage_options)
-    header = describe(parts)
-    total = PairCounts.zeros(header.schema.sizes)
-    with Progress(sum(p.rows for p in parts), "counting reports", unit="reports",
-                  enabled=progress) as bar:
-        for p in parts:
-            for chunk in _iter_partition(p, chunk_rows, header):
-                total = total + pair_counts(chunk.reports)
-                bar.update(chunk.n, note=p.name)
-    return total
+from reidrisk.schema import MISSING, Schema
 
 
 def fit_partitioned(source, pipeline: CollectPipeline | None = None, *,
@@ -523,9 +100,6 @@ def fit_partitioned(source, pipeline: CollectPipeline | None = None, *,
     header = describe(parts)
     mapper = None
     if client is not None:
-        # the dask extra, used only with a cluster client (and dask_counts imports this module)
-        from reidrisk.collect.dask_counts import count_dask, dask_pair_map
-
         counts = count_dask(parts, client=client, chunk_rows=chunk_rows)
         mapper = dask_pair_map(client)
     else:
@@ -567,7 +141,7 @@ class PartitionWriter:
         self.schema, self.mechanisms, self.protocol = schema, tuple(mechanisms), protocol
         self._fs, self._root = filesystem(self.directory, storage_options)
         self._fs.create_dir(self._root, recursive=True)
-        self._local = not _is_url(self.directory)
+        self._local = not is_url(self.directory)
         self.index = int(start)
         self.written: list[str] = []
 
@@ -694,6 +268,6 @@ def simulate_partitioned(directory, schema: Schema, protocol: Protocol, n: int, 
 __all__ = [
     "CHUNK_CELLS", "Partition", "PartitionWriter", "count_partition", "count_reports",
     "count_columns", "default_chunk_rows", "describe", "filesystem", "fit_partitioned",
-    "iter_reports", "partitions", "read_partition_header", "simulate_partitioned", "sum_counts",
-    "write_partitioned",
+    "iter_partition", "iter_reports", "partitions", "read_partition_header",
+    "simulate_partitioned", "sum_counts", "write_partitioned",
 ]

@@ -103,7 +103,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.stats import chi2, false_discovery_control
@@ -423,9 +423,34 @@ class CollectPipeline:
         rr, protocol = unpack(reports)
         if self.model == "latent":
             _require_present(rr)
+            fallback = self._latent_fallback(rr, protocol, t0) if self.fallback else None
+            if fallback is not None:
+                return fallback
             return fit_latent(rr, protocol, self.settings(), t0, progress=progress)
         _require_oracles(rr.schema, rr.mechanisms)  # before counting: supports need an oracle
         return self._fit(rr.schema, rr.mechanisms, protocol, pair_counts(rr), rr, t0)
+
+    def _latent_fallback(self, rr: RecordReports, protocol: Protocol | None, t0: float
+                         ) -> CollectModel | None:
+        """With ``model="latent"``: the copula pipeline's fallback model when its tests find no
+        dependence (module doc, "Fallback"; ``reidrisk.collect.latent_fit``), else None (the
+        mixture is fitted)."""
+        try:
+            _require_oracles(rr.schema, rr.mechanisms)
+        except CollectError:  # not frequency oracles: no tests, the mixture is fitted
+            return None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CollectWarning)  # announced below, as the latent model's
+            base = CollectPipeline(alpha=self.alpha).fit(
+                CollectedReports(rr, protocol) if protocol is not None else rr)
+        if base.report.fallback == "none":
+            return None
+        note = "no latent class model was fitted: " + base.report.notes[-1]
+        report = replace(base.report, settings=self.settings(),
+                         notes=base.report.notes[:-1] + (note,),
+                         seconds=time.perf_counter() - t0)
+        warnings.warn(note, CollectWarning, stacklevel=3)
+        return replace(base, report=report)
 
     def fit_counts(self, counts, schema: Schema, mechanisms, protocol: Protocol | None = None
                    ) -> CollectModel:

@@ -108,6 +108,7 @@ from reidrisk.mechanisms.base import (
     as_generator,
     check_epsilon,
 )
+from reidrisk.mechanisms.baselines import LOCAL_MECHANISMS
 from reidrisk.mechanisms.record import RecordReports
 from reidrisk.schema import MISSING, Schema
 
@@ -148,9 +149,6 @@ def resolve_mechanism(name: str, epsilon: float, k: int, **kwargs) -> Mechanism:
     ProtocolError
         When ``name`` is in neither registry.
     """
-    # import cycle: the baselines import this module
-    from reidrisk.collect.baselines.mechanisms import LOCAL_MECHANISMS
-
     key = str(name).lower()
     if key in LOCAL_MECHANISMS:
         return LOCAL_MECHANISMS[key](epsilon, k, **kwargs)

@@ -48,7 +48,6 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -65,16 +64,15 @@ from reidrisk.collect.baselines import (
     TruePairsCopula,
     Uniform,
 )
+from reidrisk.collect.baselines.base import Method
 from reidrisk.collect.protocol import choose_attributes_per_person
 from reidrisk.data.missing import mcar
 from reidrisk.data.tables import contingency
 from reidrisk.estimation.information import js_divergence
 from reidrisk.mechanisms.base import as_generator
+from reidrisk.report import ReportFigure, Section, escape, html_table
+from reidrisk.report.plots import figure_png, new_figure
 from reidrisk.schema import MISSING, Schema, SchemaError
-
-if TYPE_CHECKING:
-    from reidrisk.collect.baselines.base import Method
-    from reidrisk.report import Section
 
 PLANNING_MISSING_RATE = 0.5
 """Missing rate assumed when the sampling protocol's k is planned (the paper's default m; the
@@ -534,8 +532,6 @@ def plot_histograms(comparison: CollectComparison, max_cells: int = 60) -> bytes
     bytes
         The PNG image.
     """
-    # matplotlib: loaded only when a figure is drawn
-    from reidrisk.report.plots import figure_png
 
     return figure_png(histograms_figure(comparison, max_cells))
 
@@ -564,8 +560,6 @@ def histograms_figure(comparison: CollectComparison, max_cells: int = 60):
     matplotlib.figure.Figure
         The true histogram's panel, then one panel per method.
     """
-    # matplotlib: loaded only when a figure is drawn
-    from reidrisk.report.plots import new_figure
 
     truth = comparison.truth.ravel()
     order = np.argsort(-truth, kind="stable")[:max_cells]
@@ -633,8 +627,6 @@ def plot_js(comparison: CollectComparison) -> bytes:
     bytes
         The PNG image.
     """
-    # matplotlib: loaded only when a figure is drawn
-    from reidrisk.report.plots import figure_png, new_figure
 
     methods = list(comparison.methods)
     fig = new_figure(6.4, 0.42 * len(methods) + 1.2)
@@ -680,8 +672,6 @@ def collect_section(comparison: CollectComparison, title: str = "Collection: con
         The text, the table of JS divergences and server times, and the figures
         ``<prefix>_histograms.png`` and ``<prefix>_js.png``.
     """
-    # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
-    from reidrisk.report import ReportFigure, Section, escape, html_table
 
     c = len(comparison.cols)
     names = ", ".join(comparison.col_names)

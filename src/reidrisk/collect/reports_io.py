@@ -30,13 +30,21 @@ the batch must follow its protocol (budget per attribute, at most k attributes p
 declared ``privacy_loss`` is recomputed from the mechanisms and the reports: a file that declares
 less than they imply is refused; a file without it (written before it existed) or one declaring
 more (older files stated the sum of every attribute's budget) gets the recomputed value.
+
+Partitions. A batch too large for memory is a directory (or fsspec URL) of Parquet files of this
+layout, each carrying the metadata (``reidrisk.collect.partitioned.write_partitioned``). They are
+read here one row group chunk at a time (``partitions``, ``read_partition_header``, ``describe``,
+``iter_partition``, ``iter_reports``; ``read_reports`` of a directory concatenates the chunks), so
+that counting (``reidrisk.collect.counts``) and fitting stand on this module and not the reverse.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -937,9 +945,6 @@ def read_reports(path: str | Path, schema: Schema | None = None, mechanism: str 
 def _read_partitioned(source: str | Path) -> CollectedReports:
     """All the reports of a directory or URL of partitions, as one batch: the chunks of
     ``partitioned.iter_reports`` (the one decoder of partitions) concatenated per attribute."""
-    # partitioned imports this module (decode_frame, write_partition): imported here, not above
-    from reidrisk.collect.partitioned import iter_reports, partitions, read_partition_header
-
     parts = partitions(source)
     header = read_partition_header(parts[0])
     chunks = list(iter_reports(parts))
@@ -1201,3 +1206,330 @@ __all__ = [
     "decode_frame", "has_metadata", "jsonable", "read_header", "read_reports", "rebuild_mechanism",
     "reports_frame", "sidecar_path", "write_partition", "write_reports",
 ]
+
+
+CHUNK_CELLS = 1 << 22
+"""Default chunk size in report-matrix cells (rows x total categories F): a chunk's float32
+support matrix is then at most 16 MiB, so the reader's memory does not grow with n."""
+
+_SAME_KEYS = ("schema", "protocol", "attributes")
+
+
+def default_chunk_rows(sizes: Iterable[int]) -> int:
+    """Rows per chunk for attributes of domain sizes ``sizes``.
+
+    ``CHUNK_CELLS / F``, between 1,024 and 65,536 (one Parquet row group of ``write_partition``).
+
+    Parameters
+    ----------
+    sizes : iterable of int
+        The attributes' domain sizes (F their sum).
+
+    Returns
+    -------
+    int
+        Rows per chunk: ``CHUNK_CELLS // F`` clipped to [1024, ``PARTITION_ROW_GROUP``].
+    """
+    F = max(1, int(sum(int(f) for f in sizes)))
+    return int(min(PARTITION_ROW_GROUP, max(1024, CHUNK_CELLS // F)))
+
+
+# ---------------------------------------------------------------------------------------------
+# where the partitions are
+# ---------------------------------------------------------------------------------------------
+def is_url(source) -> bool:
+    """Whether ``source`` is a URL (``scheme://...``, read through fsspec) rather than a local path.
+
+    Parameters
+    ----------
+    source : str, Path or object
+        A path or URL.
+
+    Returns
+    -------
+    bool
+        True for a string containing ``://``.
+    """
+    return isinstance(source, str) and "://" in source
+
+
+def filesystem(source, storage_options: dict | None = None):
+    """``(pyarrow filesystem, path)`` of a local path or an fsspec URL.
+
+    Parameters
+    ----------
+    source : str or Path
+        A local path or an fsspec URL (fsspec resolves it: any protocol it knows).
+    storage_options : dict, optional
+        Passed to fsspec, such as credentials or endpoints.
+
+    Returns
+    -------
+    tuple
+        ``(pyarrow.fs.FileSystem, str)``: the filesystem and the path inside it.
+    """
+    import pyarrow.fs as pafs
+
+    if is_url(source):
+        try:
+            import fsspec
+        except ImportError:  # pragma: no cover - fsspec comes with dask and pandas' io extras
+            raise ReportsFileError(
+                f"reading {source!r} needs fsspec: pip install fsspec (or reidrisk[dask])") from None
+        fs, path = fsspec.core.url_to_fs(source, **(storage_options or {}))
+        return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path
+    return pafs.LocalFileSystem(), str(Path(source).expanduser().resolve())
+
+
+@dataclass(frozen=True)
+class Partition:
+    """One Parquet file of reports, small and picklable: what is sent to a worker.
+
+    Parameters
+    ----------
+    url : str
+        Local path or fsspec URL of the file.
+    rows : int
+        Number of reports in it, from its Parquet footer.
+    storage_options : dict, optional
+        Passed to fsspec for the URL (credentials, endpoints); not compared by ``==``.
+    """
+
+    url: str
+    rows: int
+    storage_options: dict | None = field(default=None, compare=False)
+
+    @property
+    def name(self) -> str:
+        """The file name, the last component of ``url``."""
+        return self.url.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _join(source: str, path: str, root: str) -> str:
+    """The URL of ``path`` (inside the filesystem of ``source``, whose own path is ``root``)."""
+    if not is_url(source):
+        return path
+    return source.rstrip("/") + path[len(root.rstrip("/")):]
+
+
+def partitions(source, storage_options: dict | None = None) -> list[Partition]:
+    """The partitions of ``source``, sorted by path so that every run sees the same order.
+
+    A directory is searched recursively; files and folders whose name starts with ``.`` or ``_``
+    are skipped, as by ``pyarrow.dataset``.
+
+    Parameters
+    ----------
+    source : str, Path or list
+        A directory, one file, or a list of either (or of ``Partition``); local or an fsspec URL.
+    storage_options : dict, optional
+        Passed to fsspec (credentials, endpoints) for URLs.
+
+    Returns
+    -------
+    list of Partition
+        The partitions, sorted by path.
+    """
+    import pyarrow.fs as pafs
+
+    if isinstance(source, Partition):
+        return [source]
+    if isinstance(source, (list, tuple)):
+        return [p for s in source for p in partitions(s, storage_options)]
+    source = str(source)
+    fs, root = filesystem(source, storage_options)
+    info = fs.get_file_info(root)
+    if info.type == pafs.FileType.NotFound:
+        raise FileNotFoundError(f"reports {source!r} do not exist; check the path or URL")
+    if info.type == pafs.FileType.File:
+        files = [root]
+    else:
+        base = root.rstrip("/")
+        files = sorted(
+            i.path for i in fs.get_file_info(pafs.FileSelector(root, recursive=True))
+            if i.type == pafs.FileType.File and not any(
+                part.startswith((".", "_")) for part in i.path[len(base):].split("/")))
+        if not files:
+            raise ReportsFileError(f"{source!r} holds no Parquet files of reports")
+    out = []
+    for f in files:
+        url = source if info.type == pafs.FileType.File else _join(source, f, root)
+        out.append(Partition(url, _footer(fs, f, url).num_rows, storage_options))
+    return out
+
+
+def _footer(fs, path: str, url: str):
+    import pyarrow.parquet as pq
+
+    try:
+        with fs.open_input_file(path) as fh:
+            return pq.ParquetFile(fh).metadata
+    except Exception as exc:  # noqa: BLE001 - any unreadable file: name it
+        raise ReportsFileError(f"{url!r} is not a readable Parquet file: {exc}") from None
+
+
+@contextlib.contextmanager
+def _open(partition: Partition):
+    """The partition as a ``pyarrow.parquet.ParquetFile``, its file closed on leaving."""
+    import pyarrow.parquet as pq
+
+    fs, path = filesystem(partition.url, partition.storage_options)
+    try:
+        handle = fs.open_input_file(path)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file: name it
+        raise ReportsFileError(f"cannot open {partition.url!r}: {exc}") from None
+    with handle:
+        try:
+            pfile = pq.ParquetFile(handle)
+        except Exception as exc:  # noqa: BLE001
+            raise ReportsFileError(
+                f"{partition.url!r} is not a readable Parquet file: {exc}") from None
+        yield pfile
+
+
+def _header_of(partition: Partition, pfile) -> ReportsHeader:
+    raw = (pfile.schema_arrow.metadata or {}).get(PARQUET_KEY)
+    if raw is None:
+        raise ReportsFileError(
+            f"{partition.url!r} carries no reidrisk reports metadata; every partition must be "
+            "written with it (reidrisk.collect.partitioned.write_partitioned)")
+    meta = _parse_meta(Path(partition.name), raw)
+    if "n" in meta and int(meta["n"]) != pfile.metadata.num_rows:
+        raise ReportsFileError(
+            f"{partition.url!r} has {pfile.metadata.num_rows} rows but its metadata declares "
+            f"n = {meta['n']}; the file is truncated or was edited")
+    return read_header(partition.url, meta)
+
+
+def read_partition_header(partition: Partition | str, storage_options: dict | None = None
+                          ) -> ReportsHeader:
+    """The metadata of one partition (schema, protocol, rebuilt mechanisms, codecs).
+
+    Parameters
+    ----------
+    partition : Partition or str
+        The partition, or its path or URL.
+    storage_options : dict, optional
+        Passed to fsspec (credentials, endpoints) for URLs.
+
+    Returns
+    -------
+    ReportsHeader
+        The partition's schema, protocol, mechanisms and codecs.
+    """
+    if not isinstance(partition, Partition):
+        partition = partitions(partition, storage_options)[0]
+    with _open(partition) as pfile:
+        return _header_of(partition, pfile)
+
+
+def _same(a: ReportsHeader, b: ReportsHeader) -> bool:
+    return all(json.dumps(a.meta[k], sort_keys=True) == json.dumps(b.meta[k], sort_keys=True)
+               for k in _SAME_KEYS)
+
+
+def describe(source, storage_options: dict | None = None) -> ReportsHeader:
+    """The header shared by every partition of ``source``.
+
+    Partitions that disagree on the schema, protocol or mechanisms are refused (their counts
+    could not be added).
+
+    Parameters
+    ----------
+    source : str, Path or list
+        A directory, one file, or a list of either (or of ``Partition``); local or an fsspec URL.
+    storage_options : dict, optional
+        Passed to fsspec (credentials, endpoints) for URLs.
+
+    Returns
+    -------
+    ReportsHeader
+        The header every partition shares (read from the first).
+
+    Raises
+    ------
+    ReportsFileError
+        Naming the first partition written with another schema, protocol or mechanisms.
+    """
+    parts = partitions(source, storage_options)
+    first = read_partition_header(parts[0])
+    for p in parts[1:]:
+        if not _same(first, read_partition_header(p)):
+            raise ReportsFileError(
+                f"partition {p.url!r} was written with another schema, protocol or mechanisms than "
+                f"{parts[0].url!r}; counts can only be summed over one collection")
+    return first
+
+
+# ---------------------------------------------------------------------------------------------
+# reading partitions a chunk at a time
+# ---------------------------------------------------------------------------------------------
+def iter_partition(partition: Partition, chunk_rows: int | None = None,
+                   header: ReportsHeader | None = None) -> Iterator[CollectedReports]:
+    """The reports of one partition, one chunk of rows at a time, decoded and validated.
+
+    Parameters
+    ----------
+    partition : Partition
+        The partition.
+    chunk_rows : int, optional
+        Rows per chunk (default ``default_chunk_rows`` of the schema's domain sizes).
+    header : ReportsHeader, optional
+        The header the partition must share (``describe``); ``None``: not compared.
+
+    Yields
+    ------
+    CollectedReports
+        The reports of one chunk and their protocol.
+
+    Raises
+    ------
+    ReportsFileError
+        For a partition written with another header, or a bad cell (naming the chunk's first row).
+    """
+    with _open(partition) as pfile:
+        own = _header_of(partition, pfile)
+        if header is not None and not _same(header, own):
+            raise ReportsFileError(f"partition {partition.url!r} was written with another schema, "
+                                   "protocol or mechanisms than the first partition")
+        rows = chunk_rows or default_chunk_rows(own.schema.sizes)
+        start = 0
+        for batch in pfile.iter_batches(batch_size=int(rows)):
+            try:
+                chunk = decode_frame(partition.name, own, batch.to_pandas())
+            except ReportsFileError as exc:
+                if not start:
+                    raise
+                raise ReportsFileError(f"{exc} (rows of the chunk starting at row {start} of "
+                                       f"{partition.url!r}, counted from 0)") from None
+            start += batch.num_rows
+            yield chunk
+
+
+def iter_reports(source, *, chunk_rows: int | None = None, storage_options: dict | None = None
+                 ) -> Iterator[RecordReports]:
+    """The reports of every partition of ``source``, one chunk of rows at a time.
+
+    Each chunk is decoded and validated by ``reports_io.decode_frame`` (every cell, every report,
+    the protocol, the declared privacy loss). A row in an error message counts from the start of
+    its chunk, whose first row in the partition the message names. Memory: one chunk.
+
+    Parameters
+    ----------
+    source : str, Path or list
+        A directory, one file, or a list of either (or of ``Partition``); local or an fsspec URL.
+    chunk_rows : int, optional
+        Rows per chunk (default ``default_chunk_rows`` of the schema's domain sizes).
+    storage_options : dict, optional
+        Passed to fsspec (credentials, endpoints) for URLs.
+
+    Yields
+    ------
+    RecordReports
+        The decoded, validated reports of one chunk.
+    """
+    parts = partitions(source, storage_options)
+    header = read_partition_header(parts[0])
+    for p in parts:
+        for chunk in iter_partition(p, chunk_rows, header):
+            yield chunk.reports

@@ -130,7 +130,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -148,10 +147,8 @@ from reidrisk.estimation.em import (
     parse_stop,
     positive_start,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    from reidrisk.mechanisms.base import Mechanism
-    from reidrisk.mechanisms.record import RecordReports
+from reidrisk.mechanisms.base import Mechanism
+from reidrisk.mechanisms.record import RecordReports
 
 METHODS = ("em", "inversion", "norm_sub", "exact_em")
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -60,10 +59,8 @@ from reidrisk.estimation.frequency import (
     norm_sub,
     shrink_shares,
 )
+from reidrisk.mechanisms.record import RecordReports
 from reidrisk.schema import MISSING
-
-if TYPE_CHECKING:  # pragma: no cover
-    from reidrisk.mechanisms.record import RecordReports
 
 PAIR_METHODS = ("em", "inversion", "norm_sub")
 

@@ -26,13 +26,8 @@ from abc import ABC, abstractmethod
 import numpy as np
 import scipy.sparse as sp
 
-from reidrisk.errors import ReidriskError
-from reidrisk.mechanisms.randomness import secure_generator
+from reidrisk.mechanisms.randomness import MechanismError, secure_generator
 from reidrisk.schema import MISSING
-
-
-class MechanismError(ReidriskError, ValueError):
-    """Bad mechanism parameter or bad report. The message names the parameter/value and the fix."""
 
 
 def check_epsilon(epsilon: float, name: str = "epsilon") -> float:

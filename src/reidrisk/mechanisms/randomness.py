@@ -32,9 +32,20 @@ import secrets
 
 import numpy as np
 
+from reidrisk.errors import ReidriskError
+
 SECURE_ROUNDS: int = 20
 """ChaCha rounds of the secure generator (ChaCha20, the standard cipher; fewer rounds are not
 used)."""
+
+
+class MechanismError(ReidriskError, ValueError):
+    """Bad mechanism parameter or bad report. The message names the parameter/value and the fix.
+
+    Defined here, at the bottom of ``reidrisk.mechanisms`` (the noise source every mechanism
+    draws from), and re-exported by ``reidrisk.mechanisms.base``.
+    """
+
 
 _KEY_BITS = 256
 _U64_MAX = np.iinfo(np.uint64).max
@@ -64,9 +75,6 @@ def secure_generator(key: int | None = None) -> np.random.Generator:
         key = secrets.randbits(_KEY_BITS)
     elif isinstance(key, bool) or not isinstance(key, (int, np.integer)) or not (
             0 <= int(key) < 1 << _KEY_BITS):
-        # import cycle: mechanisms.base imports this module
-        from reidrisk.mechanisms.base import MechanismError
-
         raise MechanismError(
             f"key must be an int in 0..2^256 - 1, got {key!r}; pass None in production"
         )

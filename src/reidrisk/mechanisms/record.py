@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reidrisk.mechanisms.base import Mechanism, MechanismError, as_generator, check_epsilon
+from reidrisk.mechanisms.registry import make_mechanism
 from reidrisk.schema import Schema
 
 
@@ -192,9 +193,6 @@ class RecordRandomizer:
         epsilon: float,
         weights: Sequence[float] | None = None,
     ) -> None:
-        # import cycle: reidrisk.mechanisms imports this module
-        from reidrisk.mechanisms import make_mechanism
-
         self.schema = schema
         self.epsilon = check_epsilon(epsilon)
         self.budgets = split_budget(self.epsilon, len(schema), weights)

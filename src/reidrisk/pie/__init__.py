@@ -3,8 +3,10 @@
 * ``reidrisk.pie.bounds``  -- PIE bounds alpha (Prop. 4.1, Thms 4.2-4.5), Bayes-error lower bounds
   (Prop. 3.7, Cor. 3.9), ``calibrate`` (the largest epsilon for a target error), exact I(U;Y) for
   small joint distributions, and ``figure4_table``;
-* ``reidrisk.pie.utility`` -- expected l2 loss of RR/GLH estimates (eq. 22-24), emp and emp+thr,
-  and ``utility_comparison`` (LDP- vs PIE-calibrated budgets);
+* ``reidrisk.pie.loss``    -- expected l2 loss of RR/GLH estimates (eq. 22-24);
+* ``reidrisk.pie.utility`` -- emp and emp+thr, and ``utility_comparison`` (LDP- vs PIE-calibrated
+  budgets);
+* ``reidrisk.pie.checks``  -- the argument checks every formula shares (``BoundError``);
 * ``reidrisk.pie.pse``     -- the k-NN KL estimator of the PSE, DET curves, identification error;
 * ``reidrisk.pie.traces``  -- Markov-chain matching of traces and rating histories;
 * ``reidrisk.pie.report``  -- the demo report's pie section.

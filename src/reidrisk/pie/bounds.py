@@ -42,8 +42,9 @@ The Figure-4 reference table (for benchmarks/pie_reproduce.py):
   -> tuple[Figure4Row, ...]`` with fields epsilon, alpha_ldp_min, alpha_ldp_tanh, lambda_rr,
   alpha_rr (docs/design/pie.md#reference-values).
 
-Utility (expected l2 loss, emp and emp+thr, the part-(c) comparison) lives in
-``reidrisk.pie.utility``.
+The expected l2 loss lives in ``reidrisk.pie.loss`` (``calibrate`` chooses GLH's g by it); emp,
+emp+thr and the part-(c) comparison in ``reidrisk.pie.utility``; the argument checks in
+``reidrisk.pie.checks``.
 
 Every function accepts epsilon as a scalar or an array (broadcast with the other arguments) and
 returns a float for scalar input, else an array. Bad input raises ``BoundError`` (a
@@ -59,7 +60,28 @@ from dataclasses import dataclass
 import numpy as np
 
 from reidrisk.estimation.information import mutual_information
-from reidrisk.mechanisms.base import MechanismError
+from reidrisk.pie.checks import (  # BoundError, MECHANISMS and LDP_FORMS: re-exported
+    LDP_FORMS,
+    MECHANISMS,
+    BoundError,
+    as_output,
+    check_count,
+    check_counts,
+    check_epsilon,
+    check_information,
+    check_mechanism,
+    check_probability,
+    shown,
+)
+from reidrisk.pie.loss import domain_l2_loss_glh
+
+__all__ = [
+    "BoundError", "Calibration", "FIGURE4_DOMAIN", "FIGURE4_EPSILONS", "FIGURE4_N", "Figure4Row",
+    "LDP_FORMS", "LOG2E", "MECHANISMS", "alpha", "alpha_composed", "alpha_glh", "alpha_ldp",
+    "alpha_rr", "bayes_error", "bayes_error_bound", "bayes_error_bound_hv", "calibrate",
+    "certified_alpha", "data_information", "figure4_table", "information_budget", "lambda_glh",
+    "lambda_rr", "output_joint", "product_channel", "user_information",
+]
 
 LOG2E: float = 1.0 / math.log(2.0)
 """log2(e): nats to bits."""
@@ -70,106 +92,6 @@ FIGURE4_DOMAIN: int = 10_500_393
 """POIs of the paper's LT experiment (docs/design/pie.md#reference-values, [CODE])."""
 FIGURE4_EPSILONS: tuple[float, ...] = (0.1, 1.0, 5.0, 10.0, 15.0, 20.0)
 """The epsilons of the Figure-4 reference table (docs/design/pie.md#reference-values)."""
-
-MECHANISMS: tuple[str, ...] = ("ldp", "rr", "glh")
-LDP_FORMS: tuple[str, ...] = ("min", "tanh")
-
-
-class BoundError(MechanismError):
-    """A bad argument of a PIE bound; the message names the parameter, the value and the fix."""
-
-
-# ---------------------------------------------------------------------------------------------
-# validation
-# ---------------------------------------------------------------------------------------------
-def _shown(x: np.ndarray) -> str:
-    x = np.asarray(x)
-    return repr(x.item()) if x.size == 1 else repr(x.tolist() if x.size <= 8 else x)
-
-
-def _epsilon(epsilon, name: str = "epsilon") -> np.ndarray:
-    try:
-        e = np.asarray(epsilon, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise BoundError(
-            f"{name} must be a number or an array of numbers, got {epsilon!r}") from None
-    if e.size == 0:
-        raise BoundError(f"{name} is empty; pass at least one privacy budget such as 1.0")
-    bad = ~np.isfinite(e) | (e <= 0)
-    if bad.any():
-        raise BoundError(
-            f"{name} must be finite and > 0, got {_shown(e[bad][:1])}; pass a positive budget "
-            "such as 1.0"
-        )
-    return e
-
-
-def _count(value, name: str, low: int = 2, fix: str = "") -> int:
-    try:
-        if isinstance(value, (int, np.integer)):
-            ok = not isinstance(value, bool)
-        else:
-            ok = float(value) == int(value)
-    except (TypeError, ValueError, OverflowError):
-        ok = False
-    if not ok or int(value) < low:
-        raise BoundError(f"{name} must be an integer >= {low}, got {value!r}{fix}")
-    return int(value)
-
-
-def _counts(value, name: str, low: int = 2) -> np.ndarray:
-    """An integer parameter that may be an array (g of GLH)."""
-    try:
-        a = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise BoundError(f"{name} must be an integer >= {low}, got {value!r}") from None
-    bad = ~np.isfinite(a) | (a < low) | (a != np.floor(a))
-    if a.size == 0 or bad.any():
-        shown = _shown(a[bad][:1]) if a.size else "an empty array"
-        raise BoundError(f"{name} must be an integer >= {low}, got {shown}")
-    return a
-
-
-def _probability(value, name: str, *, open_low: bool = False,
-                 open_high: bool = False) -> np.ndarray:
-    try:
-        a = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise BoundError(f"{name} must be a probability in [0, 1], got {value!r}") from None
-    lo = a <= 0 if open_low else a < 0
-    hi = a >= 1 if open_high else a > 1
-    bad = ~np.isfinite(a) | lo | hi
-    if bad.any():
-        span = f"{'(' if open_low else '['}0, 1{')' if open_high else ']'}"
-        raise BoundError(f"{name} must be a probability in {span}, got {_shown(a[bad][:1])}")
-    return a
-
-
-def _information(value, name: str = "information") -> np.ndarray:
-    try:
-        a = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise BoundError(f"{name} must be a number of bits >= 0, got {value!r}") from None
-    bad = np.isnan(a) | (a < 0)
-    if bad.any():
-        raise BoundError(f"{name} must be a number of bits >= 0, got {_shown(a[bad][:1])}")
-    return a
-
-
-def _out(x: np.ndarray, *inputs) -> np.ndarray | float:
-    """A float when every input was a scalar, else the array."""
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim == 0 and all(np.ndim(i) == 0 for i in inputs):
-        return float(x)
-    return x
-
-
-def _mechanism(mechanism: str) -> str:
-    m = str(mechanism).lower()
-    if m not in MECHANISMS:
-        raise BoundError(f"mechanism must be one of {list(MECHANISMS)}, got {mechanism!r}")
-    return m
-
 
 def _cap(n: int, domain: int) -> float:
     """min{log n, log |X|} in bits: the largest possible I(U;X) (Prop. 3.10, eq. 13)."""
@@ -198,11 +120,11 @@ def lambda_rr(epsilon, domain: int) -> np.ndarray | float:
     float or numpy.ndarray
         lambda_RR (a float for scalar inputs, else the broadcast shape).
     """
-    e = _epsilon(epsilon)
-    k = _count(domain, "domain size |X|")
+    e = check_epsilon(epsilon)
+    k = check_count(domain, "domain size |X|")
     with np.errstate(over="ignore"):
         lam = 1.0 / (1.0 + k / np.expm1(e))
-    return _out(lam, epsilon)
+    return as_output(lam, epsilon)
 
 
 def lambda_glh(epsilon, g) -> np.ndarray | float:
@@ -223,11 +145,11 @@ def lambda_glh(epsilon, g) -> np.ndarray | float:
     float or numpy.ndarray
         lambda_GLH (a float for scalar inputs, else the broadcast shape).
     """
-    e = _epsilon(epsilon)
-    gg = _counts(g, "hash range g")
+    e = check_epsilon(epsilon)
+    gg = check_counts(g, "hash range g")
     with np.errstate(over="ignore"):
         lam = 1.0 / (1.0 + gg / np.expm1(e))
-    return _out(lam, epsilon, g)
+    return as_output(lam, epsilon, g)
 
 
 def alpha_ldp(epsilon, n: int, form: str = "min") -> np.ndarray | float:
@@ -251,8 +173,8 @@ def alpha_ldp(epsilon, n: int, form: str = "min") -> np.ndarray | float:
     float or numpy.ndarray
         alpha in bits (a float for scalar inputs, else the broadcast shape).
     """
-    e = _epsilon(epsilon)
-    n = _count(n, "number of users n")
+    e = check_epsilon(epsilon)
+    n = check_count(n, "number of users n")
     f = str(form).lower()
     if f == "min":
         a = np.minimum(e, e * e) * LOG2E
@@ -260,7 +182,7 @@ def alpha_ldp(epsilon, n: int, form: str = "min") -> np.ndarray | float:
         a = e * np.tanh(e / 2.0) * LOG2E
     else:
         raise BoundError(f"form must be one of {list(LDP_FORMS)}, got {form!r}")
-    return _out(np.minimum(a, math.log2(n)), epsilon)
+    return as_output(np.minimum(a, math.log2(n)), epsilon)
 
 
 def alpha_rr(epsilon, n: int, domain: int, releases: int = 1) -> np.ndarray | float:
@@ -286,10 +208,10 @@ def alpha_rr(epsilon, n: int, domain: int, releases: int = 1) -> np.ndarray | fl
     float or numpy.ndarray
         alpha in bits (a float for scalar inputs, else the broadcast shape).
     """
-    n = _count(n, "number of users n")
-    k = _count(domain, "domain size |X|")
-    t = _count(releases, "number of releases t", low=1)
-    return _out(t * np.asarray(lambda_rr(epsilon, k)) * _cap(n, k), epsilon)
+    n = check_count(n, "number of users n")
+    k = check_count(domain, "domain size |X|")
+    t = check_count(releases, "number of releases t", low=1)
+    return as_output(t * np.asarray(lambda_rr(epsilon, k)) * _cap(n, k), epsilon)
 
 
 def alpha_glh(epsilon, n: int, domain: int, g, releases: int = 1) -> np.ndarray | float:
@@ -311,10 +233,10 @@ def alpha_glh(epsilon, n: int, domain: int, g, releases: int = 1) -> np.ndarray 
     float or numpy.ndarray
         alpha in bits (a float for scalar inputs, else the broadcast shape).
     """
-    n = _count(n, "number of users n")
-    k = _count(domain, "domain size |X|")
-    t = _count(releases, "number of releases t", low=1)
-    return _out(t * np.asarray(lambda_glh(epsilon, g)) * _cap(n, k), epsilon, g)
+    n = check_count(n, "number of users n")
+    k = check_count(domain, "domain size |X|")
+    t = check_count(releases, "number of releases t", low=1)
+    return as_output(t * np.asarray(lambda_glh(epsilon, g)) * _cap(n, k), epsilon, g)
 
 
 def alpha(epsilon, n: int, domain: int, mechanism: str = "rr", g=None, releases: int = 1,
@@ -341,16 +263,16 @@ def alpha(epsilon, n: int, domain: int, mechanism: str = "rr", g=None, releases:
     float or numpy.ndarray
         alpha in bits (a float for scalar inputs, else the broadcast shape).
     """
-    m = _mechanism(mechanism)
+    m = check_mechanism(mechanism)
     if m == "rr":
         return alpha_rr(epsilon, n, domain, releases)
     if m == "glh":
         if g is None:
             raise BoundError("mechanism 'glh' needs the hash range g (an integer >= 2)")
         return alpha_glh(epsilon, n, domain, g, releases)
-    _count(domain, "domain size |X|")
-    t = _count(releases, "number of releases t", low=1)
-    return _out(np.asarray(alpha_ldp(np.asarray(_epsilon(epsilon)) * t, n, form)), epsilon)
+    check_count(domain, "domain size |X|")
+    t = check_count(releases, "number of releases t", low=1)
+    return as_output(np.asarray(alpha_ldp(np.asarray(check_epsilon(epsilon)) * t, n, form)), epsilon)
 
 
 def alpha_composed(epsilons: Sequence[float], n: int, domain: int, mechanism: str = "rr",
@@ -378,12 +300,12 @@ def alpha_composed(epsilons: Sequence[float], n: int, domain: int, mechanism: st
     float
         alpha in bits.
     """
-    e = _epsilon(epsilons, "epsilons")
+    e = check_epsilon(epsilons, "epsilons")
     if e.ndim != 1:
         raise BoundError(f"epsilons must be a 1-D sequence of budgets, got shape {e.shape}")
-    m = _mechanism(mechanism)
-    n = _count(n, "number of users n")
-    k = _count(domain, "domain size |X|")
+    m = check_mechanism(mechanism)
+    n = check_count(n, "number of users n")
+    k = check_count(domain, "domain size |X|")
     if m == "ldp":
         return float(alpha_ldp(float(e.sum()), n))
     if m == "rr":
@@ -403,15 +325,15 @@ def _prior_bits(n, max_prior) -> np.ndarray:
     if max_prior is None:
         if n is None:
             raise BoundError("pass the number of users n (uniform prior) or max_prior")
-        return np.asarray(math.log2(_count(n, "number of users n")))
-    mp = _probability(max_prior, "max_prior", open_low=True)
+        return np.asarray(math.log2(check_count(n, "number of users n")))
+    mp = check_probability(max_prior, "max_prior", open_low=True)
     if n is not None:
-        nn = _count(n, "number of users n")
+        nn = check_count(n, "number of users n")
         low = mp < 1.0 / nn * (1 - 1e-12)
         if low.any():
             raise BoundError(
                 f"max_prior must be >= 1/n = {1.0 / nn:.6g} (the largest of n prior probabilities "
-                f"is at least their mean), got {_shown(mp[low][:1])}"
+                f"is at least their mean), got {shown(mp[low][:1])}"
             )
     return -np.log2(mp)
 
@@ -439,11 +361,11 @@ def bayes_error_bound(information, n: int | None = None, max_prior=None) -> np.n
     float or numpy.ndarray
         The lower bound on the Bayes error (a float for scalar inputs, else the broadcast shape).
     """
-    i = _information(information)
+    i = check_information(information)
     bits = _prior_bits(n, max_prior)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.where(bits > 0, 1.0 - (i + 1.0) / np.where(bits > 0, bits, 1.0), -np.inf)
-    return _out(out, information, max_prior)
+    return as_output(out, information, max_prior)
 
 
 def _binary_kl(a, b) -> np.ndarray:
@@ -474,7 +396,7 @@ def bayes_error_bound_hv(information, n: int | None = None, max_prior=None) -> n
     float or numpy.ndarray
         The lower bound on the Bayes error (a float for scalar inputs, else the broadcast shape).
     """
-    i = _information(information)
+    i = check_information(information)
     bits = _prior_bits(n, max_prior)
     b = np.broadcast_to(2.0 ** (-bits), np.broadcast_shapes(i.shape, bits.shape)).astype(float)
     ii = np.broadcast_to(i, b.shape)
@@ -486,7 +408,7 @@ def bayes_error_bound_hv(information, n: int | None = None, max_prior=None) -> n
         lo = np.where(ok, mid, lo)
         hi = np.where(ok, hi, mid)
     a = np.where(full, 1.0, lo)
-    return _out(1.0 - a, information, max_prior)
+    return as_output(1.0 - a, information, max_prior)
 
 
 def information_budget(target_error: float, n: int | None = None, max_prior=None) -> float:
@@ -507,7 +429,7 @@ def information_budget(target_error: float, n: int | None = None, max_prior=None
     float
         alpha in bits (negative when no alpha >= 0 reaches the target).
     """
-    t = float(_probability(target_error, "target_error", open_high=True))
+    t = float(check_probability(target_error, "target_error", open_high=True))
     bits = float(_prior_bits(n, max_prior))
     return (1.0 - t) * bits - 1.0
 
@@ -593,7 +515,7 @@ def certified_alpha(epsilon, n: int, domain: int, mechanism: str = "rr", g=None,
     """
     a = np.asarray(alpha(epsilon, n, domain, mechanism, g=g, releases=releases, form=form))
     ldp = np.asarray(alpha(epsilon, n, domain, "ldp", releases=releases, form=form))
-    return _out(np.minimum(a, ldp), epsilon, g)
+    return as_output(np.minimum(a, ldp), epsilon, g)
 
 
 def calibrate(target_error: float, n: int, domain: int, mechanism: str = "rr", *, g=None,
@@ -614,7 +536,7 @@ def calibrate(target_error: float, n: int, domain: int, mechanism: str = "rr", *
     ``2..g_max`` (default ``g_max = min(domain, 2^31 - 1)``, the core GLH's limit) is chosen
     that minimises the expected l2 loss over the whole domain at its largest budget (``sum_x``
     of eq. 23, which does not depend on the distribution: ``|X| A + B``;
-    ``reidrisk.pie.utility.domain_l2_loss_glh``). Under Thm 4.4
+    ``reidrisk.pie.loss.domain_l2_loss_glh``). Under Thm 4.4
     alone the budget is ``eps = ln(1 + lambda g / (1 - lambda))`` at the same lambda for every g
     and the loss falls with g (Thm 4.8), so the search is capped: beyond ``|X|`` the hash no
     longer compresses the report and GLH is RR with more communication.
@@ -652,12 +574,12 @@ def calibrate(target_error: float, n: int, domain: int, mechanism: str = "rr", *
     BoundError
         When the target cannot be certified at any epsilon (``n`` too small).
     """
-    m = _mechanism(mechanism)
-    n = _count(n, "number of users n")
-    k = _count(domain, "domain size |X|")
-    t = _count(releases, "number of releases t", low=1)
-    target = float(_probability(target_error, "target_error", open_high=True))
-    mp = None if max_prior is None else float(_probability(max_prior, "max_prior", open_low=True))
+    m = check_mechanism(mechanism)
+    n = check_count(n, "number of users n")
+    k = check_count(domain, "domain size |X|")
+    t = check_count(releases, "number of releases t", low=1)
+    target = float(check_probability(target_error, "target_error", open_high=True))
+    mp = None if max_prior is None else float(check_probability(max_prior, "max_prior", open_low=True))
     budget = information_budget(target, n, mp)
     if budget < 0:
         need = 2.0 ** (1.0 / (1.0 - target))
@@ -671,7 +593,7 @@ def calibrate(target_error: float, n: int, domain: int, mechanism: str = "rr", *
                if (use_ldp_bound or m == "ldp") else 0.0)
     gg = None
     if m == "glh":
-        gg = (_count(g, "hash range g") if g is not None
+        gg = (check_count(g, "hash range g") if g is not None
               else _glh_range(budget, n, k, t, g_max, eps_ldp))
     eps_mech = eps_ldp if m == "ldp" else _largest_budget(m, gg, n, k, t, form, mp, target)
     if eps_mech >= eps_ldp:
@@ -711,10 +633,7 @@ def _largest_budget(mech: str, gg, n: int, k: int, t: int, form: str, mp, target
 def _glh_range(budget: float, n: int, k: int, t: int, g_max, eps_ldp: float) -> int:
     """The GLH hash range of ``calibrate`` with ``g=None``: the g in 2..g_max whose largest
     budget has the least expected l2 loss over the whole domain (``calibrate``'s docstring)."""
-    # import cycle: pie.utility imports this module
-    from reidrisk.pie.utility import domain_l2_loss_glh
-
-    gmax = min(k, _G_LIMIT) if g_max is None else _count(g_max, "g_max")
+    gmax = min(k, _G_LIMIT) if g_max is None else check_count(g_max, "g_max")
     grid = _g_grid(gmax)
     lam = budget / (t * _cap(n, k))  # Thm 4.4 allows the same lambda at every g
     with np.errstate(divide="ignore"):
@@ -767,7 +686,7 @@ def _joint(p_ux, name: str = "p_ux") -> np.ndarray:
     bad = ~np.isfinite(p) | (p < 0) | (p > 1)
     if bad.any():
         raise BoundError(
-            f"{name} entries must be probabilities in [0, 1], got {_shown(p[bad][:1])}")
+            f"{name} entries must be probabilities in [0, 1], got {shown(p[bad][:1])}")
     s = p.sum()
     if abs(s - 1.0) > 1e-9:
         raise BoundError(f"{name} must sum to 1 (a joint distribution), got sum {s:.12g}")
@@ -799,7 +718,7 @@ def output_joint(p_ux, channel) -> np.ndarray:
     bad = ~np.isfinite(q) | (q < 0) | (q > 1)
     if bad.any():
         raise BoundError(
-            f"channel entries must be probabilities in [0, 1], got {_shown(q[bad][:1])}")
+            f"channel entries must be probabilities in [0, 1], got {shown(q[bad][:1])}")
     cols = q.sum(axis=0)
     if np.any(np.abs(cols - 1.0) > 1e-9):
         raise BoundError(
@@ -939,9 +858,9 @@ def figure4_table(epsilons: Sequence[float] = FIGURE4_EPSILONS, n: int = FIGURE4
     tuple of Figure4Row
         One row per epsilon.
     """
-    e = _epsilon(epsilons, "epsilons").ravel()
-    n = _count(n, "number of users n")
-    k = _count(domain, "domain size |X|")
+    e = check_epsilon(epsilons, "epsilons").ravel()
+    n = check_count(n, "number of users n")
+    k = check_count(domain, "domain size |X|")
     g = np.maximum(2.0, np.round(np.exp(np.minimum(e, 700.0)) + 1.0))
     cols = (alpha_ldp(e, n, "min"), alpha_ldp(e, n, "tanh"), lambda_rr(e, k), alpha_rr(e, n, k),
             alpha_glh(e, n, k, g))

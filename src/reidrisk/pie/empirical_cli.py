@@ -55,7 +55,7 @@ def pse_command(genuine, impostor, column, k, bootstrap, level, seed, as_json) -
     Higher scores mean "more similar". The estimate is Wang, Kulkarni & Verdu's k-NN divergence
     estimator after a 1e-4 jitter that separates tied scores.
     """
-    # kept off the command line's start: loaded only by this command
+    # pandas and scipy.spatial (reidrisk.pie.pse): kept off the command line's start
     from reidrisk.pie.pse import det_curve, pse, read_scores
 
     g = read_scores(genuine, column)
@@ -79,7 +79,7 @@ def pse_command(genuine, impostor, column, k, bootstrap, level, seed, as_json) -
 def _regions(text: str | None, background: Path, release: Path):
     """--regions: an integer K (ids 1..K), a region table with a reg_id column, or (default) every
     region id found in the two trace files."""
-    # kept off the command line's start: loaded only by this command
+    # numpy and pandas (reidrisk.data.traces): kept off the command line's start
     import numpy as np
 
     from reidrisk.data.traces import read_region_ids
@@ -129,12 +129,12 @@ def traces_command(background, release, regions, kind, delta, events, train_even
     Every released trace is scored against every background user; the best score wins (ties
     broken at random). Prints the identification error rate and the PSE in bits.
     """
-    # kept off the command line's start: loaded only by this command
+    # numpy and pandas (reidrisk.data.traces): kept off the command line's start
     import numpy as np
 
     from reidrisk.data.traces import TraceError, read_traces
 
-    # kept off the command line's start: loaded only by this command
+    # pandas and scipy.spatial (reidrisk.pie.traces): kept off the command line's start
     from reidrisk.pie.traces import match
 
     domain = _regions(regions, background, release)

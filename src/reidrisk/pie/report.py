@@ -20,6 +20,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from reidrisk.pie import bounds as b
+from reidrisk.pie.checks import check_count, check_epsilon
+from reidrisk.report import ReportFigure, Section, escape, html_table
+from reidrisk.report.plots import figure_png, new_figure
 
 DEFAULT_TARGETS: tuple[float, ...] = (0.9, 0.5)
 """Identification errors the section calibrates epsilon for (0.9 is the issue's design target)."""
@@ -28,7 +31,7 @@ DEFAULT_TARGETS: tuple[float, ...] = (0.9, 0.5)
 def _epsilons(epsilons) -> np.ndarray:
     if epsilons is None:
         return np.geomspace(0.05, 20.0, 160)
-    e = np.sort(np.atleast_1d(np.asarray(b._epsilon(epsilons, "epsilons"), dtype=np.float64)))
+    e = np.sort(np.atleast_1d(np.asarray(check_epsilon(epsilons, "epsilons"), dtype=np.float64)))
     return e
 
 
@@ -96,8 +99,6 @@ def plot_bounds(n: int, domain: int, epsilons=None, cals: list | None = None) ->
     bytes
         The PNG image.
     """
-    # matplotlib: loaded only when a figure is drawn
-    from reidrisk.report.plots import figure_png, new_figure
 
     eps = _epsilons(epsilons)
     curves = _curves(n, domain, eps)
@@ -160,11 +161,9 @@ def pie_section(n: int, domain: int, epsilons=None, targets: Sequence[float] = D
     reidrisk.report.Section
         The section.
     """
-    # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
-    from reidrisk.report import ReportFigure, Section, escape, html_table
 
-    n = b._count(n, "number of users n")
-    domain = b._count(domain, "domain size |X|")
+    n = check_count(n, "number of users n")
+    domain = check_count(domain, "domain size |X|")
     cals = calibrations(n, domain, targets)
     body = [
         "<p>How much can an adversary who sees one LDP report per person learn about <em>who</em> "

@@ -3,13 +3,10 @@
 docs/design/pie.md#distribution-estimation. Each of n users sends one datum; ``theta`` is the
 empirical distribution of their (fixed) data; only the mechanism's coins are random.
 
-Expected l2 loss per symbol (= the variance of the unbiased empirical estimator, eq. 21/43):
-
-* ``l2_loss_rr(epsilon, n, domain, theta)``      -- Prop. 4.6, eq. 22 [DER];
-* ``l2_loss_glh(epsilon, n, g, theta)``          -- Prop. 4.7, eq. 23 [DER];
-* ``l2_loss_glh_lambda(mi_loss, n, g, theta)``   -- Thm 4.8, eq. 51 at a fixed lambda (g = inf:
-  the limit eq. 24) [DER];
-* ``domain_l2_loss_rr / domain_l2_loss_glh``     -- the sum over the whole domain (no theta needed).
+The expected l2 loss per symbol and over the domain (eq. 22-24: ``l2_loss_rr``, ``l2_loss_glh``,
+``l2_loss_glh_lambda``, ``domain_l2_loss_rr``, ``domain_l2_loss_glh``) lives in
+``reidrisk.pie.loss``, below ``reidrisk.pie.bounds`` whose ``calibrate`` uses it; this module
+re-exports those names.
 
 Estimators (eq. 19, 20 and the significance threshold [CODE]):
 
@@ -35,179 +32,40 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reidrisk.estimation.frequency import invert, variance
+from reidrisk.estimation.frequency import invert
 from reidrisk.mechanisms import GLH, GRR
 from reidrisk.mechanisms.base import as_generator
 from reidrisk.mechanisms.glh import optimal_g
-from reidrisk.pie.bounds import (
-    BoundError,
-    _count,
-    _counts,
-    _epsilon,
-    _mechanism,
-    _out,
-    _probability,
-    calibrate,
+from reidrisk.pie.bounds import BoundError, calibrate
+from reidrisk.pie.checks import (
+    as_output,
+    check_count,
+    check_counts,
+    check_epsilon,
+    check_mechanism,
+    check_probability,
 )
+from reidrisk.pie.loss import (  # re-exported: the expected l2 loss lives in reidrisk.pie.loss
+    check_theta,
+    domain_l2_loss_glh,
+    domain_l2_loss_rr,
+    l2_loss_glh,
+    l2_loss_glh_lambda,
+    l2_loss_rr,
+    pq_glh,
+    pq_rr,
+)
+
+__all__ = [
+    "BoundError", "DEFAULT_LEVEL", "UtilityRow", "bonferroni_z", "check_theta",
+    "domain_l2_loss_glh", "domain_l2_loss_rr", "estimate", "l2_loss_glh", "l2_loss_glh_lambda",
+    "l2_loss_rr", "noise_sd", "pq_glh", "pq_rr", "threshold", "top_symbols", "topk_l2",
+    "topk_relative_error", "utility_comparison",
+]
 
 DEFAULT_LEVEL: float = 0.05
 """Significance level of emp+thr, Bonferroni-corrected over the domain
 (docs/design/pie.md#distribution-estimation [CODE])."""
-
-
-def _theta(theta) -> np.ndarray:
-    return _probability(theta, "theta")
-
-
-def _pq_rr(e: np.ndarray, k: int):
-    ee = np.exp(e)
-    return ee / (k + ee - 1.0), 1.0 / (k + ee - 1.0)
-
-
-def _pq_glh(e: np.ndarray, g: np.ndarray | float):
-    ee = np.exp(e)
-    return ee / (g + ee - 1.0), 1.0 / g
-
-
-def l2_loss_rr(epsilon, n: int, domain: int, theta) -> np.ndarray | float:
-    """Expected l2 loss ``E[(theta_hat_x - theta_x)^2]`` of the RR empirical estimator (eq. 19):
-
-    ``(|X| - 2 + e^eps) / (n (e^eps - 1)^2) + theta_x (|X| - 2) / (n (e^eps - 1))``
-
-    Paper 002 Prop. 4.6, eq. 22; docs/design/pie.md#distribution-estimation [DER, Monte-Carlo
-    verified]. Computed by the core's general form ``reidrisk.estimation.frequency.variance`` with p
-    = p_RR, q = q_RR.
-
-    Parameters
-    ----------
-    epsilon : float or array_like
-        The budget (> 0); broadcast with ``theta``.
-    n : int
-        Number of users (>= 2).
-    domain : int
-        |X| (>= 2).
-    theta : float or array_like
-        The true probability theta_x of the symbol(s), in [0, 1].
-
-    Returns
-    -------
-    float or numpy.ndarray
-        The expected loss (a float for scalar inputs, else the broadcast shape).
-    """
-
-    e = _epsilon(epsilon)
-    n = _count(n, "number of users n")
-    k = _count(domain, "domain size |X|")
-    p, q = _pq_rr(e, k)
-    return _out(variance(_theta(theta), n, p, q), epsilon, theta)
-
-
-def l2_loss_glh(epsilon, n: int, g, theta) -> np.ndarray | float:
-    """Expected l2 loss of the GLH empirical estimator (eq. 20):
-
-    ``(e^eps + g - 1)^2 / (n (e^eps - 1)^2 (g - 1)) + theta_x ((g - 1)^2 - e^eps) / (n (e^eps - 1)
-    (g - 1))``
-
-    Paper 002 Prop. 4.7, eq. 23; docs/design/pie.md#distribution-estimation [DER, Monte-Carlo
-    verified] (hash collisions at exactly 1/g). The core's ``variance`` with p = p_GLH, q = 1/g.
-
-    Parameters
-    ----------
-    epsilon, n, theta
-        As in ``l2_loss_rr``.
-    g : int or array_like
-        The hash range (integer >= 2).
-
-    Returns
-    -------
-    float or numpy.ndarray
-        The expected loss (a float for scalar inputs, else the broadcast shape).
-    """
-
-    e = _epsilon(epsilon)
-    n = _count(n, "number of users n")
-    gg = _counts(g, "hash range g")
-    p, q = _pq_glh(e, gg)
-    return _out(variance(_theta(theta), n, p, q), epsilon, g, theta)
-
-
-def l2_loss_glh_lambda(mi_loss, n: int, g, theta) -> np.ndarray | float:
-    """Expected l2 loss of GLH at a fixed MI-loss parameter lambda (PIE-calibrated):
-
-    ``(1 - lambda theta_x) / (n lambda^2 (g - 1)) + theta_x (1 - lambda) / (n lambda)``
-
-    Paper 002 Thm 4.8, eq. 51; ``g = inf`` gives the limit eq. 24, ``theta_x (1 - lambda) /
-    (n lambda)``. docs/design/pie.md#distribution-estimation [DER]. Strictly decreasing in g.
-
-    Parameters
-    ----------
-    mi_loss : float or array_like
-        lambda, in (0, 1).
-    n, theta
-        As in ``l2_loss_rr``.
-    g : int, float or array_like
-        The hash range (integer >= 2, or ``inf``).
-
-    Returns
-    -------
-    float or numpy.ndarray
-        The expected loss (a float for scalar inputs, else the broadcast shape).
-    """
-    lam = _probability(mi_loss, "mi_loss (lambda)", open_low=True, open_high=True)
-    n = _count(n, "number of users n")
-    gg = np.asarray(g, dtype=np.float64)
-    if np.any(np.isnan(gg) | (gg < 2)) or np.any(np.isfinite(gg) & (gg != np.floor(gg))):
-        raise BoundError(f"hash range g must be an integer >= 2 or inf, got {g!r}")
-    th = _theta(theta)
-    with np.errstate(divide="ignore"):
-        first = np.where(np.isinf(gg), 0.0, (1.0 - lam * th) / (n * lam**2 * (gg - 1.0)))
-    return _out(first + th * (1.0 - lam) / (n * lam), mi_loss, g, theta)
-
-
-def domain_l2_loss_rr(epsilon, n: int, domain: int) -> np.ndarray | float:
-    """``sum_x`` of eq. 22 over the whole domain (``sum_x theta_x = 1``):
-    ``|X| (|X| - 2 + e^eps) / (n (e^eps - 1)^2) + (|X| - 2) / (n (e^eps - 1))``.
-
-    Parameters
-    ----------
-    epsilon, n, domain
-        As in ``l2_loss_rr``.
-
-    Returns
-    -------
-    float or numpy.ndarray
-        The expected loss summed over the domain (a float for scalar inputs, else the broadcast shape).
-    """
-    e = _epsilon(epsilon)
-    n = _count(n, "number of users n")
-    k = _count(domain, "domain size |X|")
-    em = np.expm1(e)
-    return _out(k * (k - 1.0 + np.exp(e) - 1.0) / (n * em**2) + (k - 2.0) / (n * em), epsilon)
-
-
-def domain_l2_loss_glh(epsilon, n: int, domain: int, g) -> np.ndarray | float:
-    """``sum_x`` of eq. 23 over the whole domain: ``|X| A + B`` with A, B the two coefficients.
-
-    Parameters
-    ----------
-    epsilon, n, domain
-        As in ``l2_loss_rr``.
-    g
-        As in ``l2_loss_glh``.
-
-    Returns
-    -------
-    float or numpy.ndarray
-        The expected loss summed over the domain (a float for scalar inputs, else the broadcast shape).
-    """
-    e = _epsilon(epsilon)
-    n = _count(n, "number of users n")
-    k = _count(domain, "domain size |X|")
-    gg = _counts(g, "hash range g")
-    ee, em = np.exp(e), np.expm1(e)
-    a = (ee + gg - 1.0) ** 2 / (n * em**2 * (gg - 1.0))
-    b = ((gg - 1.0) ** 2 - ee) / (n * em * (gg - 1.0))
-    return _out(k * a + b, epsilon, g)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,8 +90,8 @@ def bonferroni_z(domain: int, level: float = DEFAULT_LEVEL) -> float:
     """
     from scipy.stats import norm
 
-    k = _count(domain, "domain size |X|")
-    lv = float(_probability(level, "level", open_low=True, open_high=True))
+    k = check_count(domain, "domain size |X|")
+    lv = float(check_probability(level, "level", open_low=True, open_high=True))
     return float(norm.isf(lv / k))
 
 
@@ -255,21 +113,21 @@ def noise_sd(epsilon, n: int, domain: int, mechanism: str = "rr", g=None) -> np.
     float or numpy.ndarray
         sigma (a float for scalar inputs, else the broadcast shape).
     """
-    e = _epsilon(epsilon)
-    n = _count(n, "number of users n")
-    k = _count(domain, "domain size |X|")
-    m = _mechanism(mechanism)
+    e = check_epsilon(epsilon)
+    n = check_count(n, "number of users n")
+    k = check_count(domain, "domain size |X|")
+    m = check_mechanism(mechanism)
     em = np.expm1(e)
     if m == "rr":
         s = np.sqrt((k - 2.0 + np.exp(e)) / n) / em
     elif m == "glh":
         if g is None:
             raise BoundError("mechanism 'glh' needs the hash range g (an integer >= 2)")
-        gg = _counts(g, "hash range g")
+        gg = check_counts(g, "hash range g")
         s = (np.exp(e) + gg - 1.0) / (em * np.sqrt(n * (gg - 1.0)))
     else:
         raise BoundError("noise_sd is defined for mechanism 'rr' or 'glh', got 'ldp'")
-    return _out(s, epsilon, g)
+    return as_output(s, epsilon, g)
 
 
 def threshold(epsilon, n: int, domain: int, mechanism: str = "rr", g=None,
@@ -290,7 +148,7 @@ def threshold(epsilon, n: int, domain: int, mechanism: str = "rr", g=None,
         tau (a float for scalar inputs, else the broadcast shape).
     """
     sd = np.asarray(noise_sd(epsilon, n, domain, mechanism, g))
-    return _out(bonferroni_z(domain, level) * sd, epsilon, g)
+    return as_output(bonferroni_z(domain, level) * sd, epsilon, g)
 
 
 def estimate(support_counts, n: int, epsilon: float, domain: int, mechanism: str = "rr", g=None,
@@ -323,19 +181,19 @@ def estimate(support_counts, n: int, epsilon: float, domain: int, mechanism: str
         theta_hat.
     """
 
-    e = float(_epsilon(epsilon))
-    n = _count(n, "number of users n")
-    k = _count(domain, "domain size |X|")
-    m = _mechanism(mechanism)
+    e = float(check_epsilon(epsilon))
+    n = check_count(n, "number of users n")
+    k = check_count(domain, "domain size |X|")
+    m = check_mechanism(mechanism)
     c = np.asarray(support_counts, dtype=np.float64)
     if c.shape != (k,):
         raise BoundError(f"support_counts must have shape (|X|,) = ({k},), got {c.shape}")
     if m == "rr":
-        p, q = _pq_rr(np.asarray(e), k)
+        p, q = pq_rr(np.asarray(e), k)
     elif m == "glh":
         if g is None:
             raise BoundError("mechanism 'glh' needs the hash range g (an integer >= 2)")
-        p, q = _pq_glh(np.asarray(e), float(_count(g, "hash range g")))
+        p, q = pq_glh(np.asarray(e), float(check_count(g, "hash range g")))
     else:
         raise BoundError("estimate is defined for mechanism 'rr' or 'glh', got 'ldp'")
     theta_hat = invert(c, n, p, q) / n
@@ -360,8 +218,8 @@ def top_symbols(theta, top_k: int) -> np.ndarray:
     numpy.ndarray
         The indices, largest first.
     """
-    th = _theta(theta)
-    kk = _count(top_k, "top_k", low=1)
+    th = check_theta(theta)
+    kk = check_count(top_k, "top_k", low=1)
     return np.argsort(-th, kind="stable")[: min(kk, th.size)]
 
 
@@ -381,10 +239,10 @@ def topk_l2(theta_hat, theta, top_k: int) -> np.ndarray | float:
     float or numpy.ndarray
         The loss (a float for scalar inputs, else the broadcast shape).
     """
-    th = _theta(theta)
+    th = check_theta(theta)
     idx = top_symbols(th, top_k)
     d = np.asarray(theta_hat, dtype=np.float64)[..., idx] - th[idx]
-    return _out((d * d).sum(axis=-1), theta_hat)
+    return as_output((d * d).sum(axis=-1), theta_hat)
 
 
 def topk_relative_error(theta_hat, theta, top_k: int) -> np.ndarray | float:
@@ -400,11 +258,11 @@ def topk_relative_error(theta_hat, theta, top_k: int) -> np.ndarray | float:
     float or numpy.ndarray
         The mean relative error (a float for scalar inputs, else the broadcast shape).
     """
-    th = _theta(theta)
+    th = check_theta(theta)
     idx = top_symbols(th, top_k)
     idx = idx[th[idx] > 0]
     d = np.abs(np.asarray(theta_hat, dtype=np.float64)[..., idx] - th[idx]) / th[idx]
-    return _out(d.mean(axis=-1), theta_hat)
+    return as_output(d.mean(axis=-1), theta_hat)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -495,7 +353,7 @@ def utility_comparison(codes, domain: int, target_error: float = 0.9, top_k: int
         One row per mechanism, calibration and estimator.
     """
 
-    k = _count(domain, "domain size |X|")
+    k = check_count(domain, "domain size |X|")
     x = np.asarray(codes)
     if x.ndim != 1 or x.size < 2 or not np.issubdtype(x.dtype, np.integer):
         raise BoundError(f"codes must be a 1-D integer array of at least 2 users, got {x.dtype} "
@@ -504,14 +362,14 @@ def utility_comparison(codes, domain: int, target_error: float = 0.9, top_k: int
         bad = int(x.min() if x.min() < 0 else x.max())
         raise BoundError(f"codes must lie in 0..{k - 1}, got a value {bad}")
     n = x.size
-    kk = _count(top_k, "top_k", low=1)
-    reps = _count(repeats, "repeats", low=1)
+    kk = check_count(top_k, "top_k", low=1)
+    reps = check_count(repeats, "repeats", low=1)
     gen = as_generator(rng)
     theta = np.bincount(x, minlength=k) / n
     ldp = calibrate(target_error, n, k, "ldp", form=ldp_form)
     rows: list[UtilityRow] = []
     for mech in mechanisms:
-        m = _mechanism(mech)
+        m = check_mechanism(mech)
         if m == "ldp":
             raise BoundError("utility_comparison mechanisms are 'rr' and/or 'glh'")
         pie = calibrate(target_error, n, k, m, g_max=g_max)

@@ -23,7 +23,7 @@ from pathlib import Path
 import jinja2
 
 from reidrisk import __version__
-from reidrisk.data.io import user_path_in_errors
+from reidrisk._files import user_path_in_errors
 
 _SAFE_FILENAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\.png$")
 

@@ -13,10 +13,18 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from reidrisk.uniqueness.scorer import ScoringError
+from reidrisk.errors import ReidriskError
 
 RULES: tuple[str, ...] = ("balanced", "probability", "expected")
 """Decision rules for "count > T" (see ``decide``)."""
+
+
+class ScoringError(ReidriskError, ValueError):
+    """Bad scoring input. The message names the parameter, the record or database and the fix.
+
+    Raised by the scorer (``reidrisk.uniqueness.scorer``, which re-exports it) and by the decision
+    rules here; defined here, the lower of the two modules.
+    """
 
 
 # ---------------------------------------------------------------------------------------------

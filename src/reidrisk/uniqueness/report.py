@@ -16,6 +16,8 @@ import numpy as np
 
 from reidrisk.mechanisms import RecordRandomizer
 from reidrisk.mechanisms.base import as_generator
+from reidrisk.report import ReportFigure, Section, escape, html_table
+from reidrisk.report.plots import figure_png, new_figure
 from reidrisk.schema import MISSING, Schema
 from reidrisk.uniqueness.baselines import group_sizes
 from reidrisk.uniqueness.decisions import Classification, Reliability, classification, reliability
@@ -154,8 +156,6 @@ def run_uniqueness_demo(
 
 
 def _plot(demo: UniquenessDemo) -> bytes:
-    # matplotlib: loaded only when a figure is drawn
-    from reidrisk.report.plots import figure_png, new_figure
 
     fig = new_figure(8.0, 3.2)
     ax1, ax2 = fig.subplots(1, 2)
@@ -285,8 +285,6 @@ def uniqueness_section(demo: UniquenessDemo, top: int = 10):
         "Population uniqueness": the setting, the classification table, the reading, the
         calibration, the records most at risk and the figure.
     """
-    # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
-    from reidrisk.report import ReportFigure, Section, escape, html_table
 
     privacy = ("raw (not randomized)" if demo.epsilon is None
                else f"randomized with k-RR at a whole-record budget of {demo.epsilon:g} "

@@ -68,7 +68,8 @@ from scipy import optimize, stats
 from scipy.special import digamma, gammaln, logsumexp
 
 from reidrisk._compat import warn_renamed
-from reidrisk.errors import ReidriskError
+from reidrisk.uniqueness import decisions
+from reidrisk.uniqueness.decisions import ScoringError
 from reidrisk.uniqueness.posterior import check_population_size
 
 DEFAULT_EXACT: int = 64
@@ -89,10 +90,6 @@ _MIN_RATIO = 1e-12  # only keeps log1p(ratio) > 0: bins are at least one count w
 _COARSE_RATIO = 1.0 / 16.0  # widest bins of the coarse pass (narrower where the posterior is)
 _EDGE_MASS = 1e-9  # a window is widened when one of its edge bins holds more
 _WINDOW_NATS = 45.0  # bins below e^-45 of the peak density are outside the window
-
-
-class ScoringError(ReidriskError, ValueError):
-    """Bad scoring input. The message names the parameter, the record or database and the fix."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1105,8 +1102,6 @@ _MOVED = ("RULES", "Classification", "Reliability", "classification", "decide", 
 
 def __getattr__(name: str):
     if name in _MOVED:
-        from reidrisk.uniqueness import decisions  # decisions imports ScoringError from here
-
         warn_renamed("import path", f"reidrisk.uniqueness.scorer.{name}",
                      f"reidrisk.uniqueness.decisions.{name}")
         return getattr(decisions, name)

@@ -3,7 +3,7 @@
 import numpy as np
 
 from reidrisk.collect.baselines import MDNCompleteCase
-from reidrisk.collect.baselines.mechanisms import NegativeSurvey
+from reidrisk.mechanisms.baselines import NegativeSurvey
 
 from .conftest import HAND_CODES, HAND_SCHEMA, TRUE_PAIR, near_truth_reports
 

@@ -3,7 +3,7 @@
 import numpy as np
 
 from reidrisk.collect.baselines import PDEETECompleteCase
-from reidrisk.collect.baselines.mechanisms import LaplaceIndex
+from reidrisk.mechanisms.baselines import LaplaceIndex
 
 from .conftest import HAND_SCHEMA, TRUE_PAIR, near_truth_reports
 

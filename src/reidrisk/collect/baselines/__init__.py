@@ -31,13 +31,13 @@ from reidrisk.collect.baselines.complete_case import CompleteCase
 from reidrisk.collect.baselines.dfcopula import DFCopula
 from reidrisk.collect.baselines.indep import Indep
 from reidrisk.collect.baselines.mdn import MDNCompleteCase
-from reidrisk.collect.baselines.mechanisms import LOCAL_MECHANISMS, LaplaceIndex, NegativeSurvey
 from reidrisk.collect.baselines.orappor import ORapporCompleteCase
 from reidrisk.collect.baselines.pde_ete import PDEETECompleteCase
 from reidrisk.collect.baselines.proposed import Proposed
 from reidrisk.collect.baselines.s2mb import S2MbCompleteCase
 from reidrisk.collect.baselines.truepairs import TruePairsCopula
 from reidrisk.collect.baselines.uniform import Uniform
+from reidrisk.mechanisms.baselines import LOCAL_MECHANISMS, LaplaceIndex, NegativeSurvey
 
 BASELINES: dict[str, type[Method]] = {
     "proposed": Proposed,

@@ -11,7 +11,7 @@ class MDNCompleteCase(CompleteCase):
 
     The paper is not available to us; this is our reading. Client: a negative survey per attribute
     (each person reports a category that is probably *not* theirs), in its epsilon-LDP form
-    ``reidrisk.collect.baselines.mechanisms.NegativeSurvey`` (the true category with probability
+    ``reidrisk.mechanisms.baselines.NegativeSurvey`` (the true category with probability
     1 / (1 + (f - 1) e^eps), each other one e^eps times as likely). Server: a multidimensional
     negative survey reconstructs the joint distribution of the dimensions by inverting the
     negative-survey matrix on every dimension; here that is the Kronecker inversion over the c

@@ -13,7 +13,7 @@ class PDEETECompleteCase(CompleteCase):
     values". PDE (the participants' side) perturbs the sensed number itself; ETE (the server) then
     estimates the distribution of the true values by an EM that deconvolves the known noise (and
     the sensing error, zero here). We treat the category index as that number: the client is
-    ``reidrisk.collect.baselines.mechanisms.LaplaceIndex`` (Laplace noise of scale (f - 1) / eps,
+    ``reidrisk.mechanisms.baselines.LaplaceIndex`` (Laplace noise of scale (f - 1) / eps,
     epsilon-LDP), and the server runs the report-level EM with the exact Laplace likelihood over
     the c-way table of the complete reports. Nominal categories are treated as ordered, as a
     method that does not categorize must.

@@ -1,12 +1,13 @@
-"""reidrisk.collect.baselines.mechanisms: the negative survey and Laplace-on-the-index clients."""
+"""reidrisk.mechanisms.baselines: the negative survey and Laplace-on-the-index clients."""
 
 import math
 
 import numpy as np
 import pytest
 
-from reidrisk.collect.baselines.mechanisms import LOCAL_MECHANISMS, LaplaceIndex, NegativeSurvey
+from reidrisk.collect.baselines import mechanisms as former_home
 from reidrisk.mechanisms import MechanismError
+from reidrisk.mechanisms.baselines import LOCAL_MECHANISMS, LaplaceIndex, NegativeSurvey
 
 
 def test_negative_survey_probabilities():
@@ -33,3 +34,8 @@ def test_laplace_index_density_and_no_support_set():
 def test_registry_names():
     assert LOCAL_MECHANISMS["negative"] is NegativeSurvey
     assert LOCAL_MECHANISMS["laplace_index"] is LaplaceIndex
+
+
+def test_the_former_import_path_keeps_the_names():
+    assert former_home.LOCAL_MECHANISMS is LOCAL_MECHANISMS
+    assert (former_home.LaplaceIndex, former_home.NegativeSurvey) == (LaplaceIndex, NegativeSurvey)
