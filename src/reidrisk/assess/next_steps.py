@@ -219,8 +219,7 @@ def ldp_option(table: PreparedTable, N: int, target_error: float = 0.9,
                           ) from None
     eps = float(cal.epsilon)
     if not model or not math.isfinite(eps):
-        return LdpOption(target_error, eps, str(cal.certified_by), domain,
-                         note="" if model else "the model was not run")
+        return LdpOption(target_error, eps, str(cal.certified_by), domain)
     gen = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
     complete = (table.codes != MISSING).all(axis=1)
     codes = table.codes[complete]

@@ -147,11 +147,14 @@ def report_html(result: Assessment) -> str:
          "the sum of the individual risks (sdcMicro's global risk): how many records an attacker "
          "matching every record against the population is expected to identify rightly", ""],
     ]
-    for name in ("prosecutor", "journalist", "marketer"):
+    for name in ("prosecutor", "journalist"):
         a = s[name]
         rows.append([f"{name} risk", f"highest {_fmt(a['highest'])}, average {_fmt(a['average'])}, "
-                     f"{_pct(a['records_at_risk'])} above {_fmt(t)}", e(a["meaning"]),
+                     f"{_pct(a['records_at_risk'])} of records above {_fmt(t)}", e(a["meaning"]),
                      _verdict(a["highest"] <= t)])
+    m = s["marketer"]
+    rows.append(["marketer risk", f"{_pct(m['average'])} of records re-identified",
+                 e(m["meaning"]) + f"; safe: at most {_fmt(t)}", _verdict(m["average"] <= t)])
     parts.append(_table(["measure", "value", "what it means", "verdict"], rows))
 
     parts.append("<h2>Population uniques</h2><p>How many of the table's records are unique in "
