@@ -213,3 +213,12 @@ def test_sorted_and_counted_keys_agree(monkeypatch):
     r = suda(codes, 4)
     np.testing.assert_array_equal(r.msu_counts, counts)
     np.testing.assert_array_equal(r.score, score)
+
+
+def test_large_and_sparse_codes_give_the_same_msus():
+    rng = np.random.default_rng(9)
+    codes = random_table(rng, 80, (3, 4, 3, 5), 0.1)
+    big = np.where(codes == MISSING, MISSING, codes * 10**17 + 7)
+    for missing in ("wildcard", "value"):
+        np.testing.assert_array_equal(suda(big, 4, missing=missing).msu_counts,
+                                      suda(codes, 4, missing=missing).msu_counts)

@@ -210,7 +210,10 @@ def sample_uniques(codes: np.ndarray, max_size: int = 4, *, missing: str = "wild
     keys = row_keys(arr + 1)
     _, first, inverse, mult = np.unique(keys, return_index=True, return_inverse=True,
                                         return_counts=True)
-    rows = arr[first] + 1  # distinct rows; missing is the value 0
+    rows = np.empty((first.size, q), dtype=np.int64)  # distinct rows, each column re-coded
+    for j in range(q):  # to 1..d_j in value order, missing to 0, so that keys stay small
+        _, dense = np.unique(arr[first, j], return_inverse=True)
+        rows[:, j] = dense.ravel() + (0 if arr[first, j].min() == MISSING else 1)
     u = rows.shape[0]
     weights = None if mult.max() == 1 else mult.astype(np.float64)
     wild = missing == "wildcard" and bool((rows == 0).any())
