@@ -7,14 +7,29 @@ PIP    := $(PY) -m pip
 
 .PHONY: demo test bench install clean
 
+# what an install step installs, read from pyproject.toml: the names of the package's requirements
+# and of those of the extras given (e.g. `$(call requirements,test)`), printed before pip runs
+requirements = $(shell $(PYTHON) -c 'import re, tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
+	extra = p.get("optional-dependencies", {}); names = list(p["dependencies"]); \
+	[names.extend(extra.get(e, [])) for e in "$(1)".split()]; \
+	print(", ".join(dict.fromkeys(re.split(r"[<>=!~;\[ ]", n)[0] for n in names if not n.startswith("reidrisk"))))')
+
+# pip (without --quiet) shows each package as it is collected, downloaded and installed (a
+# progress bar on a terminal), after a line saying what this step installs
 $(VENV)/.installed: pyproject.toml
+	@echo "==> Creating the virtual environment $(VENV) with $(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "==> Upgrading pip in $(VENV)"
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet -e ".[test]"
+	@echo "==> Installing reidrisk (editable) and what it needs, with the test tools, the service and Dask:"
+	@echo "    $(call requirements,test service dask)"
+	$(PIP) install -e ".[test]"
+	@echo "==> Installed into $(VENV)"
 	touch $@
 
 $(VENV)/.bench-installed: $(VENV)/.installed
-	$(PIP) install --quiet -e ".[test,bench]"
+	@echo "==> Installing the benchmarks' peers and tools: $(call requirements,bench)"
+	$(PIP) install -e ".[test,bench]"
 	touch $@
 
 install: $(VENV)/.installed
@@ -40,8 +55,10 @@ bench: $(VENV)/.bench-installed
 LINKAGE_PEERS_DEPS := "numba>=0.60" "polars>=1.0" "joblib>=1.3" "beartype>=0.17" "docutils>=0.20" \
                       "tabulate>=0.9" "typer>=0.12"
 bench-linkage_peers: $(VENV)/.bench-installed
-	$(PIP) install --quiet $(LINKAGE_PEERS_DEPS)
-	$(PIP) install --quiet --no-deps anonymeter anjana pycanon
+	@echo "==> Installing the linkage peers' requirements: $(subst ",,$(LINKAGE_PEERS_DEPS))"
+	$(PIP) install $(LINKAGE_PEERS_DEPS)
+	@echo "==> Installing the linkage peers without their pins: anonymeter anjana pycanon"
+	$(PIP) install --no-deps anonymeter anjana pycanon
 	$(PY) benchmarks/linkage_peers.py $(ARGS)
 
 # any benchmark by name, with its peers installed: `make bench-collect_speed`, `make bench-em_stop ARGS=--quick`

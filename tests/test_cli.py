@@ -74,10 +74,70 @@ def test_version(runner):
 
 
 def _all_commands(group: click.Group, prefix=()):
-    for name, cmd in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # the lazily registered commands too
+        cmd = group.get_command(ctx, name)
         yield prefix + (name,)
         if isinstance(cmd, click.Group):
             yield from _all_commands(cmd, prefix + (name,))
+
+
+# run in a fresh interpreter: --help and --version, then every group's and command's --help, each
+# followed by the heavy libraries it loaded (none expected: the command line starts at once)
+_STARTUP_PROBE = """
+import json, sys
+import click
+HEAVY = ("numpy", "pandas", "scipy", "matplotlib")
+from reidrisk.cli import cli
+def run(args):
+    try:
+        cli.main(args=args, prog_name="reidrisk", standalone_mode=False)
+    except SystemExit:
+        pass
+    return [m for m in HEAVY if m in sys.modules]
+out = {"--help": run(["--help"]), "--version": run(["--version"])}
+def walk(group, path):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        out[" ".join([*path, name, "--help"])] = run([*path, name, "--help"])
+        if isinstance(command, click.Group):
+            walk(command, [*path, name])
+walk(cli, [])
+print(json.dumps(out))
+"""
+
+
+def test_help_and_version_load_no_heavy_library():
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-c", _STARTUP_PROBE], capture_output=True, text=True,
+                          check=True)
+    loaded = json.loads(proc.stdout.splitlines()[-1])
+    for command in ("--help", "--version", "collect fit --help", "serve --help", "assess --help",
+                    "pie traces --help", "uniqueness score --help", "linkage evaluate --help",
+                    "demo --help", "schema infer --help"):
+        assert command in loaded, f"the probe did not reach `reidrisk {command}`"
+    # the first command to load a library names it (one process: later ones find it loaded)
+    heavy = {command: libs for command, libs in loaded.items() if libs}
+    assert not heavy, f"these commands load heavy libraries at start-up: {heavy}"
+
+
+def test_root_help_lists_lazy_commands_with_their_own_first_line():
+    """The one-line help `reidrisk --help` shows without importing a command is the one the
+    command shows once loaded."""
+    root = cli_module.ReidriskGroup("root")
+    cli_module.register_capabilities(root)
+    root.add_lazy_command("serve", cli_module.SERVE[2], cli_module._load_serve)
+    names = list(root.lazy_commands)
+    listed = {name: click.Command(name, help=text).get_short_help_str(200)
+              for name, (text, _) in root.lazy_commands.items()}
+    ctx = click.Context(root)
+    for name in names:
+        own = root.get_command(ctx, name).get_short_help_str(200)
+        assert listed[name] == own, (
+            f"`reidrisk --help` lists {name!r} as {listed[name]!r} but its own help begins "
+            f"{own!r}: make reidrisk.cli.CAPABILITIES (or SERVE) agree with it")
 
 
 @pytest.mark.parametrize("path", list(_all_commands(cli)), ids=" ".join)
@@ -292,6 +352,39 @@ def test_missing_capability_gets_an_empty_group(monkeypatch):
     placeholder = root.commands["nosuchcapability"]
     assert isinstance(placeholder, click.Group) and not placeholder.commands
     assert "No commands yet" in CliRunner().invoke(root, ["nosuchcapability", "--help"]).output
+
+
+def test_capabilities_load_on_first_use(monkeypatch):
+    loaded = []
+    monkeypatch.setattr(cli_module, "CAPABILITIES", {"nosuchcapability": "Nothing here."})
+    monkeypatch.setattr(cli_module, "load_capability",
+                        lambda name, text: loaded.append(name) or cli_module._placeholder(name, text))
+    root = cli_module.ReidriskGroup("root")
+    cli_module.register_capabilities(root)
+    assert not root.commands and not loaded
+    listing = CliRunner().invoke(root, ["--help"]).output
+    assert "nosuchcapability  Nothing here." in listing and not loaded
+    assert "No commands yet" in CliRunner().invoke(root, ["nosuchcapability", "--help"]).output
+    assert loaded == ["nosuchcapability"]
+    assert "nosuchcapability" in root.commands
+
+
+def test_assess_has_a_placeholder_until_its_cli_exists():
+    result = CliRunner().invoke(cli, ["assess", "--help"])
+    assert result.exit_code == 0, result.output
+    assert "disclosure-risk check of a data holder's own table" in " ".join(result.output.split())
+
+
+def test_broken_lazy_capability_is_not_hidden_when_used(monkeypatch):
+    def fail(name):
+        raise ModuleNotFoundError("No module named 'somedependency'", name="somedependency")
+
+    root = cli_module.ReidriskGroup("root")
+    cli_module.register_capabilities(root)  # nothing imported yet
+    monkeypatch.setattr(cli_module.importlib, "import_module", fail)
+    result = CliRunner().invoke(root, ["pie", "--help"])
+    assert isinstance(result.exception, ModuleNotFoundError)
+    assert "somedependency" in str(result.exception)
 
 
 def test_broken_capability_module_is_not_hidden(monkeypatch):

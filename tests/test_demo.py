@@ -352,3 +352,34 @@ def test_report_title_and_uniqueness_population_before_the_removed_values(tmp_pa
     assert "<h2>Population uniqueness</h2>" in page
     assert "population of 600 people" in page
     assert "for the paper&#39;s method" in page or "for the paper's method" in page
+
+
+def test_every_report_section_shows_progress_while_it_runs(monkeypatch):
+    # each capability's section and the writing of the report run inside a Stage (the time it
+    # has been running, on a terminal or as plain lines), not in silence after the first bar
+    import reidrisk.demo as demo_module
+    from reidrisk.report import progress
+
+    running: list[str] = []
+    stages: list[str] = []
+
+    class Recorder(progress.Stage):
+        def __enter__(self):
+            stages.append(self.desc)
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+    def section(name):
+        return lambda *args: running.append(f"{name} in {stages[-1]}")
+
+    monkeypatch.setattr(progress, "Stage", Recorder)
+    for name in ("collect", "uniqueness", "linkage", "pie"):
+        monkeypatch.setattr(demo_module, f"_{name}_section", section(name))
+    codes = np.zeros((4, len(SCHEMA)), dtype=np.int64)
+    demo_module._capability_sections(SCHEMA, codes, codes, 0, lambda msg: None, progress=True)
+    assert running == ["collect in report section 1/4, collection",
+                       "uniqueness in report section 2/4, uniqueness",
+                       "linkage in report section 3/4, linkage",
+                       "pie in report section 4/4, PIE"]

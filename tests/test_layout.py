@@ -2,8 +2,9 @@
 ``tests/<pkg>/test_<mod>.py`` (a leading underscore of a private module dropped: ``_tensor.py`` ->
 ``test_tensor.py``), so the tests of a module are found by its name.
 
-A package's ``__init__.py`` that only re-exports (imports, ``__all__``, constants, a module
-``__getattr__`` for former names) needs no file; one that defines code of its own is tested in
+A package's ``__init__.py`` that only re-exports (imports, also under ``if TYPE_CHECKING:`` when
+they load on first use, ``__all__``, constants, a module ``__getattr__`` for former names) needs no
+file; one that defines code of its own is tested in
 ``tests/<pkg>/test_<pkg>.py``. Exceptions are listed in ``ALLOWED`` below, each with its reason.
 """
 
@@ -25,11 +26,22 @@ ALLOWED: dict[str, str] = {
 }
 
 
+def _imports_for_type_checking(node: ast.stmt) -> bool:
+    """``if TYPE_CHECKING:`` holding only imports (the names a package loads on first use,
+    reidrisk._lazy)."""
+    return (isinstance(node, ast.If) and isinstance(node.test, ast.Name)
+            and node.test.id == "TYPE_CHECKING" and not node.orelse
+            and all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in node.body))
+
+
 def _reexport_only(path: Path) -> bool:
-    """True when a module body holds only imports, a docstring, assignments (``__all__``,
-    constants) and a module ``__getattr__``/``__dir__`` (former names)."""
+    """True when a module body holds only imports (also under ``if TYPE_CHECKING:``), a
+    docstring, assignments (``__all__``, constants, the lazy ``__getattr__``) and a module
+    ``__getattr__``/``__dir__`` (former names)."""
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
         if isinstance(node, (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign)):
+            continue
+        if _imports_for_type_checking(node):
             continue
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue

@@ -4,7 +4,13 @@ Capability packages add their commands without touching this file: if ``reidrisk
 exists and defines a click group named ``group``, it is registered as ``reidrisk <capability>``;
 otherwise an empty placeholder group stands in its place.
 
-Errors a user can fix are translated here, once, for every subcommand (``USER_ERRORS``): any
+The command starts at once: a capability's module (and ``reidrisk serve``'s) is imported only when
+that command runs or its help is shown, and ``reidrisk --help`` lists them from ``CAPABILITIES``
+without importing any. Every command imports NumPy, pandas and its capability's modules inside its
+function, so no ``--help`` loads them (tests/test_cli.py; the start-up times are in
+docs/results/cli_startup.md).
+
+Errors a user can fix are translated here, once, for every subcommand (``user_errors()``): any
 ``ReidriskError`` (bad schema, budget, column, model file...; see ``reidrisk.errors``), a missing or
 unreadable file (``OSError``) and a file pandas cannot parse are shown as one line ``Error: ...``
 with exit code 2. Capability commands raise these errors and let them through. ``--debug`` (or
@@ -13,27 +19,36 @@ with exit code 2. Capability commands raise these errors and let them through. `
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import math
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
-import pandas as pd
 
 from reidrisk import __version__
-from reidrisk.data.io import check_output_path, read_table
-from reidrisk.demo import DEFAULT_EPSILONS, run_demo
 from reidrisk.errors import ReidriskError
-from reidrisk.schema import Schema, SchemaError
-from reidrisk.service.cli import serve
 
+#: capability -> its one-line help, shown by ``reidrisk --help`` without importing the capability
+#: (the first sentence of the group's own help, which ``reidrisk <capability> --help`` shows)
 CAPABILITIES: dict[str, str] = {
+    "assess": "The disclosure-risk check of a data holder's own table: who is at risk of "
+              "re-identification, how much, why, and what lowers it.",
     "collect": "Collect data under local differential privacy with missing values (paper 004).",
-    "uniqueness": "Population uniqueness of records from DP or LDP data (paper 000).",
+    "uniqueness": "Population uniqueness of records from sampled databases, raw or randomized with "
+                  "LDP (paper 000).",
     "linkage": "Anonymization, linkage attacks and their scores (paper 001).",
     "pie": "Information-theoretic re-identification risk bounds (paper 002).",
 }
+
+#: ``reidrisk serve``, also loaded on first use: (module, attribute, one-line help)
+SERVE = ("reidrisk.service.cli", "serve",
+         "Run the collection service: surveys, submission codes, randomized reports, and "
+         "researcher queries answered by the model of `reidrisk collect fit` (OpenAPI docs at "
+         "/docs).")
 
 EXIT_USER_ERROR = 2
 
@@ -45,10 +60,25 @@ class UserError(click.ClickException):
 
 
 # the exceptions shown as one line: the package's own errors, then a file that cannot be read or
-# parsed (pandas' parse errors and UnicodeDecodeError are ValueErrors raised by the readers)
-USER_ERRORS: tuple[type[BaseException], ...] = (
-    ReidriskError, OSError, pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError,
-)
+# parsed (UnicodeDecodeError and pandas' parse errors, ``user_errors``, are ValueErrors raised by
+# the readers)
+USER_ERRORS: tuple[type[BaseException], ...] = (ReidriskError, OSError, UnicodeDecodeError)
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    """``USER_ERRORS`` and, once pandas is loaded, its parse errors (``EmptyDataError``,
+    ``ParserError``): a command that never imported pandas cannot raise them, and the command line
+    does not load pandas to name them.
+
+    Returns
+    -------
+    tuple of exception types
+        The errors shown as one line ``Error: ...``.
+    """
+    pandas = sys.modules.get("pandas")
+    if pandas is None:
+        return USER_ERRORS
+    return (*USER_ERRORS, pandas.errors.EmptyDataError, pandas.errors.ParserError)
 
 
 def _message(exc: BaseException) -> str:
@@ -59,9 +89,12 @@ def _message(exc: BaseException) -> str:
 
 
 class ReidriskGroup(click.Group):
-    """The root group, the one place where user errors become a one-line message.
+    """The root group, the one place where user errors become a one-line message, and where
+    commands are registered to load on first use.
 
-    Any ``USER_ERRORS`` error raised by a subcommand is shown as ``Error: ...`` with exit code 2.
+    Any ``user_errors()`` error raised by a subcommand is shown as ``Error: ...`` with exit code 2.
+    A command added with ``add_lazy_command`` is imported only when it is run or its help is asked
+    for; the root's ``--help`` lists it with the one-line help given at registration.
 
     Parameters
     ----------
@@ -73,8 +106,90 @@ class ReidriskGroup(click.Group):
         The other options of ``click.Group`` (help, context settings, ...).
     """
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        #: name -> (one-line help, loader) of the commands not imported yet
+        self.lazy_commands: dict[str, tuple[str, Callable[[], click.Command]]] = {}
+
+    def add_lazy_command(self, name: str, short_help: str,
+                         load: Callable[[], click.Command]) -> None:
+        """Register ``name``: ``load()`` returns its click command, called on first use only.
+
+        Parameters
+        ----------
+        name : str
+            The subcommand's name.
+        short_help : str
+            The one-line help ``reidrisk --help`` shows for it (nothing is imported for that).
+        load : callable
+            No arguments; imports the command's module and returns the command.
+        """
+        self.commands.pop(name, None)
+        self.lazy_commands[name] = (short_help, load)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """The eager and the lazily loaded subcommands' names, sorted.
+
+        Parameters
+        ----------
+        ctx : click.Context
+            The group's context.
+
+        Returns
+        -------
+        list of str
+            Every subcommand's name; none is imported for this.
+        """
+        return sorted({*self.commands, *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The subcommand ``cmd_name``, imported now if it was registered lazily.
+
+        Parameters
+        ----------
+        ctx : click.Context
+            The group's context.
+        cmd_name : str
+            The subcommand's name.
+
+        Returns
+        -------
+        click.Command or None
+            The command; None for an unknown name.
+        """
+        if cmd_name in self.lazy_commands:
+            _, load = self.lazy_commands[cmd_name]
+            self.commands[cmd_name] = load()
+            del self.lazy_commands[cmd_name]
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands section of the help, each one's one-line help, without loading the lazy
+        ones (same layout as click's).
+
+        Parameters
+        ----------
+        ctx : click.Context
+            The group's context.
+        formatter : click.HelpFormatter
+            Where the section is written.
+        """
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            command = self.commands.get(name)
+            if command is None:  # shortened as click shortens a loaded command's help
+                command = click.Command(name, help=self.lazy_commands[name][0])
+            if not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
     def invoke(self, ctx: click.Context):
-        """Run the subcommand; a ``USER_ERRORS`` error becomes a ``UserError`` unless ``--debug``.
+        """Run the subcommand; a ``user_errors()`` error becomes a ``UserError`` unless ``--debug``.
 
         Parameters
         ----------
@@ -89,7 +204,7 @@ class ReidriskGroup(click.Group):
         Raises
         ------
         UserError
-            In place of any ``USER_ERRORS`` error, with its message on one line.
+            In place of any ``user_errors()`` error, with its message on one line.
         """
         try:
             return super().invoke(ctx)
@@ -97,8 +212,8 @@ class ReidriskGroup(click.Group):
             # the reader of standard output went away (`reidrisk ... | head`): not the user's
             # error; click's own handling ends quietly with status 1
             raise
-        except USER_ERRORS as exc:
-            if ctx.params.get("debug"):
+        except Exception as exc:
+            if not isinstance(exc, user_errors()) or ctx.params.get("debug"):
                 raise
             raise UserError(_message(exc)) from exc
 
@@ -117,10 +232,11 @@ def cli(debug: bool) -> None:
 
 
 # ---- demo ------------------------------------------------------------------------------------
-# the defaults shown in `demo --help` are the ones the run uses (read from reidrisk.demo)
-from reidrisk.demo import DEFAULT_EPSILONS as _DEFAULT_EPSILONS  # noqa: E402
-from reidrisk.demo import DEFAULT_MISSING_RATE as _DEFAULT_MISSING_RATE  # noqa: E402
-from reidrisk.demo import DEFAULT_N as _DEFAULT_N  # noqa: E402
+# the defaults shown in `demo --help`: those of reidrisk.demo, which the run uses, written here so
+# that the help does not import the demo (NumPy, pandas); tests/test_cli.py checks they agree
+_DEFAULT_EPSILONS = (1.0, 2.0, 4.0, 8.0, 16.0)
+_DEFAULT_MISSING_RATE = 0.3
+_DEFAULT_N = 20_000
 
 
 def _check_epsilons(ctx: click.Context, param: click.Parameter, value: tuple[float, ...]):
@@ -166,6 +282,10 @@ def demo(data, schema, out, epsilons, mechanisms, n, missing_rate, seed, progres
     truth (paper 000) and adds each capability's own section.
     """
 
+    # the demo's work (NumPy, pandas, every capability) loads only when it runs (start-up time)
+    from reidrisk.data.io import check_output_path
+    from reidrisk.demo import DEFAULT_EPSILONS, run_demo
+
     if schema is not None and data is None:
         raise click.UsageError("--schema needs --data (the schema describes that file)")
 
@@ -206,6 +326,9 @@ def schema() -> None:
 def schema_infer(data, output, numeric_bins, max_categories, columns) -> None:
     """Infer a schema from DATA (CSV or Parquet): categorical columns keep their values, numeric
     columns are binned at quantiles. Review the result before collecting data with it."""
+    # pandas loads only when the command runs (start-up time)
+    from reidrisk.data.io import read_table
+    from reidrisk.schema import Schema, SchemaError
 
     frame = read_table(data, columns=list(columns) or None)
     if len(frame) == 0:
@@ -229,11 +352,49 @@ def _placeholder(name: str, help_text: str) -> click.Group:
     return group
 
 
+def load_capability(name: str, help_text: str) -> click.Command:
+    """Import ``reidrisk.<name>.cli`` and return its click command ``group``.
+
+    Parameters
+    ----------
+    name : str
+        The capability (a package of ``reidrisk``).
+    help_text : str
+        Its help when the group has none; a capability without a ``cli`` module gets an empty
+        placeholder group with this help.
+
+    Returns
+    -------
+    click.Command
+        The capability's group, or the placeholder.
+
+    Raises
+    ------
+    ModuleNotFoundError
+        An import error *inside* an existing ``cli`` module is not hidden.
+    TypeError
+        When the capability's ``cli`` module has no click command named ``group``.
+    """
+    module_name = f"reidrisk.{name}.cli"
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name not in (module_name, f"reidrisk.{name}"):
+            raise
+        return _placeholder(name, help_text)
+    group = getattr(module, "group", None)
+    if not isinstance(group, click.Command):
+        raise TypeError(f"{module_name} must define a click group named 'group'")
+    if not group.help:
+        group.help = help_text
+    return group
+
+
 def register_capabilities(root: click.Group = cli) -> None:
     """Register ``reidrisk.<capability>.cli:group`` for every capability that provides one.
 
-    A capability without a ``cli`` module gets an empty placeholder group. An import error *inside*
-    an existing ``cli`` module is not hidden.
+    On the ``reidrisk`` command (a ``ReidriskGroup``) each capability is imported only when it is
+    run or its help is asked for; on another click group they are imported now.
 
     Parameters
     ----------
@@ -243,36 +404,28 @@ def register_capabilities(root: click.Group = cli) -> None:
     Raises
     ------
     TypeError
-        When a capability's ``cli`` module has no click command named ``group``.
+        When a capability's ``cli`` module has no click command named ``group`` (on a lazy group,
+        when it is first used).
     """
     for name, help_text in CAPABILITIES.items():
-        module_name = f"reidrisk.{name}.cli"
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name not in (module_name, f"reidrisk.{name}"):
-                raise
-            root.add_command(_placeholder(name, help_text), name)
-            continue
-        group = getattr(module, "group", None)
-        if not isinstance(group, click.Command):
-            raise TypeError(f"{module_name} must define a click group named 'group'")
-        if not group.help:
-            group.help = help_text
-        root.add_command(group, name)
+        if isinstance(root, ReidriskGroup):
+            root.add_lazy_command(name, help_text, functools.partial(load_capability, name, help_text))
+        else:
+            root.add_command(load_capability(name, help_text), name)
 
 
 register_capabilities()
 
 
-def _register_serve(root: click.Group = cli) -> None:
+def _load_serve() -> click.Command:
     """``reidrisk serve``: the collection service (``reidrisk.service.cli``), a top-level command
     (its module imports only click; the web stack loads when the command runs)."""
+    module, attribute, _ = SERVE
+    command: click.Command = getattr(importlib.import_module(module), attribute)
+    return command
 
-    root.add_command(serve, "serve")
 
-
-_register_serve()
+cli.add_lazy_command("serve", SERVE[2], _load_serve)
 
 
 def main(argv: list[str] | None = None) -> None:

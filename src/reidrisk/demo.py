@@ -473,8 +473,11 @@ def run_demo(
                                eps_list, mech_names, methods, plot_epsilon),
     )
     if out is not None:
-        extra = _capability_sections(schema, codes, before, entropy, log)
-        result = _write(dataclasses.replace(result, extra_sections=extra), out, t0, log)
+        extra = _capability_sections(schema, codes, before, entropy, log, progress)
+        from reidrisk.report.progress import Stage  # jinja2 (reidrisk.report): only with a report
+
+        with Stage("writing the report", enabled=progress):
+            result = _write(dataclasses.replace(result, extra_sections=extra), out, t0, log)
     return dataclasses.replace(result, seconds=time.perf_counter() - t0)
 
 
@@ -593,13 +596,21 @@ def _parameters(seed, schema, codes, source, rate, eps_list, mech_names, methods
 # the other capabilities' sections, each on the same population
 # ---------------------------------------------------------------------------------------------
 def _capability_sections(schema: Schema, codes: np.ndarray, before: np.ndarray, entropy: int,
-                         log: Callable[[str], None]) -> tuple:
+                         log: Callable[[str], None], progress: bool = True) -> tuple:
     """The sections the collection, uniqueness, linkage and PIE capabilities add to the report,
-    in that order (a section is left out when the data cannot support it)."""
-    sections = (_collect_section(schema, codes, entropy, log),
-                _uniqueness_section(schema, before, entropy, log),
-                _linkage_section(entropy, log),
-                _pie_section(schema, codes.shape[0], log))
+    in that order (a section is left out when the data cannot support it); each shows its running
+    time while it runs (``reidrisk.report.progress.Stage``) when ``progress``."""
+    # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
+    from reidrisk.report.progress import Stage
+
+    steps = (("collection", lambda: _collect_section(schema, codes, entropy, log)),
+             ("uniqueness", lambda: _uniqueness_section(schema, before, entropy, log)),
+             ("linkage", lambda: _linkage_section(entropy, log)),
+             ("PIE", lambda: _pie_section(schema, codes.shape[0], log)))
+    sections = []
+    for i, (name, make) in enumerate(steps, 1):
+        with Stage(f"report section {i}/{len(steps)}, {name}", enabled=progress):
+            sections.append(make())
     return tuple(s for s in sections if s is not None)
 
 

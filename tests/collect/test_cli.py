@@ -325,3 +325,17 @@ def test_latent_fit_that_falls_back_says_so_instead_of_counting_no_fits(tmp_path
                      "noise). --no-fallback fits the latent class model anyway."], r.stderr
     assert f"0/{N_FITS} fits" not in r.stderr and "\r" not in r.stderr
     assert "Note: no latent class model was fitted" in r.stderr  # the model's own note, as before
+
+
+def test_exact_table_limits_are_the_model_files():
+    # the command names them itself so that its help does not load the model's modules
+    from reidrisk.collect import cli as collect_cli
+    from reidrisk.collect import model_io
+
+    assert collect_cli.EXACT_TABLE_MAX_CELLS == model_io.EXACT_TABLE_MAX_CELLS
+    assert collect_cli.EXACT_HARD_LIMIT == model_io.EXACT_HARD_LIMIT
+    # the cost estimate stays importable from the command's module, loaded on first use
+    from reidrisk.collect.cli import EXACT_SECONDS_PER_CELL, exact_table_seconds
+
+    assert exact_table_seconds is model_io.exact_table_seconds
+    assert EXACT_SECONDS_PER_CELL == model_io.EXACT_SECONDS_PER_CELL

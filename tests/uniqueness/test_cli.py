@@ -305,3 +305,11 @@ def test_former_option_method_still_chooses_the_preset_with_a_warning(files):
     assert old.stdout == run(*args, "--preset", "paper").stdout
     both = run(*args, "--method", "paper", "--preset", "paper")
     assert both.exit_code == 2 and "pass --preset only" in both.output
+
+
+def test_rule_choices_are_the_decision_rules():
+    # the command names them itself so that its help does not load SciPy
+    from reidrisk.uniqueness import cli as uniq_cli
+    from reidrisk.uniqueness.decisions import RULES
+
+    assert uniq_cli.RULES == RULES

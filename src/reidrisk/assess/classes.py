@@ -99,14 +99,36 @@ class DistinctRows:
 
     @classmethod
     def of(cls, codes: np.ndarray) -> DistinctRows:
-        """The distinct rows of ``codes`` (n, q)."""
+        """The distinct rows of a code matrix.
+
+        Parameters
+        ----------
+        codes : numpy.ndarray (n, q) of int
+            Codes, ``MISSING`` allowed (a value like any other here).
+
+        Returns
+        -------
+        DistinctRows
+            The distinct rows, in the order of their first record, and each record's row.
+        """
         codes = np.asarray(codes)
         keys = row_keys(codes + 1)
         _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
         return cls(codes[first], inverse.ravel().astype(np.int64))
 
     def totals(self, values: np.ndarray) -> np.ndarray:
-        """Per distinct row, the sum of ``values`` (n, p) over its records: (u, p)."""
+        """Per distinct row, the sum of per-record vectors over its records.
+
+        Parameters
+        ----------
+        values : numpy.ndarray (n, p)
+            One vector per record.
+
+        Returns
+        -------
+        numpy.ndarray (u, p) float64
+            The sums, one row per distinct row.
+        """
         u = self.rows.shape[0]
         out = np.empty((u, values.shape[1]), dtype=np.float64)
         for c in range(values.shape[1]):

@@ -13,37 +13,42 @@ true-pairs reference) are in ``reidrisk.collect.baselines``; the command line is
 ``reidrisk collect``.
 """
 
+from typing import TYPE_CHECKING
+
 from reidrisk._compat import warn_renamed
-from reidrisk.collect.model_io import (
-    MODEL_FORMAT,
-    MODEL_VERSION,
-    ModelFileError,
-    load_model,
-)
-from reidrisk.collect.pipeline import (
-    CollectError,
-    CollectModel,
-    CollectPipeline,
-    CollectWarning,
-    FitReport,
-    fit,
-)
-from reidrisk.collect.protocol import (
-    Protocol,
-    ProtocolError,
-    SamplingChoice,
-    choose_attributes_per_person,
-    choose_k,
-    expected_pair_errors,
-    pair_coverage,
-    variance_factor,
-)
-from reidrisk.collect.reports_io import (
-    CollectedReports,
-    ReportsFileError,
-    read_reports,
-    write_reports,
-)
+from reidrisk._lazy import lazy_exports
+
+if TYPE_CHECKING:  # the names below load on first use (reidrisk._lazy)
+    from reidrisk.collect.model_io import (
+        MODEL_FORMAT,
+        MODEL_VERSION,
+        ModelFileError,
+        load_model,
+    )
+    from reidrisk.collect.pipeline import (
+        CollectError,
+        CollectModel,
+        CollectPipeline,
+        CollectWarning,
+        FitReport,
+        fit,
+    )
+    from reidrisk.collect.protocol import (
+        Protocol,
+        ProtocolError,
+        SamplingChoice,
+        choose_attributes_per_person,
+        choose_k,
+        expected_pair_errors,
+        pair_coverage,
+        variance_factor,
+    )
+    from reidrisk.collect.reports_io import (
+        CollectedReports,
+        ReportsFileError,
+        read_reports,
+        write_reports,
+    )
 
 __all__ = [
     "MODEL_FORMAT",
@@ -71,8 +76,11 @@ __all__ = [
 ]
 
 
+_exported, __dir__ = lazy_exports(__name__)
+
+
 def __getattr__(name: str):
     if name == "KChoice":  # former name of SamplingChoice
         warn_renamed("class", "KChoice", "SamplingChoice")
-        return SamplingChoice
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        return _exported("SamplingChoice")
+    return _exported(name)

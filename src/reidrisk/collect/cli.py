@@ -18,28 +18,25 @@ import math
 import time
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import numpy as np
 
-# the exact table's limits and cost estimate, shared with the service (EXACT_SECONDS_PER_CELL and
-# exact_table_seconds stay importable from here)
-from reidrisk.collect.model_io import (
-    EXACT_HARD_LIMIT,
-    EXACT_SECONDS_PER_CELL,  # noqa: F401
-    EXACT_TABLE_MAX_CELLS,
-    exact_table_seconds,  # noqa: F401
-)
-from reidrisk.collect.model_io import duration_text as _duration
-from reidrisk.collect.pipeline import CollectModel, CollectPipeline, CollectWarning
-from reidrisk.collect.protocol import Protocol, choose_attributes_per_person
-from reidrisk.collect.reports_io import _is_parquet, read_reports, write_reports
-from reidrisk.data.io import atomic_write, check_output_path, read_table, table_format, write_table
-from reidrisk.data.missing import mcar
+from reidrisk._lazy import lazy_exports
 from reidrisk.errors import InputError
-from reidrisk.estimation.em import EstimationError, parse_stop
-from reidrisk.mechanisms.base import as_generator
-from reidrisk.schema import MISSING, Schema
+
+if TYPE_CHECKING:  # the cost estimate stays importable from here, loaded on first use
+    from reidrisk.collect.model_io import (
+        EXACT_SECONDS_PER_CELL,  # noqa: F401
+        exact_table_seconds,  # noqa: F401
+    )
+
+# the exact table's limits, shared with the service: those of reidrisk.collect.model_io, named here
+# so that `--help` does not load the model's modules (tests/collect/test_cli.py checks they agree)
+EXACT_TABLE_MAX_CELLS = 20_000
+EXACT_HARD_LIMIT = 2**20
+
+__getattr__, __dir__ = lazy_exports(__name__)
 
 _SYNTH_CHUNK = 200_000
 
@@ -97,6 +94,9 @@ def plan(schema_path, epsilon, n, missing_rate, mechanism, among) -> None:
     The number is derived from the variance of the marginal and pair estimates; see
     reidrisk.collect.protocol.
     """
+    # kept off the command line's start: loaded only by this command
+    from reidrisk.collect.protocol import choose_attributes_per_person
+    from reidrisk.schema import Schema
 
     schema = Schema.load(schema_path)
     choice = choose_attributes_per_person(schema.sizes, epsilon, mechanism=mechanism, among=among,
@@ -136,6 +136,13 @@ def simulate(data, output, schema_path, epsilon, mechanism, per_person_text, k_t
     DATA is CSV or Parquet with one column per attribute (empty, '?' or NA = missing). OUTPUT is a
     reports file (.csv with a .meta.json sidecar, or .parquet) holding only randomized reports.
     """
+    # kept off the command line's start: loaded only by this command
+    from reidrisk.collect.protocol import Protocol, choose_attributes_per_person
+    from reidrisk.collect.reports_io import write_reports
+    from reidrisk.data.io import read_table
+    from reidrisk.data.missing import mcar
+    from reidrisk.mechanisms.base import as_generator
+    from reidrisk.schema import MISSING, Schema
 
     option = "--attributes-per-person"
     if k_text is not None:
@@ -179,6 +186,8 @@ def simulate(data, output, schema_path, epsilon, mechanism, per_person_text, k_t
 def _parse_stop(value: str):
     """``--stop`` text -> the stop value of ``reidrisk.estimation.em.parse_stop`` (the one parser):
     ``noise``, ``noise:THRESHOLD``, ``discrepancy``, ``none`` or a tolerance."""
+    # kept off the command line's start: loaded only by this command
+    from reidrisk.estimation.em import EstimationError, parse_stop
 
     text = value.strip().lower()
     stop: str | float | tuple[str, float] | None
@@ -239,6 +248,9 @@ def fit_cmd(reports, model, estimator, stop_text, shrink, exact_em, fallback, mo
     fsspec URL of one (s3://..., gs://...), read and counted a chunk at a time with bounded
     memory (reidrisk.collect.partitioned), on this machine or on a Dask cluster (--scheduler).
     """
+    # kept off the command line's start: loaded only by this command
+    from reidrisk.collect.pipeline import CollectPipeline, CollectWarning
+    from reidrisk.collect.reports_io import read_reports
 
     model = Path(model)
     _check_output(model)
@@ -356,7 +368,13 @@ def table(model, output, columns, exact, n, seed) -> None:
     the time left at the rate measured on the model, is shown while a long one runs. A latent class
     model's exact table is a sum of K outer products, computed exactly up to 2^20 cells.
     """
+    # kept off the command line's start: loaded only by this command
+    import numpy as np
     import pandas as pd
+
+    from reidrisk.collect.model_io import duration_text as _duration
+    from reidrisk.collect.pipeline import CollectModel
+    from reidrisk.data.io import write_table
 
     # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report.progress import Progress
@@ -439,6 +457,9 @@ def table(model, output, columns, exact, n, seed) -> None:
 
 def _check_output(path: Path, table: bool = False, reports: bool = False) -> None:
     """Refuse an output path that cannot be written before any work is done."""
+    # kept off the command line's start: loaded only by this command
+    from reidrisk.collect.reports_io import _is_parquet
+    from reidrisk.data.io import check_output_path, table_format
 
     if table:
         table_format(path)
@@ -456,6 +477,10 @@ def _check_output(path: Path, table: bool = False, reports: bool = False) -> Non
 @click.option("--seed", type=int, default=None, help="Seed (default: fresh OS randomness).")
 def synth(model, output, n, seed) -> None:
     """Generate synthetic complete records from MODEL and write them (labels) to OUTPUT."""
+    # kept off the command line's start: loaded only by this command
+    from reidrisk.collect.pipeline import CollectModel
+    from reidrisk.mechanisms.base import as_generator
+
     # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report.progress import Progress
 
@@ -492,6 +517,8 @@ def write_chunks(chunks, path: Path) -> Path:
     Path
         ``path``.
     """
+    # kept off the command line's start: loaded only by this command
+    from reidrisk.data.io import atomic_write, table_format, write_table
 
     path = Path(path)
     fmt = table_format(path)

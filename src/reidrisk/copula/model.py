@@ -401,8 +401,8 @@ class GaussianCopula:
         sizes = self.sizes_[cols]
         if float(np.prod(sizes.astype(np.float64))) < 2.0**62:
             dims = tuple(int(f) for f in sizes)
-            keys = np.asarray(np.ravel_multi_index(rows.T, dims))
-            query = np.asarray(np.ravel_multi_index(cells.T.astype(np.int64), dims))
+            keys = np.asarray(np.ravel_multi_index(tuple(rows.T), dims))
+            query = np.asarray(np.ravel_multi_index(tuple(cells.T.astype(np.int64)), dims))
         else:
             _, inv = np.unique(np.vstack([rows, cells]), axis=0, return_inverse=True)
             inv = inv.ravel()
@@ -443,7 +443,7 @@ class GaussianCopula:
         dims = tuple(int(f) for f in self.sizes_[cols])
         if n_samples is not None:
             rows = self.sample(int(n_samples), rng, cols=cols)
-            keys = np.ravel_multi_index(rows.T, dims)
+            keys = np.ravel_multi_index(tuple(rows.T), dims)
             counts = np.bincount(keys, minlength=int(np.prod(dims)))
             return (counts / max(len(rows), 1)).reshape(dims)
         if cols.size == 2:

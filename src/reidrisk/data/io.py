@@ -10,6 +10,7 @@ target, so a failed write never leaves a half-written file behind.
 
 from __future__ import annotations
 
+import csv
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -154,6 +155,40 @@ def read_table(path: str | Path, columns: Sequence[str] | None = None) -> pd.Dat
             "every row must have as many fields as the header (quote fields that contain the "
             "separator)"
         ) from None
+
+
+def table_header(path: str | Path) -> list[str]:
+    """The column names of a CSV or Parquet file exactly as written (a CSV reader would rename a
+    repeated name; this keeps it, so a caller can refuse it).
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``.csv``, ``.tsv`` or ``.parquet`` file.
+
+    Returns
+    -------
+    list of str
+        The header's names, in order; empty for an empty file.
+    """
+    path = Path(path)
+    fmt = table_format(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"table file {str(path)!r} does not exist; check the path")
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            return list(pq.read_schema(path).names)
+        except Exception as exc:  # pyarrow raises several types for a corrupt file
+            raise TableError(f"{str(path)!r} is not a readable Parquet file: {exc}") from None
+    sep = "\t" if path.name.lower().endswith(".tsv") else ","
+    try:
+        with open(path, encoding="utf-8", newline="") as handle:
+            first = next(csv.reader(handle, delimiter=sep), [])
+    except UnicodeDecodeError:
+        return []  # read_table names the undecodable byte
+    return [name.strip() for name in first]
 
 
 def _check_columns(path: Path, available: Sequence[str], wanted: Sequence[str] | None) -> None:
@@ -381,5 +416,6 @@ def write_encoded(codes: np.ndarray, schema: Schema, path: str | Path) -> Path:
 
 __all__ = [
     "EncodedData", "TableError", "check_output_path", "read_encoded", "read_table", "table_format",
+    "table_header",
     "user_path_in_errors", "write_encoded", "write_table",
 ]

@@ -89,7 +89,8 @@ def pair_statistics(blocks: Sequence[np.ndarray], n_pair, mechanisms: Sequence[t
     groups: dict[tuple[int, int, bool], list[int]] = {}
     for i, W in enumerate(blocks):
         c1, c2 = pair_chans[i]
-        groups.setdefault((*np.shape(W), c1.structured and c2.structured), []).append(i)
+        f1, f2 = np.shape(W)
+        groups.setdefault((int(f1), int(f2), bool(c1.structured and c2.structured)), []).append(i)
     n_pair = np.asarray(n_pair, dtype=np.float64)
     for (f1, f2, structured), idx in groups.items():
         W = np.stack([np.asarray(blocks[i], dtype=np.float64) for i in idx])

@@ -12,6 +12,8 @@ Zero cells follow the conventions ``0 log 0 = 0`` and ``0 log(0/q) = 0``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from reidrisk.estimation.frequency import EstimationError
@@ -53,7 +55,7 @@ def _xlogy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return out
 
 
-def entropy(p, base=np.e) -> np.ndarray | float:
+def entropy(p, base=math.e) -> np.ndarray | float:
     """Shannon entropy ``-sum p log p`` over the last axis of ``p`` (..., k), in units of ``base``.
 
     Returns a float for a 1-D input, else an array of shape ``p.shape[:-1]``.
@@ -77,7 +79,7 @@ def entropy(p, base=np.e) -> np.ndarray | float:
     return float(h) if h.ndim == 0 else h
 
 
-def mutual_information(table, base=np.e) -> np.ndarray | float:
+def mutual_information(table, base=math.e) -> np.ndarray | float:
     """Mutual information of a joint table (paper 004 eq. 14).
 
     ``sum_{k,k'} p(k,k') log[p(k,k') / (p(k) p(k'))]``; zero cells contribute 0. Returns a
@@ -117,7 +119,7 @@ def _pair(p, q, what: str):
     return _normalize(p, (-1,), "p"), _normalize(q, (-1,), "q")
 
 
-def kl_divergence(p, q, base=np.e) -> np.ndarray | float:
+def kl_divergence(p, q, base=math.e) -> np.ndarray | float:
     """Kullback-Leibler divergence ``sum p log(p / q)`` over the last axis (inf where p > 0 = q).
 
     Parameters

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import numpy as np
-import pandas as pd
 
-from reidrisk.data.io import TableError, check_output_path, read_table, write_table
-from reidrisk.linkage.anonymize import Pipeline
-from reidrisk.linkage.attacks import ATTACKS
-from reidrisk.linkage.evaluate import evaluate
-from reidrisk.linkage.release import LinkageError, numeric_matrix
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
 
 
 def _names(ctx, param, value: str | None) -> list[str]:
@@ -32,10 +29,16 @@ def group() -> None:
 
 
 def _read(path: Path, columns: list[str]) -> pd.DataFrame:
+    # kept off the command line's start: loaded only by this command
+    from reidrisk.data.io import read_table
+
     return read_table(path, columns=columns)
 
 
 def _with_numeric_sa(frame: pd.DataFrame, sa: list[str], path: Path) -> pd.DataFrame:
+    # kept off the command line's start: loaded only by this command
+    from reidrisk.linkage.release import numeric_matrix
+
     frame = frame.copy()
     values = numeric_matrix(frame, sa, where=repr(str(path)))
     for j, c in enumerate(sa):
@@ -44,6 +47,12 @@ def _with_numeric_sa(frame: pd.DataFrame, sa: list[str], path: Path) -> pd.DataF
 
 
 def _read_truth(path: Path, n_release: int, n_original: int) -> np.ndarray:
+    # kept off the command line's start: loaded only by this command
+    import numpy as np
+    import pandas as pd
+
+    from reidrisk.data.io import TableError, read_table
+
     frame = read_table(path)
     if "original_row" in frame.columns:
         col = "original_row"
@@ -90,6 +99,12 @@ def _read_truth(path: Path, n_release: int, n_original: int) -> np.ndarray:
 def evaluate_cmd(original, release, qi, sa, truth, aligned, attacks, scale, as_json, seed) -> None:
     """Score a release: utility lost (U1-U6), class sizes (S1-S2) and, with the true mapping, the
     share of rows each linkage attack re-identifies, with a 95% interval."""
+    # kept off the command line's start: loaded only by this command
+    import numpy as np
+
+    from reidrisk.linkage.attacks import ATTACKS
+    from reidrisk.linkage.evaluate import evaluate
+    from reidrisk.linkage.release import LinkageError
 
     if truth is not None and aligned:
         raise click.UsageError("give either --truth or --aligned, not both")
@@ -164,6 +179,12 @@ def _qi_as_text(frame: pd.DataFrame, qi: list[str]) -> pd.DataFrame:
                    "release made with a known seed).")
 def anonymize_cmd(config, input_, output, truth_output, seed) -> None:
     """Anonymize a table with the pipeline in --config and write the release."""
+    # kept off the command line's start: loaded only by this command
+    import pandas as pd
+
+    from reidrisk.data.io import check_output_path, read_table, write_table
+    from reidrisk.linkage.anonymize import Pipeline
+    from reidrisk.linkage.release import LinkageError
 
     pipeline = Pipeline.from_toml(config)
     check_output_path(output)

@@ -12,29 +12,34 @@
 Formulas as rebuilt in docs/design/pie.md (provenance of each: docs/design/pie.md#provenance).
 """
 
-from reidrisk.pie.bounds import (
-    BoundError,
-    Calibration,
-    Figure4Row,
-    alpha,
-    alpha_composed,
-    alpha_glh,
-    alpha_ldp,
-    alpha_rr,
-    bayes_error,
-    bayes_error_bound,
-    bayes_error_bound_hv,
-    calibrate,
-    certified_alpha,
-    data_information,
-    figure4_table,
-    information_budget,
-    lambda_glh,
-    lambda_rr,
-    output_joint,
-    product_channel,
-    user_information,
-)
+from typing import TYPE_CHECKING
+
+from reidrisk._lazy import lazy_exports
+
+if TYPE_CHECKING:  # the names below load on first use (reidrisk._lazy)
+    from reidrisk.pie.bounds import (
+        BoundError,
+        Calibration,
+        Figure4Row,
+        alpha,
+        alpha_composed,
+        alpha_glh,
+        alpha_ldp,
+        alpha_rr,
+        bayes_error,
+        bayes_error_bound,
+        bayes_error_bound_hv,
+        calibrate,
+        certified_alpha,
+        data_information,
+        figure4_table,
+        information_budget,
+        lambda_glh,
+        lambda_rr,
+        output_joint,
+        product_channel,
+        user_information,
+    )
 
 __all__ = [
     "BoundError", "Calibration", "Figure4Row", "alpha", "alpha_composed", "alpha_glh",
@@ -42,3 +47,5 @@ __all__ = [
     "calibrate", "certified_alpha", "data_information", "figure4_table", "information_budget",
     "lambda_glh", "lambda_rr", "output_joint", "product_channel", "user_information",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__)

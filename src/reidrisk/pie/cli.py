@@ -16,10 +16,6 @@ import math
 
 import click
 
-from reidrisk.mechanisms.glh import optimal_g
-from reidrisk.pie import bounds
-from reidrisk.pie.bounds import calibrate
-
 
 @click.group(name="pie")
 def group() -> None:
@@ -76,6 +72,9 @@ def bound(epsilons, users, domain, mechanism, g, releases, as_json) -> None:
     (Cor. 3.9). RR and GLH are also epsilon-LDP, so the error bound uses the smaller of their
     own alpha and the LDP alpha (Prop. 4.1).
     """
+    # kept off the command line's start: loaded only by this command
+    from reidrisk.mechanisms.glh import optimal_g
+    from reidrisk.pie import bounds
 
     mechanism = mechanism.lower()
     rows = []
@@ -150,6 +149,8 @@ def calibrate_cmd(target_error, users, domain, mechanism, g, g_max, releases, ld
     mechanism. For GLH without --g the hash range with the smallest expected l2 loss at its
     largest budget is chosen.
     """
+    # kept off the command line's start: loaded only by this command
+    from reidrisk.pie.bounds import calibrate
 
     if not (math.isfinite(target_error) and 0 <= target_error < 1):
         raise click.BadParameter(f"{target_error!r} is not an error rate in [0, 1) (e.g. 0.9)",

@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 import click
-import numpy as np
 
 from reidrisk.errors import InputError
 
@@ -81,6 +80,8 @@ def _regions(text: str | None, background: Path, release: Path):
     """--regions: an integer K (ids 1..K), a region table with a reg_id column, or (default) every
     region id found in the two trace files."""
     # kept off the command line's start: loaded only by this command
+    import numpy as np
+
     from reidrisk.data.traces import read_region_ids
 
     if text is None:
@@ -129,6 +130,8 @@ def traces_command(background, release, regions, kind, delta, events, train_even
     broken at random). Prints the identification error rate and the PSE in bits.
     """
     # kept off the command line's start: loaded only by this command
+    import numpy as np
+
     from reidrisk.data.traces import TraceError, read_traces
 
     # kept off the command line's start: loaded only by this command

@@ -9,17 +9,29 @@ terminal; otherwise it prints a plain line such as
 at most every ``interval`` seconds, and a closing line once the job has run longer than that. Every
 command that can take more than a few seconds reports through it (``reidrisk demo``,
 ``reidrisk collect table`` and ``synth``, ``reidrisk uniqueness score``).
+
+A step that cannot count its work (one call into a capability) is shown by ``Stage`` instead: the
+time it has been running, redrawn every second on a terminal, or as a plain line such as
+
+    report section 2/4, uniqueness: 10 s elapsed
+
+after 2 s and then every ``interval`` seconds otherwise, so that no step longer than that is
+silent.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import TextIO
 
 PLAIN_INTERVAL = 5.0
 """Seconds between two plain progress lines (and the least run time that gets a closing line)."""
+
+STAGE_FIRST_LINE = 2.0
+"""Seconds a ``Stage`` runs before its first plain line (a shorter step prints none)."""
 
 
 def _seconds(s: float) -> str:
@@ -134,4 +146,102 @@ class Progress:
             self._line(now, final=True)
 
 
-__all__ = ["PLAIN_INTERVAL", "Progress"]
+class Stage:
+    """A step of unknown length named ``desc``, shown while it runs on ``stream`` (default: standard
+    error).
+
+    On a terminal, one line with the elapsed time, redrawn every ``heartbeat`` seconds and erased at
+    the end; otherwise a plain line ``desc: N s elapsed`` after ``first`` seconds and then every
+    ``interval`` seconds, and a closing line ``desc: done in N s`` after any of them. A step
+    shorter than ``first`` prints no plain line. Use as a context manager: a background thread
+    keeps the display going while the step's own code runs.
+
+    Parameters
+    ----------
+    desc : str
+        What is running.
+    enabled : bool
+        ``False`` shows nothing.
+    stream : text stream, optional
+        Where it is shown (default: standard error).
+    interval : float, optional
+        Seconds between plain lines (default ``PLAIN_INTERVAL``).
+    first : float, optional
+        Seconds before the first plain line (default ``STAGE_FIRST_LINE``).
+    heartbeat : float or None
+        Seconds between two looks at the clock by the background thread (default 1); ``None``
+        starts no thread (``tick()`` is then called by hand, as the tests do).
+    clock : callable
+        Seconds now (injectable for tests).
+    """
+
+    def __init__(self, desc: str, enabled: bool = True, stream: TextIO | None = None,
+                 interval: float | None = None, first: float | None = None,
+                 heartbeat: float | None = 1.0, clock: Callable[[], float] = time.monotonic):
+        self.desc = desc
+        self.enabled = bool(enabled)
+        self.stream = sys.stderr if stream is None else stream
+        self.interval = float(PLAIN_INTERVAL if interval is None else interval)
+        self.first = float(STAGE_FIRST_LINE if first is None else first)
+        self.heartbeat = heartbeat
+        self.clock = clock
+        self.start = clock()
+        self.last_line = self.start
+        self.lines = 0
+        try:
+            self.tty = bool(self.stream.isatty())
+        except (AttributeError, ValueError):
+            self.tty = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Stage:
+        self.start = self.last_line = self.clock()
+        if self.enabled and self.heartbeat is not None:
+            self._thread = threading.Thread(target=self._run, name=f"stage {self.desc}",
+                                            daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _run(self) -> None:
+        assert self.heartbeat is not None
+        while not self._stop.wait(self.heartbeat):
+            self.tick()
+
+    def tick(self) -> None:
+        """Show the elapsed time now (terminal), or a plain line when ``first`` (before the first
+        line) or ``interval`` seconds have passed."""
+        if not self.enabled:
+            return
+        now = self.clock()
+        elapsed = _seconds(now - self.start)
+        if self.tty:
+            self.stream.write(f"\r\x1b[K{self.desc}: {elapsed} elapsed")
+            self.stream.flush()
+        elif now - self.last_line >= (self.interval if self.lines else self.first):
+            print(f"{self.desc}: {elapsed} elapsed", file=self.stream, flush=True)
+            self.last_line = now
+            self.lines += 1
+
+    def close(self) -> None:
+        """Stop the display: erase the terminal line, or close with ``desc: done in N s`` when
+        plain lines were shown."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if not self.enabled:
+            return
+        self.enabled = False
+        if self.tty:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+        elif self.lines:
+            print(f"{self.desc}: done in {_seconds(self.clock() - self.start)}", file=self.stream,
+                  flush=True)
+
+
+__all__ = ["PLAIN_INTERVAL", "STAGE_FIRST_LINE", "Progress", "Stage"]

@@ -18,65 +18,70 @@
 Design: docs/design/uniqueness.md (equations, corrections, choices).
 """
 
-from reidrisk.uniqueness.baselines import (
-    CountPrediction,
-    ProductDomainEstimate,
-    ProductDomainTooLarge,
-    accuracy,
-    classify_greater,
-    copula_baseline,
-    flatten_codes,
-    group_sizes,
-    idue_q,
-    indep_q,
-    majority_rule,
-    opt_mean,
-    opt_median,
-    opt_mode,
-    product_domain_size,
-)
-from reidrisk.uniqueness.decisions import (
-    Classification,
-    Reliability,
-    classification,
-    decide,
-    reliability,
-    roc_auc,
-)
-from reidrisk.uniqueness.estimators import (
-    SampleFrequencies,
-    UniquesEstimate,
-    dankar_uniques,
-    estimate_population_uniques,
-    pitman_uniques,
-    snb_uniques,
-    zayatz_uniques,
-)
-from reidrisk.uniqueness.floors import FloorError, floor_bound, floor_q
-from reidrisk.uniqueness.model import (
-    Database,
-    PopulationEstimate,
-    UniquenessError,
-    UniquenessModel,
-    UniquenessScores,
-    count_matches,
-    estimate_population,
-    neighbor_counts,
-)
-from reidrisk.uniqueness.posterior import (
-    PosteriorError,
-    PosteriorResult,
-    match_count_matrix,
-    match_counts,
-    population_count_posterior,
-)
-from reidrisk.uniqueness.scorer import (
-    CountPosterior,
-    CountPrior,
-    ScoringError,
-    count_posterior,
-    fit_count_prior,
-)
+from typing import TYPE_CHECKING
+
+from reidrisk._lazy import lazy_exports
+
+if TYPE_CHECKING:  # the names below load on first use (reidrisk._lazy)
+    from reidrisk.uniqueness.baselines import (
+        CountPrediction,
+        ProductDomainEstimate,
+        ProductDomainTooLarge,
+        accuracy,
+        classify_greater,
+        copula_baseline,
+        flatten_codes,
+        group_sizes,
+        idue_q,
+        indep_q,
+        majority_rule,
+        opt_mean,
+        opt_median,
+        opt_mode,
+        product_domain_size,
+    )
+    from reidrisk.uniqueness.decisions import (
+        Classification,
+        Reliability,
+        classification,
+        decide,
+        reliability,
+        roc_auc,
+    )
+    from reidrisk.uniqueness.estimators import (
+        SampleFrequencies,
+        UniquesEstimate,
+        dankar_uniques,
+        estimate_population_uniques,
+        pitman_uniques,
+        snb_uniques,
+        zayatz_uniques,
+    )
+    from reidrisk.uniqueness.floors import FloorError, floor_bound, floor_q
+    from reidrisk.uniqueness.model import (
+        Database,
+        PopulationEstimate,
+        UniquenessError,
+        UniquenessModel,
+        UniquenessScores,
+        count_matches,
+        estimate_population,
+        neighbor_counts,
+    )
+    from reidrisk.uniqueness.posterior import (
+        PosteriorError,
+        PosteriorResult,
+        match_count_matrix,
+        match_counts,
+        population_count_posterior,
+    )
+    from reidrisk.uniqueness.scorer import (
+        CountPosterior,
+        CountPrior,
+        ScoringError,
+        count_posterior,
+        fit_count_prior,
+    )
 
 __all__ = [
     "Classification", "CountPosterior", "CountPrior", "Database", "PopulationEstimate",
@@ -91,3 +96,5 @@ __all__ = [
     "pitman_uniques", "population_count_posterior", "product_domain_size", "snb_uniques",
     "zayatz_uniques",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__)

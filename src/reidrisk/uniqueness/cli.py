@@ -13,16 +13,18 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import numpy as np
 
-from reidrisk.collect.reports_io import has_metadata, read_reports
-from reidrisk.data.io import check_output_path, read_table, table_format, write_table
 from reidrisk.errors import InputError
-from reidrisk.schema import Schema, SchemaError
-from reidrisk.uniqueness.decisions import RULES
-from reidrisk.uniqueness.model import Database, UniquenessModel
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# the decision rules of reidrisk.uniqueness.decisions.RULES, named here so that `--help` does not
+# load SciPy (tests/uniqueness/test_cli.py checks that the two agree)
+RULES: tuple[str, ...] = ("balanced", "probability", "expected")
 
 
 @dataclass(frozen=True)
@@ -180,6 +182,13 @@ def score(population, dbs, records, schema_path, thresholds, preset, old_method,
       count_dbI              matches in the I-th --db: records (raw) or reports (randomized)
                              equal to the query record on every attribute
     """
+    # kept off the command line's start: loaded only by this command
+    import numpy as np
+
+    from reidrisk.collect.reports_io import has_metadata, read_reports
+    from reidrisk.data.io import check_output_path, read_table, table_format, write_table
+    from reidrisk.schema import Schema
+    from reidrisk.uniqueness.model import Database, UniquenessModel
 
     t0 = time.perf_counter()
     if old_method is not None:
@@ -263,6 +272,8 @@ record's score does not depend on the records scored with it, so chunks change n
 def _score_in_chunks(model, rec: np.ndarray, thresholds: list[float]):
     """(frame, at_risk, last result) of ``model.score`` over ``rec``, in chunks of ``SCORE_CHUNK``
     with progress lines (``reidrisk.report.progress``) when there is more than one."""
+    # kept off the command line's start: loaded only by this command
+    import numpy as np
     import pandas as pd
 
     # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
@@ -316,7 +327,10 @@ def _ldp_note(model, databases) -> str | None:
 
 
 def _load_schema(path, frames, query):
+    # kept off the command line's start: loaded only by this command
     import pandas as pd
+
+    from reidrisk.schema import Schema
 
     if path is not None:
         return Schema.load(path)
@@ -332,6 +346,9 @@ def _load_schema(path, frames, query):
 
 
 def _encode(schema, frame, path) -> np.ndarray:
+    # kept off the command line's start: loaded only by this command
+    from reidrisk.schema import SchemaError
+
     missing = [n for n in schema.names if n not in frame.columns]
     if missing:
         raise InputError(f"{str(path)!r} lacks the schema column(s) {', '.join(missing)}")
