@@ -12,10 +12,12 @@ import html
 import math
 
 import numpy as np
+import pandas as pd
 
 from reidrisk.assess.classes import AssessError
 from reidrisk.assess.next_steps import candidate_release, ldp_option
 from reidrisk.assess.run import Extra
+from reidrisk.assess.suda import suda
 from reidrisk.assess.table import PreparedTable
 
 
@@ -106,6 +108,66 @@ def ldp_extra(N: int, target_error: float, model: bool,
     return extra
 
 
+def suda_extra(max_msu: int = 4, dis_fraction: float = 0.01) -> Extra:
+    """SUDA of every record (``reidrisk.assess.suda.suda``, docs/design/assess.md#suda).
+
+    Per record (per row of an aggregated table, whose repeated rows have no MSU): ``suda_score``,
+    ``dis_suda_score`` and ``msu_1`` .. ``msu_m``, its minimal sample uniques of each size. Per
+    table (``summary["suda"]``): the largest size searched, the records with an MSU and the
+    MSUs of each size (counted over records), the DIS probability and each QI's contribution
+    to the total score in percent.
+
+    Parameters
+    ----------
+    max_msu : int
+        The largest MSU size searched (at most the number of QIs; smaller tables use all).
+    dis_fraction : float
+        The sampling fraction of the DIS-SUDA score, in (0, 1).
+
+    Returns
+    -------
+    Extra
+        The measure, for ``reidrisk.assess.run.assess``.
+    """
+
+    def extra(table: PreparedTable, fk: np.ndarray, missing: str) -> dict:
+        q = table.codes.shape[1]
+        m = min(max_msu, q)
+        counts = np.rint(table.multiplicity).astype(np.int64)
+        codes = np.repeat(table.codes, counts, axis=0)
+        rec_fk = np.repeat(np.rint(np.asarray(fk)).astype(np.int64), counts)
+        res = suda(codes.astype(np.int64), m, missing=missing, dis_fraction=dis_fraction,
+                   fk=rec_fk)
+        first = np.cumsum(counts) - counts  # each row's first record
+        records = pd.DataFrame({"suda_score": res.score[first],
+                                "dis_suda_score": res.dis_score[first],
+                                **{f"msu_{k + 1}": res.msu_counts[first, k] for k in range(m)}})
+        contribution = {name: float(c) for name, c in zip(table.qis, res.contribution,
+                                                           strict=True)}
+        summary = {"max_msu_size": m,
+                   "records_with_msu": int(res.msu_counts.any(axis=1).sum()),
+                   "msus_by_size": [int(x) for x in res.msu_counts.sum(axis=0)],
+                   "dis_probability": res.dis, "dis_fraction": dis_fraction,
+                   "contribution_percent": contribution}
+        top = sorted(contribution.items(), key=lambda kv: -kv[1])
+        rows = "".join(f"<tr><td>{html.escape(name)}</td><td>{pct:.1f} %</td></tr>"
+                       for name, pct in top)
+        by_size = ", ".join(f"{c:,} of size {k + 1}" for k, c in enumerate(summary["msus_by_size"]))
+        page = (f"<h2>Special uniques (SUDA)</h2><p>{summary['records_with_msu']:,} of "
+                f"{len(codes):,} records are unique on a set of at most {m} QIs none of whose "
+                f"subsets is unique (a minimal sample unique, MSU): {by_size}. The fewer QIs an "
+                "MSU needs, the easier the record is to single out; safe: no MSU (SUDA score 0). "
+                "The SUDA score sums (q - size)! over a record's MSUs; the DIS-SUDA score "
+                f"(sampling fraction {dis_fraction:g}) turns it into a probability that a unique "
+                "match on the record is correct (per record in the records file). Share of the "
+                "total score that involves each QI (an MSU of several QIs counts for each):</p>"
+                "<div class='scroll'><table><thead><tr><th>QI</th><th>contribution</th></tr>"
+                f"</thead><tbody>{rows}</tbody></table></div>")
+        return {"records": records, "summary": {"suda": summary}, "html": page}
+
+    return extra
+
+
 def default_extras(max_msu: int = 4) -> dict[str, Extra]:
     """The extras ``reidrisk assess`` always runs: SUDA and the diversity of every SA.
 
@@ -119,7 +181,7 @@ def default_extras(max_msu: int = 4) -> dict[str, Extra]:
     dict of str to Extra
         The measures by name, for ``reidrisk.assess.run.assess``.
     """
-    return {}
+    return {"suda": suda_extra(max_msu)} if max_msu > 0 else {}
 
 
-__all__ = ["default_extras", "ldp_extra", "release_extra"]
+__all__ = ["default_extras", "ldp_extra", "release_extra", "suda_extra"]
