@@ -21,6 +21,7 @@ def test_candidate_release_reaches_k_and_is_attacked(prepared):
     cand = candidate_release(prepared, 5)
     assert cand.k_reached >= 5
     assert cand.rows_suppressed <= max(4, int(0.02 * prepared.n))
+    assert 0 < cand.cells_generalized < 1
     assert set(cand.attack_rates) == {"E1", "E2", "EUC1", "EUC2", "assign"}
     for rate, low, high in cand.attack_rates.values():
         assert 0 <= low <= rate <= high <= 1

@@ -46,6 +46,9 @@ class CandidateRelease:
         Rows deleted as the recoding's last resort.
     merged_values : dict of str to int
         Per QI, how many of its values were merged into groups.
+    cells_generalized : float
+        The information lost: the share of the released rows' QI values written as a group
+        instead of the original value.
     attack_rates : dict of str to tuple of float
         Per linkage attack, (rate, lower, upper) of the 95 % interval: the share of released rows
         the attack links to their true original row.
@@ -57,6 +60,7 @@ class CandidateRelease:
     k_reached: int
     rows_suppressed: int
     merged_values: dict[str, int]
+    cells_generalized: float = 0.0
     attack_rates: dict[str, tuple[float, float, float]] = field(default_factory=dict)
     note: str = ""
 
@@ -70,6 +74,7 @@ class CandidateRelease:
         """
         return {"k_target": self.k_target, "k_reached": self.k_reached,
                 "rows_suppressed": self.rows_suppressed, "merged_values": self.merged_values,
+                "cells_generalized": self.cells_generalized,
                 "attack_rates": {k: list(v) for k, v in self.attack_rates.items()},
                 "note": self.note}
 
@@ -127,6 +132,8 @@ def candidate_release(table: PreparedTable, k: int, rng: np.random.Generator | i
     codes = np.column_stack([pd.factorize(release.data[c])[0] for c in qi]) if len(release.data) \
         else np.zeros((0, len(qi)), int)
     k_reached = int(sample_frequencies(codes, missing="value")[0].min()) if len(codes) else 0
+    original = frame.iloc[release.truth][qi].to_numpy(object)
+    changed = float(np.mean(release.data[qi].to_numpy(object) != original)) if len(codes) else 0.0
     attacks = ["E1", "E2", "EUC1", "EUC2", "assign"] if sa else ["E1"]
     note = "" if sa else ("only E1 was run: the distance attacks need a numeric sensitive "
                           "attribute without missing values (--sa)")
@@ -134,8 +141,8 @@ def candidate_release(table: PreparedTable, k: int, rng: np.random.Generator | i
         warnings.simplefilter("ignore", RuntimeWarning)
         score = evaluate(frame, release, qi=qi, sa=sa, attacks=attacks, rng=rng)
     rates = {r.attack: (float(r.rate), float(r.low), float(r.high)) for r in score.rates}
-    return CandidateRelease(int(k), k_reached, int(table.n - len(release.data)), merged, rates,
-                            note)
+    return CandidateRelease(int(k), k_reached, int(table.n - len(release.data)), merged, changed,
+                            rates, note)
 
 
 @dataclass(frozen=True)
