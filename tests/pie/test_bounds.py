@@ -356,3 +356,17 @@ def test_calibrate_non_uniform_prior_is_stricter():
 def test_bad_input_names_parameter_and_value(call, match):
     with pytest.raises(BoundError, match=match):
         call()
+
+
+def test_huge_budgets_give_no_overflow(recwarn):
+    """epsilon far beyond e^709: a bound or a one-line refusal, never an overflow (issue 26)."""
+    import warnings
+
+    from reidrisk.mechanisms.glh import optimal_g
+    from reidrisk.mechanisms.randomness import MechanismError
+
+    warnings.simplefilter("error")
+    assert float(b.alpha_ldp(1e300, 1000)) == pytest.approx(math.log2(1000))
+    assert float(b.alpha_ldp(0.5, 1000)) == pytest.approx(0.25 / math.log(2))
+    with pytest.raises(MechanismError, match="beyond 2"):
+        optimal_g(1e6)

@@ -176,3 +176,12 @@ def test_read_scores_errors_name_file_and_value(tmp_path):
     two.write_text("a,b\n1,2\n")
     with pytest.raises(ScoreError, match="two.csv.*'score'"):
         read_scores(two)
+
+
+def test_scores_equal_but_for_rounding_are_tied():
+    """Scores equal up to summation order (1e-15 apart) are tied, not split (issue 26)."""
+    rounded = np.array([[0.3, 0.1 + 0.2, 0.0], [0.7, 0.7 + 1e-15, 0.0]])  # genuine: column 0
+    exact = np.array([[0.3, 0.3, 0.0], [0.7, 0.7, 0.0]])
+    got = identification_error(rounded, np.array([0, 0]), rng=0).expected_error_rate
+    assert got == identification_error(exact, np.array([0, 0]), rng=0).expected_error_rate
+    assert got == pytest.approx(0.5)

@@ -70,7 +70,10 @@ def optimal_g(epsilon: float) -> int:
     int
         The hash range g.
     """
-    g = max(2, round(math.exp(epsilon) + 1.0))
+    if epsilon > math.log(DEFAULT_PRIME):  # e^eps itself would overflow a float beyond ~709
+        g = DEFAULT_PRIME + 1
+    else:
+        g = max(2, round(math.exp(epsilon) + 1.0))
     if g > DEFAULT_PRIME:
         raise MechanismError(
             f"epsilon={epsilon:g} gives an OLH range g={g} beyond 2^31 - 1; use 'grr' at such "

@@ -177,7 +177,7 @@ def alpha_ldp(epsilon, n: int, form: str = "min") -> np.ndarray | float:
     n = check_count(n, "number of users n")
     f = str(form).lower()
     if f == "min":
-        a = np.minimum(e, e * e) * LOG2E
+        a = e * np.minimum(e, 1.0) * LOG2E  # min(e, e^2), without squaring a huge e
     elif f == "tanh":
         a = e * np.tanh(e / 2.0) * LOG2E
     else:

@@ -295,12 +295,18 @@ def det_curve(genuine, impostor, thresholds: int | np.ndarray = 1000) -> DETCurv
     return DETCurve(t, far, frr, float((far[j] + frr[j]) / 2))
 
 
+TIE_TOLERANCE = 1e-12
+"""Relative difference below which two scores are tied (summation order leaves about 1e-15)."""
+
+
 def identification_error(scores, truth=None, rng: np.random.Generator | int | None = 0
                          ) -> Identification:
     """Identification error rate of the best-score rule (docs/design/pie.md#markov-chain-matching).
 
     Rank = 1 + #{impostors scoring strictly higher} + a uniform random offset in 0..#{impostors
-    tied with the genuine score}; an error is rank > 1.
+    tied with the genuine score}; an error is rank > 1. Scores within ``TIE_TOLERANCE`` (relative,
+    of the larger magnitude) of the genuine score are tied: mathematically equal scores computed
+    in another order differ in their last bits and must not be split by that rounding.
 
     Parameters
     ----------
@@ -324,8 +330,9 @@ def identification_error(scores, truth=None, rng: np.random.Generator | int | No
     if truth.shape != (n,) or truth.min() < 0 or truth.max() >= m:
         raise ScoreError(f"truth must hold {n} column indices in 0..{m - 1}")
     gen = s[np.arange(n), truth]
-    higher = (s > gen[:, None]).sum(axis=1)
-    ties = (s == gen[:, None]).sum(axis=1) - 1
+    tied = np.isclose(s, gen[:, None], rtol=TIE_TOLERANCE, atol=0.0)
+    higher = ((s > gen[:, None]) & ~tied).sum(axis=1)
+    ties = tied.sum(axis=1) - 1
     offset = np.floor(as_generator(rng).random(n) * (ties + 1)).astype(np.int64)
     ranks = 1 + higher + offset
     expected = 1.0 - np.mean((higher == 0) / (ties + 1.0))
