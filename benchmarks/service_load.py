@@ -80,7 +80,8 @@ def setup_survey(url: str) -> tuple[str, str, SurveySpec]:
             "protocol": {"epsilon": EPSILON, "mechanism": "subset"}})
         r.raise_for_status()
         sid = r.json()["id"]
-        code = http.post(f"/surveys/{sid}/codes", headers=admin, json={}).json()[0]["token"]
+        code = http.post(f"/surveys/{sid}/codes", headers=admin,
+                             json={"quota": 10**8}).json()[0]["token"]
         spec = SurveySpec.from_dict(http.get(f"/surveys/{sid}/config").json())
     return sid, code, spec
 

@@ -35,7 +35,8 @@ def survey(http, mechanism="grr") -> tuple[str, str]:
     sid = http.post("/surveys", headers=H, json={
         "name": "s", "schema": SCHEMA.to_dict(),
         "protocol": {"epsilon": 2.0, "mechanism": mechanism}}).json()["id"]
-    code = http.post(f"/surveys/{sid}/codes", headers=H, json={}).json()[0]["token"]
+    code = http.post(f"/surveys/{sid}/codes", headers=H,
+                     json={"quota": 10**6}).json()[0]["token"]
     return sid, code
 
 

@@ -100,6 +100,8 @@ MALFORMED = {
     "extra field": ({**one({"smoker": "1"}), "raw": {"smoker": "yes"}}, ["unexpected", "raw"]),
     "values not an object": (one(["1"]), ["values"]),
     "not an object": (["x"], ["object"]),
+    "empty report": (one({}), ["holds no answer"]),
+    "every value null": (one({"age": None, "region": None, "smoker": None}), ["holds no answer"]),
 }
 
 

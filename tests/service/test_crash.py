@@ -30,7 +30,8 @@ def test_sigkill_mid_stream_loses_no_acknowledged_report(db_url, storage, tmp_pa
             sid = http.post("/surveys", headers=admin, json={
                 "name": "crash", "schema": SCHEMA.to_dict(),
                 "protocol": {"epsilon": 3.0}}).json()["id"]
-            code = http.post(f"/surveys/{sid}/codes", headers=admin, json={}).json()[0]["token"]
+            code = http.post(f"/surveys/{sid}/codes", headers=admin,
+                             json={"quota": 10**8}).json()[0]["token"]
         local = SurveyClient(server.url, sid, code)
         acked: list[str] = []
         lock = threading.Lock()

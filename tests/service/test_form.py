@@ -181,3 +181,63 @@ f.addEventListener("load", step);
     cells = sent["values"]["region"].split("|")
     assert len(cells) == 2  # a subset report (h = 2 of 5 at epsilon 0.5 per attribute)
     assert client.get(f"/surveys/{sid}", headers=admin_headers()).json()["n_reports"] == 1
+
+
+# form.js in node with a minimal page and fetch: the survey's config, then one press of "send",
+# then a second press after "received"
+NODE_FORM = """
+const fs = require("fs"), vm = require("vm");
+const els = {};
+function el(id) {
+  return els[id] || (els[id] = {id, attrs: {}, children: [], disabled: id === "send",
+    textContent: "", className: "", value: id === "code" ? "sc_x" : "", listeners: {},
+    setAttribute(k, v) { this.attrs[k] = v; }, getAttribute(k) { return this.attrs[k]; },
+    appendChild(c) { this.children.push(c); },
+    addEventListener(t, f) { this.listeners[t] = f; }});
+}
+el("survey").attrs["data-survey"] = "s1";
+const posts = [];
+const config = JSON.parse(process.argv[2]);
+function answer(status, body) {
+  return Promise.resolve({ok: status < 300, status, json: () => Promise.resolve(body)});
+}
+const ctx = {
+  document: {getElementById: el, createElement: () => el("x" + Math.random()),
+             querySelector: () => ({value: "1"})},
+  fetch: (url, opts) => {
+    if (!opts) return answer(200, config);
+    posts.push(opts.body);
+    return answer(201, {accepted: 1, duplicates: 0, n_reports: 1});
+  },
+  ReidriskRandomizer: {randomizeRecord: () => ({id: "r" + posts.length, values: {a0: "1"}})},
+  setTimeout, Promise, console, String, Number, Error,
+};
+vm.runInNewContext(fs.readFileSync(process.argv[1], "utf8"), ctx);
+const press = () => el("form").listeners.submit({preventDefault() {}});
+setTimeout(() => {
+  const ready = !el("send").disabled;
+  press(); press();  // a double click
+  setTimeout(() => {
+    const after = {disabled: el("send").disabled, status: el("status").textContent};
+    press();  // once received, a further press sends nothing
+    setTimeout(() => process.stdout.write(JSON.stringify({ready, after, posts: posts.length})),
+               20);
+  }, 20);
+}, 20);
+"""
+
+
+def test_the_form_sends_one_report_and_its_button_stays_off_once_received():
+    if NODE is None:
+        missing("node is not installed", ci="the form's script tests must run",
+                local="install it (Debian: apt-get install nodejs) to run them")
+    spec = spec_of([3], 2.0)
+    proc = subprocess.run([NODE, "-e", NODE_FORM, str(STATIC / "form.js"),
+                           json.dumps({"name": "s", **spec.to_dict()})],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["ready"]  # the button is on once the questions are built
+    assert out["after"] == {"disabled": True,
+                            "status": "Your randomized answers were received. Thank you."}
+    assert out["posts"] == 1

@@ -52,11 +52,15 @@ class Submitted:
         Reports already stored by an earlier attempt (retries), not stored again.
     ids : tuple of str
         The ids of all reports sent, in order.
+    skipped : int
+        Reports not sent because they hold no answer (a person who skipped every question; the
+        server refuses an empty report).
     """
 
     accepted: int
     duplicates: int
     ids: tuple[str, ...]
+    skipped: int = 0
 
 
 class SurveyClient:
@@ -182,7 +186,8 @@ class SurveyClient:
         Returns
         -------
         Submitted
-            Reports stored, duplicates, and the ids sent.
+            Reports stored, duplicates, the ids sent, and the empty reports left out (no
+            answer at all: the server refuses them).
 
         Raises
         ------
@@ -190,7 +195,8 @@ class SurveyClient:
             When the server refuses a batch or cannot be reached after the retries (the batches
             before it are stored).
         """
-        reports = self.wire_reports(rr, ids)
+        every = self.wire_reports(rr, ids)
+        reports = [r for r in every if r["values"]]  # an empty report is refused: not sent
         acc = dup = 0
         for start in range(0, len(reports), batch_size):
             part = reports[start:start + batch_size]
@@ -201,7 +207,7 @@ class SurveyClient:
                                     json={"reports": part})
             acc += res["accepted"]
             dup += res["duplicates"]
-        return Submitted(acc, dup, tuple(r["id"] for r in reports))
+        return Submitted(acc, dup, tuple(r["id"] for r in reports), len(every) - len(reports))
 
     def submit_answers(self, answers, *, rng=None, batch_size: int = 100) -> Submitted:
         """Randomize ``answers`` here and send the reports (``randomize`` + ``submit``).

@@ -6,10 +6,14 @@
   /surveys/{id}`` changes it only while it has no reports; ``GET /surveys[/{id}]``.
 * ``GET /surveys/{id}/config`` (public): everything a client needs to randomize.
 * ``POST /surveys/{id}/codes`` / ``/tokens`` (admin): issue submission codes / researcher tokens
-  (shown once, stored hashed); ``DELETE .../{credential}`` revokes one.
+  (shown once, stored hashed); ``DELETE .../{credential}`` revokes one. A code stores at most its
+  quota of reports (1 by default: one person, one report; an institution's code declares its
+  number). ``POST /surveys/{id}/codes/{code}/withdraw`` (admin) takes a code's reports out of the
+  counts and revokes it; ``GET /surveys/{id}/audit`` lists such actions.
 * ``POST /surveys/{id}/reports`` and ``/reports/batch`` (submission code): randomized reports only
-  (``reidrisk.service.wire``); a batch is all-or-nothing; the answer comes after the commit;
-  retried ids are acknowledged as duplicates and not stored twice.
+  (``reidrisk.service.wire``; an empty report is refused); a batch is all-or-nothing; the answer
+  comes after the commit; retried ids are acknowledged as duplicates and not stored twice; a
+  request past its code's quota is refused (409).
 * researcher queries (researcher token or admin): ``/counts`` (the count tables), ``/marginals``,
   ``/pairs/{a}/{b}``, ``/table?attributes=a,b,c``, ``/synthetic?n=``, ``/model`` -- answered by the
   model of ``reidrisk collect fit`` (``reidrisk.service.models``), refitted lazily.
@@ -374,26 +378,28 @@ def _add_credential_routes(app: FastAPI, access: _Access) -> None:
     """Issue, list and revoke submission codes (``/codes``) and researcher tokens (``/tokens``)."""
     storage = access.storage
 
+    def out(c: Credential) -> dict:
+        return {"id": c.id, "label": c.label, "kind": c.kind, "revoked": c.revoked,
+                "quota": c.quota, "used": c.used}
+
     def issue(sid: str, body: S.CredentialIn, kind: str) -> list[dict]:
         access.survey_or_404(sid)
-        out = []
+        out_ = []
         for _ in range(body.count):
-            cred, token = storage.issue(sid, kind, body.label)
-            out.append({"id": cred.id, "label": cred.label, "kind": kind, "revoked": False,
-                        "token": token})
-        return out
+            cred, token = storage.issue(sid, kind, body.label, body.quota)
+            out_.append({**out(cred), "token": token})
+        return out_
 
     def listing(sid: str, kind: str) -> list[dict]:
         access.survey_or_404(sid)
-        return [{"id": c.id, "label": c.label, "kind": c.kind, "revoked": c.revoked}
-                for c in storage.credentials(sid, kind)]
+        return [out(c) for c in storage.credentials(sid, kind)]
 
     def revoke(sid: str, cid: str, kind: str) -> dict:
         if not any(c.id == cid for c in storage.credentials(sid, kind)):
             raise ApiError(404, f"survey {sid!r} has no {kind} credential {cid!r}")
         c = storage.revoke(sid, cid)
         access.codes_seen.clear()
-        return {"id": c.id, "label": c.label, "kind": c.kind, "revoked": c.revoked}
+        return out(c)
 
     admin = [Depends(access.require_admin)]
     for path, kind in (("codes", CODE), ("tokens", RESEARCHER)):
@@ -407,6 +413,26 @@ def _add_credential_routes(app: FastAPI, access: _Access) -> None:
         app.add_api_route(f"/surveys/{{sid}}/{path}/{{cid}}", _bind(revoke, kind),
                           methods=["DELETE"], response_model=S.CredentialOut, dependencies=admin,
                           summary=f"Revoke a {what}")
+
+    @app.post("/surveys/{sid}/codes/{cid}/withdraw", response_model=S.WithdrawOut,
+              dependencies=admin)
+    def withdraw(sid: str, cid: str, body: S.WithdrawIn | None = None) -> dict:
+        """Withdraw every report a submission code stored: they leave the count tables (the
+        model is refitted without them), the code is revoked, and the audit log records it."""
+        access.survey_or_404(sid)
+        try:
+            w = storage.withdraw(sid, cid, body.reason if body is not None else "")
+        except NotFound as exc:
+            raise ApiError(404, str(exc)) from None
+        access.codes_seen.clear()
+        return {"credential_id": w.credential_id, "withdrawn": w.withdrawn,
+                "n_reports": w.n_reports}
+
+    @app.get("/surveys/{sid}/audit", response_model=list[S.AuditOut], dependencies=admin)
+    def audit(sid: str) -> list:
+        """The survey's audit log: withdrawals, in order."""
+        access.survey_or_404(sid)
+        return storage.audit(sid)
 
 
 def _parse_body(body: bytes):

@@ -17,6 +17,18 @@ Tables (version 1)
   schema order, null = missing).
 * ``counts``: per survey, the Gram matrix of report memberships and the presence Gram matrix
   (``reidrisk.estimation.pairs.PairCounts``), folded in by the transaction that stores the reports.
+
+Version 2 (one person, one report)
+----------------------------------
+* ``credentials.quota``: the most reports a submission code may store (1 for a person's code,
+  the declared number for an institution's); ``NULL`` = no limit, what codes issued before
+  version 2 keep (they were issued without one). ``credentials.used``: reports it has stored
+  (set from the reports log for existing codes).
+* ``reports.withdrawn_at``: when the survey's owner withdrew the report (its code's reports were
+  taken out of the count tables); ``NULL`` for a counted report. A withdrawn report keeps its row,
+  so a retry of its id is still recognized and not stored again.
+* ``counts.version``: bumped by every change of the count tables (the fitted-model cache's key).
+* ``audit``: one row per owner action on reports (``withdraw``, ``revoke``): when, what, how many.
 """
 
 from __future__ import annotations
@@ -53,6 +65,8 @@ credentials = sa.Table(
     sa.Column("label", sa.Text, nullable=False, default=""),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("revoked_at", sa.Float, nullable=True),
+    sa.Column("quota", sa.BigInteger, nullable=True),                   # version 2
+    sa.Column("used", sa.BigInteger, nullable=False, server_default="0"),  # version 2
 )
 
 reports = sa.Table(
@@ -64,6 +78,7 @@ reports = sa.Table(
     sa.Column("credential_id", sa.String(64), nullable=True),
     sa.Column("received_at", sa.Float, nullable=False),
     sa.Column("cells", sa.Text, nullable=False),
+    sa.Column("withdrawn_at", sa.Float, nullable=True),  # version 2
     sa.UniqueConstraint("survey_id", "report_id", name="uq_reports_survey_report"),
 )
 
@@ -73,15 +88,47 @@ counts = sa.Table(
     sa.Column("n", sa.BigInteger, nullable=False),
     sa.Column("gram", sa.LargeBinary, nullable=False),    # (F, F) little-endian int64
     sa.Column("n_pair", sa.LargeBinary, nullable=False),  # (g, g) little-endian int64
+    sa.Column("version", sa.BigInteger, nullable=False, server_default="0"),  # version 2
+)
+
+audit = sa.Table(  # version 2
+    "audit", metadata,
+    sa.Column("seq", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True,
+              autoincrement=True),
+    sa.Column("survey_id", sa.String(64), sa.ForeignKey("surveys.id"), nullable=False),
+    sa.Column("at", sa.Float, nullable=False),
+    sa.Column("action", sa.String(32), nullable=False),
+    sa.Column("credential_id", sa.String(64), nullable=True),
+    sa.Column("n_reports", sa.BigInteger, nullable=False),
+    sa.Column("detail", sa.Text, nullable=False, server_default=""),
 )
 
 
 def _v1(conn: sa.Connection) -> None:
-    """Version 1: every table above."""
+    """Version 1: surveys, credentials, reports and counts (made with the columns of the latest
+    version; ``_v2`` adds only what is absent)."""
     metadata.create_all(conn, tables=[surveys, credentials, reports, counts])
 
 
-MIGRATIONS: list[Callable[[sa.Connection], None]] = [_v1]
+def _v2(conn: sa.Connection) -> None:
+    """Version 2: code quotas, withdrawn reports, the count tables' version, the audit log."""
+    have = {t: {c["name"] for c in sa.inspect(conn).get_columns(t)}
+            for t in ("credentials", "reports", "counts")}
+    added = [("credentials", "quota", "BIGINT"),
+             ("credentials", "used", "BIGINT NOT NULL DEFAULT 0"),
+             ("reports", "withdrawn_at", "DOUBLE PRECISION"),
+             ("counts", "version", "BIGINT NOT NULL DEFAULT 0")]
+    for table, column, ddl in added:
+        if column not in have[table]:
+            conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}"))
+            if (table, column) == ("credentials", "used"):
+                conn.execute(sa.text(
+                    "UPDATE credentials SET used = (SELECT count(*) FROM reports "
+                    "WHERE reports.credential_id = credentials.id)"))
+    metadata.create_all(conn, tables=[audit])
+
+
+MIGRATIONS: list[Callable[[sa.Connection], None]] = [_v1, _v2]
 """Ordered migrations; append new ones, never edit an applied one."""
 
 LATEST = len(MIGRATIONS)

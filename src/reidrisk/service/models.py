@@ -2,7 +2,8 @@
 
 ``ModelCache.get(survey)`` returns the ``CollectModel`` fitted by ``CollectPipeline()`` (the
 defaults of ``reidrisk collect fit``) on the survey's stored reports. The model is refitted only on
-a query and only when the survey's report count has changed since the last fit; ingestion never
+a query and only when the survey's count tables have changed since the last fit (their version,
+bumped by every ingestion and withdrawal); ingestion never
 fits. Fits of one survey are serialized by a lock, so concurrent queries share one fit.
 
 A refit reads the survey's count tables, not its reports: ingestion folds every new report into
@@ -43,11 +44,14 @@ class Fitted:
         Number of reports it was fitted on.
     revision : int
         The survey's revision at the fit (``Survey.revision``).
+    counts_version : int
+        The version of the count tables at the fit (``Survey.counts_version``).
     """
 
     model: CollectModel
     n_reports: int
     revision: int
+    counts_version: int = 0
 
 
 def collected_reports(storage: Storage, survey: Survey) -> CollectedReports:
@@ -163,13 +167,13 @@ class ModelCache:
         with self._lock(survey.id):
             survey = self.storage.survey(survey.id)
             cur = self._models.get(survey.id)
-            if cur is not None and cur.n_reports == survey.n_reports \
-                    and cur.revision == survey.revision:
+            if cur is not None and cur.counts_version == survey.counts_version \
+                    and cur.n_reports == survey.n_reports and cur.revision == survey.revision:
                 return cur
             if survey.n_reports == 0:
                 raise NoReports(f"survey {survey.id!r} has no reports yet; nothing to estimate")
             model, n = refit(self.storage, survey)
-            fitted = Fitted(model, n, survey.revision)
+            fitted = Fitted(model, n, survey.revision, survey.counts_version)
             self._models[survey.id] = fitted
             self.fits += 1
             return fitted

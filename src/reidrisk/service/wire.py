@@ -253,8 +253,9 @@ class SurveySpec:
         Raises
         ------
         ReportError
-            When ``values`` is not a dict, names an attribute the survey does not have, or holds
-            a cell that is not a string of codes (a raw answer or label is never accepted).
+            When ``values`` is not a dict, names an attribute the survey does not have, holds
+            a cell that is not a string of codes (a raw answer or label is never accepted), or
+            holds no cell at all (``{}`` or every value null: an empty report is refused).
         """
         if not isinstance(values, dict):
             raise ReportError(f"report {index}: 'values' must be an object mapping attribute "
@@ -281,6 +282,10 @@ class SurveySpec:
                     "(expected category indices produced by the client's randomizer, separated by "
                     "'|'; a raw answer or label is never accepted)", index)
             row.append(v)
+        if all(v is None for v in row):
+            raise ReportError(
+                f"report {index} holds no answer (every attribute is missing); send a report only "
+                "for a person who answered at least one question", index)
         return row
 
     def decode(self, rows: list[list]) -> RecordReports:
