@@ -118,8 +118,16 @@ def test_survey_is_immutable_once_it_has_reports(client):
     r = client.patch(f"/surveys/{sid}", headers=admin_headers(),
                      json={"protocol": {"epsilon": 8.0}})
     assert r.status_code == 409 and "no longer change" in r.json()["detail"]
+    assert "create a new survey (POST /surveys)" in r.json()["detail"]
     assert client.patch(f"/surveys/{sid}", headers=admin_headers(),
                         json={"name": "renamed"}).status_code == 200
+    # withdrawn reports were still sent under the old definition: it stays frozen
+    cid = client.get(f"/surveys/{sid}/codes", headers=admin_headers()).json()[0]["id"]
+    client.post(f"/surveys/{sid}/codes/{cid}/withdraw", headers=admin_headers())
+    assert client.get(f"/surveys/{sid}", headers=admin_headers()).json()["n_reports"] == 0
+    r = client.patch(f"/surveys/{sid}", headers=admin_headers(),
+                     json={"schema": SCHEMA.to_dict(), "protocol": {"epsilon": 1.0}})
+    assert r.status_code == 409 and "withdrawn ones included" in r.json()["detail"]
 
 
 def test_model_is_refitted_lazily_never_on_ingestion(client, app):

@@ -3,7 +3,8 @@
 ``create_app(storage, admin_token=...)`` serves:
 
 * ``POST /surveys`` (admin): create a survey (schema, budget, mechanism, split); ``PATCH
-  /surveys/{id}`` changes it only while it has no reports; ``GET /surveys[/{id}]``.
+  /surveys/{id}`` changes its definition only while it has never stored a report (then 409: a new
+  version is a new survey), its name always; ``GET /surveys[/{id}]``.
 * ``GET /surveys/{id}/config`` (public): everything a client needs to randomize.
 * ``POST /surveys/{id}/codes`` / ``/tokens`` (admin): issue submission codes / researcher tokens
   (shown once, stored hashed); ``DELETE .../{credential}`` revokes one. A code stores at most its

@@ -54,7 +54,7 @@ class SurveyIn(BaseModel):
 
 
 class SurveyPatch(BaseModel):
-    """A change to a survey; ``schema``/``protocol`` only while it has no reports.
+    """A change to a survey; ``schema``/``protocol`` only while it has never stored a report.
 
     Parameters
     ----------

@@ -51,6 +51,10 @@ class NotFound(ReidriskError, LookupError):
     """No such survey or credential."""
 
 
+class SurveyFrozen(StorageError):
+    """A change of the definition of a survey that has reports: a new version is a new survey."""
+
+
 class QuotaExceeded(StorageError):
     """A submission would take its code past its quota (one report per person by default)."""
 
@@ -376,7 +380,9 @@ class Storage:
             A new name; ``None``: unchanged.
         spec : SurveySpec or None
             A new definition (its count tables are reset); ``None``: unchanged. Refused once the
-            survey has reports (immutable).
+            survey has stored a report, withdrawn or not (its schema, budget and mechanism are
+            immutable: a new version is a new survey). The survey's row is locked first, so a
+            change and an ingestion of the survey run one after the other.
 
         Returns
         -------
@@ -387,17 +393,21 @@ class Storage:
         ------
         NotFound
             For an unknown ``sid``.
-        StorageError
-            When ``spec`` is given and the survey has reports.
+        SurveyFrozen
+            When ``spec`` is given and the survey has stored a report.
         """
         with self.engine.begin() as conn:
+            self._lock_survey(conn, sid)  # ingestion waits for this change, or it for ingestion
             cur = self.survey(sid, conn)
             values: dict = {}
             if spec is not None:
-                if cur.n_reports > 0:
-                    raise StorageError(
-                        f"survey {sid!r} already has {cur.n_reports} reports; its schema, budget, "
-                        "mechanism and split can no longer change. Create a new survey instead")
+                stored = conn.execute(sa.select(sa.func.count()).select_from(m.reports).where(
+                    m.reports.c.survey_id == sid)).scalar()
+                if stored:
+                    raise SurveyFrozen(
+                        f"survey {sid!r} has stored {stored} report(s) (withdrawn ones included) "
+                        "under its schema, budget and mechanism, so they can no longer change; "
+                        "create a new survey (POST /surveys) for the new version, with new codes")
                 values["spec"] = spec.to_json()
                 g, F = len(spec.schema), int(sum(spec.schema.sizes))
                 conn.execute(sa.update(m.counts).where(m.counts.c.survey_id == sid).values(
