@@ -570,10 +570,15 @@ def _add_query_routes(app: FastAPI, access: _Access) -> None:
     storage, models = access.storage, app.state.models
 
     def fitted(survey: Survey):
+        """The survey's model; 409 naming what is empty while a survey or one of its
+        attributes has no reports, 422 for a fit the estimators refuse (never a 500)."""
         try:
             return models.get(survey)
         except NoReports as exc:
             raise ApiError(409, str(exc)) from None
+        except CollectError as exc:
+            raise ApiError(422, f"the model cannot be fitted on the stored reports: {exc}") \
+                from None
 
     @app.get("/surveys/{sid}/counts")
     def counts(request: Request, sid: str) -> dict:
