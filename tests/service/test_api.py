@@ -189,3 +189,28 @@ def test_an_exact_table_beyond_the_hard_limit_is_refused_by_name(client, monkeyp
     r = client.get(f"/surveys/{sid}/table", params={"attributes": "age,smoker", "exact": "true"},
                    headers=admin_headers())
     assert r.status_code == 200 and r.json()["exact"] is True  # two attributes: a closed form
+
+
+def test_cells_are_stored_in_one_spelling_and_a_reused_id_with_other_content_is_refused(
+        client, storage):
+    sid = new_survey(client, epsilon=1.0)["id"]  # subset: age and region h = 2
+    code = issue(client, sid)[0]["token"]
+    url = f"/surveys/{sid}/reports/batch"
+    a, b = str(uuid.uuid4()), str(uuid.uuid4())
+    sent = [{"id": a, "values": {"region": "3|01", "smoker": "001"}},
+            {"id": b, "values": {"age": "2|0"}}]
+    assert client.post(url, headers=bearer(code), json={"reports": sent}).status_code == 201
+    ids, cells = storage.report_cells(sid)
+    assert dict(zip(ids, cells)) == {a: [None, "1|3", "1"], b: ["0|2", None, None]}
+    # the same report in another spelling is a retry: a duplicate
+    r = client.post(url, headers=bearer(code), json={"reports": [
+        {"id": b, "values": {"age": "0|02"}}, {"id": a, "values": {"region": "1|3",
+                                                                   "smoker": "1"}}]})
+    assert r.status_code == 201 and r.json() == {"accepted": 0, "duplicates": 2, "n_reports": 2}
+    # other content under a stored id is refused, naming the report; nothing is stored
+    r = client.post(url, headers=bearer(code), json={"reports": [
+        {"id": str(uuid.uuid4()), "values": {"smoker": "0"}},
+        {"id": a, "values": {"region": "0|3", "smoker": "1"}}]})
+    assert r.status_code == 409 and r.json()["report"] == 1
+    assert f"id {a} is already stored with different content" in r.json()["detail"]
+    assert storage.survey(sid).n_reports == 2

@@ -76,7 +76,7 @@ def _version_1(engine: sa.Engine) -> None:
         conn.execute(sa.insert(t["reports"]), [
             {"survey_id": "s1", "report_id": f"00000000-0000-4000-8000-00000000000{i}",
              "credential_id": "c1", "received_at": 0.0, "cells": c}
-            for i, c in enumerate(['["1",null,null]', '[null,null,"0"]'])])
+            for i, c in enumerate(['["01",null,null]', '[null,null,"0"]'])])  # as sent
         conn.execute(sa.insert(t["counts"]).values(
             survey_id="s1", n=2, gram=pc.gram.astype("<i8").tobytes(),
             n_pair=pc.n_pair.astype("<i8").tobytes()))
@@ -84,6 +84,8 @@ def _version_1(engine: sa.Engine) -> None:
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_a_version_1_database_with_reports_upgrades(backend, tmp_path):
+    """Quotas, withdrawals and the audit log are added; stored cells get their canonical
+    spelling."""
     from reidrisk.service.storage import Storage, database_url
 
     from .conftest import _pg_database
@@ -97,13 +99,14 @@ def test_a_version_1_database_with_reports_upgrades(backend, tmp_path):
         engine.dispose()
         s = Storage(url)
         try:
-            assert s.version == LATEST == 2
+            assert s.version == LATEST == 3
             survey = s.survey("s1")
             assert survey.n_reports == 2 and survey.counts_version == 0
             # the old code keeps no limit (it was issued without one) and knows its reports
             (code,) = s.credentials("s1")
             assert (code.quota, code.used) == (None, 2)
             assert len(s.report_ids("s1")) == 2 and s.audit("s1") == []
+            assert s.report_cells("s1")[1] == [["1", None, None], [None, None, "0"]]
             new, _ = s.issue("s1", "code")
             rr = survey.spec.decode([["0", None, None]])
             res = s.ingest(survey, [str(uuid.uuid4())], [["0", None, None]], rr, new.id)

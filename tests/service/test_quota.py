@@ -92,7 +92,8 @@ def test_the_owner_withdraws_a_code_s_reports_counts_recomputed_and_audited(clie
     subs = {c: SurveyClient("http://testserver", sid, c, http=client, retries=0)
             for c in (flood, honest)}
     kept = subs[honest].submit(subs[honest].randomize(population(120, 1), rng=1))
-    flooded = subs[flood].submit(subs[flood].randomize(population(200, 2), rng=2))
+    flood_rr = subs[flood].randomize(population(200, 2), rng=2)
+    flooded = subs[flood].submit(flood_rr)
     assert (kept.accepted, flooded.accepted) == (120, 200)
     before = client.get(f"/surveys/{sid}/marginals", headers=bearer(token)).json()
     assert before["n_reports"] == 320
@@ -119,7 +120,7 @@ def test_the_owner_withdraws_a_code_s_reports_counts_recomputed_and_audited(clie
     r = client.post(f"/surveys/{sid}/reports", headers=bearer(flood),
                     json=one({"smoker": "1"}))
     assert r.status_code == 403 and "revoked" in r.json()["detail"]
-    again = one({"smoker": "1"}, rid=flooded.ids[0])
+    again = subs[flood].wire_reports(flood_rr.take(np.array([0])), ids=flooded.ids[:1])[0]
     r = client.post(f"/surveys/{sid}/reports", headers=bearer(honest), json=again)
     assert r.status_code == 201 and r.json()["duplicates"] == 1 and n_reports(client, sid) == 120
     log = client.get(f"/surveys/{sid}/audit", headers=admin_headers()).json()

@@ -508,9 +508,9 @@ def _add_report_routes(app: FastAPI, access: _Access, limiter: RateLimiter) -> N
             return await writer.submit(survey, cred.id, ids, rows)
         except ReportError as exc:
             raise ApiError(422, str(exc), exc.index) from None
-        except StorageError as exc:
-            access.surveys_seen.pop(sid, None)  # the survey changed: read it again next time
-            raise ApiError(409, str(exc)) from None
+        except StorageError as exc:  # the survey changed, a quota, or a reused id
+            access.surveys_seen.pop(sid, None)  # read the survey again next time
+            raise ApiError(409, str(exc), getattr(exc, "index", None)) from None
 
     async def ingest_asgi(scope, receive, send, sid: str, batch: bool) -> None:
         """The two report endpoints as a bare ASGI handler (``IngestFastPath``)."""

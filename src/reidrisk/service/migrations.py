@@ -28,11 +28,17 @@ Version 2 (one person, one report)
   taken out of the count tables); ``NULL`` for a counted report. A withdrawn report keeps its row,
   so a retry of its id is still recognized and not stored again.
 * ``counts.version``: bumped by every change of the count tables (the fitted-model cache's key).
-* ``audit``: one row per owner action on reports (``withdraw``, ``revoke``): when, what, how many.
+* ``audit``: one row per owner action on reports (``withdraw``): when, what, how many.
+
+Version 3 (canonical cells)
+---------------------------
+* ``reports.cells`` rewritten in canonical spelling (``reidrisk.service.wire.canonical_cell``): the
+  cells stored as sent before it kept each client's formatting.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import sqlalchemy as sa
@@ -128,7 +134,31 @@ def _v2(conn: sa.Connection) -> None:
     metadata.create_all(conn, tables=[audit])
 
 
-MIGRATIONS: list[Callable[[sa.Connection], None]] = [_v1, _v2]
+def _v3(conn: sa.Connection) -> None:
+    """Version 3: every stored cell in its canonical spelling (``wire.canonical_cell``)."""
+    from reidrisk.service.wire import SurveySpec
+
+    for sid, text in conn.execute(sa.select(surveys.c.id, surveys.c.spec)).all():
+        spec = SurveySpec.from_json(text)
+        last = 0
+        while True:
+            rows = conn.execute(sa.select(reports.c.seq, reports.c.cells).where(
+                (reports.c.survey_id == sid) & (reports.c.seq > last))
+                .order_by(reports.c.seq).limit(5000)).all()
+            if not rows:
+                break
+            last = rows[-1].seq
+            changed = []
+            for seq, cells in rows:
+                canon = json.dumps(spec.canonical_row(json.loads(cells)), separators=(",", ":"))
+                if canon != cells:
+                    changed.append({"s": seq, "c": canon})
+            if changed:
+                conn.execute(sa.update(reports).where(reports.c.seq == sa.bindparam("s"))
+                             .values(cells=sa.bindparam("c")), changed)
+
+
+MIGRATIONS: list[Callable[[sa.Connection], None]] = [_v1, _v2, _v3]
 """Ordered migrations; append new ones, never edit an applied one."""
 
 LATEST = len(MIGRATIONS)

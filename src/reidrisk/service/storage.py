@@ -55,6 +55,22 @@ class SurveyFrozen(StorageError):
     """A change of the definition of a survey that has reports: a new version is a new survey."""
 
 
+class ReportConflict(StorageError):
+    """A report id already stored with different content: a new report needs a new id.
+
+    Parameters
+    ----------
+    message : str
+        The refusal.
+    index : int
+        The report's position in its request.
+    """
+
+    def __init__(self, message: str, index: int) -> None:
+        super().__init__(message)
+        self.index = index
+
+
 class QuotaExceeded(StorageError):
     """A submission would take its code past its quota (one report per person by default)."""
 
@@ -553,16 +569,18 @@ class Storage:
         """Store validated submissions in one transaction (module doc), each whole or not at all.
 
         Under the survey's row lock: an id already stored (or taken by an earlier submission of
-        this call) is a duplicate, not stored again; a submission whose new reports would take its
-        code past its quota is refused whole (``QuotaExceeded``) and the others are stored. Returns
-        after the commit.
+        this call) with the same cells is a duplicate, not stored again, and with other cells
+        refuses its submission whole (``ReportConflict``); a submission whose new reports would
+        take its code past its quota is refused whole (``QuotaExceeded``); the others are stored.
+        Cells are compared in canonical spelling (``SurveySpec.canonical_row``). Returns after
+        the commit.
 
         Parameters
         ----------
         survey : Survey
             The survey, as read when the reports were validated (refused if it changed since).
         subs : list of Submission
-            The submissions, in arrival order.
+            The submissions, in arrival order, their cells canonical (``SurveySpec.cells_of``).
         rr : RecordReports
             The reports of all submissions decoded (``SurveySpec.decode``), concatenated in the
             order of ``subs``.
@@ -584,12 +602,23 @@ class Storage:
             if self._lock_survey(conn, survey.id) != survey.revision:
                 raise StorageError(f"survey {survey.id!r} changed while the reports were sent; "
                                    "fetch its configuration again")
-            taken = set(self._stored(conn, survey.id, [i for s in subs for i in s.ids]))
+            spec = survey.spec
+            taken = {rid: spec.canonical_row(json.loads(text)) for rid, text in
+                     self._stored(conn, survey.id, [i for s in subs for i in s.ids]).items()}
             creds = {c: self._quota(conn, c) for c in {s.credential_id for s in subs} if c}
             answers: list = []
             rows, keep, pos = [], [], 0
             for sub in subs:
                 new = [j for j, rid in enumerate(sub.ids) if rid not in taken]
+                clash = next((j for j, rid in enumerate(sub.ids)
+                              if rid in taken and taken[rid] != sub.cells[j]), None)
+                if clash is not None:
+                    answers.append(ReportConflict(
+                        f"report {clash}: id {sub.ids[clash]} is already stored with different "
+                        "content; a retry must resend the same report, and a new report needs a "
+                        "new id", clash))
+                    pos += len(sub.ids)
+                    continue
                 cid = sub.credential_id
                 if cid is not None:
                     quota, used = creds[cid]
@@ -603,7 +632,7 @@ class Storage:
                         continue
                     creds[cid] = (quota, used + len(new))
                 for j in new:
-                    taken.add(sub.ids[j])
+                    taken[sub.ids[j]] = sub.cells[j]
                     rows.append({"survey_id": survey.id, "report_id": sub.ids[j],
                                  "credential_id": cid, "received_at": now,
                                  "cells": json.dumps(sub.cells[j], separators=(",", ":"))})
