@@ -14,6 +14,7 @@ order), so the stored cells do not tell apart the clients that wrote them.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import uuid
@@ -55,11 +56,13 @@ reports of the "bits" codec (unary encodings) are sets too. Every other multi-co
 hashing's hash parameters and value) is a tuple, its order meaningful."""
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def canonical_cell(cell: str, is_set: bool) -> str:
     """The one spelling of a report cell: codes without leading zeros, a set's in increasing order.
 
     Two spellings of one report ("4|3|2", "02|3|4") would let the stored cells tell apart the
-    clients that wrote them; the server stores only this form.
+    clients that wrote them; the server stores only this form. The answers are cached (a
+    domain's cells repeat), so the check costs a dictionary look-up per cell.
 
     Parameters
     ----------
