@@ -43,7 +43,7 @@ from reidrisk.schema import Attribute, Schema  # noqa: E402
 from reidrisk.service.process import ServerProcess  # noqa: E402
 from reidrisk.service.wire import SurveySpec  # noqa: E402
 
-ADMIN = "bench-admin"
+ADMIN = "bench-admin-token"
 SIZES = [2, 3, 4, 5, 6, 7, 8, 2, 3, 4, 5, 6, 7, 8, 4]
 EPSILON = 5.0
 MISSING = 0.2

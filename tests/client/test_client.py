@@ -18,7 +18,7 @@ from reidrisk.schema import Attribute, Schema  # noqa: E402
 from reidrisk.service.app import create_app  # noqa: E402
 from reidrisk.service.storage import Storage, database_url  # noqa: E402
 
-ADMIN = "admin"
+ADMIN = "admin-token-for-tests"
 SCHEMA = Schema((Attribute("sex", ("f", "m")), Attribute("age", ("young", "mid", "old"))))
 H = {"Authorization": f"Bearer {ADMIN}"}
 

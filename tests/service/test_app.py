@@ -47,3 +47,51 @@ def test_every_reference_in_the_openapi_document_resolves(client):
     assert missing == []  # ... and every reference names a schema the document has
     batch = schemas["BatchIn"]["properties"]["reports"]["items"]
     assert batch == {"$ref": "#/components/schemas/ReportIn"}
+
+
+def test_every_response_carries_the_security_headers(client):
+    from .conftest import bearer, issue, new_survey
+
+    sid = new_survey(client)["id"]
+    code = issue(client, sid)[0]["token"]
+    answers = [client.get("/health"), client.get(f"/surveys/{sid}/config"),
+               client.get("/surveys/nope", headers=admin_headers()),
+               client.post(f"/surveys/{sid}/reports", headers=bearer(code), json=[]),  # fast path
+               client.get(f"/surveys/{sid}/form"), client.get("/openapi.json")]
+    for r in answers:
+        assert r.headers["x-frame-options"] == "DENY", r.request.url
+        assert r.headers["x-content-type-options"] == "nosniff"
+        assert r.headers["referrer-policy"] == "no-referrer"
+        assert "frame-ancestors 'none'" in r.headers["content-security-policy"]
+
+
+def test_deep_json_and_nul_bytes_are_refused_not_500(client):
+    from .conftest import bearer, issue, new_survey
+
+    sid = new_survey(client)["id"]
+    code = issue(client, sid)[0]["token"]
+    deep = b'{"reports": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+    r = client.post(f"/surveys/{sid}/reports/batch", headers={**bearer(code),
+                    "content-type": "application/json"}, content=deep)
+    assert r.status_code == 400 and "nested" in r.json()["detail"]
+    r = client.post("/surveys", headers={**admin_headers(), "content-type": "application/json"},
+                    content=b'{"name": ' + b"[" * 5000 + b"]" * 5000 + b"}")
+    assert 400 <= r.status_code < 500
+    for path in ("/surveys/a%00b", f"/surveys/{sid}/codes/a%00b/withdraw"):
+        r = client.post(path, headers=admin_headers()) if path.endswith("withdraw") else \
+            client.get(path, headers=admin_headers())
+        assert r.status_code == 404, (path, r.text)
+    r = client.post("/surveys", headers=admin_headers(), json={
+        "name": "a\x00b", "schema": {}, "protocol": {"epsilon": 1.0}})
+    assert r.status_code == 422 and "name" in r.json()["detail"]
+    r = client.post(f"/surveys/{sid}/codes", headers=admin_headers(), json={"label": "a\x00b"})
+    assert r.status_code == 422
+
+
+def test_a_short_admin_token_is_refused(storage):
+    import pytest
+
+    from reidrisk.service.app import MIN_ADMIN_TOKEN, create_app
+
+    with pytest.raises(ValueError, match=f"at least {MIN_ADMIN_TOKEN} characters"):
+        create_app(storage, admin_token="x")

@@ -84,10 +84,19 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 STATIC_FILES = ("randomizer.js", "form.js")
 FORM_MECHANISMS = {"grr", "subset"}
 SECURITY_HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'",
+    "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; "
+                               "frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
 }
+"""Headers of every response (``SecurityHeaders``); the API documentation pages (``DOCS_PATHS``)
+get ``DOCS_CSP`` instead of the strict policy, as they load their scripts from a CDN."""
+DOCS_PATHS = ("/docs", "/redoc", "/docs/oauth2-redirect")
+DOCS_CSP = "frame-ancestors 'none'"
+MIN_ADMIN_TOKEN = 16
+"""Fewest characters of an admin token (``reidrisk serve`` suggests 43 random ones)."""
+_ID = re.compile(r"^[0-9a-f]{1,64}$")  # survey and credential ids: hexadecimal
 FORM_PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{name}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -121,6 +130,10 @@ def too_large() -> ApiError:
     """
     return ApiError(413, f"the request body exceeds {MAX_BODY_BYTES} bytes; send at most "
                          f"{MAX_BATCH} reports per batch")
+
+
+class ConfigError(ReidriskError, ValueError):
+    """A server setting that cannot be used (e.g. an admin token too short to be secret)."""
 
 
 class ApiError(ReidriskError):
@@ -166,7 +179,8 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
     storage : Storage
         The service's database.
     admin_token : str, optional
-        The admin's bearer token; ``None`` (default): no admin endpoint works.
+        The admin's bearer token, at least ``MIN_ADMIN_TOKEN`` characters; ``None`` (default):
+        no admin endpoint works.
     code_rate : float
         Requests per second allowed per submission code on average (token bucket,
         ``reidrisk.service.auth.RateLimiter``; 0 = unlimited).
@@ -178,7 +192,16 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
     FastAPI
         The application; ``app.state`` holds ``storage``, ``models`` (``ModelCache``) and
         ``writer`` (``GroupWriter``).
+
+    Raises
+    ------
+    ConfigError
+        For an admin token shorter than ``MIN_ADMIN_TOKEN``.
     """
+    if admin_token is not None and len(admin_token) < MIN_ADMIN_TOKEN:
+        raise ConfigError(f"the admin token has {len(admin_token)} characters; use at least "
+                          f"{MIN_ADMIN_TOKEN} characters of randomness, e.g. python -c 'import "
+                          "secrets; print(secrets.token_urlsafe(32))'")
     app = FastAPI(title="reidrisk collection service", version=__version__,
                   description=__doc__.split("\n\n")[0])
     app.state.storage = storage
@@ -193,6 +216,7 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
     _add_report_routes(app, access, RateLimiter(code_rate, code_burst))
     _add_query_routes(app, access)
     _document_report_bodies(app)
+    app.add_middleware(SecurityHeaders)  # the outermost layer: the fast path's answers too
     return app
 
 
@@ -253,6 +277,8 @@ class _Access:
                            "this endpoint needs the admin token (Authorization: Bearer <token>)")
 
     def survey_or_404(self, sid: str) -> Survey:
+        if not _ID.match(sid):  # never sent to the database (a NUL byte would be a 500)
+            raise ApiError(404, f"no survey {sid[:80]!r}")
         try:
             return self.storage.survey(sid)
         except NotFound:
@@ -396,6 +422,7 @@ def _add_credential_routes(app: FastAPI, access: _Access) -> None:
         return [out(c) for c in storage.credentials(sid, kind)]
 
     def revoke(sid: str, cid: str, kind: str) -> dict:
+        access.survey_or_404(sid)
         if not any(c.id == cid for c in storage.credentials(sid, kind)):
             raise ApiError(404, f"survey {sid!r} has no {kind} credential {cid!r}")
         c = storage.revoke(sid, cid)
@@ -421,6 +448,8 @@ def _add_credential_routes(app: FastAPI, access: _Access) -> None:
         """Withdraw every report a submission code stored: they leave the count tables (the
         model is refitted without them), the code is revoked, and the audit log records it."""
         access.survey_or_404(sid)
+        if not _ID.match(cid):
+            raise ApiError(404, f"survey {sid!r} has no submission code {cid[:80]!r}")
         try:
             w = storage.withdraw(sid, cid, body.reason if body is not None else "")
         except NotFound as exc:
@@ -443,6 +472,9 @@ def _parse_body(body: bytes):
         return json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"the request body is not JSON: {exc}") from None
+    except RecursionError:
+        raise ApiError(400, "the request body is JSON nested too deep; a report is an object "
+                            "of strings") from None
 
 
 def _batch_items(body, batch: bool) -> list:
@@ -687,6 +719,39 @@ def _add_query_routes(app: FastAPI, access: _Access) -> None:
         """The fitted model in the versioned JSON of ``reidrisk collect fit``."""
         survey = access.reader(request, sid)
         return fitted(survey).model.to_dict()
+
+
+class SecurityHeaders:
+    """ASGI middleware that adds ``SECURITY_HEADERS`` to every HTTP response (the API
+    documentation pages get ``DOCS_CSP`` as their content security policy).
+
+    Parameters
+    ----------
+    app : ASGI application
+        The application whose responses get the headers.
+    """
+
+    def __init__(self, app) -> None:
+        self.app = app
+        self.raw = [(k.lower().encode("latin-1"), v.encode("latin-1"))
+                    for k, v in SECURITY_HEADERS.items()]
+        self.docs = [(k, DOCS_CSP.encode("latin-1") if k == b"content-security-policy" else v)
+                     for k, v in self.raw]
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        extra = self.docs if scope["path"] in DOCS_PATHS else self.raw
+
+        async def send_with_headers(message) -> None:
+            if message["type"] == "http.response.start":
+                names = {k for k, _ in extra}
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in names]
+                message = {**message, "headers": headers + extra}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 
 
 _REPORTS_PATH = re.compile(r"^/surveys/([^/]+)/reports(/batch)?$")

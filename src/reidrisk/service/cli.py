@@ -54,8 +54,12 @@ def serve(data_dir, database_url, host, port, admin_token, code_rate, code_burst
     if not admin_token:
         click.echo("Warning: no --admin-token (or REIDRISK_ADMIN_TOKEN): admin endpoints are "
                    "closed", err=True)
-    app = create_app(storage, admin_token=admin_token, code_rate=code_rate,
-                     code_burst=code_burst)
+    try:
+        app = create_app(storage, admin_token=admin_token or None, code_rate=code_rate,
+                         code_burst=code_burst)
+    except ValueError as exc:  # a setting create_app refuses (ConfigError)
+        storage.close()
+        raise click.ClickException(str(exc)) from None
     click.echo(f"reidrisk service on http://{host}:{port} (database {_redact(url)}; "
                f"API docs at /docs)", err=True)
     # everything loaded so far (the libraries, the app) lives as long as the process: keep it out

@@ -6,6 +6,9 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+PRINTABLE = r"^[^\x00-\x1f\x7f]*$"
+"""Names, labels and reasons hold no control character (a NUL byte cannot be stored)."""
+
 
 class ProtocolIn(BaseModel):
     """How clients report (``reidrisk.collect.Protocol``).
@@ -48,7 +51,7 @@ class SurveyIn(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=200, pattern=PRINTABLE)
     schema_: dict[str, Any] = Field(alias="schema")
     protocol: ProtocolIn
 
@@ -67,7 +70,7 @@ class SurveyPatch(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid")
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    name: str | None = Field(default=None, min_length=1, max_length=200, pattern=PRINTABLE)
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
     protocol: ProtocolIn | None = None
 
@@ -113,7 +116,7 @@ class CredentialIn(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid")
-    label: str = Field(default="", max_length=200)
+    label: str = Field(default="", max_length=200, pattern=PRINTABLE)
     count: int = Field(default=1, ge=1, le=10_000)
     quota: int = Field(default=1, ge=1, le=100_000_000)
 
@@ -206,7 +209,7 @@ class WithdrawIn(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid")
-    reason: str = Field(default="", max_length=500)
+    reason: str = Field(default="", max_length=500, pattern=PRINTABLE)
 
 
 class WithdrawOut(BaseModel):
