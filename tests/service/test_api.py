@@ -214,3 +214,25 @@ def test_cells_are_stored_in_one_spelling_and_a_reused_id_with_other_content_is_
     assert r.status_code == 409 and r.json()["report"] == 1
     assert f"id {a} is already stored with different content" in r.json()["detail"]
     assert storage.survey(sid).n_reports == 2
+
+
+def test_a_budget_above_the_maximum_needs_the_owner_s_override(client):
+    from reidrisk.service.app import EPSILON_HARD_LIMIT, MAX_EPSILON
+
+    body = {"name": "s", "schema": SCHEMA.to_dict(), "protocol": {"epsilon": 200.0}}
+    r = client.post("/surveys", headers=admin_headers(), json=body)
+    assert r.status_code == 422 and f"epsilon 200 exceeds {MAX_EPSILON:g}" in r.json()["detail"]
+    assert '"allow_large_epsilon": true' in r.json()["detail"]
+    r = client.post("/surveys", headers=admin_headers(), json={**body, "protocol": {
+        "epsilon": 50.0}, "allow_large_epsilon": True})
+    assert r.status_code == 201
+    assert "up to 100.0 %" in " ".join(client.get(f"/surveys/{r.json()['id']}/form").text.split())
+    r = client.post("/surveys", headers=admin_headers(), json={
+        **body, "protocol": {"epsilon": 1e308}, "allow_large_epsilon": True})
+    assert r.status_code == 422
+    assert f"exceeds {EPSILON_HARD_LIMIT:g}, the largest budget the service accepts" in \
+        r.json()["detail"]
+    sid = new_survey(client)["id"]
+    r = client.patch(f"/surveys/{sid}", headers=admin_headers(),
+                     json={"protocol": {"epsilon": 12.0}})
+    assert r.status_code == 422 and "exceeds 10" in r.json()["detail"]

@@ -94,6 +94,13 @@ SECURITY_HEADERS = {
 get ``DOCS_CSP`` instead of the strict policy, as they load their scripts from a CDN."""
 DOCS_PATHS = ("/docs", "/redoc", "/docs/oauth2-redirect")
 DOCS_CSP = "frame-ancestors 'none'"
+MAX_EPSILON = 10.0
+"""Largest whole-record budget a survey may have unless its owner overrides
+(``allow_large_epsilon``): at 10 and a yes/no question asked alone, a sent answer gives the true
+one away 99.995 % of the time (``SurveySpec.guess_bounds``)."""
+EPSILON_HARD_LIMIT = 100.0
+"""Largest budget even with the override (past it the channel's probabilities are 0 and 1 in
+floating point: the answers are sent in the clear)."""
 MIN_ADMIN_TOKEN = 16
 """Fewest characters of an admin token (``reidrisk serve`` suggests 43 random ones)."""
 _ID = re.compile(r"^[0-9a-f]{1,64}$")  # survey and credential ids: hexadecimal
@@ -105,8 +112,11 @@ FORM_PAGE = """<!doctype html>
 </head><body>
 <div id="survey" data-survey="{sid}">
 <h1 id="title">{name}</h1>
-<p>Your answers are randomized on this device before they are sent: the server never receives
-your true answers. You may skip any question.</p>
+<p>Your answers are randomized on this device before they are sent: only the randomized answers
+leave it. Randomized does not mean hidden: someone who sees a sent answer can guess your true
+answer correctly up to {guess} of the time (for a question whose answers are all equally
+likely). You may skip any question; a skipped question is sent as skipped, so the server sees
+which questions you skipped.</p>
 <form id="form">
 <div id="questions"></div>
 <p><label>Submission code <input id="code" autocomplete="off" required></label></p>
@@ -118,6 +128,22 @@ your true answers. You may skip any question.</p>
 <script src="/static/form.js"></script>
 </body></html>
 """
+
+
+def percent_at_most(p: float) -> str:
+    """A probability as the form states it: a percentage rounded up to one decimal.
+
+    Parameters
+    ----------
+    p : float
+        A probability in [0, 1].
+
+    Returns
+    -------
+    str
+        E.g. ``"79.2 %"`` (never below ``p``).
+    """
+    return f"{math.ceil(p * 1000 - 1e-9) / 10:.1f} %"
 
 
 def too_large() -> ApiError:
@@ -324,7 +350,15 @@ def _add_survey_routes(app: FastAPI, access: _Access) -> None:
         return {"id": s.id, "name": s.name, "revision": s.revision, "n_reports": s.n_reports,
                 "config": s.spec.to_dict()}
 
-    def build_spec(schema: dict, protocol: S.ProtocolIn) -> SurveySpec:
+    def build_spec(schema: dict, protocol: S.ProtocolIn, allow_large: bool) -> SurveySpec:
+        eps = protocol.epsilon
+        limit = EPSILON_HARD_LIMIT if allow_large else MAX_EPSILON
+        if not eps <= limit:  # NaN and infinity too
+            why = ("the largest budget the service accepts" if allow_large else
+                   "the largest budget without the owner's override; a larger one lets a sent "
+                   "answer give the true answer away almost always. To use it anyway, add "
+                   "\"allow_large_epsilon\": true")
+            raise ApiError(422, f"protocol: epsilon {eps:g} exceeds {limit:g}, {why}")
         try:
             return SurveySpec.build(schema, protocol.model_dump())
         except SpecError as exc:
@@ -337,7 +371,7 @@ def _add_survey_routes(app: FastAPI, access: _Access) -> None:
     @app.post("/surveys", status_code=201, response_model=S.SurveyOut,
               dependencies=[Depends(access.require_admin)])
     def create_survey(body: S.SurveyIn) -> dict:
-        spec = build_spec(body.schema_, body.protocol)
+        spec = build_spec(body.schema_, body.protocol, body.allow_large_epsilon)
         return survey_out(storage.create_survey(body.name, spec))
 
     @app.get("/surveys", response_model=list[S.SurveyOut],
@@ -359,7 +393,7 @@ def _add_survey_routes(app: FastAPI, access: _Access) -> None:
             proto = body.protocol or S.ProtocolIn(**{
                 k: v for k, v in cur.spec.protocol.to_dict().items()
                 if k not in ("format", "version")})
-            spec = build_spec(schema, proto)
+            spec = build_spec(schema, proto, body.allow_large_epsilon)
         access.surveys_seen.pop(sid, None)
         try:
             return survey_out(storage.update_survey(sid, body.name, spec))
@@ -389,8 +423,9 @@ def _add_form_routes(app: FastAPI, access: _Access) -> None:
         if unsupported:
             raise ApiError(409, f"the browser form randomizes with {sorted(FORM_MECHANISMS)}; "
                                 f"this survey uses {unsupported}: use reidrisk.client")
-        page = FORM_PAGE.replace("{sid}", html.escape(s.id)).replace("{name}",
-                                                                     html.escape(s.name))
+        page = (FORM_PAGE.replace("{sid}", html.escape(s.id))
+                .replace("{name}", html.escape(s.name))
+                .replace("{guess}", percent_at_most(max(s.spec.guess_bounds()))))
         return HTMLResponse(page, headers=SECURITY_HEADERS)
 
     @app.get("/static/{name}", include_in_schema=False)

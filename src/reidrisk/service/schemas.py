@@ -48,12 +48,16 @@ class SurveyIn(BaseModel):
         The attributes (``reidrisk.schema.Schema.to_dict``).
     protocol : ProtocolIn
         How clients report.
+    allow_large_epsilon : bool
+        The owner's override of the largest budget (``reidrisk.service.app.MAX_EPSILON``):
+        budgets up to ``EPSILON_HARD_LIMIT`` are then accepted (default false).
     """
 
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=200, pattern=PRINTABLE)
     schema_: dict[str, Any] = Field(alias="schema")
     protocol: ProtocolIn
+    allow_large_epsilon: bool = False
 
 
 class SurveyPatch(BaseModel):
@@ -67,12 +71,15 @@ class SurveyPatch(BaseModel):
         A new schema (``reidrisk.schema.Schema.to_dict``).
     protocol : ProtocolIn, optional
         A new protocol.
+    allow_large_epsilon : bool
+        As in ``SurveyIn``.
     """
 
     model_config = ConfigDict(extra="forbid")
     name: str | None = Field(default=None, min_length=1, max_length=200, pattern=PRINTABLE)
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
     protocol: ProtocolIn | None = None
+    allow_large_epsilon: bool = False
 
 
 class SurveyOut(BaseModel):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -267,6 +268,26 @@ class SurveySpec:
             The spec the configuration describes (``from_dict``).
         """
         return cls.from_dict(json.loads(text))
+
+    def guess_bounds(self) -> tuple[float, ...]:
+        """For each attribute, the most often anyone can guess a person's true answer from their
+        sent (randomized) answer, when the attribute's answers are equally likely a priori.
+
+        Under epsilon-local differential privacy with per-attribute budget ``e`` over ``k``
+        categories, the best guess from a report is right with probability at most
+        ``exp(e) / (exp(e) + k - 1)`` (each report is at most ``exp(e)`` times likelier under one
+        answer than under any other); randomized response (``grr``) attains it.
+
+        Returns
+        -------
+        tuple of float
+            One bound in (1/k, 1] per attribute, in schema order.
+        """
+        out = []
+        for a, m in zip(self.schema, self.mechanisms):
+            e, k = float(m.epsilon), int(a.size)
+            out.append(1.0 / (1.0 + (k - 1) * math.exp(-e)))
+        return tuple(out)
 
     # ---- reports -----------------------------------------------------------------------------
     def cells_of(self, values: dict, index: int) -> list:

@@ -42,8 +42,9 @@
   document.getElementById("form").addEventListener("submit", function (ev) {
     ev.preventDefault();
     var codes = {};
-    config.schema.attributes.forEach(function (a) {
-      var v = document.querySelector("select[name='" + a.name + "']").value;
+    config.schema.attributes.forEach(function (a, j) {
+      // by position, never by name: a name is text (an apostrophe would break a selector)
+      var v = document.getElementById("q-" + j).value;
       codes[a.name] = v === "" ? null : Number(v);
     });
     var report;
