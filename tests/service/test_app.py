@@ -95,3 +95,47 @@ def test_a_short_admin_token_is_refused(storage):
 
     with pytest.raises(ValueError, match=f"at least {MIN_ADMIN_TOKEN} characters"):
         create_app(storage, admin_token="x")
+
+
+def test_admin_writes_are_refused_before_their_body_is_read(app):
+    import asyncio
+
+    from .conftest import ADMIN
+
+    def call(method, path, token, length):
+        read, sent = [], []
+
+        async def receive():
+            read.append(1)
+            return {"type": "http.request", "body": b"{}", "more_body": False}
+
+        async def send(message):
+            sent.append(message)
+
+        headers = [(b"content-length", str(length).encode())]
+        if token:
+            headers.append((b"authorization", f"Bearer {token}".encode()))
+        scope = {"type": "http", "method": method, "path": path, "raw_path": path.encode(),
+                 "query_string": b"", "headers": headers, "client": ("10.0.0.9", 1),
+                 "server": ("testserver", 80), "scheme": "http", "http_version": "1.1",
+                 "root_path": "", "app": app}
+        asyncio.run(app(scope, receive, send))
+        return sent[0]["status"], len(read)
+
+    assert call("POST", "/surveys", None, 100 << 20) == (401, 0)  # a 100 MB body, unread
+    assert call("POST", "/surveys", "wrong-token-of-16+", 10) == (403, 0)
+    assert call("PATCH", "/surveys/abc", None, 10) == (401, 0)
+    assert call("POST", "/surveys", ADMIN, 100 << 20) == (413, 0)  # too large even for admin
+    assert call("POST", "/surveys", ADMIN, 2)[0] == 422  # read and answered by the route
+
+
+def test_failed_admin_tokens_are_throttled(client):
+    from reidrisk.service.app import ADMIN_FAILURES_BURST
+
+    bad = {"Authorization": "Bearer not-the-admin-token"}
+    codes = [client.get("/surveys", headers=bad).status_code
+             for _ in range(ADMIN_FAILURES_BURST + 3)]
+    assert set(codes[:ADMIN_FAILURES_BURST - 2]) == {403} and codes[-1] == 429
+    r = client.get("/surveys", headers=bad)
+    assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
+    assert client.get("/surveys", headers=admin_headers()).status_code == 200  # the admin is not

@@ -101,6 +101,12 @@ one away 99.995 % of the time (``SurveySpec.guess_bounds``)."""
 EPSILON_HARD_LIMIT = 100.0
 """Largest budget even with the override (past it the channel's probabilities are 0 and 1 in
 floating point: the answers are sent in the clear)."""
+ADMIN_FAILURES_RATE = 1.0
+ADMIN_FAILURES_BURST = 20
+"""Failed admin attempts allowed per client address: one a second on average, 20 at once; past
+them 429 (``_Access.check_admin``)."""
+MAX_ADMIN_BODY = 1 << 20
+"""Largest body of an admin request (``AdminGate``); a survey's definition is far smaller."""
 MIN_ADMIN_TOKEN = 16
 """Fewest characters of an admin token (``reidrisk serve`` suggests 43 random ones)."""
 _ID = re.compile(r"^[0-9a-f]{1,64}$")  # survey and credential ids: hexadecimal
@@ -242,6 +248,7 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
     _add_report_routes(app, access, RateLimiter(code_rate, code_burst))
     _add_query_routes(app, access)
     _document_report_bodies(app)
+    app.add_middleware(AdminGate, access=access)  # before any admin body is read
     app.add_middleware(SecurityHeaders)  # the outermost layer: the fast path's answers too
     return app
 
@@ -293,14 +300,25 @@ class _Access:
         self.storage, self.admin_token = storage, admin_token
         self.surveys_seen: dict[str, Survey] = {}
         self.codes_seen: dict[str, Credential] = {}
+        self.failures = RateLimiter(ADMIN_FAILURES_RATE, ADMIN_FAILURES_BURST)
 
     def token_of(self, request: Request) -> str | None:
         return bearer(request.headers.get("authorization"))
 
     def require_admin(self, request: Request) -> None:
-        if not is_admin(self.token_of(request), self.admin_token):
-            raise ApiError(401 if self.token_of(request) is None else 403,
-                           "this endpoint needs the admin token (Authorization: Bearer <token>)")
+        self.check_admin(self.token_of(request), request.client.host if request.client else "")
+
+    def check_admin(self, token: str | None, host: str) -> None:
+        """Refuse anything but the admin token; failed attempts are throttled per address
+        (``ADMIN_FAILURES_RATE`` a second, bursts of ``ADMIN_FAILURES_BURST``)."""
+        if is_admin(token, self.admin_token):
+            return
+        ok, wait = self.failures.allow(host)
+        if not ok:
+            raise ApiError(429, f"too many failed admin attempts from this address; retry in "
+                                f"{wait:.0f} s", headers={"Retry-After": str(math.ceil(wait))})
+        raise ApiError(401 if token is None else 403,
+                       "this endpoint needs the admin token (Authorization: Bearer <token>)")
 
     def survey_or_404(self, sid: str) -> Survey:
         if not _ID.match(sid):  # never sent to the database (a NUL byte would be a 500)
@@ -754,6 +772,44 @@ def _add_query_routes(app: FastAPI, access: _Access) -> None:
         """The fitted model in the versioned JSON of ``reidrisk collect fit``."""
         survey = access.reader(request, sid)
         return fitted(survey).model.to_dict()
+
+
+class AdminGate:
+    """ASGI middleware that checks the admin token of every admin write before its body is read.
+
+    Every POST, PATCH, PUT or DELETE other than the two report endpoints is an admin request:
+    without the admin token it is answered 401/403 (429 past the failures allowed,
+    ``_Access.check_admin``) and a declared body over ``MAX_ADMIN_BODY`` is answered 413, both
+    without reading the body (before, a 100 MB body was parsed before the token was checked).
+
+    Parameters
+    ----------
+    app : ASGI application
+        The application.
+    access : _Access
+        Who may do what.
+    """
+
+    def __init__(self, app, access: _Access) -> None:
+        self.app, self.access = app, access
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and scope["method"] in ("POST", "PATCH", "PUT", "DELETE") \
+                and not _REPORTS_PATH.match(scope["path"]):
+            headers = dict(scope["headers"])
+            token = bearer(headers.get(b"authorization", b"").decode("latin-1"))
+            host = (scope.get("client") or ("",))[0]
+            try:
+                self.access.check_admin(token, host)
+                length = headers.get(b"content-length", b"0").decode("latin-1")
+                if b"transfer-encoding" in headers or not length.isdigit() \
+                        or int(length) > MAX_ADMIN_BODY:
+                    raise ApiError(413, f"an admin request's body is at most {MAX_ADMIN_BODY} "
+                                        "bytes, with its Content-Length")
+            except ApiError as exc:
+                await send_json(send, exc.status, exc.body(), exc.headers)
+                return
+        await self.app(scope, receive, send)
 
 
 class SecurityHeaders:
