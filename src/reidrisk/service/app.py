@@ -54,6 +54,7 @@ from reidrisk.service.models import ModelCache, NoReports
 from reidrisk.service.storage import (
     CODE,
     RESEARCHER,
+    CodeRevoked,
     Credential,
     NotFound,
     Storage,
@@ -593,6 +594,9 @@ def _add_report_routes(app: FastAPI, access: _Access, limiter: RateLimiter) -> N
             return await writer.submit(survey, cred.id, ids, rows)
         except ReportError as exc:
             raise ApiError(422, str(exc), exc.index) from None
+        except CodeRevoked as exc:  # by another server process sharing the database
+            access.codes_seen.pop(token or "", None)
+            raise ApiError(403, str(exc)) from None
         except StorageError as exc:  # the survey changed, a quota, or a reused id
             access.surveys_seen.pop(sid, None)  # read the survey again next time
             raise ApiError(409, str(exc), getattr(exc, "index", None)) from None

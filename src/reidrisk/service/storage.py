@@ -71,6 +71,10 @@ class ReportConflict(StorageError):
         self.index = index
 
 
+class CodeRevoked(StorageError):
+    """The submission code was revoked (checked in the transaction that would store)."""
+
+
 class QuotaExceeded(StorageError):
     """A submission would take its code past its quota (one report per person by default)."""
 
@@ -571,7 +575,8 @@ class Storage:
         Under the survey's row lock: an id already stored (or taken by an earlier submission of
         this call) with the same cells is a duplicate, not stored again, and with other cells
         refuses its submission whole (``ReportConflict``); a submission whose new reports would
-        take its code past its quota is refused whole (``QuotaExceeded``); the others are stored.
+        take its code past its quota is refused whole (``QuotaExceeded``), and one whose code was
+        revoked (by any server process) too (``CodeRevoked``); the others are stored.
         Cells are compared in canonical spelling (``SurveySpec.canonical_row``). Returns after
         the commit.
 
@@ -621,7 +626,13 @@ class Storage:
                     continue
                 cid = sub.credential_id
                 if cid is not None:
-                    quota, used = creds[cid]
+                    quota, used, revoked = creds[cid]
+                    if revoked:  # by any server process sharing the database, even just now
+                        answers.append(CodeRevoked(
+                            "this submission code was revoked; ask the survey's administrator "
+                            "for a new one"))
+                        pos += len(sub.ids)
+                        continue
                     if quota is not None and used + len(new) > quota:
                         answers.append(QuotaExceeded(
                             f"submission code {cid} may store {quota} report(s) and has stored "
@@ -630,7 +641,7 @@ class Storage:
                             "issued with that quota (POST /surveys/{id}/codes {\"quota\": n})"))
                         pos += len(sub.ids)
                         continue
-                    creds[cid] = (quota, used + len(new))
+                    creds[cid] = (quota, used + len(new), revoked)
                 for j in new:
                     taken[sub.ids[j]] = sub.cells[j]
                     rows.append({"survey_id": survey.id, "report_id": sub.ids[j],
@@ -640,19 +651,22 @@ class Storage:
                 pos += len(sub.ids)
                 answers.append(frozenset(sub.ids[j] for j in new))
             n_total = self._fold(conn, survey, rows, rr, keep)
-            for cid, (_, used) in creds.items():
+            for cid, (_, used, _) in creds.items():
                 conn.execute(sa.update(m.credentials).where(m.credentials.c.id == cid)
                              .values(used=used))
         return [a if isinstance(a, StorageError) else
                 IngestResult(len(a), len(s.ids) - len(a), n_total, a)
                 for a, s in zip(answers, subs)]
 
-    def _quota(self, conn: sa.Connection, cid: str) -> tuple[int | None, int]:
-        row = conn.execute(sa.select(m.credentials.c.quota, m.credentials.c.used)
+    def _quota(self, conn: sa.Connection, cid: str) -> tuple[int | None, int, bool]:
+        """A code's quota, reports stored and whether it is revoked, as committed now."""
+        row = conn.execute(sa.select(m.credentials.c.quota, m.credentials.c.used,
+                                     m.credentials.c.revoked_at)
                            .where(m.credentials.c.id == cid)).first()
         if row is None:
             raise NotFound(f"no credential {cid!r}")
-        return (None if row.quota is None else int(row.quota)), int(row.used)
+        return ((None if row.quota is None else int(row.quota)), int(row.used),
+                row.revoked_at is not None)
 
     def _fold(self, conn: sa.Connection, survey: Survey, rows: list[dict], rr: RecordReports,
               keep: list[int]) -> int:
