@@ -139,3 +139,17 @@ def test_failed_admin_tokens_are_throttled(client):
     r = client.get("/surveys", headers=bad)
     assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
     assert client.get("/surveys", headers=admin_headers()).status_code == 200  # the admin is not
+
+
+def test_the_api_pages_can_be_turned_off(storage):
+    from fastapi.testclient import TestClient
+
+    from reidrisk.service.app import create_app
+
+    from .conftest import ADMIN
+
+    with TestClient(create_app(storage, admin_token=ADMIN, docs=False)) as off, \
+            TestClient(create_app(storage, admin_token=ADMIN)) as on:
+        assert off.get("/docs").status_code == 404 and off.get("/redoc").status_code == 404
+        assert off.get("/openapi.json").status_code == 200
+        assert on.get("/docs").status_code == 200

@@ -201,7 +201,7 @@ class ApiError(ReidriskError):
 
 
 def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: float = 5.0,
-               code_burst: float | None = None) -> FastAPI:
+               code_burst: float | None = None, docs: bool = True) -> FastAPI:
     """The collection service on ``storage`` (module doc).
 
     The steps: the application and its shared state (the model cache and the single writer),
@@ -219,6 +219,9 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
         ``reidrisk.service.auth.RateLimiter``; 0 = unlimited).
     code_burst : float, optional
         Bucket size per code; ``None`` (default): ``max(1, 2 * code_rate)``.
+    docs : bool
+        Serve the interactive API pages ``/docs`` and ``/redoc`` (default true); they load their
+        scripts from a CDN, so a production server may turn them off (``/openapi.json`` stays).
 
     Returns
     -------
@@ -236,7 +239,8 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
                           f"{MIN_ADMIN_TOKEN} characters of randomness, e.g. python -c 'import "
                           "secrets; print(secrets.token_urlsafe(32))'")
     app = FastAPI(title="reidrisk collection service", version=__version__,
-                  description=__doc__.split("\n\n")[0])
+                  description=__doc__.split("\n\n")[0], docs_url="/docs" if docs else None,
+                  redoc_url="/redoc" if docs else None)
     app.state.storage = storage
     app.state.models = ModelCache(storage)
     app.state.writer = GroupWriter(storage)
