@@ -43,7 +43,7 @@ from reidrisk.schema import Attribute, Schema  # noqa: E402
 from reidrisk.service.process import ServerProcess  # noqa: E402
 from reidrisk.service.wire import SurveySpec  # noqa: E402
 
-ADMIN = "bench-admin"
+ADMIN = "bench-admin-token"
 SIZES = [2, 3, 4, 5, 6, 7, 8, 2, 3, 4, 5, 6, 7, 8, 4]
 EPSILON = 5.0
 MISSING = 0.2
@@ -80,7 +80,8 @@ def setup_survey(url: str) -> tuple[str, str, SurveySpec]:
             "protocol": {"epsilon": EPSILON, "mechanism": "subset"}})
         r.raise_for_status()
         sid = r.json()["id"]
-        code = http.post(f"/surveys/{sid}/codes", headers=admin, json={}).json()[0]["token"]
+        code = http.post(f"/surveys/{sid}/codes", headers=admin,
+                             json={"quota": 10**8}).json()[0]["token"]
         spec = SurveySpec.from_dict(http.get(f"/surveys/{sid}/config").json())
     return sid, code, spec
 

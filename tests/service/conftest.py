@@ -102,19 +102,27 @@ def new_survey(client, *, epsilon=4.0, k=None, mechanism="subset", schema=SCHEMA
     return r.json()
 
 
-def issue(client, sid: str, kind: str = "codes", count: int = 1) -> list[dict]:
-    r = client.post(f"/surveys/{sid}/{kind}", headers=admin_headers(),
-                    json={"label": "t", "count": count})
+def issue(client, sid: str, kind: str = "codes", count: int = 1,
+          quota: int | None = 10**6) -> list[dict]:
+    """Issue credentials; codes get an institution's quota unless ``quota`` says otherwise
+    (``None``: the server's default, one report)."""
+    body = {"label": "t", "count": count}
+    if kind == "codes" and quota is not None:
+        body["quota"] = quota
+    r = client.post(f"/surveys/{sid}/{kind}", headers=admin_headers(), json=body)
     assert r.status_code == 201, r.text
     return r.json()
 
 
 def population(n: int, seed: int, missing: float = 0.2) -> np.ndarray:
-    """Codes (n, 3) with a dependence between age and smoker and MCAR gaps."""
+    """Codes (n, 3) with a dependence between age and smoker and MCAR gaps; every person
+    answers at least one question (the server refuses an empty report)."""
     rng = np.random.default_rng(seed)
     age = rng.choice(3, n, p=[0.3, 0.45, 0.25])
     region = rng.choice(4, n, p=[0.4, 0.3, 0.2, 0.1])
     smoker = (rng.random(n) < np.array([0.5, 0.3, 0.1])[age]).astype(int)
     codes = np.column_stack([age, region, smoker])
-    codes[rng.random(codes.shape) < missing] = -1
+    gaps = rng.random(codes.shape) < missing
+    gaps[gaps.all(axis=1), 1] = False  # region answered by whoever skipped everything
+    codes[gaps] = -1
     return codes

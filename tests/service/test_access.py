@@ -100,6 +100,8 @@ MALFORMED = {
     "extra field": ({**one({"smoker": "1"}), "raw": {"smoker": "yes"}}, ["unexpected", "raw"]),
     "values not an object": (one(["1"]), ["values"]),
     "not an object": (["x"], ["object"]),
+    "empty report": (one({}), ["holds no answer"]),
+    "every value null": (one({"age": None, "region": None, "smoker": None}), ["holds no answer"]),
 }
 
 
@@ -133,3 +135,21 @@ def test_a_body_that_is_not_json_is_a_400(client):
     assert r.status_code == 400 and "not JSON" in r.json()["detail"]
     r = client.post(f"/surveys/{sid}/reports/batch", headers=bearer(code), json={"reports": []})
     assert r.status_code == 422 and "no reports" in r.json()["detail"]
+
+
+def test_a_code_revoked_by_another_server_process_stops_at_once(storage):
+    """Two servers share one database: a code revoked through the second is refused by the
+    first on its next request, though the first keeps the code in memory."""
+    first, second = (TestClient(create_app(storage, admin_token=ADMIN, code_rate=0))
+                     for _ in range(2))
+    with first, second:
+        sid = new_survey(first)["id"]
+        c = issue(first, sid)[0]
+        send = [one({"smoker": "1"}) for _ in range(2)]
+        url = f"/surveys/{sid}/reports"
+        assert first.post(url, headers=bearer(c["token"]), json=send[0]).status_code == 201
+        r = second.delete(f"/surveys/{sid}/codes/{c['id']}", headers=admin_headers())
+        assert r.status_code == 200 and r.json()["revoked"]
+        r = first.post(url, headers=bearer(c["token"]), json=send[1])
+        assert r.status_code == 403 and "revoked" in r.json()["detail"]
+        assert storage.survey(sid).n_reports == 1

@@ -118,8 +118,16 @@ def test_survey_is_immutable_once_it_has_reports(client):
     r = client.patch(f"/surveys/{sid}", headers=admin_headers(),
                      json={"protocol": {"epsilon": 8.0}})
     assert r.status_code == 409 and "no longer change" in r.json()["detail"]
+    assert "create a new survey (POST /surveys)" in r.json()["detail"]
     assert client.patch(f"/surveys/{sid}", headers=admin_headers(),
                         json={"name": "renamed"}).status_code == 200
+    # withdrawn reports were still sent under the old definition: it stays frozen
+    cid = client.get(f"/surveys/{sid}/codes", headers=admin_headers()).json()[0]["id"]
+    client.post(f"/surveys/{sid}/codes/{cid}/withdraw", headers=admin_headers())
+    assert client.get(f"/surveys/{sid}", headers=admin_headers()).json()["n_reports"] == 0
+    r = client.patch(f"/surveys/{sid}", headers=admin_headers(),
+                     json={"schema": SCHEMA.to_dict(), "protocol": {"epsilon": 1.0}})
+    assert r.status_code == 409 and "withdrawn ones included" in r.json()["detail"]
 
 
 def test_model_is_refitted_lazily_never_on_ingestion(client, app):
@@ -181,3 +189,50 @@ def test_an_exact_table_beyond_the_hard_limit_is_refused_by_name(client, monkeyp
     r = client.get(f"/surveys/{sid}/table", params={"attributes": "age,smoker", "exact": "true"},
                    headers=admin_headers())
     assert r.status_code == 200 and r.json()["exact"] is True  # two attributes: a closed form
+
+
+def test_cells_are_stored_in_one_spelling_and_a_reused_id_with_other_content_is_refused(
+        client, storage):
+    sid = new_survey(client, epsilon=1.0)["id"]  # subset: age and region h = 2
+    code = issue(client, sid)[0]["token"]
+    url = f"/surveys/{sid}/reports/batch"
+    a, b = str(uuid.uuid4()), str(uuid.uuid4())
+    sent = [{"id": a, "values": {"region": "3|01", "smoker": "001"}},
+            {"id": b, "values": {"age": "2|0"}}]
+    assert client.post(url, headers=bearer(code), json={"reports": sent}).status_code == 201
+    ids, cells = storage.report_cells(sid)
+    assert dict(zip(ids, cells)) == {a: [None, "1|3", "1"], b: ["0|2", None, None]}
+    # the same report in another spelling is a retry: a duplicate
+    r = client.post(url, headers=bearer(code), json={"reports": [
+        {"id": b, "values": {"age": "0|02"}}, {"id": a, "values": {"region": "1|3",
+                                                                   "smoker": "1"}}]})
+    assert r.status_code == 201 and r.json() == {"accepted": 0, "duplicates": 2, "n_reports": 2}
+    # other content under a stored id is refused, naming the report; nothing is stored
+    r = client.post(url, headers=bearer(code), json={"reports": [
+        {"id": str(uuid.uuid4()), "values": {"smoker": "0"}},
+        {"id": a, "values": {"region": "0|3", "smoker": "1"}}]})
+    assert r.status_code == 409 and r.json()["report"] == 1
+    assert f"id {a} is already stored with different content" in r.json()["detail"]
+    assert storage.survey(sid).n_reports == 2
+
+
+def test_a_budget_above_the_maximum_needs_the_owner_s_override(client):
+    from reidrisk.service.app import EPSILON_HARD_LIMIT, MAX_EPSILON
+
+    body = {"name": "s", "schema": SCHEMA.to_dict(), "protocol": {"epsilon": 200.0}}
+    r = client.post("/surveys", headers=admin_headers(), json=body)
+    assert r.status_code == 422 and f"epsilon 200 exceeds {MAX_EPSILON:g}" in r.json()["detail"]
+    assert '"allow_large_epsilon": true' in r.json()["detail"]
+    r = client.post("/surveys", headers=admin_headers(), json={**body, "protocol": {
+        "epsilon": 50.0}, "allow_large_epsilon": True})
+    assert r.status_code == 201
+    assert "up to 100.0 %" in " ".join(client.get(f"/surveys/{r.json()['id']}/form").text.split())
+    r = client.post("/surveys", headers=admin_headers(), json={
+        **body, "protocol": {"epsilon": 1e308}, "allow_large_epsilon": True})
+    assert r.status_code == 422
+    assert f"exceeds {EPSILON_HARD_LIMIT:g}, the largest budget the service accepts" in \
+        r.json()["detail"]
+    sid = new_survey(client)["id"]
+    r = client.patch(f"/surveys/{sid}", headers=admin_headers(),
+                     json={"protocol": {"epsilon": 12.0}})
+    assert r.status_code == 422 and "exceeds 10" in r.json()["detail"]

@@ -22,15 +22,16 @@ pytestmark = pytest.mark.slow
 
 
 def test_sigkill_mid_stream_loses_no_acknowledged_report(db_url, storage, tmp_path):
-    admin = {"Authorization": "Bearer crash-admin"}
-    server = ServerProcess(database_url=db_url, admin_token="crash-admin",
+    admin = {"Authorization": "Bearer crash-admin-token"}
+    server = ServerProcess(database_url=db_url, admin_token="crash-admin-token",
                            log=tmp_path / "server.log").start()
     try:
         with httpx.Client(base_url=server.url, timeout=10) as http:
             sid = http.post("/surveys", headers=admin, json={
                 "name": "crash", "schema": SCHEMA.to_dict(),
                 "protocol": {"epsilon": 3.0}}).json()["id"]
-            code = http.post(f"/surveys/{sid}/codes", headers=admin, json={}).json()[0]["token"]
+            code = http.post(f"/surveys/{sid}/codes", headers=admin,
+                             json={"quota": 10**8}).json()[0]["token"]
         local = SurveyClient(server.url, sid, code)
         acked: list[str] = []
         lock = threading.Lock()
@@ -74,7 +75,7 @@ def test_sigkill_mid_stream_loses_no_acknowledged_report(db_url, storage, tmp_pa
     finally:
         server.kill()
 
-    server = ServerProcess(database_url=db_url, admin_token="crash-admin").start()
+    server = ServerProcess(database_url=db_url, admin_token="crash-admin-token").start()
     try:
         ids = collections.Counter(storage.report_ids(sid))
         assert all(ids[i] == 1 for i in acked), "an acknowledged report is missing or doubled"

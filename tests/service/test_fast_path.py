@@ -30,7 +30,7 @@ def test_the_report_endpoints_are_answered_by_the_fast_path(app, client, monkeyp
     assert r.status_code == 201 and r.headers["content-type"] == "application/json"
     assert r.json() == {"accepted": 1, "duplicates": 0, "n_reports": 1}
     r = client.post(f"/surveys/{sid}/reports/batch", headers=bearer(code),
-                    json={"reports": [one({"region": "2"}), one({})]})
+                    json={"reports": [one({"region": "2"}), one({"smoker": "1"})]})
     assert r.status_code == 201 and r.json()["accepted"] == 2
     assert ("POST", f"/surveys/{sid}/reports") in seen
     # other methods and paths still reach the app's routes

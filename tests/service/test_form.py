@@ -181,3 +181,89 @@ f.addEventListener("load", step);
     cells = sent["values"]["region"].split("|")
     assert len(cells) == 2  # a subset report (h = 2 of 5 at epsilon 0.5 per attribute)
     assert client.get(f"/surveys/{sid}", headers=admin_headers()).json()["n_reports"] == 1
+
+
+# form.js in node with a minimal page and fetch: the survey's config, then one press of "send",
+# then a second press after "received"
+NODE_FORM = """
+const fs = require("fs"), vm = require("vm");
+const els = {};
+function el(id) {
+  return els[id] || (els[id] = {id, attrs: {}, children: [], disabled: id === "send",
+    textContent: "", className: "", value: id === "code" ? "sc_x" : "", listeners: {},
+    setAttribute(k, v) { this.attrs[k] = v; }, getAttribute(k) { return this.attrs[k]; },
+    appendChild(c) { this.children.push(c); },
+    addEventListener(t, f) { this.listeners[t] = f; }});
+}
+el("survey").attrs["data-survey"] = "s1";
+const posts = [];
+const config = JSON.parse(process.argv[2]);
+function answer(status, body) {
+  return Promise.resolve({ok: status < 300, status, json: () => Promise.resolve(body)});
+}
+const ctx = {
+  document: {getElementById: (id) => { const e = el(id); if (id.startsWith("q-")) e.value = "1";
+                                       return e; },
+             createElement: () => el("x" + Math.random()),
+             querySelector: (sel) => {  // a browser refuses a selector with a stray quote
+               if ((sel.match(/'/g) || []).length % 2) throw new Error("not a valid selector");
+               return {value: "1"};
+             }},
+  fetch: (url, opts) => {
+    if (!opts) return answer(200, config);
+    posts.push(opts.body);
+    return answer(201, {accepted: 1, duplicates: 0, n_reports: 1});
+  },
+  ReidriskRandomizer: {randomizeRecord: (cfg, codes) => ({id: "r" + posts.length,
+                                                         values: codes})},
+  setTimeout, Promise, console, String, Number, Error,
+};
+vm.runInNewContext(fs.readFileSync(process.argv[1], "utf8"), ctx);
+const press = () => el("form").listeners.submit({preventDefault() {}});
+setTimeout(() => {
+  const ready = !el("send").disabled;
+  press(); press();  // a double click
+  setTimeout(() => {
+    const after = {disabled: el("send").disabled, status: el("status").textContent};
+    press();  // once received, a further press sends nothing
+    setTimeout(() => process.stdout.write(JSON.stringify({ready, after, posts})), 20);
+  }, 20);
+}, 20);
+"""
+
+
+@pytest.mark.parametrize("name", ["a0", "smoker's status"])
+def test_the_form_sends_one_report_and_its_button_stays_off_once_received(name):
+    if NODE is None:
+        missing("node is not installed", ci="the form's script tests must run",
+                local="install it (Debian: apt-get install nodejs) to run them")
+    schema = Schema((Attribute(name, ("c0", "c1", "c2")),))
+    spec = SurveySpec.build(schema.to_dict(), {"epsilon": 2.0})
+    proc = subprocess.run([NODE, "-e", NODE_FORM, str(STATIC / "form.js"),
+                           json.dumps({"name": "s", **spec.to_dict()})],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["ready"]  # the button is on once the questions are built
+    assert out["after"] == {"disabled": True,
+                            "status": "Your randomized answers were received. Thank you."}
+    assert len(out["posts"]) == 1  # one report, its answer read by the question's position
+    assert json.loads(out["posts"][0])["values"] == {name: 1}
+
+
+def test_the_form_says_how_often_a_sent_answer_gives_the_true_one_away(client):
+    import math
+
+    from .conftest import SCHEMA, new_survey
+
+    for epsilon, k in ((4.0, None), (4.0, 2), (0.5, None)):
+        sid = new_survey(client, epsilon=epsilon, k=k)["id"]
+        page = " ".join(client.get(f"/surveys/{sid}/form").text.split())
+        per = epsilon / (k or len(SCHEMA))  # each reported attribute's budget
+        worst = max(math.exp(per) / (math.exp(per) + a.size - 1) for a in SCHEMA)
+        assert f"up to {math.ceil(worst * 1000) / 10:.1f} % of the time" in page, page
+        assert "never receives" not in page and "sees which questions you skipped" in page
+    # the guide's setting (epsilon 4, two attributes a person): a yes/no answer goes out as
+    # given 88.1 % of the time (e^2 / (e^2 + 1))
+    sid = new_survey(client, epsilon=4.0, k=2)["id"]
+    assert "up to 88.1 %" in " ".join(client.get(f"/surveys/{sid}/form").text.split())

@@ -46,3 +46,17 @@ def test_specs_stored_before_the_rename_still_load():
     d = spec.to_dict()
     d["protocol"]["k"] = d["protocol"].pop("attributes_per_person")  # a survey stored earlier
     assert SurveySpec.from_dict(d).protocol == spec.protocol
+
+
+def test_cells_get_one_spelling_sets_sorted_tuples_kept_in_order():
+    from reidrisk.service.wire import canonical_cell
+
+    assert canonical_cell("4|3|02|1|0", True) == "0|1|2|3|4"
+    assert canonical_cell("007", False) == "7" and canonical_cell("{}", True) == "{}"
+    # local hashing's cell is (hash parameters, value): its order is the report
+    assert canonical_cell("0901|77|3", False) == "901|77|3"
+    subset, olh, oue = (_spec(mechanism=m) for m in ("subset", "olh", "oue"))
+    assert subset.cells_of({"region": "3|01"}, 0) == [None, "1|3", None]
+    assert oue.cells_of({"region": "3|01"}, 0) == [None, "1|3", None]
+    assert olh.cells_of({"age": "12|03|1"}, 0) == ["12|3|1", None, None]
+    assert subset.canonical_row(["2|0", None, "01"]) == ["0|2", None, "1"]

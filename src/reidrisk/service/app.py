@@ -3,13 +3,18 @@
 ``create_app(storage, admin_token=...)`` serves:
 
 * ``POST /surveys`` (admin): create a survey (schema, budget, mechanism, split); ``PATCH
-  /surveys/{id}`` changes it only while it has no reports; ``GET /surveys[/{id}]``.
+  /surveys/{id}`` changes its definition only while it has never stored a report (then 409: a new
+  version is a new survey), its name always; ``GET /surveys[/{id}]``.
 * ``GET /surveys/{id}/config`` (public): everything a client needs to randomize.
 * ``POST /surveys/{id}/codes`` / ``/tokens`` (admin): issue submission codes / researcher tokens
-  (shown once, stored hashed); ``DELETE .../{credential}`` revokes one.
+  (shown once, stored hashed); ``DELETE .../{credential}`` revokes one. A code stores at most its
+  quota of reports (1 by default: one person, one report; an institution's code declares its
+  number). ``POST /surveys/{id}/codes/{code}/withdraw`` (admin) takes a code's reports out of the
+  counts and revokes it; ``GET /surveys/{id}/audit`` lists such actions.
 * ``POST /surveys/{id}/reports`` and ``/reports/batch`` (submission code): randomized reports only
-  (``reidrisk.service.wire``); a batch is all-or-nothing; the answer comes after the commit;
-  retried ids are acknowledged as duplicates and not stored twice.
+  (``reidrisk.service.wire``; an empty report is refused); a batch is all-or-nothing; the answer
+  comes after the commit; retried ids are acknowledged as duplicates and not stored twice; a
+  request past its code's quota is refused (409).
 * researcher queries (researcher token or admin): ``/counts`` (the count tables), ``/marginals``,
   ``/pairs/{a}/{b}``, ``/table?attributes=a,b,c``, ``/synthetic?n=``, ``/model`` -- answered by the
   model of ``reidrisk collect fit`` (``reidrisk.service.models``), refitted lazily.
@@ -49,6 +54,7 @@ from reidrisk.service.models import ModelCache, NoReports
 from reidrisk.service.storage import (
     CODE,
     RESEARCHER,
+    CodeRevoked,
     Credential,
     NotFound,
     Storage,
@@ -79,10 +85,32 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 STATIC_FILES = ("randomizer.js", "form.js")
 FORM_MECHANISMS = {"grr", "subset"}
 SECURITY_HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'",
+    "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; "
+                               "frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
 }
+"""Headers of every response (``SecurityHeaders``); the API documentation pages (``DOCS_PATHS``)
+get ``DOCS_CSP`` instead of the strict policy, as they load their scripts from a CDN."""
+DOCS_PATHS = ("/docs", "/redoc", "/docs/oauth2-redirect")
+DOCS_CSP = "frame-ancestors 'none'"
+MAX_EPSILON = 10.0
+"""Largest whole-record budget a survey may have unless its owner overrides
+(``allow_large_epsilon``): at 10 and a yes/no question asked alone, a sent answer gives the true
+one away 99.995 % of the time (``SurveySpec.guess_bounds``)."""
+EPSILON_HARD_LIMIT = 100.0
+"""Largest budget even with the override (past it the channel's probabilities are 0 and 1 in
+floating point: the answers are sent in the clear)."""
+ADMIN_FAILURES_RATE = 1.0
+ADMIN_FAILURES_BURST = 20
+"""Failed admin attempts allowed per client address: one a second on average, 20 at once; past
+them 429 (``_Access.check_admin``)."""
+MAX_ADMIN_BODY = 1 << 20
+"""Largest body of an admin request (``AdminGate``); a survey's definition is far smaller."""
+MIN_ADMIN_TOKEN = 16
+"""Fewest characters of an admin token (``reidrisk serve`` suggests 43 random ones)."""
+_ID = re.compile(r"^[0-9a-f]{1,64}$")  # survey and credential ids: hexadecimal
 FORM_PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{name}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -91,8 +119,11 @@ FORM_PAGE = """<!doctype html>
 </head><body>
 <div id="survey" data-survey="{sid}">
 <h1 id="title">{name}</h1>
-<p>Your answers are randomized on this device before they are sent: the server never receives
-your true answers. You may skip any question.</p>
+<p>Your answers are randomized on this device before they are sent: only the randomized answers
+leave it. Randomized does not mean hidden: someone who sees a sent answer can guess your true
+answer correctly up to {guess} of the time (for a question whose answers are all equally
+likely). You may skip any question; a skipped question is sent as skipped, so the server sees
+which questions you skipped.</p>
 <form id="form">
 <div id="questions"></div>
 <p><label>Submission code <input id="code" autocomplete="off" required></label></p>
@@ -106,6 +137,22 @@ your true answers. You may skip any question.</p>
 """
 
 
+def percent_at_most(p: float) -> str:
+    """A probability as the form states it: a percentage rounded up to one decimal.
+
+    Parameters
+    ----------
+    p : float
+        A probability in [0, 1].
+
+    Returns
+    -------
+    str
+        E.g. ``"79.2 %"`` (never below ``p``).
+    """
+    return f"{math.ceil(p * 1000 - 1e-9) / 10:.1f} %"
+
+
 def too_large() -> ApiError:
     """The refusal of a request body larger than ``MAX_BODY_BYTES``.
 
@@ -116,6 +163,10 @@ def too_large() -> ApiError:
     """
     return ApiError(413, f"the request body exceeds {MAX_BODY_BYTES} bytes; send at most "
                          f"{MAX_BATCH} reports per batch")
+
+
+class ConfigError(ReidriskError, ValueError):
+    """A server setting that cannot be used (e.g. an admin token too short to be secret)."""
 
 
 class ApiError(ReidriskError):
@@ -150,7 +201,7 @@ class ApiError(ReidriskError):
 
 
 def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: float = 5.0,
-               code_burst: float | None = None) -> FastAPI:
+               code_burst: float | None = None, docs: bool = True) -> FastAPI:
     """The collection service on ``storage`` (module doc).
 
     The steps: the application and its shared state (the model cache and the single writer),
@@ -161,21 +212,35 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
     storage : Storage
         The service's database.
     admin_token : str, optional
-        The admin's bearer token; ``None`` (default): no admin endpoint works.
+        The admin's bearer token, at least ``MIN_ADMIN_TOKEN`` characters; ``None`` (default):
+        no admin endpoint works.
     code_rate : float
         Requests per second allowed per submission code on average (token bucket,
         ``reidrisk.service.auth.RateLimiter``; 0 = unlimited).
     code_burst : float, optional
         Bucket size per code; ``None`` (default): ``max(1, 2 * code_rate)``.
+    docs : bool
+        Serve the interactive API pages ``/docs`` and ``/redoc`` (default true); they load their
+        scripts from a CDN, so a production server may turn them off (``/openapi.json`` stays).
 
     Returns
     -------
     FastAPI
         The application; ``app.state`` holds ``storage``, ``models`` (``ModelCache``) and
         ``writer`` (``GroupWriter``).
+
+    Raises
+    ------
+    ConfigError
+        For an admin token shorter than ``MIN_ADMIN_TOKEN``.
     """
+    if admin_token is not None and len(admin_token) < MIN_ADMIN_TOKEN:
+        raise ConfigError(f"the admin token has {len(admin_token)} characters; use at least "
+                          f"{MIN_ADMIN_TOKEN} characters of randomness, e.g. python -c 'import "
+                          "secrets; print(secrets.token_urlsafe(32))'")
     app = FastAPI(title="reidrisk collection service", version=__version__,
-                  description=__doc__.split("\n\n")[0])
+                  description=__doc__.split("\n\n")[0], docs_url="/docs" if docs else None,
+                  redoc_url="/redoc" if docs else None)
     app.state.storage = storage
     app.state.models = ModelCache(storage)
     app.state.writer = GroupWriter(storage)
@@ -188,6 +253,8 @@ def create_app(storage: Storage, *, admin_token: str | None = None, code_rate: f
     _add_report_routes(app, access, RateLimiter(code_rate, code_burst))
     _add_query_routes(app, access)
     _document_report_bodies(app)
+    app.add_middleware(AdminGate, access=access)  # before any admin body is read
+    app.add_middleware(SecurityHeaders)  # the outermost layer: the fast path's answers too
     return app
 
 
@@ -238,16 +305,29 @@ class _Access:
         self.storage, self.admin_token = storage, admin_token
         self.surveys_seen: dict[str, Survey] = {}
         self.codes_seen: dict[str, Credential] = {}
+        self.failures = RateLimiter(ADMIN_FAILURES_RATE, ADMIN_FAILURES_BURST)
 
     def token_of(self, request: Request) -> str | None:
         return bearer(request.headers.get("authorization"))
 
     def require_admin(self, request: Request) -> None:
-        if not is_admin(self.token_of(request), self.admin_token):
-            raise ApiError(401 if self.token_of(request) is None else 403,
-                           "this endpoint needs the admin token (Authorization: Bearer <token>)")
+        self.check_admin(self.token_of(request), request.client.host if request.client else "")
+
+    def check_admin(self, token: str | None, host: str) -> None:
+        """Refuse anything but the admin token; failed attempts are throttled per address
+        (``ADMIN_FAILURES_RATE`` a second, bursts of ``ADMIN_FAILURES_BURST``)."""
+        if is_admin(token, self.admin_token):
+            return
+        ok, wait = self.failures.allow(host)
+        if not ok:
+            raise ApiError(429, f"too many failed admin attempts from this address; retry in "
+                                f"{wait:.0f} s", headers={"Retry-After": str(math.ceil(wait))})
+        raise ApiError(401 if token is None else 403,
+                       "this endpoint needs the admin token (Authorization: Bearer <token>)")
 
     def survey_or_404(self, sid: str) -> Survey:
+        if not _ID.match(sid):  # never sent to the database (a NUL byte would be a 500)
+            raise ApiError(404, f"no survey {sid[:80]!r}")
         try:
             return self.storage.survey(sid)
         except NotFound:
@@ -293,7 +373,15 @@ def _add_survey_routes(app: FastAPI, access: _Access) -> None:
         return {"id": s.id, "name": s.name, "revision": s.revision, "n_reports": s.n_reports,
                 "config": s.spec.to_dict()}
 
-    def build_spec(schema: dict, protocol: S.ProtocolIn) -> SurveySpec:
+    def build_spec(schema: dict, protocol: S.ProtocolIn, allow_large: bool) -> SurveySpec:
+        eps = protocol.epsilon
+        limit = EPSILON_HARD_LIMIT if allow_large else MAX_EPSILON
+        if not eps <= limit:  # NaN and infinity too
+            why = ("the largest budget the service accepts" if allow_large else
+                   "the largest budget without the owner's override; a larger one lets a sent "
+                   "answer give the true answer away almost always. To use it anyway, add "
+                   "\"allow_large_epsilon\": true")
+            raise ApiError(422, f"protocol: epsilon {eps:g} exceeds {limit:g}, {why}")
         try:
             return SurveySpec.build(schema, protocol.model_dump())
         except SpecError as exc:
@@ -306,7 +394,7 @@ def _add_survey_routes(app: FastAPI, access: _Access) -> None:
     @app.post("/surveys", status_code=201, response_model=S.SurveyOut,
               dependencies=[Depends(access.require_admin)])
     def create_survey(body: S.SurveyIn) -> dict:
-        spec = build_spec(body.schema_, body.protocol)
+        spec = build_spec(body.schema_, body.protocol, body.allow_large_epsilon)
         return survey_out(storage.create_survey(body.name, spec))
 
     @app.get("/surveys", response_model=list[S.SurveyOut],
@@ -328,7 +416,7 @@ def _add_survey_routes(app: FastAPI, access: _Access) -> None:
             proto = body.protocol or S.ProtocolIn(**{
                 k: v for k, v in cur.spec.protocol.to_dict().items()
                 if k not in ("format", "version")})
-            spec = build_spec(schema, proto)
+            spec = build_spec(schema, proto, body.allow_large_epsilon)
         access.surveys_seen.pop(sid, None)
         try:
             return survey_out(storage.update_survey(sid, body.name, spec))
@@ -358,8 +446,9 @@ def _add_form_routes(app: FastAPI, access: _Access) -> None:
         if unsupported:
             raise ApiError(409, f"the browser form randomizes with {sorted(FORM_MECHANISMS)}; "
                                 f"this survey uses {unsupported}: use reidrisk.client")
-        page = FORM_PAGE.replace("{sid}", html.escape(s.id)).replace("{name}",
-                                                                     html.escape(s.name))
+        page = (FORM_PAGE.replace("{sid}", html.escape(s.id))
+                .replace("{name}", html.escape(s.name))
+                .replace("{guess}", percent_at_most(max(s.spec.guess_bounds()))))
         return HTMLResponse(page, headers=SECURITY_HEADERS)
 
     @app.get("/static/{name}", include_in_schema=False)
@@ -374,26 +463,29 @@ def _add_credential_routes(app: FastAPI, access: _Access) -> None:
     """Issue, list and revoke submission codes (``/codes``) and researcher tokens (``/tokens``)."""
     storage = access.storage
 
+    def out(c: Credential) -> dict:
+        return {"id": c.id, "label": c.label, "kind": c.kind, "revoked": c.revoked,
+                "quota": c.quota, "used": c.used}
+
     def issue(sid: str, body: S.CredentialIn, kind: str) -> list[dict]:
         access.survey_or_404(sid)
-        out = []
+        out_ = []
         for _ in range(body.count):
-            cred, token = storage.issue(sid, kind, body.label)
-            out.append({"id": cred.id, "label": cred.label, "kind": kind, "revoked": False,
-                        "token": token})
-        return out
+            cred, token = storage.issue(sid, kind, body.label, body.quota)
+            out_.append({**out(cred), "token": token})
+        return out_
 
     def listing(sid: str, kind: str) -> list[dict]:
         access.survey_or_404(sid)
-        return [{"id": c.id, "label": c.label, "kind": c.kind, "revoked": c.revoked}
-                for c in storage.credentials(sid, kind)]
+        return [out(c) for c in storage.credentials(sid, kind)]
 
     def revoke(sid: str, cid: str, kind: str) -> dict:
+        access.survey_or_404(sid)
         if not any(c.id == cid for c in storage.credentials(sid, kind)):
             raise ApiError(404, f"survey {sid!r} has no {kind} credential {cid!r}")
         c = storage.revoke(sid, cid)
         access.codes_seen.clear()
-        return {"id": c.id, "label": c.label, "kind": c.kind, "revoked": c.revoked}
+        return out(c)
 
     admin = [Depends(access.require_admin)]
     for path, kind in (("codes", CODE), ("tokens", RESEARCHER)):
@@ -408,6 +500,28 @@ def _add_credential_routes(app: FastAPI, access: _Access) -> None:
                           methods=["DELETE"], response_model=S.CredentialOut, dependencies=admin,
                           summary=f"Revoke a {what}")
 
+    @app.post("/surveys/{sid}/codes/{cid}/withdraw", response_model=S.WithdrawOut,
+              dependencies=admin)
+    def withdraw(sid: str, cid: str, body: S.WithdrawIn | None = None) -> dict:
+        """Withdraw every report a submission code stored: they leave the count tables (the
+        model is refitted without them), the code is revoked, and the audit log records it."""
+        access.survey_or_404(sid)
+        if not _ID.match(cid):
+            raise ApiError(404, f"survey {sid!r} has no submission code {cid[:80]!r}")
+        try:
+            w = storage.withdraw(sid, cid, body.reason if body is not None else "")
+        except NotFound as exc:
+            raise ApiError(404, str(exc)) from None
+        access.codes_seen.clear()
+        return {"credential_id": w.credential_id, "withdrawn": w.withdrawn,
+                "n_reports": w.n_reports}
+
+    @app.get("/surveys/{sid}/audit", response_model=list[S.AuditOut], dependencies=admin)
+    def audit(sid: str) -> list:
+        """The survey's audit log: withdrawals, in order."""
+        access.survey_or_404(sid)
+        return storage.audit(sid)
+
 
 def _parse_body(body: bytes):
     if len(body) > MAX_BODY_BYTES:
@@ -416,6 +530,9 @@ def _parse_body(body: bytes):
         return json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"the request body is not JSON: {exc}") from None
+    except RecursionError:
+        raise ApiError(400, "the request body is JSON nested too deep; a report is an object "
+                            "of strings") from None
 
 
 def _batch_items(body, batch: bool) -> list:
@@ -481,9 +598,12 @@ def _add_report_routes(app: FastAPI, access: _Access, limiter: RateLimiter) -> N
             return await writer.submit(survey, cred.id, ids, rows)
         except ReportError as exc:
             raise ApiError(422, str(exc), exc.index) from None
-        except StorageError as exc:
-            access.surveys_seen.pop(sid, None)  # the survey changed: read it again next time
-            raise ApiError(409, str(exc)) from None
+        except CodeRevoked as exc:  # by another server process sharing the database
+            access.codes_seen.pop(token or "", None)
+            raise ApiError(403, str(exc)) from None
+        except StorageError as exc:  # the survey changed, a quota, or a reused id
+            access.surveys_seen.pop(sid, None)  # read the survey again next time
+            raise ApiError(409, str(exc), getattr(exc, "index", None)) from None
 
     async def ingest_asgi(scope, receive, send, sid: str, batch: bool) -> None:
         """The two report endpoints as a bare ASGI handler (``IngestFastPath``)."""
@@ -543,10 +663,15 @@ def _add_query_routes(app: FastAPI, access: _Access) -> None:
     storage, models = access.storage, app.state.models
 
     def fitted(survey: Survey):
+        """The survey's model; 409 naming what is empty while a survey or one of its
+        attributes has no reports, 422 for a fit the estimators refuse (never a 500)."""
         try:
             return models.get(survey)
         except NoReports as exc:
             raise ApiError(409, str(exc)) from None
+        except CollectError as exc:
+            raise ApiError(422, f"the model cannot be fitted on the stored reports: {exc}") \
+                from None
 
     @app.get("/surveys/{sid}/counts")
     def counts(request: Request, sid: str) -> dict:
@@ -655,6 +780,77 @@ def _add_query_routes(app: FastAPI, access: _Access) -> None:
         """The fitted model in the versioned JSON of ``reidrisk collect fit``."""
         survey = access.reader(request, sid)
         return fitted(survey).model.to_dict()
+
+
+class AdminGate:
+    """ASGI middleware that checks the admin token of every admin write before its body is read.
+
+    Every POST, PATCH, PUT or DELETE other than the two report endpoints is an admin request:
+    without the admin token it is answered 401/403 (429 past the failures allowed,
+    ``_Access.check_admin``) and a declared body over ``MAX_ADMIN_BODY`` is answered 413, both
+    without reading the body (before, a 100 MB body was parsed before the token was checked).
+
+    Parameters
+    ----------
+    app : ASGI application
+        The application.
+    access : _Access
+        Who may do what.
+    """
+
+    def __init__(self, app, access: _Access) -> None:
+        self.app, self.access = app, access
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and scope["method"] in ("POST", "PATCH", "PUT", "DELETE") \
+                and not _REPORTS_PATH.match(scope["path"]):
+            headers = dict(scope["headers"])
+            token = bearer(headers.get(b"authorization", b"").decode("latin-1"))
+            host = (scope.get("client") or ("",))[0]
+            try:
+                self.access.check_admin(token, host)
+                length = headers.get(b"content-length", b"0").decode("latin-1")
+                if b"transfer-encoding" in headers or not length.isdigit() \
+                        or int(length) > MAX_ADMIN_BODY:
+                    raise ApiError(413, f"an admin request's body is at most {MAX_ADMIN_BODY} "
+                                        "bytes, with its Content-Length")
+            except ApiError as exc:
+                await send_json(send, exc.status, exc.body(), exc.headers)
+                return
+        await self.app(scope, receive, send)
+
+
+class SecurityHeaders:
+    """ASGI middleware that adds ``SECURITY_HEADERS`` to every HTTP response (the API
+    documentation pages get ``DOCS_CSP`` as their content security policy).
+
+    Parameters
+    ----------
+    app : ASGI application
+        The application whose responses get the headers.
+    """
+
+    def __init__(self, app) -> None:
+        self.app = app
+        self.raw = [(k.lower().encode("latin-1"), v.encode("latin-1"))
+                    for k, v in SECURITY_HEADERS.items()]
+        self.docs = [(k, DOCS_CSP.encode("latin-1") if k == b"content-security-policy" else v)
+                     for k, v in self.raw]
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        extra = self.docs if scope["path"] in DOCS_PATHS else self.raw
+
+        async def send_with_headers(message) -> None:
+            if message["type"] == "http.response.start":
+                names = {k for k, _ in extra}
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in names]
+                message = {**message, "headers": headers + extra}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 
 
 _REPORTS_PATH = re.compile(r"^/surveys/([^/]+)/reports(/batch)?$")

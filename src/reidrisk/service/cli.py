@@ -25,9 +25,12 @@ import click
               help="Requests per second allowed per submission code (0 = unlimited).")
 @click.option("--code-burst", type=click.FloatRange(min=1), default=None,
               help="Burst size per submission code [default: 2 x --code-rate].")
+@click.option("--docs/--no-docs", default=True, show_default=True,
+              help="Serve the interactive API pages /docs and /redoc, which load their scripts "
+                   "from a CDN (turn them off in production; /openapi.json stays).")
 @click.option("--log-level", default="warning", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
-def serve(data_dir, database_url, host, port, admin_token, code_rate, code_burst,
+def serve(data_dir, database_url, host, port, admin_token, code_rate, code_burst, docs,
           log_level) -> None:
     """Run the collection service: surveys, submission codes, randomized reports, and researcher
     queries answered by the model of `reidrisk collect fit` (OpenAPI docs at /docs)."""
@@ -54,8 +57,12 @@ def serve(data_dir, database_url, host, port, admin_token, code_rate, code_burst
     if not admin_token:
         click.echo("Warning: no --admin-token (or REIDRISK_ADMIN_TOKEN): admin endpoints are "
                    "closed", err=True)
-    app = create_app(storage, admin_token=admin_token, code_rate=code_rate,
-                     code_burst=code_burst)
+    try:
+        app = create_app(storage, admin_token=admin_token or None, code_rate=code_rate,
+                         code_burst=code_burst, docs=docs)
+    except ValueError as exc:  # a setting create_app refuses (ConfigError)
+        storage.close()
+        raise click.ClickException(str(exc)) from None
     click.echo(f"reidrisk service on http://{host}:{port} (database {_redact(url)}; "
                f"API docs at /docs)", err=True)
     # everything loaded so far (the libraries, the app) lives as long as the process: keep it out

@@ -7,7 +7,9 @@ one transaction (``Storage.ingest``: one durable commit for the whole group). Ev
 answered only after that commit. If the joint decode finds a bad report, each request is decoded
 on its own: the requests holding a bad report get their 422 and the others are stored; a request
 (a batch) is therefore still all-or-nothing. A report id that appears in two requests of one group
-is stored once; the later request is told it is a duplicate, as it would be one group later.
+is stored once; the later request is told it is a duplicate, as it would be one group later. A
+request that would take its submission code past its quota is refused whole (``QuotaExceeded``)
+and the others of the group are stored.
 """
 
 from __future__ import annotations
@@ -15,9 +17,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from reidrisk.service.storage import Storage, StorageError, Survey
+from reidrisk.service.storage import Storage, StorageError, Submission, Survey
 from reidrisk.service.wire import ReportError
 
 MAX_GROUP_REPORTS = 5000
@@ -82,7 +82,8 @@ class GroupWriter:
             When a report of this request is not valid for the survey (nothing of the request
             is stored).
         StorageError
-            When the survey changed while the reports were sent. Any other error of the
+            When the survey changed while the reports were sent, or the request would take its
+            code past its quota (``QuotaExceeded``; nothing of the request is stored). Any other error of the
             group's store is raised to every request of the group, none of which was stored.
         """
         loop = asyncio.get_running_loop()
@@ -153,23 +154,11 @@ class GroupWriter:
             if not good:
                 return answers
             rr = spec.decode([r for i in good for r in items[i].rows])
-        # one row per distinct id: the first occurrence in the group wins
-        ids, cells, creds, keep, owner = [], [], [], [], {}
-        pos = 0
-        for i in good:
-            for rid, row in zip(items[i].ids, items[i].rows):
-                if rid not in owner:
-                    owner[rid] = i
-                    ids.append(rid)
-                    cells.append(row)
-                    creds.append(items[i].credential_id)
-                    keep.append(pos)
-                pos += 1
-        keep_arr = np.asarray(keep, dtype=np.int64)
-        sub = rr if keep_arr.size == rr.n else rr.take(keep_arr)
-        res = self.storage.ingest(items[0].survey, ids, cells, sub, creds)
-        for i in good:
-            acc = sum(1 for rid in items[i].ids if owner.get(rid) == i and rid in res.inserted)
-            answers[i] = {"accepted": acc, "duplicates": len(items[i].ids) - acc,
-                          "n_reports": res.n_reports}
+        # the storage decides per request: duplicates (the first occurrence in the group wins)
+        # and the code's quota (a request past it is refused whole, the others stored)
+        subs = [Submission(items[i].credential_id, items[i].ids, items[i].rows) for i in good]
+        for i, res in zip(good, self.storage.store(items[0].survey, subs, rr)):
+            answers[i] = res if isinstance(res, Exception) else {
+                "accepted": res.accepted, "duplicates": res.duplicates,
+                "n_reports": res.n_reports}
         return answers

@@ -17,10 +17,28 @@ Tables (version 1)
   schema order, null = missing).
 * ``counts``: per survey, the Gram matrix of report memberships and the presence Gram matrix
   (``reidrisk.estimation.pairs.PairCounts``), folded in by the transaction that stores the reports.
+
+Version 2 (one person, one report)
+----------------------------------
+* ``credentials.quota``: the most reports a submission code may store (1 for a person's code,
+  the declared number for an institution's); ``NULL`` = no limit, what codes issued before
+  version 2 keep (they were issued without one). ``credentials.used``: reports it has stored
+  (set from the reports log for existing codes).
+* ``reports.withdrawn_at``: when the survey's owner withdrew the report (its code's reports were
+  taken out of the count tables); ``NULL`` for a counted report. A withdrawn report keeps its row,
+  so a retry of its id is still recognized and not stored again.
+* ``counts.version``: bumped by every change of the count tables (the fitted-model cache's key).
+* ``audit``: one row per owner action on reports (``withdraw``): when, what, how many.
+
+Version 3 (canonical cells)
+---------------------------
+* ``reports.cells`` rewritten in canonical spelling (``reidrisk.service.wire.canonical_cell``): the
+  cells stored as sent before it kept each client's formatting.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import sqlalchemy as sa
@@ -53,6 +71,8 @@ credentials = sa.Table(
     sa.Column("label", sa.Text, nullable=False, default=""),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("revoked_at", sa.Float, nullable=True),
+    sa.Column("quota", sa.BigInteger, nullable=True),                   # version 2
+    sa.Column("used", sa.BigInteger, nullable=False, server_default="0"),  # version 2
 )
 
 reports = sa.Table(
@@ -64,6 +84,7 @@ reports = sa.Table(
     sa.Column("credential_id", sa.String(64), nullable=True),
     sa.Column("received_at", sa.Float, nullable=False),
     sa.Column("cells", sa.Text, nullable=False),
+    sa.Column("withdrawn_at", sa.Float, nullable=True),  # version 2
     sa.UniqueConstraint("survey_id", "report_id", name="uq_reports_survey_report"),
 )
 
@@ -73,15 +94,71 @@ counts = sa.Table(
     sa.Column("n", sa.BigInteger, nullable=False),
     sa.Column("gram", sa.LargeBinary, nullable=False),    # (F, F) little-endian int64
     sa.Column("n_pair", sa.LargeBinary, nullable=False),  # (g, g) little-endian int64
+    sa.Column("version", sa.BigInteger, nullable=False, server_default="0"),  # version 2
+)
+
+audit = sa.Table(  # version 2
+    "audit", metadata,
+    sa.Column("seq", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True,
+              autoincrement=True),
+    sa.Column("survey_id", sa.String(64), sa.ForeignKey("surveys.id"), nullable=False),
+    sa.Column("at", sa.Float, nullable=False),
+    sa.Column("action", sa.String(32), nullable=False),
+    sa.Column("credential_id", sa.String(64), nullable=True),
+    sa.Column("n_reports", sa.BigInteger, nullable=False),
+    sa.Column("detail", sa.Text, nullable=False, server_default=""),
 )
 
 
 def _v1(conn: sa.Connection) -> None:
-    """Version 1: every table above."""
+    """Version 1: surveys, credentials, reports and counts (made with the columns of the latest
+    version; ``_v2`` adds only what is absent)."""
     metadata.create_all(conn, tables=[surveys, credentials, reports, counts])
 
 
-MIGRATIONS: list[Callable[[sa.Connection], None]] = [_v1]
+def _v2(conn: sa.Connection) -> None:
+    """Version 2: code quotas, withdrawn reports, the count tables' version, the audit log."""
+    have = {t: {c["name"] for c in sa.inspect(conn).get_columns(t)}
+            for t in ("credentials", "reports", "counts")}
+    added = [("credentials", "quota", "BIGINT"),
+             ("credentials", "used", "BIGINT NOT NULL DEFAULT 0"),
+             ("reports", "withdrawn_at", "DOUBLE PRECISION"),
+             ("counts", "version", "BIGINT NOT NULL DEFAULT 0")]
+    for table, column, ddl in added:
+        if column not in have[table]:
+            conn.execute(sa.text(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}"))
+            if (table, column) == ("credentials", "used"):
+                conn.execute(sa.text(
+                    "UPDATE credentials SET used = (SELECT count(*) FROM reports "
+                    "WHERE reports.credential_id = credentials.id)"))
+    metadata.create_all(conn, tables=[audit])
+
+
+def _v3(conn: sa.Connection) -> None:
+    """Version 3: every stored cell in its canonical spelling (``wire.canonical_cell``)."""
+    from reidrisk.service.wire import SurveySpec
+
+    for sid, text in conn.execute(sa.select(surveys.c.id, surveys.c.spec)).all():
+        spec = SurveySpec.from_json(text)
+        last = 0
+        while True:
+            rows = conn.execute(sa.select(reports.c.seq, reports.c.cells).where(
+                (reports.c.survey_id == sid) & (reports.c.seq > last))
+                .order_by(reports.c.seq).limit(5000)).all()
+            if not rows:
+                break
+            last = rows[-1].seq
+            changed = []
+            for seq, cells in rows:
+                canon = json.dumps(spec.canonical_row(json.loads(cells)), separators=(",", ":"))
+                if canon != cells:
+                    changed.append({"s": seq, "c": canon})
+            if changed:
+                conn.execute(sa.update(reports).where(reports.c.seq == sa.bindparam("s"))
+                             .values(cells=sa.bindparam("c")), changed)
+
+
+MIGRATIONS: list[Callable[[sa.Connection], None]] = [_v1, _v2, _v3]
 """Ordered migrations; append new ones, never edit an applied one."""
 
 LATEST = len(MIGRATIONS)

@@ -2,7 +2,8 @@
 
 ``ModelCache.get(survey)`` returns the ``CollectModel`` fitted by ``CollectPipeline()`` (the
 defaults of ``reidrisk collect fit``) on the survey's stored reports. The model is refitted only on
-a query and only when the survey's report count has changed since the last fit; ingestion never
+a query and only when the survey's count tables have changed since the last fit (their version,
+bumped by every ingestion and withdrawal); ingestion never
 fits. Fits of one survey are serialized by a lock, so concurrent queries share one fit.
 
 A refit reads the survey's count tables, not its reports: ingestion folds every new report into
@@ -20,15 +21,62 @@ import threading
 import warnings
 from dataclasses import dataclass
 
+import numpy as np
+
 from reidrisk.collect.model_io import CollectModel
 from reidrisk.collect.pipeline import CollectPipeline, CollectWarning
 from reidrisk.collect.reports_io import CollectedReports
 from reidrisk.errors import ReidriskError
+from reidrisk.estimation.pairs import PairCounts
 from reidrisk.service.storage import Storage, Survey
 
 
 class NoReports(ReidriskError, LookupError):
     """The survey has no reports yet: nothing to fit."""
+
+
+class EmptyAttributes(NoReports):
+    """Some attributes have no reports yet (no report answers them): nothing to fit for them.
+
+    Parameters
+    ----------
+    message : str
+        What is empty and the fix.
+    names : tuple of str
+        The attributes without reports.
+    """
+
+    def __init__(self, message: str, names: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.names = names
+
+
+def check_present(survey: Survey, counts: PairCounts) -> None:
+    """Refuse a fit while an attribute has no reports (the estimators need every attribute).
+
+    Parameters
+    ----------
+    survey : Survey
+        The survey.
+    counts : PairCounts
+        Its count tables (``Storage.counts``): the diagonal of ``n_pair`` is the number of
+        reports holding each attribute.
+
+    Raises
+    ------
+    NoReports
+        When the survey has no reports at all.
+    EmptyAttributes
+        Naming every attribute no report holds yet.
+    """
+    if counts.n == 0:
+        raise NoReports(f"survey {survey.id!r} has no reports yet; nothing to estimate")
+    names = tuple(n for n, k in zip(survey.spec.schema.names, np.diag(counts.n_pair)) if k == 0)
+    if names:
+        raise EmptyAttributes(
+            f"survey {survey.id!r}: attribute(s) {list(names)} have no reports yet (none of the "
+            f"{counts.n} stored reports answers them), so nothing can be estimated; query again "
+            "once reports holding them have arrived", names)
 
 
 @dataclass(frozen=True)
@@ -43,11 +91,14 @@ class Fitted:
         Number of reports it was fitted on.
     revision : int
         The survey's revision at the fit (``Survey.revision``).
+    counts_version : int
+        The version of the count tables at the fit (``Survey.counts_version``).
     """
 
     model: CollectModel
     n_reports: int
     revision: int
+    counts_version: int = 0
 
 
 def collected_reports(storage: Storage, survey: Survey) -> CollectedReports:
@@ -110,14 +161,20 @@ def refit(storage: Storage, survey: Survey,
         The fitted model (``CollectWarning`` kept in its notes, not raised).
     n : int
         Number of reports it was fitted on.
+
+    Raises
+    ------
+    NoReports
+        When the survey has no reports, or ``EmptyAttributes`` when an attribute has none.
     """
     pipeline = CollectPipeline() if pipeline is None else pipeline
+    counts = storage.counts(survey)
+    check_present(survey, counts)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CollectWarning)  # the model's notes say it
         if pipeline.needs_reports:
             collected = collected_reports(storage, survey)
             return pipeline.fit(collected), collected.n
-        counts = storage.counts(survey)
         spec = survey.spec
         return pipeline.fit_counts(counts, spec.schema, spec.mechanisms, spec.protocol), counts.n
 
@@ -158,18 +215,19 @@ class ModelCache:
         Raises
         ------
         NoReports
-            When the survey has no reports yet.
+            When the survey has no reports yet, or ``EmptyAttributes`` when an attribute has
+            none.
         """
         with self._lock(survey.id):
             survey = self.storage.survey(survey.id)
             cur = self._models.get(survey.id)
-            if cur is not None and cur.n_reports == survey.n_reports \
-                    and cur.revision == survey.revision:
+            if cur is not None and cur.counts_version == survey.counts_version \
+                    and cur.n_reports == survey.n_reports and cur.revision == survey.revision:
                 return cur
             if survey.n_reports == 0:
                 raise NoReports(f"survey {survey.id!r} has no reports yet; nothing to estimate")
             model, n = refit(self.storage, survey)
-            fitted = Fitted(model, n, survey.revision)
+            fitted = Fitted(model, n, survey.revision, survey.counts_version)
             self._models[survey.id] = fitted
             self.fits += 1
             return fitted

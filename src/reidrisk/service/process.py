@@ -47,7 +47,7 @@ class ServerProcess:
     """
 
     def __init__(self, *, data_dir: str | Path | None = None, database_url: str | None = None,
-                 admin_token: str = "admin", port: int | None = None, code_rate: float = 0,
+                 admin_token: str = "admin-token-for-tests", port: int | None = None, code_rate: float = 0,
                  extra: tuple[str, ...] = (), log: str | Path | None = None) -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"

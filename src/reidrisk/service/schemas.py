@@ -6,6 +6,9 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+PRINTABLE = r"^[^\x00-\x1f\x7f]*$"
+"""Names, labels and reasons hold no control character (a NUL byte cannot be stored)."""
+
 
 class ProtocolIn(BaseModel):
     """How clients report (``reidrisk.collect.Protocol``).
@@ -45,16 +48,20 @@ class SurveyIn(BaseModel):
         The attributes (``reidrisk.schema.Schema.to_dict``).
     protocol : ProtocolIn
         How clients report.
+    allow_large_epsilon : bool
+        The owner's override of the largest budget (``reidrisk.service.app.MAX_EPSILON``):
+        budgets up to ``EPSILON_HARD_LIMIT`` are then accepted (default false).
     """
 
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=200, pattern=PRINTABLE)
     schema_: dict[str, Any] = Field(alias="schema")
     protocol: ProtocolIn
+    allow_large_epsilon: bool = False
 
 
 class SurveyPatch(BaseModel):
-    """A change to a survey; ``schema``/``protocol`` only while it has no reports.
+    """A change to a survey; ``schema``/``protocol`` only while it has never stored a report.
 
     Parameters
     ----------
@@ -64,12 +71,15 @@ class SurveyPatch(BaseModel):
         A new schema (``reidrisk.schema.Schema.to_dict``).
     protocol : ProtocolIn, optional
         A new protocol.
+    allow_large_epsilon : bool
+        As in ``SurveyIn``.
     """
 
     model_config = ConfigDict(extra="forbid")
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    name: str | None = Field(default=None, min_length=1, max_length=200, pattern=PRINTABLE)
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
     protocol: ProtocolIn | None = None
+    allow_large_epsilon: bool = False
 
 
 class SurveyOut(BaseModel):
@@ -106,11 +116,16 @@ class CredentialIn(BaseModel):
         Who they are for (e.g. an institution), up to 200 characters; shared by all issued.
     count : int
         How many to issue, 1 to 10,000 (default 1).
+    quota : int
+        For submission codes: the most reports each may store, 1 to 10^8. The default, 1, is a
+        person's code (one person, one report); an institution sending for many people declares
+        their number. Ignored for researcher tokens.
     """
 
     model_config = ConfigDict(extra="forbid")
-    label: str = Field(default="", max_length=200)
+    label: str = Field(default="", max_length=200, pattern=PRINTABLE)
     count: int = Field(default=1, ge=1, le=10_000)
+    quota: int = Field(default=1, ge=1, le=100_000_000)
 
 
 class CredentialOut(BaseModel):
@@ -126,6 +141,11 @@ class CredentialOut(BaseModel):
         ``"code"`` (submission code) or ``"researcher"`` (researcher token).
     revoked : bool
         Whether it has been revoked.
+    quota : int or null
+        A submission code's quota (reports it may store); ``null``: no limit (researcher tokens,
+        codes issued before quotas existed).
+    used : int
+        Reports a submission code has stored.
     token : str or null
         The secret itself, shown once, when issued; ``null`` otherwise.
     """
@@ -134,6 +154,8 @@ class CredentialOut(BaseModel):
     label: str
     kind: str
     revoked: bool
+    quota: int | None = None
+    used: int = 0
     token: str | None = Field(default=None, description="shown once, when issued")
 
 
@@ -182,6 +204,61 @@ class IngestOut(BaseModel):
     accepted: int = Field(description="reports stored by this request")
     duplicates: int = Field(description="report ids already stored (retries), not stored again")
     n_reports: int = Field(description="reports the survey holds after this request")
+
+
+class WithdrawIn(BaseModel):
+    """A withdrawal of a submission code's reports.
+
+    Parameters
+    ----------
+    reason : str
+        Why, up to 500 characters, kept in the survey's audit log.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    reason: str = Field(default="", max_length=500, pattern=PRINTABLE)
+
+
+class WithdrawOut(BaseModel):
+    """What a withdrawal did.
+
+    Parameters
+    ----------
+    credential_id : str
+        The submission code, now revoked.
+    withdrawn : int
+        Reports taken out of the survey's counts.
+    n_reports : int
+        Reports the survey counts after it.
+    """
+
+    credential_id: str
+    withdrawn: int
+    n_reports: int
+
+
+class AuditOut(BaseModel):
+    """One entry of a survey's audit log.
+
+    Parameters
+    ----------
+    at : float
+        When (seconds since the epoch).
+    action : str
+        What was done (``"withdraw"``).
+    credential_id : str or null
+        The submission code concerned.
+    n_reports : int
+        Reports concerned.
+    detail : str
+        The reason given.
+    """
+
+    at: float
+    action: str
+    credential_id: str | None
+    n_reports: int
+    detail: str
 
 
 class ErrorOut(BaseModel):

@@ -5,15 +5,18 @@ transaction ``BEGIN IMMEDIATE`` so concurrent writers queue instead of failing) 
 (``postgresql://...``, driven by psycopg 3), and applies the migrations
 (``reidrisk.service.migrations``).
 
-Ingestion (``Storage.ingest``) is one transaction per request: the reports are inserted with
-``ON CONFLICT (survey_id, report_id) DO NOTHING ... RETURNING report_id``, so a retried report is
-not stored twice, and only the reports this transaction inserted are folded into the survey's count
-tables (the Gram matrix ``B^T B`` of report memberships and the presence Gram ``P^T P`` of
-``reidrisk.estimation.pairs.pair_counts``; both are sums over reports, so folding batch by batch
-gives exactly the counts of all reports). The counts row is locked (``SELECT ... FOR UPDATE`` on
-PostgreSQL; SQLite's write lock is taken by ``BEGIN IMMEDIATE``). The function returns after the
-commit, so an acknowledgement means the reports are durable; on any error nothing of the batch is
-stored.
+Ingestion (``Storage.store``) is one transaction per group of submissions. It first locks the
+survey's row (``SELECT ... FOR UPDATE`` on PostgreSQL; on SQLite ``BEGIN IMMEDIATE`` takes the
+database's write lock), so ingestion, a change of the survey (``update_survey``) and a withdrawal
+(``withdraw``) of one survey run one after the other: a survey never changes under reports being
+stored. Under that lock it reads which of the submitted ids are already stored (a retried report is
+acknowledged as a duplicate, not stored twice) and each submission code's quota (a submission
+that would take its code past its quota is refused whole), then inserts the new reports (``ON
+CONFLICT (survey_id, report_id) DO NOTHING`` as a second guard) and folds only them into the
+survey's count tables (the Gram matrix ``B^T B`` of report memberships and the presence Gram
+``P^T P`` of ``reidrisk.estimation.pairs.pair_counts``; both are sums over reports, so folding
+batch by batch gives exactly the counts of all reports). The function returns after the commit,
+so an acknowledgement means the reports are durable; on any error nothing of the group is stored.
 """
 
 from __future__ import annotations
@@ -46,6 +49,34 @@ class StorageError(ReidriskError, RuntimeError):
 
 class NotFound(ReidriskError, LookupError):
     """No such survey or credential."""
+
+
+class SurveyFrozen(StorageError):
+    """A change of the definition of a survey that has reports: a new version is a new survey."""
+
+
+class ReportConflict(StorageError):
+    """A report id already stored with different content: a new report needs a new id.
+
+    Parameters
+    ----------
+    message : str
+        The refusal.
+    index : int
+        The report's position in its request.
+    """
+
+    def __init__(self, message: str, index: int) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+class CodeRevoked(StorageError):
+    """The submission code was revoked (checked in the transaction that would store)."""
+
+
+class QuotaExceeded(StorageError):
+    """A submission would take its code past its quota (one report per person by default)."""
 
 
 def hash_token(token: str) -> str:
@@ -121,7 +152,9 @@ class Survey:
     revision : int
         Bumped by every change.
     n_reports : int
-        Reports stored.
+        Reports counted (stored and not withdrawn).
+    counts_version : int
+        Bumped by every change of the count tables (ingestion, withdrawal).
     """
 
     id: str
@@ -129,6 +162,7 @@ class Survey:
     spec: SurveySpec
     revision: int
     n_reports: int
+    counts_version: int = 0
 
 
 @dataclass(frozen=True)
@@ -147,6 +181,11 @@ class Credential:
         Who it is for.
     revoked : bool
         Whether it has been revoked.
+    quota : int or None
+        The most reports a submission code may store; ``None``: no limit (researcher tokens, and
+        codes issued before quotas existed).
+    used : int
+        Reports the code has stored.
     """
 
     id: str
@@ -154,6 +193,8 @@ class Credential:
     kind: str
     label: str
     revoked: bool
+    quota: int | None = None
+    used: int = 0
 
 
 @dataclass(frozen=True)
@@ -176,6 +217,46 @@ class IngestResult:
     duplicates: int
     n_reports: int
     inserted: frozenset = frozenset()
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One request's reports, as ``Storage.store`` takes them.
+
+    Parameters
+    ----------
+    credential_id : str or None
+        The id of the submission code that sent them (its quota applies); ``None``: no code
+        (no quota; the server's own tools).
+    ids : list of str
+        The client-generated report ids, distinct.
+    cells : list of list
+        Each report in the reports-file cell format (schema order, None = missing), in the order
+        of ``ids``.
+    """
+
+    credential_id: str | None
+    ids: list
+    cells: list
+
+
+@dataclass(frozen=True)
+class Withdrawal:
+    """What a withdrawal did.
+
+    Parameters
+    ----------
+    credential_id : str
+        The submission code whose reports were withdrawn (now revoked).
+    withdrawn : int
+        Reports taken out of the count tables by this withdrawal.
+    n_reports : int
+        Reports the survey counts after it.
+    """
+
+    credential_id: str
+    withdrawn: int
+    n_reports: int
 
 
 def _to_blob(a: np.ndarray) -> bytes:
@@ -282,7 +363,7 @@ class Storage:
             For an unknown ``sid``.
         """
         q = (sa.select(m.surveys.c.id, m.surveys.c.name, m.surveys.c.spec, m.surveys.c.revision,
-                       m.counts.c.n)
+                       m.counts.c.n, m.counts.c.version)
              .join(m.counts, m.counts.c.survey_id == m.surveys.c.id)
              .where(m.surveys.c.id == sid))
         if conn is None:
@@ -293,7 +374,7 @@ class Storage:
         if row is None:
             raise NotFound(f"no survey {sid!r}")
         return Survey(row.id, row.name, self._spec(row.id, row.revision, row.spec), row.revision,
-                      int(row.n))
+                      int(row.n), int(row.version))
 
     def list_surveys(self) -> list[Survey]:
         """Every survey.
@@ -319,7 +400,9 @@ class Storage:
             A new name; ``None``: unchanged.
         spec : SurveySpec or None
             A new definition (its count tables are reset); ``None``: unchanged. Refused once the
-            survey has reports (immutable).
+            survey has stored a report, withdrawn or not (its schema, budget and mechanism are
+            immutable: a new version is a new survey). The survey's row is locked first, so a
+            change and an ingestion of the survey run one after the other.
 
         Returns
         -------
@@ -330,17 +413,21 @@ class Storage:
         ------
         NotFound
             For an unknown ``sid``.
-        StorageError
-            When ``spec`` is given and the survey has reports.
+        SurveyFrozen
+            When ``spec`` is given and the survey has stored a report.
         """
         with self.engine.begin() as conn:
+            self._lock_survey(conn, sid)  # ingestion waits for this change, or it for ingestion
             cur = self.survey(sid, conn)
             values: dict = {}
             if spec is not None:
-                if cur.n_reports > 0:
-                    raise StorageError(
-                        f"survey {sid!r} already has {cur.n_reports} reports; its schema, budget, "
-                        "mechanism and split can no longer change. Create a new survey instead")
+                stored = conn.execute(sa.select(sa.func.count()).select_from(m.reports).where(
+                    m.reports.c.survey_id == sid)).scalar()
+                if stored:
+                    raise SurveyFrozen(
+                        f"survey {sid!r} has stored {stored} report(s) (withdrawn ones included) "
+                        "under its schema, budget and mechanism, so they can no longer change; "
+                        "create a new survey (POST /surveys) for the new version, with new codes")
                 values["spec"] = spec.to_json()
                 g, F = len(spec.schema), int(sum(spec.schema.sizes))
                 conn.execute(sa.update(m.counts).where(m.counts.c.survey_id == sid).values(
@@ -353,7 +440,8 @@ class Storage:
             return self.survey(sid, conn)
 
     # ---- credentials -------------------------------------------------------------------------
-    def issue(self, sid: str, kind: str, label: str = "") -> tuple[Credential, str]:
+    def issue(self, sid: str, kind: str, label: str = "",
+              quota: int | None = 1) -> tuple[Credential, str]:
         """A new submission code or researcher token; the token is returned once, stored hashed.
 
         Parameters
@@ -364,6 +452,10 @@ class Storage:
             ``CODE`` or ``RESEARCHER``.
         label : str
             Who it is for.
+        quota : int or None
+            For a submission code, the most reports it may store: 1 (default: one person, one
+            report) or the number of people an institution sends for; ``None``: no limit.
+            Ignored for a researcher token.
 
         Returns
         -------
@@ -380,11 +472,12 @@ class Storage:
         self.survey(sid)
         token = new_token("sc" if kind == CODE else "rt")
         cid = uuid.uuid4().hex[:16]
+        quota = quota if kind == CODE else None
         with self.engine.begin() as conn:
             conn.execute(sa.insert(m.credentials).values(
                 id=cid, survey_id=sid, kind=kind, token_hash=hash_token(token), label=label,
-                created_at=time.time(), revoked_at=None))
-        return Credential(cid, sid, kind, label, False), token
+                created_at=time.time(), revoked_at=None, quota=quota, used=0))
+        return Credential(cid, sid, kind, label, False, quota, 0), token
 
     def credential(self, token: str) -> Credential | None:
         """The credential a token belongs to.
@@ -404,7 +497,7 @@ class Storage:
                 m.credentials.c.token_hash == hash_token(token))).first()
         if row is None:
             return None
-        return Credential(row.id, row.survey_id, row.kind, row.label, row.revoked_at is not None)
+        return _credential(row)
 
     def credentials(self, sid: str, kind: str | None = None) -> list[Credential]:
         """A survey's credentials.
@@ -426,8 +519,7 @@ class Storage:
             q = q.where(m.credentials.c.kind == kind)
         with self._read() as c:
             rows = c.execute(q.order_by(m.credentials.c.created_at)).all()
-        return [Credential(r.id, r.survey_id, r.kind, r.label, r.revoked_at is not None)
-                for r in rows]
+        return [_credential(r) for r in rows]
 
     def revoke(self, sid: str, cid: str) -> Credential:
         """Revoke a credential (kept, marked revoked).
@@ -458,25 +550,172 @@ class Storage:
         return next(c for c in self.credentials(sid) if c.id == cid)
 
     # ---- reports -----------------------------------------------------------------------------
-    def ingest(self, survey: Survey, ids: list[str], cells: list[list], rr: RecordReports,
-               credential_id: str | None | list = None) -> IngestResult:
-        """Store validated reports and fold the new ones into the count tables (module doc).
+    def _lock_survey(self, conn: sa.Connection, sid: str) -> int:
+        """Lock a survey's row for this transaction (module doc) and return its revision."""
+        rev = conn.execute(sa.select(m.surveys.c.revision).where(m.surveys.c.id == sid)
+                           .with_for_update()).scalar()
+        if rev is None:
+            raise NotFound(f"no survey {sid!r}")
+        return int(rev)
 
-        Returns after the commit: an acknowledged report is durable; on any error nothing of the
-        batch is stored.
+    def _stored(self, conn: sa.Connection, sid: str, ids: list[str]) -> dict[str, str]:
+        """The stored cells (JSON text) of those of ``ids`` the survey already holds."""
+        found: dict[str, str] = {}
+        for start in range(0, len(ids), 500):  # under every database's limit on parameters
+            part = ids[start:start + 500]
+            found.update((r[0], r[1]) for r in conn.execute(
+                sa.select(m.reports.c.report_id, m.reports.c.cells).where(
+                    (m.reports.c.survey_id == sid) & m.reports.c.report_id.in_(part))))
+        return found
+
+    def store(self, survey: Survey, subs: list[Submission],
+              rr: RecordReports) -> list[IngestResult | StorageError]:
+        """Store validated submissions in one transaction (module doc), each whole or not at all.
+
+        Under the survey's row lock: an id already stored (or taken by an earlier submission of
+        this call) with the same cells is a duplicate, not stored again, and with other cells
+        refuses its submission whole (``ReportConflict``); a submission whose new reports would
+        take its code past its quota is refused whole (``QuotaExceeded``), and one whose code was
+        revoked (by any server process) too (``CodeRevoked``); the others are stored.
+        Cells are compared in canonical spelling (``SurveySpec.canonical_row``). Returns after
+        the commit.
 
         Parameters
         ----------
         survey : Survey
             The survey, as read when the reports were validated (refused if it changed since).
-        ids : list of str
-            The client-generated report ids; an id already stored is a retry, not stored again.
-        cells : list of list
-            Each report in the reports-file cell format (schema order, None = missing).
+        subs : list of Submission
+            The submissions, in arrival order, their cells canonical (``SurveySpec.cells_of``).
         rr : RecordReports
-            The same reports decoded (``SurveySpec.decode``), in the order of ``ids``.
-        credential_id : str or list of str, optional
-            The submission code's id, one for all reports or one per report.
+            The reports of all submissions decoded (``SurveySpec.decode``), concatenated in the
+            order of ``subs``.
+
+        Returns
+        -------
+        list of IngestResult or StorageError
+            One per submission: what it stored, or why it was refused.
+
+        Raises
+        ------
+        StorageError
+            When the survey changed since ``survey`` was read (nothing is stored).
+        NotFound
+            When the survey no longer exists.
+        """
+        now = time.time()
+        with self.engine.begin() as conn:
+            if self._lock_survey(conn, survey.id) != survey.revision:
+                raise StorageError(f"survey {survey.id!r} changed while the reports were sent; "
+                                   "fetch its configuration again")
+            spec = survey.spec
+            taken = {rid: spec.canonical_row(json.loads(text)) for rid, text in
+                     self._stored(conn, survey.id, [i for s in subs for i in s.ids]).items()}
+            creds = {c: self._quota(conn, c) for c in {s.credential_id for s in subs} if c}
+            answers: list = []
+            rows, keep, pos = [], [], 0
+            for sub in subs:
+                new = [j for j, rid in enumerate(sub.ids) if rid not in taken]
+                clash = next((j for j, rid in enumerate(sub.ids)
+                              if rid in taken and taken[rid] != sub.cells[j]), None)
+                if clash is not None:
+                    answers.append(ReportConflict(
+                        f"report {clash}: id {sub.ids[clash]} is already stored with different "
+                        "content; a retry must resend the same report, and a new report needs a "
+                        "new id", clash))
+                    pos += len(sub.ids)
+                    continue
+                cid = sub.credential_id
+                if cid is not None:
+                    quota, used, revoked = creds[cid]
+                    if revoked:  # by any server process sharing the database, even just now
+                        answers.append(CodeRevoked(
+                            "this submission code was revoked; ask the survey's administrator "
+                            "for a new one"))
+                        pos += len(sub.ids)
+                        continue
+                    if quota is not None and used + len(new) > quota:
+                        answers.append(QuotaExceeded(
+                            f"submission code {cid} may store {quota} report(s) and has stored "
+                            f"{used}; this request would add {len(new)}. A person's code sends "
+                            "one report; an institution sending for many people needs a code "
+                            "issued with that quota (POST /surveys/{id}/codes {\"quota\": n})"))
+                        pos += len(sub.ids)
+                        continue
+                    creds[cid] = (quota, used + len(new), revoked)
+                for j in new:
+                    taken[sub.ids[j]] = sub.cells[j]
+                    rows.append({"survey_id": survey.id, "report_id": sub.ids[j],
+                                 "credential_id": cid, "received_at": now,
+                                 "cells": json.dumps(sub.cells[j], separators=(",", ":"))})
+                    keep.append(pos + j)
+                pos += len(sub.ids)
+                answers.append(frozenset(sub.ids[j] for j in new))
+            n_total = self._fold(conn, survey, rows, rr, keep)
+            for cid, (_, used, _) in creds.items():
+                conn.execute(sa.update(m.credentials).where(m.credentials.c.id == cid)
+                             .values(used=used))
+        return [a if isinstance(a, StorageError) else
+                IngestResult(len(a), len(s.ids) - len(a), n_total, a)
+                for a, s in zip(answers, subs)]
+
+    def _quota(self, conn: sa.Connection, cid: str) -> tuple[int | None, int, bool]:
+        """A code's quota, reports stored and whether it is revoked, as committed now."""
+        row = conn.execute(sa.select(m.credentials.c.quota, m.credentials.c.used,
+                                     m.credentials.c.revoked_at)
+                           .where(m.credentials.c.id == cid)).first()
+        if row is None:
+            raise NotFound(f"no credential {cid!r}")
+        return ((None if row.quota is None else int(row.quota)), int(row.used),
+                row.revoked_at is not None)
+
+    def _fold(self, conn: sa.Connection, survey: Survey, rows: list[dict], rr: RecordReports,
+              keep: list[int]) -> int:
+        """Insert ``rows`` and add the reports ``rr.take(keep)`` to the count tables; the
+        survey's report count after."""
+        row = conn.execute(sa.select(m.counts).where(m.counts.c.survey_id == survey.id)
+                           .with_for_update()).first()
+        assert row is not None  # created with the survey
+        if not rows:
+            return int(row.n)
+        stmt = (self._insert()(m.reports)
+                .on_conflict_do_nothing(index_elements=["survey_id", "report_id"])
+                .returning(m.reports.c.report_id))
+        inserted = {r[0] for r in conn.execute(stmt, rows)}
+        if len(inserted) != len(rows):  # the survey's lock makes this impossible: a defect
+            raise StorageError(f"survey {survey.id!r}: {len(rows) - len(inserted)} report ids "
+                               "were stored concurrently; nothing of this group was stored")
+        keep_arr = np.asarray(keep, dtype=np.int64)
+        pc = pair_counts(rr if keep_arr.size == rr.n else rr.take(keep_arr))
+        return self._add_counts(conn, survey.id, row, pc.gram, pc.n_pair, len(rows))
+
+    def _add_counts(self, conn: sa.Connection, sid: str, row, gram: np.ndarray,
+                    n_pair: np.ndarray, n: int) -> int:
+        """Add (or, with negative tables, subtract) to a survey's count tables; bump their
+        version; the survey's report count after."""
+        F, g = gram.shape[0], n_pair.shape[0]
+        n_total = int(row.n) + n
+        conn.execute(sa.update(m.counts).where(m.counts.c.survey_id == sid).values(
+            n=n_total, gram=_to_blob(_from_blob(row.gram, (F, F)) + gram),
+            n_pair=_to_blob(_from_blob(row.n_pair, (g, g)) + n_pair),
+            version=int(row.version) + 1))
+        return n_total
+
+    def ingest(self, survey: Survey, ids: list[str], cells: list[list], rr: RecordReports,
+               credential_id: str | None = None) -> IngestResult:
+        """Store one submission (``store`` of one ``Submission``).
+
+        Parameters
+        ----------
+        survey : Survey
+            The survey, as read when the reports were validated.
+        ids : list of str
+            The client-generated report ids, distinct.
+        cells : list of list
+            Each report's cells (schema order, None = missing).
+        rr : RecordReports
+            The same reports decoded, in the order of ``ids``.
+        credential_id : str, optional
+            The submission code's id (its quota applies); ``None``: no code.
 
         Returns
         -------
@@ -486,38 +725,86 @@ class Storage:
         Raises
         ------
         StorageError
-            When the survey changed since ``survey`` was read.
+            When the survey changed since it was read, or the code's quota is reached
+            (``QuotaExceeded``); nothing is stored.
+        """
+        res = self.store(survey, [Submission(credential_id, ids, cells)], rr)[0]
+        if isinstance(res, StorageError):
+            raise res
+        return res
+
+    def withdraw(self, sid: str, cid: str, reason: str = "") -> Withdrawal:
+        """Withdraw every counted report of a submission code and revoke the code (audited).
+
+        The reports are taken out of the count tables (their pair counts subtracted) and marked
+        withdrawn; their rows stay, so a retry of one of their ids is a duplicate, not stored
+        again. The code is revoked and an ``audit`` row says when, which code and how many.
+
+        Parameters
+        ----------
+        sid : str
+            The survey's id.
+        cid : str
+            The submission code's id.
+        reason : str
+            Why (kept in the audit log).
+
+        Returns
+        -------
+        Withdrawal
+            Reports withdrawn and the survey's report count after.
+
+        Raises
+        ------
+        NotFound
+            When the survey has no such submission code.
         """
         now = time.time()
-        creds = credential_id if isinstance(credential_id, list) else [credential_id] * len(ids)
-        rows = [{"survey_id": survey.id, "report_id": rid, "credential_id": cid,
-                 "received_at": now, "cells": json.dumps(c, separators=(",", ":"))}
-                for rid, c, cid in zip(ids, cells, creds)]
-        insert = self._insert()
-        stmt = (insert(m.reports).on_conflict_do_nothing(index_elements=["survey_id", "report_id"])
-                .returning(m.reports.c.report_id))
         with self.engine.begin() as conn:
-            # the survey may have changed since it was read outside the transaction
-            rev = conn.execute(sa.select(m.surveys.c.revision).where(
-                m.surveys.c.id == survey.id)).scalar()
-            if rev != survey.revision:
-                raise StorageError(f"survey {survey.id!r} changed while the reports were sent; "
-                                   "fetch its configuration again")
-            inserted = {r[0] for r in conn.execute(stmt, rows)} if rows else set()
-            row = conn.execute(sa.select(m.counts).where(m.counts.c.survey_id == survey.id)
+            self._lock_survey(conn, sid)
+            kind = conn.execute(sa.select(m.credentials.c.kind).where(
+                (m.credentials.c.id == cid) & (m.credentials.c.survey_id == sid))).scalar()
+            if kind != CODE:
+                raise NotFound(f"survey {sid!r} has no submission code {cid!r}")
+            survey = self.survey(sid, conn)
+            live = ((m.reports.c.survey_id == sid) & (m.reports.c.credential_id == cid)
+                    & m.reports.c.withdrawn_at.is_(None))
+            cells = [json.loads(r[0]) for r in conn.execute(sa.select(m.reports.c.cells)
+                                                           .where(live))]
+            row = conn.execute(sa.select(m.counts).where(m.counts.c.survey_id == sid)
                                .with_for_update()).first()
             assert row is not None  # created with the survey
             n_total = int(row.n)
-            if inserted:
-                new = np.fromiter((rid in inserted for rid in ids), dtype=bool, count=len(ids))
-                pc = pair_counts(rr.take(np.flatnonzero(new)) if not new.all() else rr)
-                F, g = pc.gram.shape[0], pc.n_pair.shape[0]
-                gram = _from_blob(row.gram, (F, F)) + pc.gram
-                npair = _from_blob(row.n_pair, (g, g)) + pc.n_pair
-                n_total += len(inserted)
-                conn.execute(sa.update(m.counts).where(m.counts.c.survey_id == survey.id).values(
-                    n=n_total, gram=_to_blob(gram), n_pair=_to_blob(npair)))
-        return IngestResult(len(inserted), len(ids) - len(inserted), n_total, frozenset(inserted))
+            if cells:
+                pc = pair_counts(survey.spec.decode(cells))
+                n_total = self._add_counts(conn, sid, row, -pc.gram, -pc.n_pair, -len(cells))
+                conn.execute(sa.update(m.reports).where(live).values(withdrawn_at=now))
+            conn.execute(sa.update(m.credentials).where(
+                (m.credentials.c.id == cid) & m.credentials.c.revoked_at.is_(None)
+            ).values(revoked_at=now))
+            conn.execute(sa.insert(m.audit).values(
+                survey_id=sid, at=now, action="withdraw", credential_id=cid,
+                n_reports=len(cells), detail=reason))
+        return Withdrawal(cid, len(cells), n_total)
+
+    def audit(self, sid: str) -> list[dict]:
+        """A survey's audit log: the owner's actions on its reports and codes.
+
+        Parameters
+        ----------
+        sid : str
+            The survey's id.
+
+        Returns
+        -------
+        list of dict
+            ``{"at", "action", "credential_id", "n_reports", "detail"}`` in order.
+        """
+        with self._read() as c:
+            rows = c.execute(sa.select(m.audit).where(m.audit.c.survey_id == sid)
+                             .order_by(m.audit.c.seq)).all()
+        return [{"at": r.at, "action": r.action, "credential_id": r.credential_id,
+                 "n_reports": int(r.n_reports), "detail": r.detail} for r in rows]
 
     def counts(self, survey: Survey) -> PairCounts:
         """The survey's count tables.
@@ -567,7 +854,7 @@ class Storage:
         return int(n)
 
     def report_cells(self, sid: str) -> tuple[list[str], list[list]]:
-        """A survey's stored reports in arrival order.
+        """A survey's counted reports (stored, not withdrawn) in arrival order.
 
         Parameters
         ----------
@@ -583,11 +870,13 @@ class Storage:
         """
         with self._read() as c:
             rows = c.execute(sa.select(m.reports.c.report_id, m.reports.c.cells)
-                             .where(m.reports.c.survey_id == sid).order_by(m.reports.c.seq)).all()
+                             .where((m.reports.c.survey_id == sid)
+                                    & m.reports.c.withdrawn_at.is_(None))
+                             .order_by(m.reports.c.seq)).all()
         return [r[0] for r in rows], [json.loads(r[1]) for r in rows]
 
     def report_ids(self, sid: str) -> list[str]:
-        """The ids of a survey's stored reports.
+        """The ids of a survey's counted reports (stored, not withdrawn).
 
         Parameters
         ----------
@@ -601,7 +890,13 @@ class Storage:
         """
         with self._read() as c:
             return [r[0] for r in c.execute(
-                sa.select(m.reports.c.report_id).where(m.reports.c.survey_id == sid))]
+                sa.select(m.reports.c.report_id).where((m.reports.c.survey_id == sid)
+                                                       & m.reports.c.withdrawn_at.is_(None)))]
+
+
+def _credential(row) -> Credential:
+    return Credential(row.id, row.survey_id, row.kind, row.label, row.revoked_at is not None,
+                      None if row.quota is None else int(row.quota), int(row.used))
 
 
 def _sqlite_connect(dbapi_conn, _record) -> None:

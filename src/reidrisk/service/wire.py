@@ -7,13 +7,16 @@ A cell is the attribute's *randomized* report in the cell format of the reports 
 absent attribute or ``null`` is missing (a skipped question, or one the protocol did not sample).
 Decoding and validation go through the reports file's own decoder and each mechanism's
 ``validate_reports``, then the protocol's ``check_reports`` (budget, at most k attributes per
-person): the server accepts exactly what ``read_reports`` accepts in a file, and stores the
-canonical cells that ``write_reports`` would write.
+person): the server accepts exactly what ``read_reports`` accepts in a file, and stores each cell
+in one canonical spelling (``canonical_cell``: no leading zeros, a set's codes in increasing
+order), so the stored cells do not tell apart the clients that wrote them.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -46,6 +49,39 @@ MAX_BATCH = 1000
 # up to 18 digits: every code fits int64 (local hashing's hash parameters have 10 digits)
 _CODES = re.compile(r"^(\{\}|[0-9]{1,18}(\|[0-9]{1,18})*)$")
 _ORIGIN = Path("report")  # the decoder names its source; on the wire that is the report itself
+
+
+SET_MECHANISMS = frozenset({"subset"})
+"""Mechanisms whose "ints" report is a set (its codes in any order mean the same report); the
+reports of the "bits" codec (unary encodings) are sets too. Every other multi-code report (local
+hashing's hash parameters and value) is a tuple, its order meaningful."""
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def canonical_cell(cell: str, is_set: bool) -> str:
+    """The one spelling of a report cell: codes without leading zeros, a set's in increasing order.
+
+    Two spellings of one report ("4|3|2", "02|3|4") would let the stored cells tell apart the
+    clients that wrote them; the server stores only this form. The answers are cached (a
+    domain's cells repeat), so the check costs a dictionary look-up per cell.
+
+    Parameters
+    ----------
+    cell : str
+        A cell of category codes separated by ``|``, or ``"{}"`` (an empty set), as ``cells_of``
+        has checked it.
+    is_set : bool
+        Whether the cell's codes form a set (``SET_MECHANISMS``, the ``"bits"`` codec).
+
+    Returns
+    -------
+    str
+        The canonical cell.
+    """
+    if cell == "{}":
+        return cell
+    codes = [int(c) for c in cell.split("|")]
+    return "|".join(map(str, sorted(codes) if is_set else codes))
 
 
 class ReportError(ReidriskError, ValueError):
@@ -89,9 +125,13 @@ class SurveySpec:
     _names: tuple = field(default=(), init=False, repr=False, compare=False)
     _name_set: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
 
+    _sets: tuple = field(default=(), init=False, repr=False, compare=False)
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "_names", tuple(self.schema.names))
         object.__setattr__(self, "_name_set", frozenset(self._names))
+        object.__setattr__(self, "_sets", tuple(
+            c == "bits" or m.name in SET_MECHANISMS for m, c in zip(self.mechanisms, self.codecs)))
 
     @classmethod
     def build(cls, schema: dict, protocol: dict) -> SurveySpec:
@@ -229,6 +269,26 @@ class SurveySpec:
         """
         return cls.from_dict(json.loads(text))
 
+    def guess_bounds(self) -> tuple[float, ...]:
+        """For each attribute, the most often anyone can guess a person's true answer from their
+        sent (randomized) answer, when the attribute's answers are equally likely a priori.
+
+        Under epsilon-local differential privacy with per-attribute budget ``e`` over ``k``
+        categories, the best guess from a report is right with probability at most
+        ``exp(e) / (exp(e) + k - 1)`` (each report is at most ``exp(e)`` times likelier under one
+        answer than under any other); randomized response (``grr``) attains it.
+
+        Returns
+        -------
+        tuple of float
+            One bound in (1/k, 1] per attribute, in schema order.
+        """
+        out = []
+        for a, m in zip(self.schema, self.mechanisms):
+            e, k = float(m.epsilon), int(a.size)
+            out.append(1.0 / (1.0 + (k - 1) * math.exp(-e)))
+        return tuple(out)
+
     # ---- reports -----------------------------------------------------------------------------
     def cells_of(self, values: dict, index: int) -> list:
         """One wire report's ``values`` as cells in schema order.
@@ -248,13 +308,16 @@ class SurveySpec:
         Returns
         -------
         list of str or None
-            One stripped cell per attribute in schema order, ``None`` where missing.
+            One cell per attribute in schema order, ``None`` where missing, in its one canonical
+            spelling (``canonical_cell``: what the server stores, so that the stored cells do not
+            tell clients apart).
 
         Raises
         ------
         ReportError
-            When ``values`` is not a dict, names an attribute the survey does not have, or holds
-            a cell that is not a string of codes (a raw answer or label is never accepted).
+            When ``values`` is not a dict, names an attribute the survey does not have, holds
+            a cell that is not a string of codes (a raw answer or label is never accepted), or
+            holds no cell at all (``{}`` or every value null: an empty report is refused).
         """
         if not isinstance(values, dict):
             raise ReportError(f"report {index}: 'values' must be an object mapping attribute "
@@ -265,7 +328,7 @@ class SurveySpec:
                 f"report {index}: unknown attribute {unknown[0]!r}; this survey's attributes are "
                 f"{list(self._names)}", index)
         row: list[str | None] = []
-        for a, codec in zip(self._names, self.codecs):
+        for a, codec, is_set in zip(self._names, self.codecs, self._sets):
             v = values.get(a)
             if v is None:
                 row.append(None)
@@ -280,8 +343,28 @@ class SurveySpec:
                     f"report {index}: attribute {a!r}: cell {v[:40]!r} is not a randomized report "
                     "(expected category indices produced by the client's randomizer, separated by "
                     "'|'; a raw answer or label is never accepted)", index)
-            row.append(v)
+            row.append(v if codec == "float" else canonical_cell(v, is_set))
+        if all(v is None for v in row):
+            raise ReportError(
+                f"report {index} holds no answer (every attribute is missing); send a report only "
+                "for a person who answered at least one question", index)
         return row
+
+    def canonical_row(self, row: list) -> list:
+        """A stored row of cells (perhaps from before canonical storage) in canonical spelling.
+
+        Parameters
+        ----------
+        row : list of str or None
+            Cells in schema order, ``None`` = missing.
+
+        Returns
+        -------
+        list of str or None
+            The row with each cell as ``canonical_cell`` spells it (float cells unchanged).
+        """
+        return [v if v is None or codec == "float" else canonical_cell(v, is_set)
+                for v, codec, is_set in zip(row, self.codecs, self._sets)]
 
     def decode(self, rows: list[list]) -> RecordReports:
         """Validated ``RecordReports`` from cell rows of ``cells_of``.

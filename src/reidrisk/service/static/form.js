@@ -42,8 +42,9 @@
   document.getElementById("form").addEventListener("submit", function (ev) {
     ev.preventDefault();
     var codes = {};
-    config.schema.attributes.forEach(function (a) {
-      var v = document.querySelector("select[name='" + a.name + "']").value;
+    config.schema.attributes.forEach(function (a, j) {
+      // by position, never by name: a name is text (an apostrophe would break a selector)
+      var v = document.getElementById("q-" + j).value;
       codes[a.name] = v === "" ? null : Number(v);
     });
     var report;
@@ -51,15 +52,25 @@
       report = ReidriskRandomizer.randomizeRecord(config, codes);  // Web Crypto randomness
     } catch (e) { say(String(e.message || e), false); return; }
     var code = document.getElementById("code").value.trim();
+    // one person, one report: the button stays off while the report is on its way and for good
+    // once it was received; a refusal or a network error turns it back on to try again
+    var send = document.getElementById("send");
+    if (send.disabled) return;
+    send.disabled = true;
     fetch("/surveys/" + encodeURIComponent(sid) + "/reports", {
       method: "POST",
       headers: { "Content-Type": "application/json", "Authorization": "Bearer " + code },
       body: JSON.stringify(report)
     }).then(function (r) {
       return r.json().then(function (body) {
-        if (r.ok) say("Your randomized answers were received. Thank you.", true);
-        else say("Not sent: " + body.detail, false);
+        if (r.ok) {
+          say("Your randomized answers were received. Thank you.", true);
+          root.setAttribute("data-sent", "1");
+        } else {
+          say("Not sent: " + body.detail, false);
+          send.disabled = false;
+        }
       });
-    }).catch(function (e) { say("Not sent: " + e, false); });
+    }).catch(function (e) { say("Not sent: " + e, false); send.disabled = false; });
   });
 })();
