@@ -44,6 +44,7 @@ from collections.abc import Callable
 import sqlalchemy as sa
 
 from reidrisk.errors import ReidriskError
+from reidrisk.service.wire import SurveySpec
 
 metadata = sa.MetaData()
 
@@ -136,7 +137,6 @@ def _v2(conn: sa.Connection) -> None:
 
 def _v3(conn: sa.Connection) -> None:
     """Version 3: every stored cell in its canonical spelling (``wire.canonical_cell``)."""
-    from reidrisk.service.wire import SurveySpec
 
     for sid, text in conn.execute(sa.select(surveys.c.id, surveys.c.spec)).all():
         spec = SurveySpec.from_json(text)
