@@ -384,6 +384,17 @@ def diagnosis(summary: dict, missing: dict, checks: dict, tables: list[str],
     if high:
         out.append(f"- In {len(high)} cells it gives them more than 0.05 above that share ("
                    + ", ".join(f"{t} {100 * f:g} %" for t, f in high) + ").")
+    cells = [(t, f) for t in tables for f in fractions]
+    ranks = [t_f for t_f in cells if best({n: summary[t_f[0]][t_f[1]][n]["auc"]
+                                           for n in SCORED}, lower=False) == MODEL]
+    levels = [t_f for t_f in cells if best({n: summary[t_f[0]][t_f[1]][n]["in_table_rank_error"]
+                                            for n in COUNTED}) != MODEL]
+    out.append(f"- Ranking against level: the model's P(unique) has the highest AUC in "
+               f"{len(ranks)} of {len(cells)} cells"
+               + (f", including {sum(1 for c in levels if c in ranks)} of the {len(levels)} cells "
+                  "where another estimator counts the uniques better: there it orders the records "
+                  "right and misses the level of P(unique) (calibration), not the ranking."
+                  if levels else "."))
     out.append("")
     out.append("Split by whether the record has a missing QI value (the model's sum of P(unique) "
                "against the true number of population uniques in the samples):")
