@@ -21,6 +21,12 @@ Measured per table, fraction and estimator:
 A failed estimate (the estimator did not converge) counts as a relative error of 100 % in the
 ranking (as if it reported nothing) and is counted apart.
 
+Where paper 000's model is not the most accurate, the page says why from measurements: the error by
+sampling fraction, the share of it on records with a missing QI, the model's P(unique) and
+E[count] on the sample uniques against the truth, and the same samples scored again under other
+settings of the model (``VARIANTS``: its published preset, and the default with the published
+counts and neighbours) to tell which setting the error comes from. The model is not changed.
+
 QIs, chosen by one rule before any run: the table's demographic and geographic columns (what an
 attacker finds in public sources: Sweeney 2000), 6 to 10 of them where the table has that many;
 numeric columns binned into quintiles of the full table (equal-frequency, ties kept together);
