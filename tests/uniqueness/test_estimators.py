@@ -204,3 +204,18 @@ def test_edge_cases():
         estimate_population_uniques(census, 10, "chao")
     with pytest.raises(EstimatorError, match="integer codes"):
         SampleFrequencies.from_codes(np.array([[0.5]]))
+
+
+def test_pitman_on_the_ewens_boundary_converges():
+    """Classes of even sizes put the ML estimate on the boundary alpha = 0: the estimator fits
+    Ewens's theta there (its score equation holds) instead of reporting a failure."""
+    from scipy.special import digamma
+
+    from reidrisk.uniqueness.estimators import SampleFrequencies, pitman_uniques
+
+    freq = SampleFrequencies.from_class_sizes(np.array([1] * 20 + [2] * 200 + [3] * 100))
+    est = pitman_uniques(freq, 100_000)
+    assert est.valid and est.params["alpha"] == 0.0
+    theta = est.params["theta"]
+    assert theta * (digamma(theta + freq.n) - digamma(theta)) == pytest.approx(freq.u, rel=1e-9)
+    assert 0 < est.population_uniques < 100_000

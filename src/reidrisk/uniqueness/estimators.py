@@ -370,7 +370,26 @@ def _pitman_fit(freq: SampleFrequencies):
     scale = np.abs(np.diag(H)) ** 0.5
     interior = 1e-8 < alpha < 1 - 1e-8 and theta < 1e12
     ok = bool(np.isfinite(ll) and interior and np.all(np.abs(g) <= 1e-3 * np.maximum(scale, 1.0)))
+    if not ok and alpha <= 1e-8 and np.isfinite(ll) and theta < 1e12:
+        return (*_ewens_fit(freq), H, True)
     return theta, alpha, H, ok
+
+
+def _ewens_fit(freq: SampleFrequencies) -> tuple[float, float]:
+    """(theta, 0): the ML estimate on the boundary alpha = 0, Ewens's one-parameter partition.
+
+    The likelihood's score in theta there is sum_{i<n} theta / (theta + i) - u = theta (psi(theta +
+    n) - psi(theta)) - u, increasing in theta from 1 - u to n - u, so its root is found by bisection
+    (Ewens 1972; the alpha = 0 case of Pitman's formula).
+    """
+    n, u = float(freq.n), float(freq.u)
+
+    def score(log_theta: float) -> float:
+        t = math.exp(log_theta)
+        return float(t * (digamma(t + n) - digamma(t))) - u
+
+    root = optimize.brentq(score, -30.0, 30.0, xtol=1e-12)
+    return math.exp(root), 0.0
 
 
 def pitman_expected_uniques(theta: float, alpha: float, N: int) -> float:
@@ -417,7 +436,9 @@ def pitman_uniques(sample, N: int) -> UniquesEstimate:
     ``prod_{t=n}^{N-1} (theta + alpha - 1 + t) / (theta + t)``.
 
     ``params["se"]`` is the delta-method standard error of the estimate from the observed
-    information (the inverse negative Hessian of the log-likelihood).
+    information (the inverse negative Hessian of the log-likelihood). When the likelihood is
+    largest on the boundary alpha = 0 the fit is Ewens's one-parameter model there (``alpha = 0``,
+    theta its ML estimate), a valid estimate rather than a failure.
 
     Parameters
     ----------
