@@ -120,3 +120,19 @@ def test_the_page_fits_a_laptop_and_a_phone_in_chromium(story, tmp_path):
     wide.write_text(page.read_text(encoding="utf-8").replace(
         "<main>", '<main><div style="width: 900px">wide</div>'), encoding="utf-8")
     assert _overflow(wide, 400, tmp_path)["bad"]
+
+
+@pytest.mark.slow
+def test_the_uniqueness_sentence_follows_which_count_is_closer(story):
+    import dataclasses
+
+    import numpy as np
+
+    truth = story.truly_unique.astype(np.float64)
+
+    def text_with(p):
+        left = dataclasses.replace(story.remaining, p_unique=p)
+        return _text(story_sections(dataclasses.replace(story, remaining=left))[3].body)
+
+    assert "closer to the truth than" in text_with(truth)  # exact: the reports win
+    assert "further from the truth than" in text_with(np.ones_like(truth))  # everyone unique

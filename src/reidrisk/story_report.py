@@ -155,8 +155,10 @@ def _collect_section(story: Story) -> Section:
     body += html_table(["distribution", "estimate", "uniform guess", "estimate vs guess"], rows,
                        numeric=[False, True, True, False])
     if lost:
+        names = lost[0] if len(lost) == 1 else f"{', '.join(lost[:-1])} and {lost[-1]}"
         body += paragraph(
-            f"At this budget the estimate of {', '.join(lost)} is no better than a uniform guess: "
+            f"At this budget the estimate{'s' if len(lost) > 1 else ''} of {names} "
+            f"{'are' if len(lost) > 1 else 'is'} no better than a uniform guess: "
             f"{n:,} reports at epsilon {c.epsilon / g:.3g} per QI do not carry enough signal, and "
             "the collection loses there. A lower target error or more people raise the budget.")
     fallback = {"none": "kept the dependence between the QIs",
@@ -201,12 +203,17 @@ def _remaining_section(story: Story) -> Section:
     if r.raw_p_unique is not None:
         raw_err = abs(float(r.raw_p_unique.sum()) - truth)
         err = abs(pred - truth)
-        body += paragraph(
-            "The count from the LDP reports is "
-            + ("closer to the truth than" if err < raw_err else
-               "as close to the truth as" if err == raw_err else "further from the truth than")
-            + " the count from the true table: randomization hides who answered what, not how "
-            "many people are unique.")
+        if err <= raw_err:
+            body += paragraph(
+                "The count from the LDP reports is "
+                + ("closer to the truth than" if err < raw_err else "as close to the truth as")
+                + " the count from the true table: randomization hides who answered what, not how "
+                "many people are unique, so the population's uniques stay as exposed as they were.")
+        else:
+            body += paragraph(
+                "The count from the LDP reports is further from the truth than the count from the "
+                "true table: at this budget the reports carry too little of the QIs' joint "
+                "distribution for the model, which loses here; it is no guide to who is unique.")
     return Section("4. The risk that remains", body, anchor="remaining")
 
 
