@@ -336,9 +336,13 @@ def _run_story(out: Path, sample: int | None, target_error: float | None, seed: 
     import time
 
     t0 = time.perf_counter()  # the imports below are part of the run's time
-    click.echo("0/4 loading the shipped Adult extract and the capabilities", err=True)
-    from reidrisk.story import DEFAULT_SAMPLE, DEFAULT_TARGET_ERROR, run_story
-    from reidrisk.story_report import story_summary, write_story
+    loading = "0/4 loading the capabilities"
+    click.echo(loading, err=True)
+    from reidrisk.report.progress import Stage
+
+    with Stage(loading, enabled=progress):
+        from reidrisk.story import DEFAULT_SAMPLE, DEFAULT_TARGET_ERROR, run_story
+        from reidrisk.story_report import story_summary, write_story
 
     story = run_story(sample=sample or DEFAULT_SAMPLE,
                       target_error=DEFAULT_TARGET_ERROR if target_error is None else target_error,

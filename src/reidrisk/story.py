@@ -309,12 +309,12 @@ def run_story(sample: int = DEFAULT_SAMPLE, target_error: float = DEFAULT_TARGET
         return Stage(name, enabled=progress)
 
     t0 = time.perf_counter()
-    frame = people.iloc[np.sort(rng_sample.choice(len(people), int(sample), replace=False))]
-    frame = frame.reset_index(drop=True)
-    table = prepare_table(frame, list(QIS), list(SENSITIVE), bins={"age": AGE_WIDTH},
-                          source="the Adult extract")
-    unique = population_counts(people, frame) == 1
-    with stage(f"1/4 assessing {table.n:,} records (population {len(people):,})"):
+    with stage(f"1/4 assessing {int(sample):,} records (population {len(people):,})"):
+        frame = people.iloc[np.sort(rng_sample.choice(len(people), int(sample), replace=False))]
+        frame = frame.reset_index(drop=True)
+        table = prepare_table(frame, list(QIS), list(SENSITIVE), bins={"age": AGE_WIDTH},
+                              source="the Adult extract")
+        unique = population_counts(people, frame) == 1
         result = assess(table, population=len(people), rng=int(rng_model.integers(2**31)))
     seconds["assess"] = time.perf_counter() - t0
 
