@@ -109,10 +109,15 @@ def _release_section(story: Story) -> Section:
         "interval (safe: close to 0).")
     body += html_table(["attack", "rows re-identified", "95 % interval"], rows,
                        numeric=[False, True, True])
+    zero = [name for name, (rate, _, _) in r.attack_rates.items() if rate == 0]
     body += paragraph(
-        "E1 and E2 pick among the original rows whose QIs match a released row (E1 at random, E2 "
-        "by the sensitive values); EUC1 and EUC2 pick the original row nearest in the sensitive "
-        f"values ({SENSITIVE[0]}); assign links all rows at once as one best matching.")
+        "E1, E2 and EUC1 look among the original rows whose QIs equal a released row's (E1 picks "
+        f"one at random, E2 and EUC1 the nearest in {SENSITIVE[0]}); EUC2 does the same but "
+        "falls back to every original row when none matches; assign links all rows at once as "
+        "one best matching over all columns."
+        + (f" {', '.join(zero)} link{'s' if len(zero) == 1 else ''} no row: a recoded QI value "
+           "(a group of merged values) equals no original value, so an attack that needs an "
+           "exact QI match finds no candidate." if zero else ""))
     if worst >= SAFE_SHARE:
         body += paragraph(
             f"The release still leaks: {worst_name} re-identifies {_pct(worst)} of its rows, "
