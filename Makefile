@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 
-.PHONY: demo test bench install clean
+.PHONY: demo test bench install clean adult-extract
 
 # what an install step installs, read from pyproject.toml: the names of the package's requirements
 # and of those of the extras given (e.g. `$(call requirements,test)`), printed before pip runs
@@ -66,6 +66,11 @@ bench-linkage_peers: $(VENV)/.bench-installed
 # any benchmark by name, with its peers installed: `make bench-collect_speed`, `make bench-em_stop ARGS=--quick`
 bench-%: $(VENV)/.bench-installed
 	$(PY) benchmarks/$*.py $(ARGS)
+
+# rewrite the Adult extract shipped in the package from the full UCI Adult files of the shared
+# data folder (deterministic: the same bytes every time; attribution in src/reidrisk/data/ADULT_EXTRACT.md)
+adult-extract: $(VENV)/.installed
+	$(PY) -c 'from reidrisk.data.adult import write_adult_extract as w; print(w("src/reidrisk/data/adult_extract.csv.gz"))'
 
 clean:
 	rm -rf $(VENV) reidrisk-report build *.egg-info src/*.egg-info

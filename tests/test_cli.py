@@ -439,6 +439,43 @@ def test_demo_help_states_the_defaults_the_run_uses(runner):
     assert f"[default: {DEFAULT_MISSING_RATE:g} for the synthetic population" in text
 
 
+def test_demo_help_states_the_main_jobs_defaults(runner):
+    from reidrisk.story import DEFAULT_SAMPLE, DEFAULT_TARGET_ERROR
+
+    text = " ".join(runner.invoke(cli, ["demo", "--help"]).output.split())
+    assert f"[default: {DEFAULT_SAMPLE}]" in text
+    assert f"[default: {DEFAULT_TARGET_ERROR:g}]" in text
+    assert "--sweep" in text
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--sweep", "--sample", "500"], "--sample and --target-error belong to the main job"),
+    (["-n", "500", "--target-error", "0.5"], "--sample and --target-error belong to the main job"),
+    (["--sample", "10"], "10 is not in the range x>=200"),
+    (["--target-error", "1"], "--target-error"),
+])
+def test_demo_refuses_options_of_the_other_mode_before_any_work(runner, tmp_path, args, message):
+    result = runner.invoke(cli, ["demo", *args, "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.slow
+def test_demo_by_default_tells_the_main_job_on_the_adult_extract(runner, tmp_path):
+    out = tmp_path / "report"
+    result = runner.invoke(cli, ["demo", "--sample", "400", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    page = (out / "index.html").read_text(encoding="utf-8")
+    for title in ("1. Assess the table", "2. Release it 5-anonymous, and attack",
+                  "3. Collect it under LDP instead", "4. The risk that remains"):
+        assert f"<h2>{title}</h2>" in page
+    assert "10,000 people of the UCI Adult extract" in page
+    for step in ("1. assess", "2. 5-anonymous release", "3. LDP collection", "4. linking"):
+        assert step in result.output
+    assert str(out / "index.html") in result.output
+
+
 def test_demo_output_folder_is_checked_before_the_work(runner, tmp_path, monkeypatch):
     from reidrisk import demo as demo_module
 

@@ -226,8 +226,8 @@ def cli(debug: bool) -> None:
     """Re-identification risk, and collection of sensitive data under local differential privacy
     (LDP) when people skip questions.
 
-    Start with `reidrisk demo`: it simulates an LDP collection with missing values and writes an
-    HTML report.
+    Start with `reidrisk demo`: it assesses a real table, releases it, collects it under LDP
+    instead and measures the risk left, and writes an HTML report.
     """
 
 
@@ -249,41 +249,65 @@ def _check_epsilons(ctx: click.Context, param: click.Parameter, value: tuple[flo
     return value
 
 
+_DEFAULT_SAMPLE = 3_000
+_DEFAULT_TARGET_ERROR = 0.5
+
+
 @cli.command()
+@click.option("--sweep", is_flag=True,
+              help="Run the mechanism x budget sweep instead of the main job (implied by any of "
+                   "--data, --schema, --epsilon, --mechanism, --n, --missing-rate).")
+@click.option("--sample", type=click.IntRange(min=200), default=None,
+              help=f"Main job: people in the data holder's table, a sample of the shipped Adult "
+                   f"extract's 10,000. [default: {_DEFAULT_SAMPLE}]")
+@click.option("--target-error", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
+              default=None,
+              help="Main job: the identification error the LDP budget must guarantee. "
+                   f"[default: {_DEFAULT_TARGET_ERROR:g}]")
 @click.option("--data", "data", type=click.Path(dir_okay=False, path_type=Path),
-              help="CSV or Parquet file of records (default: a built-in synthetic population).")
+              help="Sweep: CSV or Parquet file of records (default: a built-in synthetic population).")
 @click.option("--schema", "schema", type=click.Path(dir_okay=False, path_type=Path),
-              help="Schema JSON for --data (see `reidrisk schema infer`); inferred when omitted.")
+              help="Sweep: schema JSON for --data (see `reidrisk schema infer`); inferred when omitted.")
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path),
               default=Path("reidrisk-report"), show_default=True, help="Folder the report is written to.")
 @click.option("-e", "--epsilon", "epsilons", type=float, multiple=True, callback=_check_epsilons,
               metavar="EPS",
-              help="Whole-record budget; repeat for a sweep. [default: "
+              help="Sweep: whole-record budget; repeat for a sweep. [default: "
                    f"{' '.join(f'{e:g}' for e in _DEFAULT_EPSILONS)}]")
 @click.option("-m", "--mechanism", "mechanisms", multiple=True, metavar="NAME",
-              help="Mechanism to compare; repeat for several. [default: every registered one]")
+              help="Sweep: mechanism to compare; repeat for several. [default: every registered one]")
 @click.option("-n", "--n", "n", type=click.IntRange(min=2), default=None,
-              help=f"Number of records (synthetic: size of the population [default: {_DEFAULT_N}]; "
+              help=f"Sweep: number of records (synthetic: size of the population [default: {_DEFAULT_N}]; "
                    "--data: a random sample of this many rows [default: all]).")
 @click.option("--missing-rate", type=click.FloatRange(0.0, 1.0, max_open=True), default=None,
-              help="Values removed completely at random before collection "
+              help="Sweep: values removed completely at random before collection "
                    f"[default: {_DEFAULT_MISSING_RATE:g} for the synthetic population, 0 for --data].")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random draw.")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Progress on standard error: a bar on a terminal, a plain line every few "
                    "seconds otherwise.")
-def demo(data, schema, out, epsilons, mechanisms, n, missing_rate, seed, progress) -> None:
-    """Simulate an LDP collection with missing values and write an HTML report.
+def demo(sweep, sample, target_error, data, schema, out, epsilons, mechanisms, n, missing_rate,
+         seed, progress) -> None:
+    """Run the main job on a real table and write an HTML report.
 
-    Every mechanism randomizes every record at every budget; the server estimates all
-    single-attribute and pairwise distributions (EM and norm-sub) and the report compares them with
-    the truth (Jensen-Shannon divergence, total variation). The report then compares collection
-    methods on one 3-way table (paper 004), checks who is unique in the population against the
-    truth (paper 000) and adds each capability's own section.
+    On a sample of the UCI Adult extract shipped with reidrisk: assess the table's
+    re-identification risk, release it k-anonymous and attack the release, collect the same
+    attributes under LDP instead at the budget PIE certifies, and measure the risk that remains.
+    With --sweep: every mechanism randomizes synthetic records at every budget and the report
+    compares the estimated distributions with the truth.
     """
 
     # the demo's work (NumPy, pandas, every capability) loads only when it runs (start-up time)
     from reidrisk.data.io import check_output_path
+
+    sweep = sweep or any(v not in (None, ()) for v in (data, schema, n, missing_rate)) \
+        or bool(epsilons or mechanisms)
+    if not sweep:
+        check_output_path(out, kind="folder")  # before the work, not after it
+        _run_story(out, sample, target_error, seed, progress)
+        return
+    if sample is not None or target_error is not None:
+        raise click.UsageError("--sample and --target-error belong to the main job, not --sweep")
     from reidrisk.demo import DEFAULT_EPSILONS, run_demo
 
     if schema is not None and data is None:
@@ -304,6 +328,28 @@ def demo(data, schema, out, epsilons, mechanisms, n, missing_rate, seed, progres
     )
     click.echo(result.summary())
     click.echo(f"\nReport: {result.report}  ({result.seconds:.1f} s)")
+
+
+def _run_story(out: Path, sample: int | None, target_error: float | None, seed: int,
+               progress: bool) -> None:
+    """The main job (``reidrisk.story``) written to ``out``, its summary on standard output."""
+    import time
+
+    t0 = time.perf_counter()  # the imports below are part of the run's time
+    loading = "0/4 loading the capabilities"
+    click.echo(loading, err=True)
+    from reidrisk.report.progress import Stage
+
+    with Stage(loading, enabled=progress):
+        from reidrisk.story import DEFAULT_SAMPLE, DEFAULT_TARGET_ERROR, run_story
+        from reidrisk.story_report import story_summary, write_story
+
+    story = run_story(sample=sample or DEFAULT_SAMPLE,
+                      target_error=DEFAULT_TARGET_ERROR if target_error is None else target_error,
+                      seed=seed, progress=progress, log=lambda msg: click.echo(msg, err=True))
+    page = write_story(story, out)
+    click.echo(story_summary(story))
+    click.echo(f"\nReport: {page}  ({time.perf_counter() - t0:.1f} s)")
 
 
 # ---- schema ----------------------------------------------------------------------------------

@@ -116,3 +116,36 @@ def test_bad_arguments_and_files(tmp_path):
     (tmp_path / "adult.data").write_text(row)
     with pytest.raises(TableError, match="unexpected income label 'maybe'"):
         load_adult(root=tmp_path)
+
+
+def test_the_shipped_extract_loads_without_the_shared_data(monkeypatch, tmp_path):
+    from reidrisk.data.adult import EXTRACT_COLUMNS, EXTRACT_ROWS, load_adult_extract
+
+    monkeypatch.setenv("REIDRISK_DATA", str(tmp_path))  # no Adult files there: not needed
+    frame = load_adult_extract()
+    assert frame.shape == (EXTRACT_ROWS, len(EXTRACT_COLUMNS))
+    assert list(frame.columns) == list(EXTRACT_COLUMNS)
+    assert frame["age"].dtype == np.int64 and frame["hours-per-week"].dtype == np.int64
+    assert not (frame.astype(str) == "?").any().any() and frame.notna().all().all()
+    assert set(frame["income"]) == {"<=50K", ">50K"}
+
+
+def test_the_extract_is_rows_of_the_train_file_and_regenerates_byte_for_byte(train, tmp_path):
+    from importlib import resources
+
+    from reidrisk.data.adult import EXTRACT_COLUMNS, load_adult_extract, write_adult_extract
+
+    shipped = resources.files("reidrisk.data").joinpath("adult_extract.csv.gz").read_bytes()
+    assert write_adult_extract(tmp_path / "x.csv.gz").read_bytes() == shipped
+    extract = load_adult_extract()
+    keys = lambda f: set(map(tuple, f[list(EXTRACT_COLUMNS)].astype(str).to_numpy()))  # noqa: E731
+    assert keys(extract) <= keys(train.dropna(subset=list(EXTRACT_COLUMNS)))
+
+
+def test_the_extract_names_its_source_and_licence():
+    from importlib import resources
+
+    text = resources.files("reidrisk.data").joinpath("ADULT_EXTRACT.md").read_text("utf-8")
+    for what in ("UCI Machine Learning Repository", "Becker", "Kohavi", "1996", "CC BY 4.0",
+                 "https://doi.org/10.24432/C5XW20"):
+        assert what in text

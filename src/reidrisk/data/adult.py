@@ -48,6 +48,9 @@ occupation). ``adult_schema("paper000", domain="observed")`` gives that domain e
 
 from __future__ import annotations
 
+import gzip
+import io
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -320,7 +323,92 @@ def load_adult_encoded(
     return EncodedData(schema, codes)
 
 
+EXTRACT_COLUMNS: tuple[str, ...] = (
+    "age", "education", "marital-status", "occupation", "race", "sex", "native-country",
+    "hours-per-week", "income",
+)
+"""The columns of the shipped extract: what a data holder's table of people would hold."""
+
+EXTRACT_ROWS = 10_000
+EXTRACT_SEED = 20_240_611
+EXTRACT_FILE = "adult_extract.csv.gz"
+"""The extract shipped in the package (``reidrisk/data/``, attribution in ``ADULT_EXTRACT.md``
+beside it): ``EXTRACT_ROWS`` complete train records drawn without replacement by
+``numpy.random.default_rng(EXTRACT_SEED)``, in file order, ``EXTRACT_COLUMNS`` only."""
+
+
+def make_adult_extract(root: str | Path | None = None) -> pd.DataFrame:
+    """Draw the shipped extract from the full Adult train file (deterministic).
+
+    Parameters
+    ----------
+    root : str or Path, optional
+        The folder holding ``adult.data`` (as in ``load_adult``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``EXTRACT_ROWS`` rows, ``EXTRACT_COLUMNS``: the complete records (no ``"?"`` in those
+        columns) chosen by ``EXTRACT_SEED``, kept in their file order.
+
+    Raises
+    ------
+    DatasetNotFound
+        If the Adult files are absent.
+    """
+    frame = load_adult("train", root)[list(EXTRACT_COLUMNS)]
+    frame = frame[frame.notna().all(axis=1)].reset_index(drop=True)
+    keep = np.sort(np.random.default_rng(EXTRACT_SEED).choice(len(frame), EXTRACT_ROWS,
+                                                              replace=False))
+    return frame.iloc[keep].reset_index(drop=True)
+
+
+def write_adult_extract(path: str | Path, root: str | Path | None = None) -> Path:
+    """Write ``make_adult_extract(root)`` as a gzip CSV whose bytes depend only on the data.
+
+    The gzip header carries no file name and a zero time stamp, so two runs give the same bytes.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file to write (``src/reidrisk/data/adult_extract.csv.gz`` in the package).
+    root : str or Path, optional
+        The folder holding ``adult.data``.
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    text = make_adult_extract(root).to_csv(index=False, lineterminator="\n")
+    path = Path(path)
+    with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
+                                                compresslevel=9) as gz:
+        gz.write(text.encode("utf-8"))
+    return path
+
+
+def load_adult_extract() -> pd.DataFrame:
+    """The Adult extract shipped in the package: real records without the shared data folder.
+
+    UCI Machine Learning Repository, "Adult" (Becker & Kohavi, 1996), CC BY 4.0; the extract's
+    attribution and how it was drawn: ``ADULT_EXTRACT.md`` beside the file.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``EXTRACT_ROWS`` records with ``EXTRACT_COLUMNS``: age and hours-per-week int64, the
+        others strings, none missing.
+    """
+    data = resources.files("reidrisk.data").joinpath(EXTRACT_FILE).read_bytes()
+    frame = pd.read_csv(io.BytesIO(gzip.decompress(data)), dtype=str, keep_default_na=False)
+    for col in ("age", "hours-per-week"):
+        frame[col] = frame[col].astype(np.int64)
+    return frame
+
+
 __all__ = [
-    "COLUMNS", "COMPLETE_TRAIN_ROWS", "NUMERIC", "PAPER000_ATTRIBUTES", "TEST_ROWS", "TRAIN_ROWS",
+    "COLUMNS", "EXTRACT_COLUMNS", "EXTRACT_FILE", "EXTRACT_ROWS", "EXTRACT_SEED",
+    "load_adult_extract", "make_adult_extract", "write_adult_extract", "COMPLETE_TRAIN_ROWS", "NUMERIC", "PAPER000_ATTRIBUTES", "TEST_ROWS", "TRAIN_ROWS",
     "VARIANTS", "adult_schema", "load_adult", "load_adult_encoded",
 ]
