@@ -308,6 +308,7 @@ def demo(sweep, sample, target_error, data, schema, out, epsilons, mechanisms, n
         return
     if sample is not None or target_error is not None:
         raise click.UsageError("--sample and --target-error belong to the main job, not --sweep")
+    # the sweep's modules (NumPy, pandas): kept off the command line's start
     from reidrisk.demo import DEFAULT_EPSILONS, run_demo
 
     if schema is not None and data is None:
@@ -338,9 +339,11 @@ def _run_story(out: Path, sample: int | None, target_error: float | None, seed: 
     t0 = time.perf_counter()  # the imports below are part of the run's time
     loading = "0/4 loading the capabilities"
     click.echo(loading, err=True)
+    # the report library and the capabilities: kept off the command line's start
     from reidrisk.report.progress import Stage
 
     with Stage(loading, enabled=progress):
+        # the capabilities (NumPy, pandas, SciPy): kept off the command line's start
         from reidrisk.story import DEFAULT_SAMPLE, DEFAULT_TARGET_ERROR, run_story
         from reidrisk.story_report import story_summary, write_story
 

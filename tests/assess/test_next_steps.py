@@ -37,7 +37,8 @@ def test_ldp_budget_is_pie_calibrate(prepared):
     opt = ldp_option(prepared, 4000, 0.8, model=False)
     domain = math.prod(a.size for a in prepared.schema)
     assert opt.domain == domain
-    assert opt.epsilon == calibrate(0.8, prepared.n, domain, "rr").epsilon
+    assert opt.epsilon == calibrate(0.8, prepared.n, domain, "ldp").epsilon
+    assert opt.certified_by == "ldp"
     assert math.isnan(opt.mean_p_unique)
 
 

@@ -99,11 +99,13 @@ def ldp_extra(N: int, target_error: float, model: bool,
                 f"P(unique) of {_fmt(opt.mean_p_unique)} and {100 * opt.share_likely_unique:.1f} % "
                 "of records likely unique (P > 0.5)." if math.isfinite(opt.mean_p_unique) else
                 " Add --ldp-uniqueness to predict the uniqueness left at that budget.")
-        page = (f"<h2>Collecting under LDP instead</h2><p>Collected under k-ary randomized "
-                f"response, a whole-record budget of at most epsilon = {_fmt(opt.epsilon)} (split "
-                f"evenly over the {len(table.qis)} QIs) keeps an attacker's identification error "
-                f"at or above {opt.target_error:g} for {table.n:,} people, as PIE certifies "
-                f"(<code>reidrisk pie calibrate</code>, bound: {html.escape(opt.certified_by)}).{left}"
+        page = (f"<h2>Collecting under LDP instead</h2><p>Collected under local differential "
+                f"privacy (each QI randomized on the person's device, k-ary randomized response), "
+                f"a whole-record budget of at most epsilon = {_fmt(opt.epsilon)} (split evenly "
+                f"over the {len(table.qis)} QIs) keeps an attacker's identification error at or "
+                f"above {opt.target_error:g} for {table.n:,} people, as PIE certifies for any "
+                "epsilon-LDP collection (<code>reidrisk pie calibrate -m ldp</code>, paper 002 "
+                f"Prop. 4.1).{left}"
                 "</p>" + (f"<p class='note'>{html.escape(opt.note)}</p>" if opt.note else ""))
         return {"summary": {"ldp": opt.to_dict()}, "html": page}
 

@@ -5,8 +5,10 @@
   attacks on it (``reidrisk.linkage.evaluate``, the true mapping known; paper 001).
 * ``ldp_option``: collecting the same QIs under local differential privacy instead — the largest
   whole-record budget PIE certifies for a target identification error (``reidrisk.pie.calibrate``,
-  paper 002, Cor. 3.9 with Thm 4.2/4.3 for k-ary randomized response), and the P(unique) that paper
-  000's model predicts from reports randomized at that budget (``reidrisk.uniqueness``).
+  paper 002, Cor. 3.9 with Prop. 4.1, which holds for every epsilon-LDP mechanism: the
+  collection randomizes each QI apart, with k-ary randomized response at epsilon / q, so the
+  whole-domain randomized-response bound of Thm 4.2/4.3 does not apply), and the P(unique) that
+  paper 000's model predicts from reports randomized at that budget (``reidrisk.uniqueness``).
 
 These are the ports through which ``assess`` uses its sibling capabilities (the layers contract in
 pyproject.toml names them).
@@ -156,7 +158,7 @@ class LdpOption:
     epsilon : float
         The largest whole-record budget certified (split evenly over the QIs).
     certified_by : str
-        The bound that certified it (paper 002: "rr" Thm 4.2/4.3, "ldp" Prop. 4.1).
+        The bound that certified it (paper 002: "ldp", Prop. 4.1).
     domain : int
         The record domain |X| (product of the QIs' domain sizes).
     mean_p_unique : float
@@ -191,8 +193,8 @@ class LdpOption:
 
 def ldp_option(table: PreparedTable, N: int, target_error: float = 0.9,
                rng: np.random.Generator | int | None = 0, model: bool = True) -> LdpOption:
-    """The budget for collecting the table's QIs under k-ary randomized response, and the
-    re-identification risk left at it.
+    """The budget for collecting the table's QIs under LDP (each QI randomized apart by k-ary
+    randomized response at epsilon / q), and the re-identification risk left at it.
 
     Parameters
     ----------
@@ -220,7 +222,7 @@ def ldp_option(table: PreparedTable, N: int, target_error: float = 0.9,
     domain = int(np.prod([a.size for a in table.schema], dtype=np.float64))
     domain = min(domain, 2**62)
     try:
-        cal = calibrate(target_error, table.n, domain, "rr")
+        cal = calibrate(target_error, table.n, domain, "ldp")
     except BoundError as exc:
         raise AssessError(f"no LDP budget: {str(exc).replace('--target-error', '--ldp-error')}"
                           ) from None
