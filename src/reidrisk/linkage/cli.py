@@ -13,7 +13,7 @@ from reidrisk.data.io import TableError, check_output_path, read_table, write_ta
 from reidrisk.linkage.anonymize import Pipeline
 from reidrisk.linkage.attacks import ATTACKS
 from reidrisk.linkage.evaluate import evaluate
-from reidrisk.linkage.release import LinkageError, numeric_matrix
+from reidrisk.linkage.release import LinkageError, check_truth, numeric_matrix
 
 
 def _names(ctx, param, value: str | None) -> list[str]:
@@ -43,30 +43,45 @@ def _with_numeric_sa(frame: pd.DataFrame, sa: list[str], path: Path) -> pd.DataF
     return frame
 
 
-def _read_truth(path: Path, n_release: int, n_original: int) -> np.ndarray:
+def _read_truth(path: Path, x: pd.DataFrame, y: pd.DataFrame, qi: list[str], sa: list[str]
+                ) -> np.ndarray:
+    """The true mapping in ``path``: column ``original_row`` (0-based rows of the original), in the
+    release's order or keyed by a column ``release_row`` (0-based rows of the release, any order);
+    checked by ``check_truth``."""
     frame = read_table(path)
-    if "original_row" in frame.columns:
-        col = "original_row"
-    elif frame.shape[1] == 1:
-        col = frame.columns[0]
-    else:
-        raise TableError(f"{str(path)!r} has columns {list(frame.columns)}; a true mapping has one "
-                         "column 'original_row' (the 0-based row of the original for each "
-                         "released row), as written by `reidrisk linkage anonymize --truth-output`")
+    extra = [c for c in frame.columns if c not in ("original_row", "release_row")]
+    if "original_row" not in frame.columns or extra:
+        raise TableError(f"{str(path)!r} has columns {list(frame.columns)}; a true mapping has the "
+                         "column 'original_row' (the 0-based row of the original for each released "
+                         "row) and optionally 'release_row' (the 0-based released row it is for), "
+                         "as written by `reidrisk linkage anonymize --truth-output`: rename or drop "
+                         "the other columns")
+    truth = _row_numbers(path, frame, "original_row")
+    if "release_row" in frame.columns:
+        at = _row_numbers(path, frame, "release_row")
+        if len(at) != len(y) or not np.array_equal(np.sort(at), np.arange(len(y))):
+            base = (" (it looks 1-based: subtract 1)" if np.array_equal(np.sort(at),
+                                                                         np.arange(1, len(y) + 1))
+                    else "")
+            raise TableError(f"{str(path)!r}, column 'release_row': give each released row "
+                             f"0..{len(y) - 1} exactly once{base}")
+        ordered = np.empty_like(truth)
+        ordered[at] = truth
+        truth = ordered
+    try:
+        return check_truth(x, y, truth, qi=qi, sa=sa, where=repr(str(path)))
+    except LinkageError as exc:
+        raise TableError(str(exc)) from None
+
+
+def _row_numbers(path: Path, frame: pd.DataFrame, col: str) -> np.ndarray:
     values = pd.to_numeric(frame[col], errors="coerce")
     bad = values.isna() | (values != values.round())
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
         raise TableError(f"{str(path)!r}, column {col!r}, row {i + 1}: {frame[col].iloc[i]!r} is not "
-                         "a row number; give 0-based integer row positions of the original")
-    truth = values.to_numpy(dtype=np.int64)
-    if len(truth) != n_release:
-        raise TableError(f"{str(path)!r} has {len(truth)} rows but the release has {n_release}; "
-                         "give one original row position per released row, in the release's order")
-    if len(truth) and (truth.min() < 0 or truth.max() >= n_original):
-        raise TableError(f"{str(path)!r}, column {col!r}: row positions must be in 0..{n_original - 1}"
-                         " (0-based rows of the original)")
-    return truth
+                         "a row number; give 0-based integer row positions")
+    return values.to_numpy(dtype=np.int64)
 
 
 @group.command("evaluate")
@@ -78,7 +93,8 @@ def _read_truth(path: Path, n_release: int, n_original: int) -> np.ndarray:
 @click.option("--sa", callback=_names, required=True,
               help="Sensitive (numeric) columns, comma-separated.")
 @click.option("--truth", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="True mapping: one column 'original_row', the 0-based row of X of each row of Y.")
+              help="True mapping: column 'original_row', the 0-based row of X of each row of Y, in Y's "
+                   "order or keyed by a column 'release_row' (0-based rows of Y).")
 @click.option("--aligned", is_flag=True,
               help="Row i of the release descends from row i of the original (instead of --truth).")
 @click.option("--attack", "attacks", multiple=True, metavar="NAME",
@@ -111,7 +127,7 @@ def evaluate_cmd(original, release, qi, sa, truth, aligned, attacks, scale, as_j
                            f"{str(original)!r}; each released row must come from a distinct original "
                            "row — are --original and --release swapped?")
     if truth is not None:
-        mapping = _read_truth(truth, len(y), len(x))
+        mapping = _read_truth(truth, x, y, qi, sa)
     elif aligned:
         mapping = np.arange(len(y), dtype=np.int64)
     else:
@@ -158,7 +174,8 @@ def _qi_as_text(frame: pd.DataFrame, qi: list[str]) -> pd.DataFrame:
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Where the release is written (CSV or Parquet).")
 @click.option("--truth-output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write the true mapping (column original_row) here; keep it secret.")
+              help="Also write the true mapping (columns release_row, original_row) here; keep it "
+                   "secret.")
 @click.option("--seed", type=int, default=None,
               help="Seed for a reproducible release (default: fresh randomness; do not publish a "
                    "release made with a known seed).")
@@ -189,6 +206,7 @@ def anonymize_cmd(config, input_, output, truth_output, seed) -> None:
     release = pipeline.apply(frame, rng=seed)
     write_table(_publishable(release.data), output)
     if truth_output is not None:
-        write_table(pd.DataFrame({"original_row": release.truth}), truth_output)
+        write_table(pd.DataFrame({"release_row": np.arange(release.n), "original_row": release.truth}),
+                    truth_output)
     click.echo(f"Wrote {output}: {release.n} of {len(frame)} rows after "
                f"{' -> '.join(release.steps)}", err=True)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from reidrisk.linkage.attacks import ATTACKS, attack
-from reidrisk.linkage.release import LinkageError, Release
+from reidrisk.linkage.release import LinkageError, Release, check_truth
 from reidrisk.linkage.scores import (
     Rate,
     Security,
@@ -156,14 +156,7 @@ def evaluate(original: pd.DataFrame, release: pd.DataFrame | Release, *, qi: Seq
                            f"{len(original)}; each released row must descend from a distinct "
                            "original row — check that the files are not swapped")
     if truth is not None:
-        truth = np.asarray(truth)
-        if truth.shape != (len(y),):
-            raise LinkageError(f"the true mapping has {truth.shape[0] if truth.ndim else 0} rows but "
-                               f"the release has {len(y)}; give one original row per released row")
-        if len(truth) and (truth.min() < 0 or truth.max() >= len(original)):
-            raise LinkageError(f"the true mapping holds row positions outside 0..{len(original) - 1}"
-                               "; give 0-based row positions of the original")
-        truth = truth.astype(np.int64)
+        truth = check_truth(original, y, truth, qi=qi, sa=sa)
     utility = utility_scores(original, y, qi=qi, sa=sa, truth=truth)
     security = security_scores(y, qi=qi)
     notes = []
