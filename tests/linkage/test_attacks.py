@@ -172,16 +172,6 @@ def test_assign_finds_the_cheapest_one_to_one_assignment():
     assert len(set(g.guess.tolist())) == 5
 
 
-def test_read_generalization_applies_the_published_labels():
-    from reidrisk.linkage.attacks import read_generalization
-
-    X = pd.DataFrame({"age": [30, 31, 45, 46], "city": ["a", "b", "c", "c"]})
-    Y = pd.DataFrame({"age": [30, "45-46"], "city": ["a|b", "c"]})
-    got = read_generalization(X, Y, ["age", "city"])
-    assert got["age"].tolist() == [30, 31, "45-46", "45-46"]
-    assert got["city"].tolist() == ["a|b", "a|b", "c", "c"]
-
-
 def test_assign_reads_generalization_labels_of_a_k_anonymous_noisy_release():
     from reidrisk.data.microdata import make_microdata
     from reidrisk.linkage import add_noise, k_anonymize, shuffle_rows

@@ -243,3 +243,22 @@ def test_qi_spelled_differently_in_the_two_files_still_matches(files):
     res = run("evaluate", "--original", files / "x.csv", "--release", files / "spelled.csv",
               "--qi", QI, "--sa", SA, "--aligned", "--json", "--attack", "EUC1")
     assert _rates(res)["EUC1"] == 1.0
+
+
+def test_coded_release_warns_without_the_recode_map_and_links_with_it(files):
+    x = pd.read_csv(files / "x.csv")
+    y = x.iloc[:150].copy()
+    q = QI.split(",")
+    y[q[0]] = np.where(y[q[0]] >= 3, "3+", y[q[0]].astype(str))        # a top code: read as such
+    y[q[1]] = y[q[1]] // 2                                              # a code: needs the map
+    y.to_csv(files / "coded.csv", index=False)
+    top = int(x[q[1]].max())
+    pd.DataFrame({"column": q[1], "value": [f"[{2 * c},{2 * c + 2})" for c in range(top // 2 + 1)],
+                  "code": range(top // 2 + 1)}).to_csv(files / "recode.csv", index=False)
+    args = ["evaluate", "--original", files / "x.csv", "--release", files / "coded.csv", "--qi", QI,
+            "--sa", SA, "--aligned", "--json", "--attack", "EUC1"]
+    res = run(*args)
+    assert res.exit_code == 0 and "Warning:" in res.stderr and "match no original row" in res.stderr
+    res = run(*args, "--recode", files / "recode.csv")
+    assert res.exit_code == 0 and "Warning" not in res.stderr
+    assert json.loads(res.stdout)["rates"][0]["rate"] == 1.0

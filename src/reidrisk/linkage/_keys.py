@@ -58,7 +58,10 @@ def canonical_codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndar
     uniques : numpy.ndarray of object
         The canonical value of each code.
     """
-    raw_codes, raw = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
+    array = np.asarray(values)
+    if array.dtype.kind not in "iufb":
+        array = array.astype(object)
+    raw_codes, raw = pd.factorize(array, use_na_sentinel=False)
     canon = np.array([canonical(v) for v in raw], dtype=object)
     merged, uniques = pd.factorize(canon, use_na_sentinel=False)
     codes = merged.astype(np.int64)[raw_codes] if len(raw) else raw_codes.astype(np.int64)

@@ -13,6 +13,7 @@ from reidrisk.data.io import TableError, check_output_path, read_table, write_ta
 from reidrisk.linkage.anonymize import Pipeline
 from reidrisk.linkage.attacks import ATTACKS
 from reidrisk.linkage.evaluate import evaluate
+from reidrisk.linkage.generalization import RecodeMap
 from reidrisk.linkage.release import LinkageError, check_truth, numeric_matrix
 
 
@@ -101,9 +102,13 @@ def _row_numbers(path: Path, frame: pd.DataFrame, col: str) -> np.ndarray:
               help="Attack to run (repeatable; default all: E1 E2 E3 E4 EUC1 EUC2 assign).")
 @click.option("--scale", is_flag=True,
               help="Standardize SA columns before distances (default: raw values, as paper 001).")
+@click.option("--recode", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Recode map of a coded release: original value or range -> released code, "
+                   "per QI column (TOML tables or CSV column,value,code).")
 @click.option("--json", "as_json", is_flag=True, help="Print the scorecard as JSON.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random tie-breaks.")
-def evaluate_cmd(original, release, qi, sa, truth, aligned, attacks, scale, as_json, seed) -> None:
+def evaluate_cmd(original, release, qi, sa, truth, aligned, attacks, scale, recode, as_json,
+                 seed) -> None:
     """Score a release: utility lost (U1-U6), class sizes (S1-S2) and, with the true mapping, the
     share of rows each linkage attack re-identifies, with a 95% interval."""
 
@@ -117,7 +122,10 @@ def evaluate_cmd(original, release, qi, sa, truth, aligned, attacks, scale, as_j
     if overlap:
         raise click.BadParameter(f"column(s) {overlap} given both as --qi and --sa; list each once",
                                  param_hint="--sa")
+    recoding = RecodeMap.from_file(recode) if recode is not None else None
     x = _qi_as_text(_with_numeric_sa(_read(original, qi + sa), sa, original), qi)
+    if recoding is not None:
+        x = recoding.apply(x, qi)
     y = _qi_as_text(_with_numeric_sa(_read(release, qi + sa), sa, release), qi)
     for path, frame in ((original, x), (release, y)):
         if len(frame) == 0:
@@ -134,6 +142,9 @@ def evaluate_cmd(original, release, qi, sa, truth, aligned, attacks, scale, as_j
         mapping = None
     card = evaluate(x, y, qi=qi, sa=sa, truth=mapping, attacks=list(attacks) or None, rng=seed,
                     scale=scale)
+    for note in card.notes:
+        if "match no original row" in note:
+            click.echo(f"Warning: {note}", err=True)
     if as_json:
         click.echo(json.dumps(card.to_dict(), indent=2))
     else:

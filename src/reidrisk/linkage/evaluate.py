@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 
 from reidrisk.linkage.attacks import ATTACKS, attack
-from reidrisk.linkage.release import LinkageError, Release, check_truth
+from reidrisk.linkage.generalization import RecodeMap, read_release
+from reidrisk.linkage.release import LinkageError, Release, check_columns, check_truth
 from reidrisk.linkage.scores import (
     Rate,
     Security,
@@ -113,10 +114,12 @@ def _json(v):
 
 def evaluate(original: pd.DataFrame, release: pd.DataFrame | Release, *, qi: Sequence[str],
              sa: Sequence[str], truth: np.ndarray | None = None, attacks: Sequence[str] | None = None,
-             rng=None, scale: bool = False) -> Scorecard:
+             rng=None, scale: bool = False, recode: RecodeMap | None = None) -> Scorecard:
     """Score ``release`` against ``original``: U1-U6, S1-S2 and, when the true mapping is known,
     the rate of every attack (docs/design/linkage.md#scores). Without a true mapping no rate can
-    be computed; the scorecard says so.
+    be computed; the scorecard says so. Released QI values are read as the generalization they
+    write (``generalization``); the scorecard notes the share of released rows whose QI values
+    match no original row, and the values that cover nothing.
 
     Parameters
     ----------
@@ -135,6 +138,9 @@ def evaluate(original: pd.DataFrame, release: pd.DataFrame | Release, *, qi: Seq
     scale : bool
         Standardize the SA columns before distances in every attack but ``assign`` (which
         always scales); default off, as in the paper.
+    recode : RecodeMap, optional
+        The publisher's recoding of QI values (original value -> released code), applied to
+        ``original``'s QI columns before anything is compared.
 
     Returns
     -------
@@ -147,6 +153,8 @@ def evaluate(original: pd.DataFrame, release: pd.DataFrame | Release, *, qi: Seq
     else:
         y = release
     qi, sa = list(qi), list(sa)
+    if recode is not None:
+        original = recode.apply(original, qi)
     names = list(ATTACKS) if attacks is None else list(attacks)
     unknown = [a for a in names if a not in ATTACKS]
     if unknown:
@@ -161,6 +169,9 @@ def evaluate(original: pd.DataFrame, release: pd.DataFrame | Release, *, qi: Seq
     security = security_scores(y, qi=qi)
     notes = []
     rates = []
+    unmatched = read_release(original, y, check_columns(original, qi, "QI", "the original")).note()
+    if unmatched:
+        notes.append(unmatched)
     if truth is None:
         notes.append("no true mapping given: re-identification rates and U5 need it (pass the "
                      "mapping of released rows to original rows, or state that the rows are in the "
