@@ -262,3 +262,12 @@ def test_coded_release_warns_without_the_recode_map_and_links_with_it(files):
     res = run(*args, "--recode", files / "recode.csv")
     assert res.exit_code == 0 and "Warning" not in res.stderr
     assert json.loads(res.stdout)["rates"][0]["rate"] == 1.0
+
+
+def test_distance_option_is_named_in_every_rate(files):
+    args = ["evaluate", "--original", files / "x.csv", "--release", files / "y_aligned.csv",
+            "--qi", QI, "--sa", SA, "--aligned", "--json", "--attack", "EUC1", "--attack", "E3"]
+    card = json.loads(run(*args, "--distance", "log").stdout)
+    assert [r["metric"] for r in card["rates"]] == ["log", ""] and card["metric"] == "log"
+    res = run(*args, "--distance", "cosine")
+    assert res.exit_code == 2 and "cosine" in res.output

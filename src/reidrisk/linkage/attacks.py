@@ -16,6 +16,9 @@ docs/design/linkage.md#attacks:
 - assign (ours): one global one-to-one assignment of Y rows to X rows minimizing the sum of a mixed
   distance over all columns (see ``assign``).
 
+The distance attacks (E2, E4, EUC1, EUC2, assign) measure SA distance with ``metric``: the paper's
+``"euclidean"``, ``"log"`` (Euclidean on asinh(v / c) per column: relative differences, for
+multiplicative noise) or ``"auto"`` (default: ``choose_metric``, without the true mapping).
 Ties are broken uniformly at random with the given generator (``rng``). ``scale=True``
 standardizes each SA column by its standard deviation in X before distances (default off, as in
 the paper, except for ``assign``). "The same QI vector" means a QI vector the released one covers:
@@ -45,6 +48,11 @@ from reidrisk.mechanisms.base import as_generator
 SMALL_BLOCK = 48
 #: candidate pairs handled per chunk (memory: pairs x |s| float64)
 PAIR_CHUNK = 500_000
+#: SA distances of the distance attacks: the paper's, and Euclidean on asinh(v / c) per column
+#: (differences of logarithms for values well above c: relative differences)
+METRICS = ("euclidean", "log")
+#: released rows ``choose_metric`` looks at
+AUTO_SAMPLE = 2000
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,12 +70,15 @@ class Linking:
     distance : numpy.ndarray, optional
         Distance to the claimed row in the attack's own metric (float; NaN where not defined or
         given up).
+    metric : str
+        The SA distance used (``"euclidean"`` or ``"log"``; empty for attacks without one).
     """
 
     guess: np.ndarray
     attack: str
     seconds: float
     distance: np.ndarray | None = None
+    metric: str = ""
 
     @property
     def n(self) -> int:
@@ -106,16 +117,77 @@ def _columns(x, y, qi, sa) -> tuple[list[str], list[str]]:
     return qi, sa
 
 
-def _sa(x, y, sa, scale: bool) -> tuple[np.ndarray, np.ndarray]:
+def _sa(x, y, sa, scale: bool, metric: str = "euclidean"
+        ) -> tuple[np.ndarray, np.ndarray, str]:
+    """X's and Y's SA columns in the coordinates of ``metric`` (``"auto"``: ``choose_metric``),
+    standardized by X's standard deviation with ``scale``; and the metric used."""
     if not sa:
         raise LinkageError("this attack needs at least one SA column (sa=[...])")
+    if metric not in METRICS and metric != "auto":
+        raise LinkageError(f"unknown SA distance {metric!r}; use one of {[*METRICS, 'auto']}")
     xs = numeric_matrix(x, sa, "the original")
     ys = numeric_matrix(y, sa, "the release")
+    if metric == "auto":
+        metric = choose_metric(xs, ys, scale)
+    xs, ys = _coordinates(xs, ys, metric, scale)
+    return xs, ys, metric
+
+
+def _coordinates(xs, ys, metric: str, scale: bool) -> tuple[np.ndarray, np.ndarray]:
+    if metric == "log":
+        c = np.array([_log_unit(xs[:, j]) for j in range(xs.shape[1])])
+        xs, ys = np.arcsinh(xs / c), np.arcsinh(ys / c)
     if scale:
         sd = xs.std(axis=0, ddof=1) if len(xs) > 1 else np.ones(xs.shape[1])
         sd = np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
         xs, ys = xs / sd, ys / sd
     return xs, ys
+
+
+def _log_unit(column: np.ndarray) -> float:
+    """The unit c of the log distance's asinh(v / c) for one SA column: the 5th percentile of its
+    nonzero |values| in X (1 when all are 0)."""
+    nonzero = np.abs(column[column != 0])
+    return float(np.percentile(nonzero, 5)) if len(nonzero) else 1.0
+
+
+def choose_metric(xs: np.ndarray, ys: np.ndarray, scale: bool = False,
+                  sample: int = AUTO_SAMPLE) -> str:
+    """The SA distance an attacker would pick without the true mapping: the one under which
+    released rows stand out most from their second-nearest original row.
+
+    For each of ``METRICS``, on up to ``sample`` released rows (evenly spaced, so no random draw),
+    the ratio d1 / d2 of the distance to the nearest distinct original point to the distance to
+    the second nearest (over all of X); the metric with the smaller median ratio wins, the
+    paper's ``"euclidean"`` on a tie (e.g. when rows are released exactly).
+
+    Parameters
+    ----------
+    xs, ys : numpy.ndarray (n, s), (m, s)
+        Raw SA values of X and Y.
+    scale : bool
+        Whether the attack standardizes the columns.
+    sample : int
+        Released rows looked at.
+
+    Returns
+    -------
+    str
+        ``"euclidean"`` or ``"log"``.
+    """
+    rows = np.unique(np.linspace(0, len(ys) - 1, min(sample, len(ys))).astype(np.int64))
+    best, best_score = METRICS[0], np.inf
+    for metric in METRICS:
+        a, b = _coordinates(xs, ys[rows], metric, scale)
+        points = np.unique(a, axis=0)
+        if len(points) < 2:
+            return METRICS[0]
+        d, _ = cKDTree(points).query(b, k=2)
+        ratio = np.where(d[:, 1] > 0, d[:, 0] / np.where(d[:, 1] > 0, d[:, 1], 1.0), 1.0)
+        score = float(np.median(ratio))
+        if score < best_score - 1e-12:
+            best, best_score = metric, score
+    return best
 
 
 def _one_column(sa: list[str], sa_column: str | None) -> list[str]:
@@ -251,12 +323,12 @@ def identify_rand(original, release, *, qi, sa=(), rng=None, scale: bool = False
     return Linking(guess, "E1", time.perf_counter() - t0)
 
 
-def _euc(name, original, release, qi, cols, rng, scale, fallback, read_labels) -> Linking:
+def _euc(name, original, release, qi, cols, rng, scale, fallback, read_labels, metric) -> Linking:
     t0 = time.perf_counter()
     x, y = _frames(original, release)
     qi, cols = _columns(x, y, qi, cols)
     gen = as_generator(rng)
-    xs, ys = _sa(x, y, cols, scale)
+    xs, ys, metric = _sa(x, y, cols, scale, metric)
     guess = np.full(len(y), -1, dtype=np.int64)
     dist = np.full(len(y), np.nan)
     for rows, kx, ky in read_release(x, y, qi, read_labels=read_labels).groups:
@@ -264,17 +336,18 @@ def _euc(name, original, release, qi, cols, rng, scale, fallback, read_labels) -
     rest = np.flatnonzero(guess < 0)
     if fallback and len(rest):
         guess[rest], dist[rest] = _nearest_tree(np.arange(len(xs)), xs, ys[rest], gen)
-    return Linking(guess, name, time.perf_counter() - t0, dist)
+    return Linking(guess, name, time.perf_counter() - t0, dist, metric)
 
 
 def identify_sa(original, release, *, qi, sa, rng=None, scale: bool = False,
-                sa_column: str | None = None, read_labels: bool = True) -> Linking:
+                sa_column: str | None = None, read_labels: bool = True, metric: str = "auto"
+                ) -> Linking:
     """E2 identify-sa (paper 001, Section 2.3): among the rows of X with the row's QI vector, the one
     nearest on ``sa_column``; -1 when no row shares the QI vector.
 
     Parameters
     ----------
-    original, release, qi, sa, rng, scale, read_labels
+    original, release, qi, sa, rng, scale, read_labels, metric
         As in ``euc1``.
     sa_column : str, optional
         The SA column to compare (default: the first of ``sa``).
@@ -285,7 +358,7 @@ def identify_sa(original, release, *, qi, sa, rng=None, scale: bool = False,
         The guessed original row of every released row (-1: no guess).
     """
     return _euc("E2", original, release, qi, _one_column(list(sa or []), sa_column), rng, scale,
-                False, read_labels)
+                False, read_labels, metric)
 
 
 def identify_sort(original, release, *, qi=(), sa, rng=None, scale: bool = False) -> Linking:
@@ -308,7 +381,7 @@ def identify_sort(original, release, *, qi=(), sa, rng=None, scale: bool = False
     x, y = _frames(original, release)
     _, sa = _columns(x, y, [], sa)
     gen = as_generator(rng)
-    xs, ys = _sa(x, y, sa, scale)
+    xs, ys, _ = _sa(x, y, sa, scale)
     rx = np.lexsort((gen.random(len(xs)), xs.sum(axis=1)))
     ry = np.lexsort((gen.random(len(ys)), ys.sum(axis=1)))
     guess = np.empty(len(ys), dtype=np.int64)
@@ -317,13 +390,13 @@ def identify_sort(original, release, *, qi=(), sa, rng=None, scale: bool = False
 
 
 def identify_sa21(original, release, *, qi=(), sa, rng=None, scale: bool = False,
-                  sa_column: str | None = None) -> Linking:
+                  sa_column: str | None = None, metric: str = "auto") -> Linking:
     """E4 identify-sa21 (paper 001, Section 2.3): QI ignored; the row of X nearest on ``sa_column``,
     ties at random.
 
     Parameters
     ----------
-    original, release, sa, rng, scale, sa_column
+    original, release, sa, rng, scale, sa_column, metric
         As in ``identify_sa``.
     qi
         Not used.
@@ -338,13 +411,13 @@ def identify_sa21(original, release, *, qi=(), sa, rng=None, scale: bool = False
     cols = _one_column(list(sa or []), sa_column)
     _, cols = _columns(x, y, [], cols)
     gen = as_generator(rng)
-    xs, ys = _sa(x, y, cols, scale)
+    xs, ys, metric = _sa(x, y, cols, scale, metric)
     guess, dist = _nearest_tree(np.arange(len(xs)), xs, ys, gen)
-    return Linking(guess, "E4", time.perf_counter() - t0, dist)
+    return Linking(guess, "E4", time.perf_counter() - t0, dist, metric)
 
 
-def euc1(original, release, *, qi, sa, rng=None, scale: bool = False, read_labels: bool = True
-         ) -> Linking:
+def euc1(original, release, *, qi, sa, rng=None, scale: bool = False, read_labels: bool = True,
+         metric: str = "auto") -> Linking:
     """EUC1 (paper 001, Section 3.2, Algorithm 1 as read in docs/design/linkage.md#attacks): among
     the rows of X whose QI vector (over ``qi``) the row's covers, the one at the smallest Euclidean
     distance over ``sa``; no such row -> -1 (gave up).
@@ -357,23 +430,28 @@ def euc1(original, release, *, qi, sa, rng=None, scale: bool = False, read_label
         Divide each SA column by its standard deviation in X before measuring distances.
     read_labels : bool
         As in ``identify_rand``.
+    metric : str
+        The SA distance: ``"euclidean"`` (the paper's), ``"log"`` (Euclidean on asinh(v / c), c
+        a small positive value of each column, so relative differences: the one multiplicative
+        noise calls for) or ``"auto"`` (default: the one ``choose_metric`` picks without the
+        true mapping, as an attacker would).
 
     Returns
     -------
     Linking
         The guessed original row of every released row (-1: no guess).
     """
-    return _euc("EUC1", original, release, qi, sa, rng, scale, False, read_labels)
+    return _euc("EUC1", original, release, qi, sa, rng, scale, False, read_labels, metric)
 
 
-def euc2(original, release, *, qi, sa, rng=None, scale: bool = False, read_labels: bool = True
-         ) -> Linking:
+def euc2(original, release, *, qi, sa, rng=None, scale: bool = False, read_labels: bool = True,
+         metric: str = "auto") -> Linking:
     """EUC2 (paper 001, Section 3.2, Algorithm 2): as EUC1, but a row whose QI vector no row of X
     has is matched to the row of X at the smallest Euclidean distance over ``sa`` overall.
 
     Parameters
     ----------
-    original, release, qi, sa, rng, scale, read_labels
+    original, release, qi, sa, rng, scale, read_labels, metric
         As in ``euc1``.
 
     Returns
@@ -381,12 +459,12 @@ def euc2(original, release, *, qi, sa, rng=None, scale: bool = False, read_label
     Linking
         The guessed original row of every released row (-1: no guess).
     """
-    return _euc("EUC2", original, release, qi, sa, rng, scale, True, read_labels)
+    return _euc("EUC2", original, release, qi, sa, rng, scale, True, read_labels, metric)
 
 
 def assign(original, release, *, qi, sa, rng=None, scale: bool = True, qi_weight: float = 1.0,
-           dense_limit: int = 1_000_000, max_rounds: int = 50, read_labels: bool = True
-           ) -> Linking:
+           dense_limit: int = 1_000_000, max_rounds: int = 50, read_labels: bool = True,
+           metric: str = "auto") -> Linking:
     """Global one-to-one assignment on a mixed distance over all columns (ours, not in paper 001).
 
     Cost of linking Y row i to X row j: ``qi_weight`` x (number of QI columns on which they differ)
@@ -428,6 +506,9 @@ def assign(original, release, *, qi, sa, rng=None, scale: bool = True, qi_weight
     read_labels : bool
         Read generalized released values (default); ``False``: a QI column costs nothing only
         between equal values.
+    metric : str
+        The SA distance, as in ``euc1`` (the log coordinates are standardized too with
+        ``scale``).
 
     Returns
     -------
@@ -445,7 +526,7 @@ def assign(original, release, *, qi, sa, rng=None, scale: bool = True, qi_weight
     perm = gen.permutation(n)
     x = x.iloc[perm].reset_index(drop=True)
     if sa:
-        xs, ys = _sa(x, y, sa, scale)
+        xs, ys, metric = _sa(x, y, sa, scale, metric)
         xs, ys = xs / np.sqrt(len(sa)), ys / np.sqrt(len(sa))
     else:
         xs, ys = np.zeros((n, 1)), np.zeros((m, 1))
@@ -470,7 +551,7 @@ def assign(original, release, *, qi, sa, rng=None, scale: bool = True, qi_weight
     d = xs[guess[ok]] - ys[ok]
     dist[ok] = np.sqrt(np.einsum("ij,ij->i", d, d)) + w * match.mismatches(ok, guess[ok])
     guess = np.where(guess >= 0, perm[np.maximum(guess, 0)], -1).astype(np.int64)
-    return Linking(guess, "assign", time.perf_counter() - t0, dist)
+    return Linking(guess, "assign", time.perf_counter() - t0, dist, metric if sa else "")
 
 
 def _assign_blocks(kx, ky, xs, ys, gen, dense_limit) -> np.ndarray:
@@ -554,6 +635,10 @@ ATTACKS: dict[str, Callable[..., Linking]] = {
 }
 
 
+#: the attacks that take ``metric`` (an SA distance)
+METRIC_ATTACKS = ("E2", "E4", "EUC1", "EUC2", "assign")
+
+
 def attack(name: str, original, release, *, qi: Sequence[str], sa: Sequence[str], rng=None,
            **options) -> Linking:
     """Run the attack ``name`` on ``release`` against ``original`` (docs/design/linkage.md#attacks).
@@ -571,7 +656,7 @@ def attack(name: str, original, release, *, qi: Sequence[str], sa: Sequence[str]
     rng : numpy.random.Generator or int, optional
         Breaks ties.
     **options
-        The attack's own options (e.g. ``scale``, ``sa_column``).
+        The attack's own options (e.g. ``scale``, ``sa_column``, ``metric``, ``read_labels``).
 
     Returns
     -------
@@ -583,5 +668,5 @@ def attack(name: str, original, release, *, qi: Sequence[str], sa: Sequence[str]
     return ATTACKS[name](original, release, qi=qi, sa=sa, rng=rng, **options)
 
 
-__all__ = ["ATTACKS", "Linking", "assign", "attack", "euc1", "euc2", "identify_rand",
+__all__ = ["ATTACKS", "METRICS", "METRIC_ATTACKS", "Linking", "assign", "choose_metric", "attack", "euc1", "euc2", "identify_rand",
            "identify_sa", "identify_sa21", "identify_sort"]

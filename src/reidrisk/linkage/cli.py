@@ -102,13 +102,18 @@ def _row_numbers(path: Path, frame: pd.DataFrame, col: str) -> np.ndarray:
               help="Attack to run (repeatable; default all: E1 E2 E3 E4 EUC1 EUC2 assign).")
 @click.option("--scale", is_flag=True,
               help="Standardize SA columns before distances (default: raw values, as paper 001).")
+@click.option("--distance", "metric", type=click.Choice(["auto", "euclidean", "log"]),
+              default="auto", show_default=True,
+              help="SA distance of E2, E4, EUC1, EUC2 and assign: auto = the one an attacker "
+                   "would pick without the mapping; euclidean = paper 001's; log = relative "
+                   "differences (multiplicative noise).")
 @click.option("--recode", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Recode map of a coded release: original value or range -> released code, "
                    "per QI column (TOML tables or CSV column,value,code).")
 @click.option("--json", "as_json", is_flag=True, help="Print the scorecard as JSON.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random tie-breaks.")
-def evaluate_cmd(original, release, qi, sa, truth, aligned, attacks, scale, recode, as_json,
-                 seed) -> None:
+def evaluate_cmd(original, release, qi, sa, truth, aligned, attacks, scale, metric, recode,
+                 as_json, seed) -> None:
     """Score a release: utility lost (U1-U6), class sizes (S1-S2) and, with the true mapping, the
     share of rows each linkage attack re-identifies, with a 95% interval."""
 
@@ -141,7 +146,7 @@ def evaluate_cmd(original, release, qi, sa, truth, aligned, attacks, scale, reco
     else:
         mapping = None
     card = evaluate(x, y, qi=qi, sa=sa, truth=mapping, attacks=list(attacks) or None, rng=seed,
-                    scale=scale)
+                    scale=scale, metric=metric)
     for note in card.notes:
         if "match no original row" in note:
             click.echo(f"Warning: {note}", err=True)

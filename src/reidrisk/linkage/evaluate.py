@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from reidrisk.linkage.attacks import ATTACKS, attack
+from reidrisk.linkage.attacks import ATTACKS, METRIC_ATTACKS, METRICS, attack
 from reidrisk.linkage.generalization import RecodeMap, read_release
 from reidrisk.linkage.release import LinkageError, Release, check_columns, check_truth
 from reidrisk.linkage.scores import (
@@ -38,6 +38,9 @@ class Scorecard:
         Rows of the original table and of the release.
     scale : bool
         SA standardized for the distance attacks.
+    metric : str
+        The SA distance asked for (``"auto"``, ``"euclidean"`` or ``"log"``); each rate names the
+        one its attack used.
     notes : tuple of str
         What could not be computed and why.
     """
@@ -49,6 +52,7 @@ class Scorecard:
     n_release: int
     scale: bool = False
     notes: tuple[str, ...] = ()
+    metric: str = "auto"
 
     def to_dict(self) -> dict:
         """The scorecard as plain JSON-ready data.
@@ -62,6 +66,7 @@ class Scorecard:
             "n_original": self.n_original,
             "n_release": self.n_release,
             "scale_sa": self.scale,
+            "metric": self.metric,
             "utility": {k: _json(v) for k, v in self.utility.to_dict().items()},
             "security": self.security.to_dict(),
             "rates": [{k: _json(v) for k, v in asdict(r).items()} for r in self.rates],
@@ -95,12 +100,15 @@ class Scorecard:
             lines.append("Re-identification (share of released rows linked to their true row, "
                          "95% Clopper-Pearson interval)")
             lines.append(f"  {'attack':8s} {'rate':>7s} {'interval':>17s} {'linked':>9s} "
-                         f"{'gave up':>8s} {'random':>9s} {'seconds':>8s}")
+                         f"{'gave up':>8s} {'random':>9s} {'seconds':>8s}  distance")
             for r in self.rates:
                 lines.append(f"  {r.attack:8s} {r.rate:7.3f} [{r.low:6.3f}, {r.high:6.3f}] "
-                             f"{r.linked:9d} {r.gave_up:8d} {r.random_guess:9.2g} {r.seconds:8.2f}")
-            lines.append(f"  SA distances on {'standardized' if self.scale else 'raw'} values "
-                         "(assign always standardizes)")
+                             f"{r.linked:9d} {r.gave_up:8d} {r.random_guess:9.2g} {r.seconds:8.2f}"
+                             f"  {r.metric or '-'}")
+            how = ("chosen per attack as an attacker would (auto)" if self.metric == "auto"
+                   else f"{self.metric} for every attack")
+            lines.append(f"  SA distance {how}, on {'standardized' if self.scale else 'raw'} "
+                         "values (assign always standardizes)")
         for note in self.notes:
             lines.append(f"Note: {note}")
         return "\n".join(lines)
@@ -114,7 +122,8 @@ def _json(v):
 
 def evaluate(original: pd.DataFrame, release: pd.DataFrame | Release, *, qi: Sequence[str],
              sa: Sequence[str], truth: np.ndarray | None = None, attacks: Sequence[str] | None = None,
-             rng=None, scale: bool = False, recode: RecodeMap | None = None) -> Scorecard:
+             rng=None, scale: bool = False, recode: RecodeMap | None = None,
+             metric: str = "auto") -> Scorecard:
     """Score ``release`` against ``original``: U1-U6, S1-S2 and, when the true mapping is known,
     the rate of every attack (docs/design/linkage.md#scores). Without a true mapping no rate can
     be computed; the scorecard says so. Released QI values are read as the generalization they
@@ -138,6 +147,11 @@ def evaluate(original: pd.DataFrame, release: pd.DataFrame | Release, *, qi: Seq
     scale : bool
         Standardize the SA columns before distances in every attack but ``assign`` (which
         always scales); default off, as in the paper.
+    metric : str
+        The SA distance of the distance attacks (E2, E4, EUC1, EUC2, assign): ``"auto"``
+        (default: each attack picks, without the true mapping, the one under which released
+        rows stand out most, ``attacks.choose_metric``), ``"euclidean"`` (the paper's) or
+        ``"log"`` (relative differences, for multiplicative noise).
     recode : RecodeMap, optional
         The publisher's recoding of QI values (original value -> released code), applied to
         ``original``'s QI columns before anything is compared.
@@ -159,6 +173,8 @@ def evaluate(original: pd.DataFrame, release: pd.DataFrame | Release, *, qi: Seq
     unknown = [a for a in names if a not in ATTACKS]
     if unknown:
         raise LinkageError(f"unknown attack(s) {unknown}; use some of {list(ATTACKS)}")
+    if metric not in (*METRICS, "auto"):
+        raise LinkageError(f"unknown SA distance {metric!r}; use one of {[*METRICS, 'auto']}")
     if len(y) > len(original):
         raise LinkageError(f"the release has {len(y)} rows, more than the original's "
                            f"{len(original)}; each released row must descend from a distinct "
@@ -179,10 +195,13 @@ def evaluate(original: pd.DataFrame, release: pd.DataFrame | Release, *, qi: Seq
     else:
         gen = as_generator(rng)
         for name in names:
-            opts = {} if name == "assign" else {"scale": scale}
+            opts: dict = {} if name == "assign" else {"scale": scale}
+            if name in METRIC_ATTACKS:
+                opts["metric"] = metric
             linking = attack(name, original, y, qi=qi, sa=sa, rng=gen, **opts)
             rates.append(reid_rate(linking, truth, n_original=len(original)))
-    return Scorecard(utility, security, tuple(rates), len(original), len(y), scale, tuple(notes))
+    return Scorecard(utility, security, tuple(rates), len(original), len(y), scale, tuple(notes),
+                     metric)
 
 
 __all__ = ["Scorecard", "evaluate"]
