@@ -216,14 +216,20 @@ def test_log_distance_on_multiplicative_noise_is_chosen_and_links_more(amounts, 
     assert r_auto.low > r_paper.high, (r_paper, r_auto)     # the 95% intervals are apart
 
 
-def test_additive_noise_and_exact_release_keep_the_papers_distance(amounts):
+def test_additive_noise_picks_the_scaled_distance_and_an_exact_release_the_papers(amounts):
     from reidrisk.linkage import add_noise
     from reidrisk.linkage.attacks import choose_metric
+    from reidrisk.linkage.generalization import read_release
 
     x, qi, sa = amounts
     rel = add_noise(x, sa, 0.1, rng=1)
-    assert attack("EUC1", x, rel, qi=qi, sa=sa, rng=0).metric == "euclidean"
+    # additive noise of 0.1 sd per column: the sd-scaled distance fits it, the log one does not
+    rates = {m: reid_rate(attack("EUC1", x, rel, qi=qi, sa=sa, rng=0, metric=m), rel)
+             for m in ("euclidean", "scaled", "log")}
+    auto = attack("EUC1", x, rel, qi=qi, sa=sa, rng=0)
+    assert auto.metric == "scaled" and rates["log"].high < rates["scaled"].low
     xs = x[sa].to_numpy(float)
-    assert choose_metric(xs, xs.copy()) == "euclidean"      # every ratio is 0: a tie
+    match = read_release(x, x, qi)
+    assert choose_metric(match, xs, xs.copy()) == "euclidean"   # every link mutual: a tie
     with pytest.raises(LinkageError, match="unknown SA distance 'cosine'"):
         attack("EUC2", x, rel, qi=qi, sa=sa, metric="cosine")

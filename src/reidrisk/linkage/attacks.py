@@ -17,8 +17,9 @@ docs/design/linkage.md#attacks:
   distance over all columns (see ``assign``).
 
 The distance attacks (E2, E4, EUC1, EUC2, assign) measure SA distance with ``metric``: the paper's
-``"euclidean"``, ``"log"`` (Euclidean on asinh(v / c) per column: relative differences, for
-multiplicative noise) or ``"auto"`` (default: ``choose_metric``, without the true mapping).
+``"euclidean"``, ``"scaled"`` (columns divided by their sd), ``"log"`` (Euclidean on asinh(v / c)
+per column: relative differences, for multiplicative noise) or ``"auto"`` (default:
+``choose_metric``, without the true mapping).
 Ties are broken uniformly at random with the given generator (``rng``). ``scale=True``
 standardizes each SA column by its standard deviation in X before distances (default off, as in
 the paper, except for ``assign``). "The same QI vector" means a QI vector the released one covers:
@@ -40,7 +41,7 @@ import numpy as np
 import pandas as pd
 from scipy.spatial import cKDTree
 
-from reidrisk.linkage.generalization import read_release
+from reidrisk.linkage.generalization import QIMatch, read_release
 from reidrisk.linkage.release import LinkageError, Release, check_columns, numeric_matrix
 from reidrisk.mechanisms.base import as_generator
 
@@ -48,9 +49,10 @@ from reidrisk.mechanisms.base import as_generator
 SMALL_BLOCK = 48
 #: candidate pairs handled per chunk (memory: pairs x |s| float64)
 PAIR_CHUNK = 500_000
-#: SA distances of the distance attacks: the paper's, and Euclidean on asinh(v / c) per column
+#: SA distances of the distance attacks: the paper's (raw values), Euclidean on the columns
+#: divided by their standard deviation in X, and Euclidean on asinh(v / c) per column
 #: (differences of logarithms for values well above c: relative differences)
-METRICS = ("euclidean", "log")
+METRICS = ("euclidean", "scaled", "log")
 #: released rows ``choose_metric`` looks at
 AUTO_SAMPLE = 2000
 
@@ -117,10 +119,11 @@ def _columns(x, y, qi, sa) -> tuple[list[str], list[str]]:
     return qi, sa
 
 
-def _sa(x, y, sa, scale: bool, metric: str = "euclidean"
+def _sa(x, y, sa, scale: bool, metric: str = "euclidean", match: QIMatch | None = None
         ) -> tuple[np.ndarray, np.ndarray, str]:
-    """X's and Y's SA columns in the coordinates of ``metric`` (``"auto"``: ``choose_metric``),
-    standardized by X's standard deviation with ``scale``; and the metric used."""
+    """X's and Y's SA columns in the coordinates of ``metric`` (``"auto"``: ``choose_metric`` on
+    ``match``, or on the SA alone without it), standardized by X's standard deviation with
+    ``scale``; and the metric used."""
     if not sa:
         raise LinkageError("this attack needs at least one SA column (sa=[...])")
     if metric not in METRICS and metric != "auto":
@@ -128,12 +131,14 @@ def _sa(x, y, sa, scale: bool, metric: str = "euclidean"
     xs = numeric_matrix(x, sa, "the original")
     ys = numeric_matrix(y, sa, "the release")
     if metric == "auto":
-        metric = choose_metric(xs, ys, scale)
+        metric = choose_metric(match if match is not None else read_release(x, y, []), xs, ys,
+                               scale)
     xs, ys = _coordinates(xs, ys, metric, scale)
     return xs, ys, metric
 
 
 def _coordinates(xs, ys, metric: str, scale: bool) -> tuple[np.ndarray, np.ndarray]:
+    scale = scale or metric == "scaled"
     if metric == "log":
         c = np.array([_log_unit(xs[:, j]) for j in range(xs.shape[1])])
         xs, ys = np.arcsinh(xs / c), np.arcsinh(ys / c)
@@ -151,18 +156,25 @@ def _log_unit(column: np.ndarray) -> float:
     return float(np.percentile(nonzero, 5)) if len(nonzero) else 1.0
 
 
-def choose_metric(xs: np.ndarray, ys: np.ndarray, scale: bool = False,
+def choose_metric(match: QIMatch, xs: np.ndarray, ys: np.ndarray, scale: bool = False,
                   sample: int = AUTO_SAMPLE) -> str:
-    """The SA distance an attacker would pick without the true mapping: the one under which
-    released rows stand out most from their second-nearest original row.
+    """The SA distance an attacker would pick without the true mapping: the one under which the
+    attack's links are most often mutual.
 
-    For each of ``METRICS``, on up to ``sample`` released rows (evenly spaced, so no random draw),
-    the ratio d1 / d2 of the distance to the nearest distinct original point to the distance to
-    the second nearest (over all of X); the metric with the smaller median ratio wins, the
-    paper's ``"euclidean"`` on a tie (e.g. when rows are released exactly).
+    Each released row descends from a distinct original row, so under a distance that fits the
+    noise the original row a released row finds nearest (among the rows its QI vector covers)
+    finds that released row nearest in return (among the released rows of the same QI vector);
+    a wrong link usually breaks this. For each of ``METRICS``, on up to ``sample`` released rows
+    (evenly spaced; ties broken by a generator of its own, so the attack's draws are untouched),
+    the share of mutual links; the metric with the larger share wins, the earlier of
+    ``METRICS`` on a tie (the paper's ``"euclidean"`` when rows are released exactly). With
+    ``scale`` (as ``assign`` does) the candidates are the scaled Euclidean and the scaled log
+    distance.
 
     Parameters
     ----------
+    match : QIMatch
+        The release's QI read against the original (``generalization.read_release``).
     xs, ys : numpy.ndarray (n, s), (m, s)
         Raw SA values of X and Y.
     scale : bool
@@ -173,20 +185,28 @@ def choose_metric(xs: np.ndarray, ys: np.ndarray, scale: bool = False,
     Returns
     -------
     str
-        ``"euclidean"`` or ``"log"``.
+        One of ``METRICS``.
     """
-    rows = np.unique(np.linspace(0, len(ys) - 1, min(sample, len(ys))).astype(np.int64))
-    best, best_score = METRICS[0], np.inf
-    for metric in METRICS:
-        a, b = _coordinates(xs, ys[rows], metric, scale)
-        points = np.unique(a, axis=0)
-        if len(points) < 2:
-            return METRICS[0]
-        d, _ = cKDTree(points).query(b, k=2)
-        ratio = np.where(d[:, 1] > 0, d[:, 0] / np.where(d[:, 1] > 0, d[:, 1], 1.0), 1.0)
-        score = float(np.median(ratio))
-        if score < best_score - 1e-12:
-            best, best_score = metric, score
+    m = len(ys)
+    chosen = np.zeros(m, dtype=bool)
+    chosen[np.linspace(0, m - 1, min(sample, m)).astype(np.int64)] = True
+    best, best_share = METRICS[0], -1.0
+    for metric in METRICS if not scale else ("euclidean", "log"):
+        a, b = _coordinates(xs, ys, metric, scale)
+        gen = np.random.default_rng(0)
+        mutual = linked = 0
+        for rows, kx, ky in match.groups:
+            pick = np.flatnonzero(chosen[rows])
+            if not len(pick):
+                continue
+            g, _ = _block_nearest(kx, a, ky[pick], b[rows[pick]], gen, False)
+            ok = g >= 0
+            back, _ = _block_nearest(ky, b[rows], kx[g[ok]], a[g[ok]], gen, False)
+            mutual += int((back == pick[ok]).sum())
+            linked += int(ok.sum())
+        share = mutual / linked if linked else 0.0
+        if share > best_share + 1e-12:
+            best, best_share = metric, share
     return best
 
 
@@ -328,10 +348,11 @@ def _euc(name, original, release, qi, cols, rng, scale, fallback, read_labels, m
     x, y = _frames(original, release)
     qi, cols = _columns(x, y, qi, cols)
     gen = as_generator(rng)
-    xs, ys, metric = _sa(x, y, cols, scale, metric)
+    match = read_release(x, y, qi, read_labels=read_labels)
+    xs, ys, metric = _sa(x, y, cols, scale, metric, match)
     guess = np.full(len(y), -1, dtype=np.int64)
     dist = np.full(len(y), np.nan)
-    for rows, kx, ky in read_release(x, y, qi, read_labels=read_labels).groups:
+    for rows, kx, ky in match.groups:
         guess[rows], dist[rows] = _block_nearest(kx, xs, ky, ys[rows], gen, False)
     rest = np.flatnonzero(guess < 0)
     if fallback and len(rest):
@@ -431,7 +452,8 @@ def euc1(original, release, *, qi, sa, rng=None, scale: bool = False, read_label
     read_labels : bool
         As in ``identify_rand``.
     metric : str
-        The SA distance: ``"euclidean"`` (the paper's), ``"log"`` (Euclidean on asinh(v / c), c
+        The SA distance: ``"euclidean"`` (the paper's), ``"scaled"`` (Euclidean on the columns
+        divided by their sd in X, as ``scale=True``), ``"log"`` (Euclidean on asinh(v / c), c
         a small positive value of each column, so relative differences: the one multiplicative
         noise calls for) or ``"auto"`` (default: the one ``choose_metric`` picks without the
         true mapping, as an attacker would).
@@ -525,12 +547,12 @@ def assign(original, release, *, qi, sa, rng=None, scale: bool = True, qi_weight
     n, m = len(x), len(y)
     perm = gen.permutation(n)
     x = x.iloc[perm].reset_index(drop=True)
+    match = read_release(x, y, qi, read_labels=read_labels)
     if sa:
-        xs, ys, metric = _sa(x, y, sa, scale, metric)
+        xs, ys, metric = _sa(x, y, sa, scale, metric, match)
         xs, ys = xs / np.sqrt(len(sa)), ys / np.sqrt(len(sa))
     else:
         xs, ys = np.zeros((n, 1)), np.zeros((m, 1))
-    match = read_release(x, y, qi, read_labels=read_labels)
     if n * m <= dense_limit:
         from scipy.spatial.distance import cdist
 

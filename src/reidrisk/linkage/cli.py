@@ -102,11 +102,11 @@ def _row_numbers(path: Path, frame: pd.DataFrame, col: str) -> np.ndarray:
               help="Attack to run (repeatable; default all: E1 E2 E3 E4 EUC1 EUC2 assign).")
 @click.option("--scale", is_flag=True,
               help="Standardize SA columns before distances (default: raw values, as paper 001).")
-@click.option("--distance", "metric", type=click.Choice(["auto", "euclidean", "log"]),
+@click.option("--distance", "metric", type=click.Choice(["auto", "euclidean", "scaled", "log"]),
               default="auto", show_default=True,
               help="SA distance of E2, E4, EUC1, EUC2 and assign: auto = the one an attacker "
-                   "would pick without the mapping; euclidean = paper 001's; log = relative "
-                   "differences (multiplicative noise).")
+                   "would pick without the mapping; euclidean = paper 001's; scaled = on columns "
+                   "divided by their sd; log = relative differences (multiplicative noise).")
 @click.option("--recode", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Recode map of a coded release: original value or range -> released code, "
                    "per QI column (TOML tables or CSV column,value,code).")

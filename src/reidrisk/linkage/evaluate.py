@@ -39,7 +39,7 @@ class Scorecard:
     scale : bool
         SA standardized for the distance attacks.
     metric : str
-        The SA distance asked for (``"auto"``, ``"euclidean"`` or ``"log"``); each rate names the
+        The SA distance asked for (``"auto"`` or one of ``attacks.METRICS``); each rate names the
         one its attack used.
     notes : tuple of str
         What could not be computed and why.
@@ -149,9 +149,10 @@ def evaluate(original: pd.DataFrame, release: pd.DataFrame | Release, *, qi: Seq
         always scales); default off, as in the paper.
     metric : str
         The SA distance of the distance attacks (E2, E4, EUC1, EUC2, assign): ``"auto"``
-        (default: each attack picks, without the true mapping, the one under which released
-        rows stand out most, ``attacks.choose_metric``), ``"euclidean"`` (the paper's) or
-        ``"log"`` (relative differences, for multiplicative noise).
+        (default: each attack picks, without the true mapping, the one under which its links
+        are most often mutual, ``attacks.choose_metric``), ``"euclidean"`` (the paper's),
+        ``"scaled"`` (columns divided by their sd) or ``"log"`` (relative differences, for
+        multiplicative noise).
     recode : RecodeMap, optional
         The publisher's recoding of QI values (original value -> released code), applied to
         ``original``'s QI columns before anything is compared.
