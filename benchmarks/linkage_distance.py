@@ -13,7 +13,7 @@ paper's, raw values), ``euclidean, scaled`` (``scale=True``: each column divided
 and by splink and recordlinkage as configured in ``_linkage_peers.py`` (blocking on the QI vector)
 when they are installed. Rates are means over ``--seeds`` releases.
 
-    .venv/bin/python benchmarks/linkage_distance.py [--rows 5000] [--seeds 3] [--no-peers]
+    .venv/bin/python benchmarks/linkage_distance.py [--rows 2000] [--seeds 2] [--no-peers]
 
 Writes docs/results/linkage_distance.{md,json}.
 """
@@ -55,8 +55,8 @@ def peers() -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", type=int, default=5000)
-    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--rows", type=int, default=2000)
+    ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--no-peers", action="store_true")
     args = ap.parse_args()
     res = Results("linkage_distance", packages=["splink", "recordlinkage"])

@@ -127,8 +127,9 @@ def evaluate(original: pd.DataFrame, release: pd.DataFrame | Release, *, qi: Seq
     """Score ``release`` against ``original``: U1-U6, S1-S2 and, when the true mapping is known,
     the rate of every attack (docs/design/linkage.md#scores). Without a true mapping no rate can
     be computed; the scorecard says so. Released QI values are read as the generalization they
-    write (``generalization``); the scorecard notes the share of released rows whose QI values
-    match no original row, and the values that cover nothing.
+    write (``generalization``): U2 and U3 tabulate the original in the release's categories
+    (``QIMatch.as_released``), and the scorecard notes the share of released rows whose QI
+    values match no original row, and the values that cover nothing.
 
     Parameters
     ----------
@@ -182,11 +183,12 @@ def evaluate(original: pd.DataFrame, release: pd.DataFrame | Release, *, qi: Seq
                            "original row — check that the files are not swapped")
     if truth is not None:
         truth = check_truth(original, y, truth, qi=qi, sa=sa)
-    utility = utility_scores(original, y, qi=qi, sa=sa, truth=truth)
+    match = read_release(original, y, check_columns(original, qi, "QI", "the original"))
+    utility = utility_scores(match.as_released(original), y, qi=qi, sa=sa, truth=truth)
     security = security_scores(y, qi=qi)
     notes = []
     rates = []
-    unmatched = read_release(original, y, check_columns(original, qi, "QI", "the original")).note()
+    unmatched = match.note()
     if unmatched:
         notes.append(unmatched)
     if truth is None:

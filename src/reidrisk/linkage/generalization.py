@@ -242,6 +242,31 @@ class QIMatch:
             out += col.owners[col.layer[yc], col.xcodes[xrows]] != yc
         return out
 
+    def as_released(self, original: pd.DataFrame) -> pd.DataFrame:
+        """``original`` with each QI value replaced by the released value of the first layer that
+        covers it (the value itself when none does): the original tabulated in the release's
+        categories, for the scores by QI value (U2, U3).
+
+        Parameters
+        ----------
+        original : pandas.DataFrame
+            The original table this match was read against.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The copy.
+        """
+        out = original.copy()
+        for name, col in zip(self.qi, self.columns):
+            owner = col.owners[0][col.xcodes]
+            hit = owner >= 0
+            if hit.any():
+                values = original[name].astype(object).to_numpy(copy=True)
+                values[hit] = col.yvalues[owner[hit]]
+                out[name] = values
+        return out
+
     def note(self) -> str | None:
         """A warning sentence when some released rows match no original row, naming the released
         values that cover nothing; ``None`` when every row matches."""
