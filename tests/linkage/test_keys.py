@@ -54,3 +54,9 @@ def test_canonical_keeps_text_and_missing_values():
     assert [canonical(v) for v in ["a ", " 007", "1.0e0", "inf", True]] == ["a", "7", "1", "inf",
                                                                            "True"]
     assert canonical(None) is None and canonical(float("nan")) != canonical(float("nan"))
+
+
+def test_large_integer_codes_stay_distinct():
+    a, b = 12345678901234567, 12345678901234568       # equal as float64
+    assert canonical(a) != canonical(b) and canonical(str(b)) == canonical(b) == str(b)
+    assert canonical("+007") == canonical(7.0) == "7"

@@ -6,15 +6,19 @@ number written one way, so ``20000``, ``20000.0`` and `` 20000`` read from two f
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
+_INTEGER = re.compile(r"^[+-]?\d+$")
+
 
 def canonical(value):
-    """One spelling of a QI value: text without surrounding spaces; a number (or text that parses
-    as a finite number) as the shortest text of its float64 value, integers without ``.0``;
+    """One spelling of a QI value: text without surrounding spaces; an integer (or integer text)
+    in decimal without sign or leading zeros, exactly; another number (or text that parses as a
+    finite number) as the shortest text of its float64 value, integral ones without ``.0``;
     missing values (None, NaN) unchanged.
 
     Parameters
@@ -32,6 +36,8 @@ def canonical(value):
     text = value.strip() if isinstance(value, str) else str(value)
     if isinstance(value, (bool, np.bool_)):
         return text
+    if isinstance(value, (int, np.integer)) or _INTEGER.match(text):
+        return str(int(text))                  # exact, also beyond 2**53
     try:
         number = float(text)
     except ValueError:
