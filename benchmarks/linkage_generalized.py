@@ -1,7 +1,8 @@
 """Generalized releases as they are published (issue 26, point 1): the QI attacks' rates on one
 k-anonymous release of UCI Adult written four ways.
 
-The release: ``reidrisk linkage anonymize`` on Adult (train, 32,561 rows) with QI = age, sex,
+The release: ``reidrisk linkage anonymize`` on the first ``--rows`` rows of Adult (train; default
+5,000, where k = 5 recodes age into ranges, which it leaves alone on all 32,561) with QI = age, sex,
 race, marital-status, education, workclass, native-country and SA = fnlwgt, capital-gain,
 capital-loss, hours-per-week; pipeline k_anonymize (k = 5) -> additive noise (0.1 sd) -> shuffle.
 It is then evaluated (``reidrisk linkage evaluate --json``, seed 0) as
@@ -15,7 +16,7 @@ It is then evaluated (``reidrisk linkage evaluate --json``, seed 0) as
   with the recode map (``--recode``, CSV column,value,code) of those codes;
 - **coded, no map**: the coded release without the map (what a reader without it gets).
 
-    .venv/bin/python benchmarks/linkage_generalized.py [--rows N]
+    .venv/bin/python benchmarks/linkage_generalized.py [--rows 5000]
 
 Writes docs/results/linkage_generalized.{md,json}.
 """
@@ -94,7 +95,7 @@ def rewrite(release: pd.DataFrame, original: pd.DataFrame):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", type=int, default=None, help="first N rows of Adult (default all)")
+    ap.add_argument("--rows", type=int, default=5000, help="first N rows of Adult (0: all)")
     args = ap.parse_args()
     from reidrisk.data.adult import load_adult
 
