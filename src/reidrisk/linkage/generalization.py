@@ -199,7 +199,7 @@ def _read_column(xcol, ycol, read_labels: bool) -> _Column:
 class QIMatch:
     """Released QI vectors read against the original rows (module docstring).
 
-    Attributes
+    Parameters
     ----------
     groups : tuple of (rows, kx, ky)
         Released rows read on one layer per column (``rows``, int64), the key of every original
@@ -209,6 +209,8 @@ class QIMatch:
         Released rows no original row matches.
     columns : tuple
         Per QI column, the codes and layers (for ``mismatches``).
+    qi : tuple of str
+        The QI columns, in the order of ``columns``.
     """
 
     groups: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]
@@ -268,8 +270,14 @@ class QIMatch:
         return out
 
     def note(self) -> str | None:
-        """A warning sentence when some released rows match no original row, naming the released
-        values that cover nothing; ``None`` when every row matches."""
+        """A warning when some released rows match no original row.
+
+        Returns
+        -------
+        str or None
+            One sentence with their share and the released values that cover nothing; ``None``
+            when every row matches.
+        """
         k = int(self.unmatched.sum())
         if not k:
             return None
