@@ -347,18 +347,21 @@ WHY_NOT = (
     "within the seed-to-seed spread (± column), not a weakness of the distance.")
 
 PEER_NOTES = (
-    "Reading the tables. The peers block on the exact QI vector, so they behave like EUC1: "
-    "when a release changes the QI (D_a generalization, D_d/D_e unification) they find no "
-    "candidate for the affected rows and give up, while EUC2 and `assign` fall back to the SA "
-    "and link nearly everything. When the QI are intact they agree with EUC1, except where "
-    "a coarse similarity loses to a distance under noise (recordlinkage's binarized Gaussian "
-    "similarity on Adult D_b). splink costs seconds per 100-row release "
+    "Reading the tables. The peers block on the exact QI vector: when a release changes the QI "
+    "(D_a generalization, D_d/D_e unification) they find no candidate for the affected rows and "
+    "give up. EUC1 gives up only on D_d/D_e: it reads D_a's published ranges and sets as the "
+    "original values they cover (docs/design/linkage.md#generalized-releases), and EUC2 and "
+    "`assign` fall back to the SA and link nearly everything. When the QI are intact the peers "
+    "agree with EUC1, except where a coarse similarity loses to a distance under noise "
+    "(recordlinkage's binarized Gaussian similarity on Adult D_b; on that multiplicative noise "
+    "the default SA distance of EUC1 and EUC2 is the log one, chosen without the mapping). "
+    "splink costs seconds per 100-row release "
     "(SQL generation and DuckDB round trips), recordlinkage tens to hundreds of milliseconds, "
-    "reidrisk's attacks milliseconds. anonymeter's linkability risk follows the QI-based "
-    "attacks: near 1 where QI and SA both survive, near 0 for D_a (the generalized QI match no "
-    "original row) — it measures whether two halves of a record can be joined through the "
+    "reidrisk's attacks milliseconds. anonymeter's linkability risk follows the peers: "
+    "near 1 where QI and SA both survive, near 0 for D_a (it matches the generalized QI "
+    "literally) — it measures whether two halves of a record can be joined through the "
     "release, not whether the release's rows can be traced back, so it does not see that "
-    "EUC2/assign undo D_a.")
+    "EUC1, EUC2 and assign undo D_a.")
 
 
 def kanon_text(kan: pd.DataFrame) -> str:

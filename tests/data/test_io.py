@@ -178,3 +178,17 @@ def test_written_tables_have_ordinary_permissions(frame, tmp_path, suffix):
     finally:
         os.umask(old)
     assert stat.S_IMODE(again.stat().st_mode) == 0o644
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".csv.gz", ".parquet"])
+def test_repeated_column_name_is_refused(tmp_path, suffix):
+    path = tmp_path / f"dup{suffix}"
+    if suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.table([[1.0], [2.0]], names=["sa01", "sa01"]), path)
+    else:
+        pd.DataFrame([[1.0, 2.0, 3.0]], columns=["age", "sa01", "sa01"]).to_csv(path, index=False)
+    with pytest.raises(TableError, match=r"\['sa01'\] more than once"):
+        read_table(path)

@@ -19,8 +19,8 @@ def test_table3_B_every_deterministic_attack_links_all_rows(name, X, B):
 
 
 def test_euc_distances_of_section_3_1(X, B):
-    # D(a1, b1) = 14.142 < 322.8 = D(a2, b1)
-    linking = attack("EUC1", X, B, qi=QI, sa=SA, rng=0)
+    # D(a1, b1) = 14.142 < 322.8 = D(a2, b1) (the paper's distance)
+    linking = attack("EUC1", X, B, qi=QI, sa=SA, rng=0, metric="euclidean")
     assert linking.distance[0] == pytest.approx(14.142, abs=5e-4)
     assert np.hypot(200 - 110, 400 - 90) == pytest.approx(322.8, abs=0.05)
 
@@ -72,7 +72,8 @@ def test_ties_are_broken_at_random_among_all_tied_rows():
     Y = pd.DataFrame({"q": [0, 1], "s": [5.0, 1.0]})
     rng = np.random.default_rng(0)
     for name in ("EUC1", "E2"):
-        g = np.array([attack(name, X, Y, qi=["q"], sa=["s"], rng=rng).guess for _ in range(300)])
+        g = np.array([attack(name, X, Y, qi=["q"], sa=["s"], rng=rng, metric="euclidean").guess
+                      for _ in range(300)])
         assert set(g[:, 0]) == {0, 1, 2} and set(g[:, 1]) == {3, 4}
         # 300 draws among 3: sd = sqrt(300 * 1/3 * 2/3) = 8.2; 5 sd bound
         assert np.all(np.abs(np.bincount(g[:, 0], minlength=3) - 100) < 5 * 8.2)
@@ -90,7 +91,7 @@ def test_large_blocks_go_through_the_tree_and_agree_with_brute_force(name):
     Y.loc[:20, "q"] = -1                                   # no QI match
     assert (q == 0).sum() > SMALL_BLOCK
     sa = ["a", "b"] if name != "E2" else ["a"]
-    got = attack(name, X, Y, qi=["q"], sa=sa, rng=0).guess
+    got = attack(name, X, Y, qi=["q"], sa=sa, rng=0, metric="euclidean").guess
     xs, ys = X[sa].to_numpy(), Y[sa].to_numpy()
     d = ((ys[:, None, :] - xs[None, :, :]) ** 2).sum(axis=2)
     same = Y["q"].to_numpy()[:, None] == q[None, :]
@@ -162,7 +163,7 @@ def test_assign_finds_the_cheapest_one_to_one_assignment():
     Y = X.sample(5, random_state=1).reset_index(drop=True)
     Y[["a", "b"]] += rng.normal(scale=0.8, size=(5, 2))
     Y.loc[0, "q"] = 1 - Y.loc[0, "q"]
-    g = attack("assign", X, Y, qi=["q"], sa=["a", "b"], rng=0)
+    g = attack("assign", X, Y, qi=["q"], sa=["a", "b"], rng=0, metric="euclidean")
     sd = X[["a", "b"]].std().to_numpy()
     xs, ys = X[["a", "b"]].to_numpy() / sd / np.sqrt(2), Y[["a", "b"]].to_numpy() / sd / np.sqrt(2)
     cost = np.linalg.norm(ys[:, None] - xs[None], axis=2) + (Y["q"].to_numpy()[:, None]
@@ -170,16 +171,6 @@ def test_assign_finds_the_cheapest_one_to_one_assignment():
     best = min(sum(cost[i, p[i]] for i in range(5)) for p in permutations(range(6), 5))
     assert sum(cost[i, g.guess[i]] for i in range(5)) == pytest.approx(best)
     assert len(set(g.guess.tolist())) == 5
-
-
-def test_read_generalization_applies_the_published_labels():
-    from reidrisk.linkage.attacks import read_generalization
-
-    X = pd.DataFrame({"age": [30, 31, 45, 46], "city": ["a", "b", "c", "c"]})
-    Y = pd.DataFrame({"age": [30, "45-46"], "city": ["a|b", "c"]})
-    got = read_generalization(X, Y, ["age", "city"])
-    assert got["age"].tolist() == [30, 31, "45-46", "45-46"]
-    assert got["city"].tolist() == ["a|b", "a|b", "c", "c"]
 
 
 def test_assign_reads_generalization_labels_of_a_k_anonymous_noisy_release():
@@ -202,3 +193,43 @@ def test_qi_index_of_tables_6_and_7(X, B, D):
     kx, kb, kd = qi_keys(X, B, D, qi=QI)
     assert kb[0] == kb[1] != kb[2] == kb[3] and np.array_equal(kb, kx)
     assert kd[0] == kd[1] == kx[0] and kd[2] == kd[3] and kd[2] not in set(kx.tolist())
+
+
+@pytest.fixture(scope="module")
+def amounts():
+    from reidrisk.data.microdata import make_microdata
+
+    m = make_microdata(3000, rng=4)
+    return m.data, list(m.qi[:6]), list(m.sa)
+
+
+@pytest.mark.parametrize("name", ["EUC1", "EUC2", "assign"])
+def test_log_distance_on_multiplicative_noise_is_chosen_and_links_more(amounts, name):
+    from reidrisk.linkage import add_noise
+
+    x, qi, sa = amounts
+    rel = add_noise(x, sa, 0.3, kind="multiplicative", rng=1)
+    paper = attack(name, x, rel, qi=qi, sa=sa, rng=0, metric="euclidean")
+    auto = attack(name, x, rel, qi=qi, sa=sa, rng=0)
+    assert (paper.metric, auto.metric) == ("euclidean", "log")
+    r_paper, r_auto = reid_rate(paper, rel), reid_rate(auto, rel)
+    assert r_auto.low > r_paper.high, (r_paper, r_auto)     # the 95% intervals are apart
+
+
+def test_additive_noise_picks_the_scaled_distance_and_an_exact_release_the_papers(amounts):
+    from reidrisk.linkage import add_noise
+    from reidrisk.linkage.attacks import choose_metric
+    from reidrisk.linkage.generalization import read_release
+
+    x, qi, sa = amounts
+    rel = add_noise(x, sa, 0.1, rng=1)
+    # additive noise of 0.1 sd per column: the sd-scaled distance fits it, the log one does not
+    rates = {m: reid_rate(attack("EUC1", x, rel, qi=qi, sa=sa, rng=0, metric=m), rel)
+             for m in ("euclidean", "scaled", "log")}
+    auto = attack("EUC1", x, rel, qi=qi, sa=sa, rng=0)
+    assert auto.metric == "scaled" and rates["log"].high < rates["scaled"].low
+    xs = x[sa].to_numpy(float)
+    match = read_release(x, x, qi)
+    assert choose_metric(match, xs, xs.copy()) == "euclidean"   # every link mutual: a tie
+    with pytest.raises(LinkageError, match="unknown SA distance 'cosine'"):
+        attack("EUC2", x, rel, qi=qi, sa=sa, metric="cosine")

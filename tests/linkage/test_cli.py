@@ -174,3 +174,100 @@ def test_empty_release(files):
     pd.read_csv(files / "x.csv").iloc[:0].to_csv(files / "empty.csv", index=False)
     assert_clean_error(run("evaluate", "--original", files / "x.csv", "--release",
                            files / "empty.csv", "--qi", QI, "--sa", SA), "empty.csv", "no rows")
+
+
+def _noisy_sample(files, name, rows):
+    """A release of the original's ``rows`` (SA with 1% noise), written to ``name``."""
+    x = pd.read_csv(files / "x.csv")
+    y = x.iloc[rows].reset_index(drop=True)
+    sa = SA.split(",")
+    y[sa] = y[sa] * (1 + 0.01 * np.random.default_rng(0).standard_normal((len(y), len(sa))))
+    y.to_csv(files / name, index=False)
+    return files / name
+
+
+def _rates(res):
+    assert res.exit_code == 0, res.output
+    return {r["attack"]: r["rate"] for r in json.loads(res.output)["rates"]}
+
+
+def test_truth_keyed_by_release_row_in_any_order(files):
+    rows = np.random.default_rng(1).permutation(300)[:150]
+    rel = _noisy_sample(files, "sub.csv", rows)
+    order = np.random.default_rng(2).permutation(150)
+    pd.DataFrame({"release_row": order, "original_row": rows[order]}).to_csv(
+        files / "keyed.csv", index=False)
+    res = run("evaluate", "--original", files / "x.csv", "--release", rel, "--qi", QI, "--sa", SA,
+              "--truth", files / "keyed.csv", "--json", "--attack", "EUC1")
+    assert _rates(res)["EUC1"] > 0.9
+
+
+def test_truth_problems_are_refused_with_the_fix(files):
+    rows = np.sort(np.random.default_rng(3).permutation(300)[:150])
+    rel = _noisy_sample(files, "sub2.csv", rows)
+    cases = {
+        "one_based.csv": (pd.DataFrame({"original_row": rows + 1}), ["looks 1-based", "subtract 1"]),
+        "twice.csv": (pd.DataFrame({"original_row": np.r_[rows[:-1], rows[0]]}),
+                      ["released rows 0 and 149", f"original row {rows[0]}", "distinct"]),
+        "named.csv": (pd.DataFrame({"row": rows}), ["'original_row'", "rename"]),
+        "release_row_1.csv": (pd.DataFrame({"release_row": np.arange(1, 151),
+                                            "original_row": rows}), ["release_row", "1-based"]),
+    }
+    for name, (frame, fragments) in cases.items():
+        frame.to_csv(files / name, index=False)
+        assert_clean_error(run("evaluate", "--original", files / "x.csv", "--release", rel,
+                               "--qi", QI, "--sa", SA, "--truth", files / name), name, *fragments)
+    ok = files / "zero_based.csv"
+    pd.DataFrame({"original_row": rows}).to_csv(ok, index=False)
+    res = run("evaluate", "--original", files / "x.csv", "--release", rel, "--qi", QI, "--sa", SA,
+              "--truth", ok, "--json", "--attack", "EUC1")
+    assert _rates(res)["EUC1"] > 0.9
+
+
+def test_repeated_column_in_release_is_refused(files):
+    x = pd.read_csv(files / "x.csv")
+    y = x.iloc[:100]
+    y.insert(len(y.columns), SA.split(",")[0], y[SA.split(",")[1]], allow_duplicates=True)
+    y.to_csv(files / "dup.csv", index=False)
+    assert_clean_error(run("evaluate", "--original", files / "x.csv", "--release", files / "dup.csv",
+                           "--qi", QI, "--sa", SA, "--aligned"), "dup.csv", "more than once")
+
+
+def test_qi_spelled_differently_in_the_two_files_still_matches(files):
+    x = pd.read_csv(files / "x.csv")
+    y = x.iloc[:100].copy()
+    q = QI.split(",")
+    y[q[0]] = y[q[0]].map(lambda v: f"{float(v)}")      # 3 -> "3.0"
+    y[q[1]] = y[q[1]].map(lambda v: f" {v}")             # leading space
+    y.to_csv(files / "spelled.csv", index=False)
+    res = run("evaluate", "--original", files / "x.csv", "--release", files / "spelled.csv",
+              "--qi", QI, "--sa", SA, "--aligned", "--json", "--attack", "EUC1")
+    assert _rates(res)["EUC1"] == 1.0
+
+
+def test_coded_release_warns_without_the_recode_map_and_links_with_it(files):
+    x = pd.read_csv(files / "x.csv")
+    y = x.iloc[:150].copy()
+    q = QI.split(",")
+    y[q[0]] = np.where(y[q[0]] >= 3, "3+", y[q[0]].astype(str))        # a top code: read as such
+    y[q[1]] = y[q[1]] // 2                                              # a code: needs the map
+    y.to_csv(files / "coded.csv", index=False)
+    top = int(x[q[1]].max())
+    pd.DataFrame({"column": q[1], "value": [f"[{2 * c},{2 * c + 2})" for c in range(top // 2 + 1)],
+                  "code": range(top // 2 + 1)}).to_csv(files / "recode.csv", index=False)
+    args = ["evaluate", "--original", files / "x.csv", "--release", files / "coded.csv", "--qi", QI,
+            "--sa", SA, "--aligned", "--json", "--attack", "EUC1"]
+    res = run(*args)
+    assert res.exit_code == 0 and "Warning:" in res.stderr and "match no original row" in res.stderr
+    res = run(*args, "--recode", files / "recode.csv")
+    assert res.exit_code == 0 and "Warning" not in res.stderr
+    assert json.loads(res.stdout)["rates"][0]["rate"] == 1.0
+
+
+def test_distance_option_is_named_in_every_rate(files):
+    args = ["evaluate", "--original", files / "x.csv", "--release", files / "y_aligned.csv",
+            "--qi", QI, "--sa", SA, "--aligned", "--json", "--attack", "EUC1", "--attack", "E3"]
+    card = json.loads(run(*args, "--distance", "log").stdout)
+    assert [r["metric"] for r in card["rates"]] == ["log", ""] and card["metric"] == "log"
+    res = run(*args, "--distance", "cosine")
+    assert res.exit_code == 2 and "cosine" in res.output

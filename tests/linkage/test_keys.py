@@ -3,7 +3,7 @@
 import numpy as np
 import pandas as pd
 
-from reidrisk.linkage._keys import column_codes, combine, group_ids, qi_keys
+from reidrisk.linkage._keys import canonical, column_codes, combine, group_ids, qi_keys
 
 
 def test_column_codes_keep_missing_as_a_value():
@@ -40,3 +40,23 @@ def test_group_ids_are_equivalence_classes():
     ids = group_ids(frame, ["zip", "age"])
     assert ids[0] == ids[4] and ids[2] == ids[3]
     assert len(set(ids.tolist())) == 3
+
+
+def test_numbers_and_padded_text_are_one_value_across_frames():
+    # a Parquet original holds 20000 (int) and 2.5; a CSV release writes "20000.0", " 20000", "2.50"
+    x = pd.DataFrame({"limit": [20000, 30000, 2.5], "sex": ["f", "m", "f"]})
+    y = pd.DataFrame({"limit": ["20000.0", " 20000", "2.50", "3e4"], "sex": ["f", "f ", "f", "m"]})
+    kx, ky = qi_keys(x, y, qi=["limit", "sex"])
+    np.testing.assert_array_equal(ky, [kx[0], kx[0], kx[2], kx[1]])
+
+
+def test_canonical_keeps_text_and_missing_values():
+    assert [canonical(v) for v in ["a ", " 007", "1.0e0", "inf", True]] == ["a", "7", "1", "inf",
+                                                                           "True"]
+    assert canonical(None) is None and canonical(float("nan")) != canonical(float("nan"))
+
+
+def test_large_integer_codes_stay_distinct():
+    a, b = 12345678901234567, 12345678901234568       # equal as float64
+    assert canonical(a) != canonical(b) and canonical(str(b)) == canonical(b) == str(b)
+    assert canonical("+007") == canonical(7.0) == "7"

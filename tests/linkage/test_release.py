@@ -55,3 +55,18 @@ def test_numeric_matrix_parses_text_numbers_and_names_a_bad_value():
     np.testing.assert_array_equal(numeric_matrix(frame, ["a", "b"]), [[1.5, 3.0], [2.0, 4.0]])
     with pytest.raises(LinkageError, match="column 'a' must be numeric, but row 2 holds 'x'"):
         numeric_matrix(pd.DataFrame({"a": ["1", "x"]}), ["a"])
+
+
+def test_check_truth_refuses_a_shared_original_row_and_a_shifted_mapping():
+    from reidrisk.linkage.release import check_truth
+
+    x = pd.DataFrame({"q": list("abcdefgh"), "s": np.arange(8.0) ** 2})
+    y = x.iloc[[2, 4, 6]].reset_index(drop=True)
+    np.testing.assert_array_equal(check_truth(x, y, np.array([2, 4, 6]), qi=["q"], sa=["s"]),
+                                  [2, 4, 6])
+    with pytest.raises(LinkageError, match="released rows 0 and 2 .* original row 2"):
+        check_truth(x, y, np.array([2, 4, 2]), qi=["q"], sa=["s"])
+    with pytest.raises(LinkageError, match="looks 1-based"):
+        check_truth(x, y, np.array([3, 5, 7]), qi=["q"], sa=["s"])
+    with pytest.raises(LinkageError, match="outside 0..7 .*1-based"):
+        check_truth(x, x, np.arange(1, 9), qi=["q"], sa=["s"])

@@ -138,11 +138,13 @@ def read_table(path: str | Path, columns: Sequence[str] | None = None) -> pd.Dat
         except Exception as exc:  # pyarrow raises several types for a corrupt file
             raise TableError(f"{str(path)!r} is not a readable Parquet file: {exc}") from None
         _check_columns(path, available, columns)
+        _check_unique(path, available)
         return pd.read_parquet(path, columns=list(columns) if columns is not None else None)
     sep = "\t" if path.name.lower().endswith(".tsv") else ","
     try:
         header = pd.read_csv(path, sep=sep, nrows=0, dtype=str, keep_default_na=False)
         _check_columns(path, list(header.columns), columns)
+        _check_unique(path, _raw_header(path, sep))
         return pd.read_csv(
             path,
             sep=sep,
@@ -195,11 +197,9 @@ def table_header(path: str | Path) -> list[str]:
             raise TableError(f"{str(path)!r} is not a readable Parquet file: {exc}") from None
     sep = "\t" if path.name.lower().endswith(".tsv") else ","
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            first = next(csv.reader(handle, delimiter=sep), [])
+        return [name.strip() for name in _raw_header(path, sep)]
     except UnicodeDecodeError:
         return []  # read_table names the undecodable byte
-    return [name.strip() for name in first]
 
 
 def _check_columns(path: Path, available: Sequence[str], wanted: Sequence[str] | None) -> None:
@@ -209,6 +209,25 @@ def _check_columns(path: Path, available: Sequence[str], wanted: Sequence[str] |
     if absent:
         raise TableError(
             f"{str(path)!r} lacks the column(s) {absent}; its columns are {list(available)}"
+        )
+
+
+def _raw_header(path: Path, sep: str) -> list[str]:
+    """The header's names as written (pandas renames a repeated ``a`` to ``a.1``)."""
+
+    from pandas.io.common import get_handle
+
+    with get_handle(path, "r", compression="infer", encoding="utf-8") as handle:
+        return next(csv.reader(handle.handle, delimiter=sep), [])
+
+
+def _check_unique(path: Path, names: Sequence[str]) -> None:
+    names = list(names)
+    twice = [c for i, c in enumerate(names) if c in names[:i]]
+    if twice:
+        raise TableError(
+            f"{str(path)!r} names the column(s) {sorted(set(twice))} more than once; give each "
+            "column a distinct name (a repeated column would be read as another one)"
         )
 
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the names below load on first use (reidrisk._lazy)
     )
     from reidrisk.linkage.attacks import ATTACKS, Linking, attack
     from reidrisk.linkage.evaluate import Scorecard, evaluate
+    from reidrisk.linkage.generalization import RecodeMap, read_release
     from reidrisk.linkage.release import LinkageError, Release
     from reidrisk.linkage.scores import (
         Rate,
@@ -36,10 +37,10 @@ if TYPE_CHECKING:  # the names below load on first use (reidrisk._lazy)
     )
 
 __all__ = [
-    "ANONYMIZERS", "ATTACKS", "LinkageError", "Linking", "Pipeline", "Rate", "Release", "Scorecard",
-    "Security", "Utility", "add_noise", "attack", "average_sa", "delete_records", "evaluate",
-    "k_anonymize", "reid_rate", "security_scores", "shuffle_rows", "swap_sa", "unify",
-    "utility_scores",
+    "ANONYMIZERS", "ATTACKS", "LinkageError", "Linking", "Pipeline", "Rate", "RecodeMap", "Release",
+    "Scorecard", "Security", "Utility", "add_noise", "attack", "average_sa", "delete_records",
+    "evaluate", "k_anonymize", "read_release", "reid_rate", "security_scores", "shuffle_rows",
+    "swap_sa", "unify", "utility_scores",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__)

@@ -1,15 +1,82 @@
-"""Integer keys for QI tuples: equal keys if and only if equal QI vectors (one hash index)."""
+"""Integer keys for QI tuples: equal keys if and only if equal QI vectors (one hash index).
+
+QI values are compared in a canonical spelling (``canonical``): surrounding spaces dropped and a
+number written one way, so ``20000``, ``20000.0`` and `` 20000`` read from two files are one value.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
+_INTEGER = re.compile(r"^[+-]?\d+$")
+
+
+def canonical(value):
+    """One spelling of a QI value: text without surrounding spaces; an integer (or integer text)
+    in decimal without sign or leading zeros, exactly; another number (or text that parses as a
+    finite number) as the shortest text of its float64 value, integral ones without ``.0``;
+    missing values (None, NaN) unchanged.
+
+    Parameters
+    ----------
+    value : object
+        One QI value.
+
+    Returns
+    -------
+    object
+        The canonical value (a str, or the missing value itself).
+    """
+    if value is None or (isinstance(value, float) and value != value):
+        return value
+    text = value.strip() if isinstance(value, str) else str(value)
+    if isinstance(value, (bool, np.bool_)):
+        return text
+    if isinstance(value, (int, np.integer)) or _INTEGER.match(text):
+        return str(int(text))                  # exact, also beyond 2**53
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    if not np.isfinite(number):
+        return text
+    if number.is_integer() and abs(number) < 2.0**53:
+        return str(int(number))
+    return repr(number)
+
+
+def canonical_codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of a column's values after ``canonical`` (one call per distinct value).
+
+    Parameters
+    ----------
+    values : pandas.Series or numpy.ndarray
+        One column.
+
+    Returns
+    -------
+    codes : numpy.ndarray (n,) int64
+        The codes, in order of first appearance.
+    uniques : numpy.ndarray of object
+        The canonical value of each code.
+    """
+    array = np.asarray(values)
+    if array.dtype.kind not in "iufb":
+        array = array.astype(object)
+    raw_codes, raw = pd.factorize(array, use_na_sentinel=False)
+    canon = np.array([canonical(v) for v in raw], dtype=object)
+    merged, uniques = pd.factorize(canon, use_na_sentinel=False)
+    codes = merged.astype(np.int64)[raw_codes] if len(raw) else raw_codes.astype(np.int64)
+    return codes, np.asarray(uniques, dtype=object)
+
 
 def column_codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
-    """Codes 0..c-1 of a column's values (missing values form a value of their own).
+    """Codes 0..c-1 of a column's canonical values (``canonical``; missing values form a value of
+    their own).
 
     Parameters
     ----------
@@ -23,13 +90,8 @@ def column_codes(values: pd.Series | np.ndarray) -> tuple[np.ndarray, int]:
     count : int
         The number of distinct values c.
     """
-    codes, uniques = pd.factorize(np.asarray(values, dtype=object) if _mixed(values) else values,
-                                  use_na_sentinel=False)
-    return codes.astype(np.int64, copy=False), len(uniques)
-
-
-def _mixed(values) -> bool:
-    return isinstance(values, pd.Series) and values.dtype == object
+    codes, uniques = canonical_codes(values)
+    return codes, len(uniques)
 
 
 def combine(columns: Sequence[np.ndarray], sizes: Sequence[int], n: int) -> np.ndarray:

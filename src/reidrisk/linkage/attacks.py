@@ -16,17 +16,23 @@ docs/design/linkage.md#attacks:
 - assign (ours): one global one-to-one assignment of Y rows to X rows minimizing the sum of a mixed
   distance over all columns (see ``assign``).
 
+The distance attacks (E2, E4, EUC1, EUC2, assign) measure SA distance with ``metric``: the paper's
+``"euclidean"``, ``"scaled"`` (columns divided by their sd), ``"log"`` (Euclidean on asinh(v / c)
+per column: relative differences, for multiplicative noise) or ``"auto"`` (default:
+``choose_metric``, without the true mapping).
 Ties are broken uniformly at random with the given generator (``rng``). ``scale=True``
 standardizes each SA column by its standard deviation in X before distances (default off, as in
-the paper, except for ``assign``). QI vectors are matched exactly: X is indexed once by an integer
-key per QI vector (``_keys.qi_keys``). Nearest neighbours inside a QI block are found for all small
-blocks at once (candidate pairs expanded and sorted in chunks) and with a KD-tree
-(``scipy.spatial.cKDTree``) per large block and for the whole of X; no Python loop runs per row.
+the paper, except for ``assign``). "The same QI vector" means a QI vector the released one covers:
+released ranges, sets, top/bottom codes and ``*`` are read as the original values they cover
+(``generalization.read_release``; ``read_labels=False``: equal values only), and X is indexed by
+an integer key per QI vector for each group of released rows read alike. Nearest neighbours
+inside a QI block are found for all small blocks at once (candidate pairs expanded and sorted in
+chunks) and with a KD-tree (``scipy.spatial.cKDTree``) per large block and for the whole of X; no
+Python loop runs per row.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,7 +41,7 @@ import numpy as np
 import pandas as pd
 from scipy.spatial import cKDTree
 
-from reidrisk.linkage._keys import column_codes, qi_keys
+from reidrisk.linkage.generalization import QIMatch, read_release
 from reidrisk.linkage.release import LinkageError, Release, check_columns, numeric_matrix
 from reidrisk.mechanisms.base import as_generator
 
@@ -43,6 +49,12 @@ from reidrisk.mechanisms.base import as_generator
 SMALL_BLOCK = 48
 #: candidate pairs handled per chunk (memory: pairs x |s| float64)
 PAIR_CHUNK = 500_000
+#: SA distances of the distance attacks: the paper's (raw values), Euclidean on the columns
+#: divided by their standard deviation in X, and Euclidean on asinh(v / c) per column
+#: (differences of logarithms for values well above c: relative differences)
+METRICS = ("euclidean", "scaled", "log")
+#: released rows ``choose_metric`` looks at
+AUTO_SAMPLE = 2000
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,12 +72,15 @@ class Linking:
     distance : numpy.ndarray, optional
         Distance to the claimed row in the attack's own metric (float; NaN where not defined or
         given up).
+    metric : str
+        The SA distance used (``"euclidean"`` or ``"log"``; empty for attacks without one).
     """
 
     guess: np.ndarray
     attack: str
     seconds: float
     distance: np.ndarray | None = None
+    metric: str = ""
 
     @property
     def n(self) -> int:
@@ -104,16 +119,95 @@ def _columns(x, y, qi, sa) -> tuple[list[str], list[str]]:
     return qi, sa
 
 
-def _sa(x, y, sa, scale: bool) -> tuple[np.ndarray, np.ndarray]:
+def _sa(x, y, sa, scale: bool, metric: str = "euclidean", match: QIMatch | None = None
+        ) -> tuple[np.ndarray, np.ndarray, str]:
+    """X's and Y's SA columns in the coordinates of ``metric`` (``"auto"``: ``choose_metric`` on
+    ``match``, or on the SA alone without it), standardized by X's standard deviation with
+    ``scale``; and the metric used."""
     if not sa:
         raise LinkageError("this attack needs at least one SA column (sa=[...])")
+    if metric not in METRICS and metric != "auto":
+        raise LinkageError(f"unknown SA distance {metric!r}; use one of {[*METRICS, 'auto']}")
     xs = numeric_matrix(x, sa, "the original")
     ys = numeric_matrix(y, sa, "the release")
+    if metric == "auto":
+        metric = choose_metric(match if match is not None else read_release(x, y, []), xs, ys,
+                               scale)
+    xs, ys = _coordinates(xs, ys, metric, scale)
+    return xs, ys, metric
+
+
+def _coordinates(xs, ys, metric: str, scale: bool) -> tuple[np.ndarray, np.ndarray]:
+    scale = scale or metric == "scaled"
+    if metric == "log":
+        c = np.array([_log_unit(xs[:, j]) for j in range(xs.shape[1])])
+        xs, ys = np.arcsinh(xs / c), np.arcsinh(ys / c)
     if scale:
         sd = xs.std(axis=0, ddof=1) if len(xs) > 1 else np.ones(xs.shape[1])
         sd = np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
         xs, ys = xs / sd, ys / sd
     return xs, ys
+
+
+def _log_unit(column: np.ndarray) -> float:
+    """The unit c of the log distance's asinh(v / c) for one SA column: the 5th percentile of its
+    nonzero |values| in X (1 when all are 0)."""
+    nonzero = np.abs(column[column != 0])
+    return float(np.percentile(nonzero, 5)) if len(nonzero) else 1.0
+
+
+def choose_metric(match: QIMatch, xs: np.ndarray, ys: np.ndarray, scale: bool = False,
+                  sample: int = AUTO_SAMPLE) -> str:
+    """The SA distance an attacker would pick without the true mapping: the one under which the
+    attack's links are most often mutual.
+
+    Each released row descends from a distinct original row, so under a distance that fits the
+    noise the original row a released row finds nearest (among the rows its QI vector covers)
+    finds that released row nearest in return (among the released rows of the same QI vector);
+    a wrong link usually breaks this. For each of ``METRICS``, on up to ``sample`` released rows
+    (evenly spaced; ties broken by a generator of its own, so the attack's draws are untouched),
+    the share of mutual links; the metric with the larger share wins, the earlier of
+    ``METRICS`` on a tie (the paper's ``"euclidean"`` when rows are released exactly). With
+    ``scale`` (as ``assign`` does) the candidates are the scaled Euclidean and the scaled log
+    distance.
+
+    Parameters
+    ----------
+    match : QIMatch
+        The release's QI read against the original (``generalization.read_release``).
+    xs, ys : numpy.ndarray (n, s), (m, s)
+        Raw SA values of X and Y.
+    scale : bool
+        Whether the attack standardizes the columns.
+    sample : int
+        Released rows looked at.
+
+    Returns
+    -------
+    str
+        One of ``METRICS``.
+    """
+    m = len(ys)
+    chosen = np.zeros(m, dtype=bool)
+    chosen[np.linspace(0, m - 1, min(sample, m)).astype(np.int64)] = True
+    best, best_share = METRICS[0], -1.0
+    for metric in METRICS if not scale else ("euclidean", "log"):
+        a, b = _coordinates(xs, ys, metric, scale)
+        gen = np.random.default_rng(0)
+        mutual = linked = 0
+        for rows, kx, ky in match.groups:
+            pick = np.flatnonzero(chosen[rows])
+            if not len(pick):
+                continue
+            g, _ = _block_nearest(kx, a, ky[pick], b[rows[pick]], gen, False)
+            ok = g >= 0
+            back, _ = _block_nearest(ky, b[rows], kx[g[ok]], a[g[ok]], gen, False)
+            mutual += int((back == pick[ok]).sum())
+            linked += int(ok.sum())
+        share = mutual / linked if linked else 0.0
+        if share > best_share + 1e-12:
+            best, best_share = metric, share
+    return best
 
 
 def _one_column(sa: list[str], sa_column: str | None) -> list[str]:
@@ -213,14 +307,19 @@ def _block_nearest(kx, xs, ky, ys, gen, fallback: bool) -> tuple[np.ndarray, np.
 
 # ---- the attacks --------------------------------------------------------------------------------
 
-def identify_rand(original, release, *, qi, sa=(), rng=None, scale: bool = False) -> Linking:
-    """E1 identify-rand (paper 001, Section 2.3): a uniformly random row of X among those with the
-    row's QI vector; -1 when there is none.
+def identify_rand(original, release, *, qi, sa=(), rng=None, scale: bool = False,
+                  read_labels: bool = True) -> Linking:
+    """E1 identify-rand (paper 001, Section 2.3): a uniformly random row of X among those whose QI
+    vector the row's covers; -1 when there is none.
 
     Parameters
     ----------
     original, release, qi, rng
         As in ``attack``.
+    read_labels : bool
+        Read generalized released values (ranges, sets, top/bottom codes, ``*``) as the original
+        values they cover (``generalization.read_release``; default); ``False``: equal values
+        only.
     sa, scale
         Accepted for a uniform signature and not used.
 
@@ -233,35 +332,43 @@ def identify_rand(original, release, *, qi, sa=(), rng=None, scale: bool = False
     x, y = _frames(original, release)
     qi, _ = _columns(x, y, qi, sa)
     gen = as_generator(rng)
-    kx, ky = qi_keys(x, y, qi=qi)
-    ox = np.argsort(kx, kind="stable")
-    ukeys, starts, counts = np.unique(kx[ox], return_index=True, return_counts=True)
-    pos = np.minimum(np.searchsorted(ukeys, ky), len(ukeys) - 1)
-    found = ukeys[pos] == ky
-    pick = starts[pos] + (gen.random(len(ky)) * counts[pos]).astype(np.int64)
-    guess = np.where(found, ox[np.minimum(pick, len(ox) - 1)], -1).astype(np.int64)
+    guess = np.full(len(y), -1, dtype=np.int64)
+    for rows, kx, ky in read_release(x, y, qi, read_labels=read_labels).groups:
+        ox = np.argsort(kx, kind="stable")
+        ukeys, starts, counts = np.unique(kx[ox], return_index=True, return_counts=True)
+        pos = np.minimum(np.searchsorted(ukeys, ky), len(ukeys) - 1)
+        found = ukeys[pos] == ky
+        pick = starts[pos] + (gen.random(len(ky)) * counts[pos]).astype(np.int64)
+        guess[rows] = np.where(found, ox[np.minimum(pick, len(ox) - 1)], -1)
     return Linking(guess, "E1", time.perf_counter() - t0)
 
 
-def _euc(name, original, release, qi, cols, rng, scale, fallback) -> Linking:
+def _euc(name, original, release, qi, cols, rng, scale, fallback, read_labels, metric) -> Linking:
     t0 = time.perf_counter()
     x, y = _frames(original, release)
     qi, cols = _columns(x, y, qi, cols)
     gen = as_generator(rng)
-    xs, ys = _sa(x, y, cols, scale)
-    kx, ky = qi_keys(x, y, qi=qi)
-    guess, dist = _block_nearest(kx, xs, ky, ys, gen, fallback)
-    return Linking(guess, name, time.perf_counter() - t0, dist)
+    match = read_release(x, y, qi, read_labels=read_labels)
+    xs, ys, metric = _sa(x, y, cols, scale, metric, match)
+    guess = np.full(len(y), -1, dtype=np.int64)
+    dist = np.full(len(y), np.nan)
+    for rows, kx, ky in match.groups:
+        guess[rows], dist[rows] = _block_nearest(kx, xs, ky, ys[rows], gen, False)
+    rest = np.flatnonzero(guess < 0)
+    if fallback and len(rest):
+        guess[rest], dist[rest] = _nearest_tree(np.arange(len(xs)), xs, ys[rest], gen)
+    return Linking(guess, name, time.perf_counter() - t0, dist, metric)
 
 
 def identify_sa(original, release, *, qi, sa, rng=None, scale: bool = False,
-                sa_column: str | None = None) -> Linking:
+                sa_column: str | None = None, read_labels: bool = True, metric: str = "auto"
+                ) -> Linking:
     """E2 identify-sa (paper 001, Section 2.3): among the rows of X with the row's QI vector, the one
     nearest on ``sa_column``; -1 when no row shares the QI vector.
 
     Parameters
     ----------
-    original, release, qi, sa, rng, scale
+    original, release, qi, sa, rng, scale, read_labels, metric
         As in ``euc1``.
     sa_column : str, optional
         The SA column to compare (default: the first of ``sa``).
@@ -272,7 +379,7 @@ def identify_sa(original, release, *, qi, sa, rng=None, scale: bool = False,
         The guessed original row of every released row (-1: no guess).
     """
     return _euc("E2", original, release, qi, _one_column(list(sa or []), sa_column), rng, scale,
-                False)
+                False, read_labels, metric)
 
 
 def identify_sort(original, release, *, qi=(), sa, rng=None, scale: bool = False) -> Linking:
@@ -295,7 +402,7 @@ def identify_sort(original, release, *, qi=(), sa, rng=None, scale: bool = False
     x, y = _frames(original, release)
     _, sa = _columns(x, y, [], sa)
     gen = as_generator(rng)
-    xs, ys = _sa(x, y, sa, scale)
+    xs, ys, _ = _sa(x, y, sa, scale)
     rx = np.lexsort((gen.random(len(xs)), xs.sum(axis=1)))
     ry = np.lexsort((gen.random(len(ys)), ys.sum(axis=1)))
     guess = np.empty(len(ys), dtype=np.int64)
@@ -304,13 +411,13 @@ def identify_sort(original, release, *, qi=(), sa, rng=None, scale: bool = False
 
 
 def identify_sa21(original, release, *, qi=(), sa, rng=None, scale: bool = False,
-                  sa_column: str | None = None) -> Linking:
+                  sa_column: str | None = None, metric: str = "auto") -> Linking:
     """E4 identify-sa21 (paper 001, Section 2.3): QI ignored; the row of X nearest on ``sa_column``,
     ties at random.
 
     Parameters
     ----------
-    original, release, sa, rng, scale, sa_column
+    original, release, sa, rng, scale, sa_column, metric
         As in ``identify_sa``.
     qi
         Not used.
@@ -325,15 +432,16 @@ def identify_sa21(original, release, *, qi=(), sa, rng=None, scale: bool = False
     cols = _one_column(list(sa or []), sa_column)
     _, cols = _columns(x, y, [], cols)
     gen = as_generator(rng)
-    xs, ys = _sa(x, y, cols, scale)
+    xs, ys, metric = _sa(x, y, cols, scale, metric)
     guess, dist = _nearest_tree(np.arange(len(xs)), xs, ys, gen)
-    return Linking(guess, "E4", time.perf_counter() - t0, dist)
+    return Linking(guess, "E4", time.perf_counter() - t0, dist, metric)
 
 
-def euc1(original, release, *, qi, sa, rng=None, scale: bool = False) -> Linking:
+def euc1(original, release, *, qi, sa, rng=None, scale: bool = False, read_labels: bool = True,
+         metric: str = "auto") -> Linking:
     """EUC1 (paper 001, Section 3.2, Algorithm 1 as read in docs/design/linkage.md#attacks): among
-    the rows of X with the row's QI vector (over ``qi``), the one at the smallest Euclidean distance
-    over ``sa``; no such row -> -1 (gave up).
+    the rows of X whose QI vector (over ``qi``) the row's covers, the one at the smallest Euclidean
+    distance over ``sa``; no such row -> -1 (gave up).
 
     Parameters
     ----------
@@ -341,22 +449,31 @@ def euc1(original, release, *, qi, sa, rng=None, scale: bool = False) -> Linking
         As in ``attack`` (``rng`` breaks ties).
     scale : bool
         Divide each SA column by its standard deviation in X before measuring distances.
+    read_labels : bool
+        As in ``identify_rand``.
+    metric : str
+        The SA distance: ``"euclidean"`` (the paper's), ``"scaled"`` (Euclidean on the columns
+        divided by their sd in X, as ``scale=True``), ``"log"`` (Euclidean on asinh(v / c), c
+        a small positive value of each column, so relative differences: the one multiplicative
+        noise calls for) or ``"auto"`` (default: the one ``choose_metric`` picks without the
+        true mapping, as an attacker would).
 
     Returns
     -------
     Linking
         The guessed original row of every released row (-1: no guess).
     """
-    return _euc("EUC1", original, release, qi, sa, rng, scale, False)
+    return _euc("EUC1", original, release, qi, sa, rng, scale, False, read_labels, metric)
 
 
-def euc2(original, release, *, qi, sa, rng=None, scale: bool = False) -> Linking:
+def euc2(original, release, *, qi, sa, rng=None, scale: bool = False, read_labels: bool = True,
+         metric: str = "auto") -> Linking:
     """EUC2 (paper 001, Section 3.2, Algorithm 2): as EUC1, but a row whose QI vector no row of X
     has is matched to the row of X at the smallest Euclidean distance over ``sa`` overall.
 
     Parameters
     ----------
-    original, release, qi, sa, rng, scale
+    original, release, qi, sa, rng, scale, read_labels, metric
         As in ``euc1``.
 
     Returns
@@ -364,71 +481,12 @@ def euc2(original, release, *, qi, sa, rng=None, scale: bool = False) -> Linking
     Linking
         The guessed original row of every released row (-1: no guess).
     """
-    return _euc("EUC2", original, release, qi, sa, rng, scale, True)
-
-
-_RANGE = re.compile(r"^\s*(-?\d+(?:\.\d*)?)\s*-\s*(-?\d+(?:\.\d*)?)\s*$")
-
-
-def read_generalization(original: pd.DataFrame, release: pd.DataFrame, qi: Sequence[str]
-                        ) -> pd.DataFrame:
-    """``original`` with the release's published generalization applied to its QI columns.
-
-    A QI value of the release that the original never holds is read as a generalization label:
-    ``lo-hi`` (numbers) covers the original's numeric values in [lo, hi], ``a|b|c`` the listed
-    values (the labels ``k_anonymize`` publishes, and the usual notation of other tools). Each
-    original value covered by exactly one label is replaced by it; the others are kept. An attacker
-    who reads the labels can then match QI vectors exactly again.
-
-    Parameters
-    ----------
-    original : pandas.DataFrame
-        The original table X (not modified).
-    release : pandas.DataFrame
-        The release Y, whose QI values carry the labels.
-    qi : sequence of str
-        The QI columns to read.
-
-    Returns
-    -------
-    pandas.DataFrame
-        The generalized copy of ``original``.
-    """
-    out = original.copy()
-    for c in qi:                                   # one pass per QI column, one step per label
-        text = original[c].astype(str)
-        known = set(pd.unique(text))
-        labels = [v for v in pd.unique(release[c].astype(str)) if v not in known]
-        if not labels:
-            continue
-        values = pd.unique(text)
-        numbers = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy()
-        mapping: dict[str, str] = {}
-        ambiguous: set[str] = set()
-        for label in labels:
-            m = _RANGE.match(label)
-            if m:
-                lo, hi = float(m.group(1)), float(m.group(2))
-                covered = values[(numbers >= lo) & (numbers <= hi)]
-            elif "|" in label:
-                covered = [v for v in label.split("|") if v in known]
-            else:
-                continue
-            for v in covered:
-                if v in mapping and mapping[v] != label:
-                    ambiguous.add(v)
-                mapping[v] = label
-        for v in ambiguous:
-            del mapping[v]
-        if mapping:
-            mapped = text.map(mapping)
-            out[c] = original[c].astype(object).where(mapped.isna(), mapped)
-    return out
+    return _euc("EUC2", original, release, qi, sa, rng, scale, True, read_labels, metric)
 
 
 def assign(original, release, *, qi, sa, rng=None, scale: bool = True, qi_weight: float = 1.0,
-           dense_limit: int = 1_000_000, max_rounds: int = 50, read_labels: bool = True
-           ) -> Linking:
+           dense_limit: int = 1_000_000, max_rounds: int = 50, read_labels: bool = True,
+           metric: str = "auto") -> Linking:
     """Global one-to-one assignment on a mixed distance over all columns (ours, not in paper 001).
 
     Cost of linking Y row i to X row j: ``qi_weight`` x (number of QI columns on which they differ)
@@ -450,9 +508,10 @@ def assign(original, release, *, qi, sa, rng=None, scale: bool = True, qi_weight
          propose again among the rows still unused (at most ``max_rounds`` rounds; a row still
          unmatched after them takes its nearest X row by SA, then one-to-one does not hold for it).
 
-    With ``read_labels`` (default) the release's generalization labels are first applied to X's QI
-    columns (``read_generalization``), so a generalized QI value costs nothing against the original
-    values it covers. X's rows are permuted at random first, so ties are broken at random.
+    With ``read_labels`` (default) a released QI value costs nothing against the original values it
+    covers (ranges, sets, top/bottom codes, ``*``: ``generalization.read_release``); step 1 then
+    runs once per group of released rows read alike, X rows taken by one group unavailable to the
+    next. X's rows are permuted at random first, so ties are broken at random.
 
     Parameters
     ----------
@@ -467,7 +526,11 @@ def assign(original, release, *, qi, sa, rng=None, scale: bool = True, qi_weight
     max_rounds : int
         Rounds of proposals for the leftovers.
     read_labels : bool
-        Apply the release's generalization labels to X first (``read_generalization``).
+        Read generalized released values (default); ``False``: a QI column costs nothing only
+        between equal values.
+    metric : str
+        The SA distance, as in ``euc1`` (the log coordinates are standardized too with
+        ``scale``).
 
     Returns
     -------
@@ -480,41 +543,37 @@ def assign(original, release, *, qi, sa, rng=None, scale: bool = True, qi_weight
     x, y = _frames(original, release)
     qi, sa = _columns(x, y, qi, sa)
     gen = as_generator(rng)
-    if read_labels and qi:
-        x = read_generalization(x, y, qi)
     w = float(qi_weight)
     n, m = len(x), len(y)
     perm = gen.permutation(n)
     x = x.iloc[perm].reset_index(drop=True)
+    match = read_release(x, y, qi, read_labels=read_labels)
     if sa:
-        xs, ys = _sa(x, y, sa, scale)
+        xs, ys, metric = _sa(x, y, sa, scale, metric, match)
         xs, ys = xs / np.sqrt(len(sa)), ys / np.sqrt(len(sa))
     else:
         xs, ys = np.zeros((n, 1)), np.zeros((m, 1))
-    cx = np.empty((n, len(qi)), dtype=np.int64)
-    cy = np.empty((m, len(qi)), dtype=np.int64)
-    for j, c in enumerate(qi):
-        codes, _ = column_codes(pd.concat([x[c], y[c]], ignore_index=True))
-        cx[:, j], cy[:, j] = codes[:n], codes[n:]
     if n * m <= dense_limit:
         from scipy.spatial.distance import cdist
 
-        cost = cdist(ys, xs)
-        for j in range(len(qi)):
-            cost += w * (cy[:, j][:, None] != cx[:, j][None, :])
+        cost = cdist(ys, xs) + w * match.mismatches(np.arange(m)[:, None], np.arange(n)[None, :])
         rows, cols = linear_sum_assignment(cost)
         guess = np.full(m, -1, dtype=np.int64)
         guess[rows] = cols
     else:
-        kx, ky = qi_keys(x, y, qi=qi)
-        guess = _assign_blocks(kx, ky, xs, ys, gen, dense_limit)
-        guess = _assign_leftovers(guess, cx, cy, xs, ys, w, gen, max_rounds)
-    ok = guess >= 0
+        guess = np.full(m, -1, dtype=np.int64)
+        used = np.zeros(n, dtype=bool)
+        for rows, kx, ky in sorted(match.groups, key=lambda g: -len(g[0])):
+            got = _assign_blocks(np.where(used, -1, kx), ky, xs, ys[rows], gen, dense_limit)
+            guess[rows] = got
+            used[got[got >= 0]] = True
+        guess = _assign_leftovers(guess, match, xs, ys, w, gen, max_rounds)
+    ok = np.flatnonzero(guess >= 0)
     dist = np.full(m, np.nan)
     d = xs[guess[ok]] - ys[ok]
-    dist[ok] = np.sqrt(np.einsum("ij,ij->i", d, d)) + w * (cx[guess[ok]] != cy[ok]).sum(axis=1)
-    guess = np.where(ok, perm[np.maximum(guess, 0)], -1).astype(np.int64)
-    return Linking(guess, "assign", time.perf_counter() - t0, dist)
+    dist[ok] = np.sqrt(np.einsum("ij,ij->i", d, d)) + w * match.mismatches(ok, guess[ok])
+    guess = np.where(guess >= 0, perm[np.maximum(guess, 0)], -1).astype(np.int64)
+    return Linking(guess, "assign", time.perf_counter() - t0, dist, metric if sa else "")
 
 
 def _assign_blocks(kx, ky, xs, ys, gen, dense_limit) -> np.ndarray:
@@ -563,7 +622,7 @@ def _chunks(rx, ry, xs, ys, limit):
     return list(zip(np.array_split(rx, parts), np.array_split(ry, parts)))
 
 
-def _assign_leftovers(guess, cx, cy, xs, ys, w, gen, max_rounds) -> np.ndarray:
+def _assign_leftovers(guess, match, xs, ys, w, gen, max_rounds) -> np.ndarray:
     """Step 2 of ``assign``: rounds of nearest-unused proposals, the cheapest proposer winning."""
     n = len(xs)
     used = np.zeros(n, dtype=bool)
@@ -574,7 +633,7 @@ def _assign_leftovers(guess, cx, cy, xs, ys, w, gen, max_rounds) -> np.ndarray:
         if not len(left) or not len(free):
             break
         prop, d = _nearest_tree(free, xs, ys[left], gen)
-        cost = d + w * (cx[prop] != cy[left]).sum(axis=1)
+        cost = d + w * match.mismatches(left, prop)
         order = np.lexsort((gen.random(len(left)), cost, prop))
         first = np.ones(len(order), dtype=bool)
         first[1:] = prop[order][1:] != prop[order][:-1]
@@ -598,6 +657,10 @@ ATTACKS: dict[str, Callable[..., Linking]] = {
 }
 
 
+#: the attacks that take ``metric`` (an SA distance)
+METRIC_ATTACKS = ("E2", "E4", "EUC1", "EUC2", "assign")
+
+
 def attack(name: str, original, release, *, qi: Sequence[str], sa: Sequence[str], rng=None,
            **options) -> Linking:
     """Run the attack ``name`` on ``release`` against ``original`` (docs/design/linkage.md#attacks).
@@ -615,7 +678,7 @@ def attack(name: str, original, release, *, qi: Sequence[str], sa: Sequence[str]
     rng : numpy.random.Generator or int, optional
         Breaks ties.
     **options
-        The attack's own options (e.g. ``scale``, ``sa_column``).
+        The attack's own options (e.g. ``scale``, ``sa_column``, ``metric``, ``read_labels``).
 
     Returns
     -------
@@ -627,5 +690,5 @@ def attack(name: str, original, release, *, qi: Sequence[str], sa: Sequence[str]
     return ATTACKS[name](original, release, qi=qi, sa=sa, rng=rng, **options)
 
 
-__all__ = ["ATTACKS", "Linking", "assign", "attack", "euc1", "euc2", "identify_rand",
-           "identify_sa", "identify_sa21", "identify_sort", "read_generalization"]
+__all__ = ["ATTACKS", "METRICS", "METRIC_ATTACKS", "Linking", "assign", "choose_metric", "attack", "euc1", "euc2", "identify_rand",
+           "identify_sa", "identify_sa21", "identify_sort"]

@@ -46,36 +46,57 @@ def _with_numeric_sa(frame: pd.DataFrame, sa: list[str], path: Path) -> pd.DataF
     return frame
 
 
-def _read_truth(path: Path, n_release: int, n_original: int) -> np.ndarray:
+def _read_truth(path: Path, x: pd.DataFrame, y: pd.DataFrame, qi: list[str], sa: list[str]
+                ) -> np.ndarray:
+    """The true mapping in ``path``: column ``original_row`` (0-based rows of the original), in the
+    release's order or keyed by a column ``release_row`` (0-based rows of the release, any order);
+    checked by ``check_truth``."""
+    # kept off the command line's start: loaded only by this command
+    import numpy as np
+
+    from reidrisk.data.io import TableError, read_table
+    from reidrisk.linkage.release import LinkageError, check_truth
+
+    frame = read_table(path)
+    extra = [c for c in frame.columns if c not in ("original_row", "release_row")]
+    if "original_row" not in frame.columns or extra:
+        raise TableError(f"{str(path)!r} has columns {list(frame.columns)}; a true mapping has the "
+                         "column 'original_row' (the 0-based row of the original for each released "
+                         "row) and optionally 'release_row' (the 0-based released row it is for), "
+                         "as written by `reidrisk linkage anonymize --truth-output`: rename or drop "
+                         "the other columns")
+    truth = _row_numbers(path, frame, "original_row")
+    if "release_row" in frame.columns:
+        at = _row_numbers(path, frame, "release_row")
+        if len(at) != len(y) or not np.array_equal(np.sort(at), np.arange(len(y))):
+            base = (" (it looks 1-based: subtract 1)" if np.array_equal(np.sort(at),
+                                                                         np.arange(1, len(y) + 1))
+                    else "")
+            raise TableError(f"{str(path)!r}, column 'release_row': give each released row "
+                             f"0..{len(y) - 1} exactly once{base}")
+        ordered = np.empty_like(truth)
+        ordered[at] = truth
+        truth = ordered
+    try:
+        return check_truth(x, y, truth, qi=qi, sa=sa, where=repr(str(path)))
+    except LinkageError as exc:
+        raise TableError(str(exc)) from None
+
+
+def _row_numbers(path: Path, frame: pd.DataFrame, col: str) -> np.ndarray:
     # kept off the command line's start: loaded only by this command
     import numpy as np
     import pandas as pd
 
-    from reidrisk.data.io import TableError, read_table
+    from reidrisk.data.io import TableError
 
-    frame = read_table(path)
-    if "original_row" in frame.columns:
-        col = "original_row"
-    elif frame.shape[1] == 1:
-        col = frame.columns[0]
-    else:
-        raise TableError(f"{str(path)!r} has columns {list(frame.columns)}; a true mapping has one "
-                         "column 'original_row' (the 0-based row of the original for each "
-                         "released row), as written by `reidrisk linkage anonymize --truth-output`")
     values = pd.to_numeric(frame[col], errors="coerce")
     bad = values.isna() | (values != values.round())
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
         raise TableError(f"{str(path)!r}, column {col!r}, row {i + 1}: {frame[col].iloc[i]!r} is not "
-                         "a row number; give 0-based integer row positions of the original")
-    truth = values.to_numpy(dtype=np.int64)
-    if len(truth) != n_release:
-        raise TableError(f"{str(path)!r} has {len(truth)} rows but the release has {n_release}; "
-                         "give one original row position per released row, in the release's order")
-    if len(truth) and (truth.min() < 0 or truth.max() >= n_original):
-        raise TableError(f"{str(path)!r}, column {col!r}: row positions must be in 0..{n_original - 1}"
-                         " (0-based rows of the original)")
-    return truth
+                         "a row number; give 0-based integer row positions")
+    return values.to_numpy(dtype=np.int64)
 
 
 @group.command("evaluate")
@@ -87,16 +108,26 @@ def _read_truth(path: Path, n_release: int, n_original: int) -> np.ndarray:
 @click.option("--sa", callback=_names, required=True,
               help="Sensitive (numeric) columns, comma-separated.")
 @click.option("--truth", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="True mapping: one column 'original_row', the 0-based row of X of each row of Y.")
+              help="True mapping: column 'original_row', the 0-based row of X of each row of Y, in Y's "
+                   "order or keyed by a column 'release_row' (0-based rows of Y).")
 @click.option("--aligned", is_flag=True,
               help="Row i of the release descends from row i of the original (instead of --truth).")
 @click.option("--attack", "attacks", multiple=True, metavar="NAME",
               help="Attack to run (repeatable; default all: E1 E2 E3 E4 EUC1 EUC2 assign).")
 @click.option("--scale", is_flag=True,
               help="Standardize SA columns before distances (default: raw values, as paper 001).")
+@click.option("--distance", "metric", type=click.Choice(["auto", "euclidean", "scaled", "log"]),
+              default="auto", show_default=True,
+              help="SA distance of E2, E4, EUC1, EUC2 and assign: auto = the one an attacker "
+                   "would pick without the mapping; euclidean = paper 001's; scaled = on columns "
+                   "divided by their sd; log = relative differences (multiplicative noise).")
+@click.option("--recode", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Recode map of a coded release: original value or range -> released code, "
+                   "per QI column (TOML tables or CSV column,value,code).")
 @click.option("--json", "as_json", is_flag=True, help="Print the scorecard as JSON.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random tie-breaks.")
-def evaluate_cmd(original, release, qi, sa, truth, aligned, attacks, scale, as_json, seed) -> None:
+def evaluate_cmd(original, release, qi, sa, truth, aligned, attacks, scale, metric, recode,
+                 as_json, seed) -> None:
     """Score a release: utility lost (U1-U6), class sizes (S1-S2) and, with the true mapping, the
     share of rows each linkage attack re-identifies, with a 95% interval."""
     # kept off the command line's start: loaded only by this command
@@ -104,6 +135,7 @@ def evaluate_cmd(original, release, qi, sa, truth, aligned, attacks, scale, as_j
 
     from reidrisk.linkage.attacks import ATTACKS
     from reidrisk.linkage.evaluate import evaluate
+    from reidrisk.linkage.generalization import RecodeMap
     from reidrisk.linkage.release import LinkageError
 
     if truth is not None and aligned:
@@ -116,7 +148,10 @@ def evaluate_cmd(original, release, qi, sa, truth, aligned, attacks, scale, as_j
     if overlap:
         raise click.BadParameter(f"column(s) {overlap} given both as --qi and --sa; list each once",
                                  param_hint="--sa")
+    recoding = RecodeMap.from_file(recode) if recode is not None else None
     x = _qi_as_text(_with_numeric_sa(_read(original, qi + sa), sa, original), qi)
+    if recoding is not None:
+        x = recoding.apply(x, qi)
     y = _qi_as_text(_with_numeric_sa(_read(release, qi + sa), sa, release), qi)
     for path, frame in ((original, x), (release, y)):
         if len(frame) == 0:
@@ -126,13 +161,16 @@ def evaluate_cmd(original, release, qi, sa, truth, aligned, attacks, scale, as_j
                            f"{str(original)!r}; each released row must come from a distinct original "
                            "row — are --original and --release swapped?")
     if truth is not None:
-        mapping = _read_truth(truth, len(y), len(x))
+        mapping = _read_truth(truth, x, y, qi, sa)
     elif aligned:
         mapping = np.arange(len(y), dtype=np.int64)
     else:
         mapping = None
     card = evaluate(x, y, qi=qi, sa=sa, truth=mapping, attacks=list(attacks) or None, rng=seed,
-                    scale=scale)
+                    scale=scale, metric=metric)
+    for note in card.notes:
+        if "match no original row" in note:
+            click.echo(f"Warning: {note}", err=True)
     if as_json:
         click.echo(json.dumps(card.to_dict(), indent=2))
     else:
@@ -173,13 +211,15 @@ def _qi_as_text(frame: pd.DataFrame, qi: list[str]) -> pd.DataFrame:
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Where the release is written (CSV or Parquet).")
 @click.option("--truth-output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Also write the true mapping (column original_row) here; keep it secret.")
+              help="Also write the true mapping (columns release_row, original_row) here; keep it "
+                   "secret.")
 @click.option("--seed", type=int, default=None,
               help="Seed for a reproducible release (default: fresh randomness; do not publish a "
                    "release made with a known seed).")
 def anonymize_cmd(config, input_, output, truth_output, seed) -> None:
     """Anonymize a table with the pipeline in --config and write the release."""
     # kept off the command line's start: loaded only by this command
+    import numpy as np
     import pandas as pd
 
     from reidrisk.data.io import check_output_path, read_table, write_table
@@ -210,6 +250,7 @@ def anonymize_cmd(config, input_, output, truth_output, seed) -> None:
     release = pipeline.apply(frame, rng=seed)
     write_table(_publishable(release.data), output)
     if truth_output is not None:
-        write_table(pd.DataFrame({"original_row": release.truth}), truth_output)
+        write_table(pd.DataFrame({"release_row": np.arange(release.n), "original_row": release.truth}),
+                    truth_output)
     click.echo(f"Wrote {output}: {release.n} of {len(frame)} rows after "
                f"{' -> '.join(release.steps)}", err=True)

@@ -8,8 +8,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from reidrisk.linkage.attacks import ATTACKS, attack
-from reidrisk.linkage.release import LinkageError, Release
+from reidrisk.linkage.attacks import ATTACKS, METRIC_ATTACKS, METRICS, attack
+from reidrisk.linkage.generalization import RecodeMap, read_release
+from reidrisk.linkage.release import LinkageError, Release, check_columns, check_truth
 from reidrisk.linkage.scores import (
     Rate,
     Security,
@@ -37,6 +38,9 @@ class Scorecard:
         Rows of the original table and of the release.
     scale : bool
         SA standardized for the distance attacks.
+    metric : str
+        The SA distance asked for (``"auto"`` or one of ``attacks.METRICS``); each rate names the
+        one its attack used.
     notes : tuple of str
         What could not be computed and why.
     """
@@ -48,6 +52,7 @@ class Scorecard:
     n_release: int
     scale: bool = False
     notes: tuple[str, ...] = ()
+    metric: str = "auto"
 
     def to_dict(self) -> dict:
         """The scorecard as plain JSON-ready data.
@@ -61,6 +66,7 @@ class Scorecard:
             "n_original": self.n_original,
             "n_release": self.n_release,
             "scale_sa": self.scale,
+            "metric": self.metric,
             "utility": {k: _json(v) for k, v in self.utility.to_dict().items()},
             "security": self.security.to_dict(),
             "rates": [{k: _json(v) for k, v in asdict(r).items()} for r in self.rates],
@@ -94,12 +100,15 @@ class Scorecard:
             lines.append("Re-identification (share of released rows linked to their true row, "
                          "95% Clopper-Pearson interval)")
             lines.append(f"  {'attack':8s} {'rate':>7s} {'interval':>17s} {'linked':>9s} "
-                         f"{'gave up':>8s} {'random':>9s} {'seconds':>8s}")
+                         f"{'gave up':>8s} {'random':>9s} {'seconds':>8s}  distance")
             for r in self.rates:
                 lines.append(f"  {r.attack:8s} {r.rate:7.3f} [{r.low:6.3f}, {r.high:6.3f}] "
-                             f"{r.linked:9d} {r.gave_up:8d} {r.random_guess:9.2g} {r.seconds:8.2f}")
-            lines.append(f"  SA distances on {'standardized' if self.scale else 'raw'} values "
-                         "(assign always standardizes)")
+                             f"{r.linked:9d} {r.gave_up:8d} {r.random_guess:9.2g} {r.seconds:8.2f}"
+                             f"  {r.metric or '-'}")
+            how = ("chosen per attack as an attacker would (auto)" if self.metric == "auto"
+                   else f"{self.metric} for every attack")
+            lines.append(f"  SA distance {how}, on {'standardized' if self.scale else 'raw'} "
+                         "values (assign always standardizes)")
         for note in self.notes:
             lines.append(f"Note: {note}")
         return "\n".join(lines)
@@ -113,10 +122,14 @@ def _json(v):
 
 def evaluate(original: pd.DataFrame, release: pd.DataFrame | Release, *, qi: Sequence[str],
              sa: Sequence[str], truth: np.ndarray | None = None, attacks: Sequence[str] | None = None,
-             rng=None, scale: bool = False) -> Scorecard:
+             rng=None, scale: bool = False, recode: RecodeMap | None = None,
+             metric: str = "auto") -> Scorecard:
     """Score ``release`` against ``original``: U1-U6, S1-S2 and, when the true mapping is known,
     the rate of every attack (docs/design/linkage.md#scores). Without a true mapping no rate can
-    be computed; the scorecard says so.
+    be computed; the scorecard says so. Released QI values are read as the generalization they
+    write (``generalization``): U2 and U3 tabulate the original in the release's categories
+    (``QIMatch.as_released``), and the scorecard notes the share of released rows whose QI
+    values match no original row, and the values that cover nothing.
 
     Parameters
     ----------
@@ -135,6 +148,15 @@ def evaluate(original: pd.DataFrame, release: pd.DataFrame | Release, *, qi: Seq
     scale : bool
         Standardize the SA columns before distances in every attack but ``assign`` (which
         always scales); default off, as in the paper.
+    metric : str
+        The SA distance of the distance attacks (E2, E4, EUC1, EUC2, assign): ``"auto"``
+        (default: each attack picks, without the true mapping, the one under which its links
+        are most often mutual, ``attacks.choose_metric``), ``"euclidean"`` (the paper's),
+        ``"scaled"`` (columns divided by their sd) or ``"log"`` (relative differences, for
+        multiplicative noise).
+    recode : RecodeMap, optional
+        The publisher's recoding of QI values (original value -> released code), applied to
+        ``original``'s QI columns before anything is compared.
 
     Returns
     -------
@@ -147,27 +169,28 @@ def evaluate(original: pd.DataFrame, release: pd.DataFrame | Release, *, qi: Seq
     else:
         y = release
     qi, sa = list(qi), list(sa)
+    if recode is not None:
+        original = recode.apply(original, qi)
     names = list(ATTACKS) if attacks is None else list(attacks)
     unknown = [a for a in names if a not in ATTACKS]
     if unknown:
         raise LinkageError(f"unknown attack(s) {unknown}; use some of {list(ATTACKS)}")
+    if metric not in (*METRICS, "auto"):
+        raise LinkageError(f"unknown SA distance {metric!r}; use one of {[*METRICS, 'auto']}")
     if len(y) > len(original):
         raise LinkageError(f"the release has {len(y)} rows, more than the original's "
                            f"{len(original)}; each released row must descend from a distinct "
                            "original row — check that the files are not swapped")
     if truth is not None:
-        truth = np.asarray(truth)
-        if truth.shape != (len(y),):
-            raise LinkageError(f"the true mapping has {truth.shape[0] if truth.ndim else 0} rows but "
-                               f"the release has {len(y)}; give one original row per released row")
-        if len(truth) and (truth.min() < 0 or truth.max() >= len(original)):
-            raise LinkageError(f"the true mapping holds row positions outside 0..{len(original) - 1}"
-                               "; give 0-based row positions of the original")
-        truth = truth.astype(np.int64)
-    utility = utility_scores(original, y, qi=qi, sa=sa, truth=truth)
+        truth = check_truth(original, y, truth, qi=qi, sa=sa)
+    match = read_release(original, y, check_columns(original, qi, "QI", "the original"))
+    utility = utility_scores(match.as_released(original), y, qi=qi, sa=sa, truth=truth)
     security = security_scores(y, qi=qi)
     notes = []
     rates = []
+    unmatched = match.note()
+    if unmatched:
+        notes.append(unmatched)
     if truth is None:
         notes.append("no true mapping given: re-identification rates and U5 need it (pass the "
                      "mapping of released rows to original rows, or state that the rows are in the "
@@ -175,10 +198,13 @@ def evaluate(original: pd.DataFrame, release: pd.DataFrame | Release, *, qi: Seq
     else:
         gen = as_generator(rng)
         for name in names:
-            opts = {} if name == "assign" else {"scale": scale}
+            opts: dict = {} if name == "assign" else {"scale": scale}
+            if name in METRIC_ATTACKS:
+                opts["metric"] = metric
             linking = attack(name, original, y, qi=qi, sa=sa, rng=gen, **opts)
             rates.append(reid_rate(linking, truth, n_original=len(original)))
-    return Scorecard(utility, security, tuple(rates), len(original), len(y), scale, tuple(notes))
+    return Scorecard(utility, security, tuple(rates), len(original), len(y), scale, tuple(notes),
+                     metric)
 
 
 __all__ = ["Scorecard", "evaluate"]

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from reidrisk.errors import ReidriskError
+from reidrisk.linkage._keys import qi_keys
 
 
 class LinkageError(ReidriskError, ValueError):
@@ -179,4 +180,84 @@ def numeric_matrix(frame: pd.DataFrame, columns: Sequence[str], where: str = "th
     return out
 
 
-__all__ = ["LinkageError", "Release", "as_release", "check_columns", "derive", "numeric_matrix"]
+def check_truth(original: pd.DataFrame, release: pd.DataFrame, truth: np.ndarray, *,
+                qi: Sequence[str], sa: Sequence[str], where: str = "the true mapping"
+                ) -> np.ndarray:
+    """``truth`` as int64 row positions after the checks that catch a wrong mapping file, each a
+    ``LinkageError`` naming ``where`` and the fix.
+
+    Refused: a length other than |Y|; a position outside 0..|X|-1 (1-based positions, 1..|X|, are
+    named as such); one original row given for two released rows (each released row descends from
+    a distinct original row); and a mapping that is 1-based on a subset of X: with every position
+    >= 1, the mapping shifted by one agrees with the data clearly better than the given one
+    (released rows equal to their mapped original on all QI values for at least half the rows more,
+    or a median standardized SA difference at most half as large, without fewer QI agreements).
+
+    Parameters
+    ----------
+    original, release : pandas.DataFrame
+        X and Y.
+    truth : numpy.ndarray
+        The claimed original row position of each released row.
+    qi, sa : sequence of str
+        The columns compared for the 1-based check.
+    where : str
+        The mapping's name for the message (e.g. the file).
+
+    Returns
+    -------
+    numpy.ndarray (len(release),) int64
+        The mapping.
+    """
+    truth = np.asarray(truth)
+    m, n = len(release), len(original)
+    if truth.shape != (m,):
+        raise LinkageError(f"{where} has {truth.shape[0] if truth.ndim else 0} rows but the release "
+                           f"has {m}; give one original row position per released row")
+    truth = truth.astype(np.int64)
+    if not m:
+        return truth
+    lo, hi = int(truth.min()), int(truth.max())
+    if lo < 0 or hi >= n:
+        hint = (" (it looks 1-based: subtract 1 from every position)" if lo >= 1 and hi == n
+                else "")
+        raise LinkageError(f"{where} holds row positions outside 0..{n - 1}{hint}; give 0-based "
+                           "row positions of the original")
+    order = np.argsort(truth, kind="stable")
+    same = np.flatnonzero(truth[order][1:] == truth[order][:-1])
+    if len(same):
+        a, b = sorted(order[same[0]:same[0] + 2])
+        raise LinkageError(f"{where} maps released rows {a} and {b} (0-based) both to original row "
+                           f"{truth[a]}; each released row descends from a distinct original row — "
+                           "fix the mapping")
+    if lo >= 1:
+        given, shifted = _agreement(original, release, truth, qi, sa), \
+            _agreement(original, release, truth - 1, qi, sa)
+        if (shifted[0] >= given[0] + 0.5
+                or (shifted[0] >= given[0] and shifted[1] <= 0.5 * given[1])):
+            raise LinkageError(
+                f"{where} looks 1-based: with every position minus 1, {shifted[0]:.0%} of the "
+                f"released rows equal their original on all QI (against {given[0]:.0%}) and the "
+                f"median SA difference is {shifted[1]:.3g} sd (against {given[1]:.3g}); give "
+                "0-based row positions (subtract 1)")
+    return truth
+
+
+def _agreement(x: pd.DataFrame, y: pd.DataFrame, truth: np.ndarray, qi: Sequence[str],
+               sa: Sequence[str]) -> tuple[float, float]:
+    """(share of rows equal on every QI column, median mean |SA difference| in sd of X)."""
+    qi_share = 0.0
+    if qi:
+        kx, ky = qi_keys(x, y, qi=list(qi))
+        qi_share = float((kx[truth] == ky).mean())
+    sa_gap = float("inf")
+    if sa:
+        xs, ys = numeric_matrix(x, sa, "the original"), numeric_matrix(y, sa, "the release")
+        sd = xs.std(axis=0) if len(xs) > 1 else np.ones(xs.shape[1])
+        sd = np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
+        sa_gap = float(np.median((np.abs(xs[truth] - ys) / sd).mean(axis=1)))
+    return qi_share, sa_gap
+
+
+__all__ = ["LinkageError", "Release", "as_release", "check_columns", "check_truth", "derive",
+           "numeric_matrix"]

@@ -63,6 +63,8 @@ class Rate:
         Confidence level of the interval.
     seconds : float
         The attack's wall time.
+    metric : str
+        The SA distance the attack used (``Linking.metric``; empty when it has none).
     """
 
     attack: str
@@ -75,6 +77,7 @@ class Rate:
     gave_up: int = 0
     level: float = 0.95
     seconds: float = float("nan")
+    metric: str = ""
 
 
 @dataclass(frozen=True)
@@ -192,7 +195,8 @@ def reid_rate(linking: Linking, truth: np.ndarray | Release, *, n_original: int 
     low, high = clopper_pearson(linked, n, level)
     size = n_original if n_original is not None else (int(truth.max()) + 1 if n else 1)
     return Rate(linking.attack, linked, n, linked / n if n else float("nan"), low, high,
-                1.0 / max(size, 1), int((guess < 0).sum()), level, float(linking.seconds))
+                1.0 / max(size, 1), int((guess < 0).sum()), level, float(linking.seconds),
+                linking.metric)
 
 
 def _cross(frame: pd.DataFrame, qi: Sequence[str], values: np.ndarray) -> tuple[dict, dict]:
