@@ -124,11 +124,12 @@ def brute_force(codes, sa, size, ordered, missing):
 
 @pytest.mark.parametrize("missing", ["wildcard", "value"])
 @pytest.mark.parametrize("ordered", [False, True])
-@pytest.mark.parametrize("seed", [0, 1])
-def test_equal_to_brute_force(seed, ordered, missing):
+@pytest.mark.parametrize("seed, sizes", [(0, (2, 3, 2)), (1, (2, 3, 2)), (2, (6, 7, 5))])
+def test_equal_to_brute_force(seed, sizes, ordered, missing):
+    # sizes (6, 7, 5): most classes hold one record, hence one value (the per-value path)
     rng = np.random.default_rng(seed)
     n = 120
-    codes = np.column_stack([rng.integers(0, s, n) for s in (2, 3, 2)])
+    codes = np.column_stack([rng.integers(0, s, n) for s in sizes])
     codes[rng.random(codes.shape) < 0.1] = MISSING
     sa = rng.choice(6, n, p=[0.4, 0.25, 0.15, 0.1, 0.1, 0.0])
     sa[rng.random(n) < 0.1] = MISSING

@@ -36,7 +36,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reidrisk.assess.classes import MISSING, AssessError, class_distributions
+from reidrisk.assess.classes import (
+    MISSING,
+    MISSING_RULES,
+    AssessError,
+    DistinctRows,
+    distinct_match_sums,
+)
 
 __all__ = [
     "RecordDiversity",
@@ -101,8 +107,11 @@ class RecordDiversity:
 
     Parameters
     ----------
-    counts : numpy.ndarray (n, m) float64
-        Row r: the counts of each sensitive value (those occurring in the table) in r's class.
+    class_counts : numpy.ndarray (u, m) float64
+        Row i: the counts of each sensitive value (those occurring in the table) in the i-th
+        distinct class.
+    class_of : numpy.ndarray (n,) int64
+        The row of ``class_counts`` that is each record's class.
     table : numpy.ndarray (m,) float64
         The table's counts of the same values (all > 0).
     ordered : bool
@@ -113,7 +122,8 @@ class RecordDiversity:
         The measures of each record's class (module docstring).
     """
 
-    counts: np.ndarray
+    class_counts: np.ndarray
+    class_of: np.ndarray
     table: np.ndarray
     ordered: bool
     observed: np.ndarray
@@ -123,8 +133,13 @@ class RecordDiversity:
     delta: np.ndarray
     beta: np.ndarray
 
+    @property
+    def counts(self) -> np.ndarray:
+        """(n, m): each record's class counts (``class_counts[class_of]``)."""
+        return self.class_counts[self.class_of]
+
     def _sorted_desc(self) -> np.ndarray:
-        return -np.sort(-self.counts, axis=1)
+        return -np.sort(-self.class_counts, axis=1)
 
     def recursive_ratio(self, l: int) -> np.ndarray:  # noqa: E741  (the papers' name)
         """Per record, ``r_(1) / (r_(l) + ... + r_(m))``: the class is recursive (c,l)-diverse
@@ -152,7 +167,7 @@ class RecordDiversity:
         tail = r[:, int(l) - 1:].sum(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(tail > 0, r[:, 0] / np.where(tail > 0, tail, 1.0), np.inf)
-        return np.where(self.observed, ratio, np.nan)
+        return np.where(self.observed, ratio[self.class_of], np.nan)
 
     def recursive_l(self, c: float) -> np.ndarray:
         """Per record, the largest l for which its class is recursive (c,l)-diverse, 0 if none.
@@ -174,7 +189,7 @@ class RecordDiversity:
         r = self._sorted_desc()
         tails = np.cumsum(r[:, ::-1], axis=1)[:, ::-1]  # tails[:, j] = r_(j+1) + ... + r_(m)
         holds = r[:, :1] < c * tails
-        return holds.sum(axis=1).astype(np.int64)
+        return holds.sum(axis=1).astype(np.int64)[self.class_of]
 
     def recursive_holds(self, c: float, l: int) -> np.ndarray:  # noqa: E741
         """Per record, whether its class is recursive (c,l)-diverse (False where it holds no
@@ -259,18 +274,22 @@ def _check_sensitive(sensitive: np.ndarray, size: int) -> np.ndarray:
     return sa
 
 
-def record_diversity(counts: np.ndarray, table: np.ndarray, ordered: bool = False) -> RecordDiversity:
+def record_diversity(counts: np.ndarray, table: np.ndarray, ordered: bool = False,
+                     class_of: np.ndarray | None = None) -> RecordDiversity:
     """Every record's sensitive-attribute measures from its class's counts and the table's.
 
     Parameters
     ----------
-    counts : numpy.ndarray (n, size)
-        Row r: the counts of each sensitive value in r's class (``classes.class_distributions``).
+    counts : numpy.ndarray (u, size)
+        Row i: the counts of each sensitive value in a class (``classes.class_distributions``
+        gives one row per record).
     table : numpy.ndarray (size,)
         The table's counts (``table_counts``); every class count must be at most the table's.
     ordered : bool
         True for an ordinal or numeric sensitive attribute (codes in value order): t-closeness
         with the ordered distance; False for a nominal one: the equal distance.
+    class_of : numpy.ndarray (n,) int, optional
+        Each record's row of ``counts``; None: row r is record r's class.
 
     Returns
     -------
@@ -293,20 +312,49 @@ def record_diversity(counts: np.ndarray, table: np.ndarray, ordered: bool = Fals
     if (H > T * (1 + 1e-9) + 1e-9).any():
         raise AssessError("a class holds more records of a sensitive value than the table: "
                           "compute the table counts from the same records")
-    present = T > 0
-    if not present.any():
+    if not (T > 0).any():
         raise AssessError("the sensitive attribute has no observed value in the table")
-    H, T = H[:, present], T[present]
-    m = T.size
-    p = T / T.sum()
-    size = H.sum(axis=1)
-    observed = size > 0
-    q = H / np.where(observed, size, 1.0)[:, None]
+    return _record_diversity(H, T, ordered, class_of)
+
+
+def _record_diversity(H: np.ndarray, T: np.ndarray, ordered: bool,
+                      class_of: np.ndarray | None) -> RecordDiversity:
+    """``record_diversity`` on counts known to be valid."""
+    present = T > 0
+    if not present.all():
+        H, T = H[:, present], T[present]
+    idx = np.arange(H.shape[0]) if class_of is None else np.asarray(class_of, dtype=np.int64)
+    per_class = _class_measures(H, T / T.sum(), ordered)
+    return RecordDiversity(class_counts=H, class_of=idx, table=T, ordered=bool(ordered),
+                           **{k: v[idx] for k, v in per_class.items()})
+
+
+def _class_measures(H: np.ndarray, p: np.ndarray, ordered: bool) -> dict[str, np.ndarray]:
+    """The measures of each class (row of H): classes holding one value take them from a table
+    per value (their distribution is a unit vector), the others are computed in full."""
+    u, m = H.shape
+    held = H > 0
+    distinct = held.sum(axis=1)
+    out = {"observed": distinct > 0, "distinct_l": distinct.astype(np.int64)}
+    for key in ("entropy_l", "t_closeness", "delta", "beta"):
+        out[key] = np.full(u, np.nan)
+    one = np.flatnonzero(distinct == 1)
+    unit = _measures(np.eye(m), p, ordered)  # the measures of each unit vector
+    value = held[one].argmax(axis=1)
+    for key, per_value in unit.items():
+        out[key][one] = per_value[value]
+    many = np.flatnonzero(distinct > 1)
+    for key, val in _measures(H[many], p, ordered).items():
+        out[key][many] = val
+    return out
+
+
+def _measures(H: np.ndarray, p: np.ndarray, ordered: bool) -> dict[str, np.ndarray]:
+    """Entropy l, t-closeness, delta and basic beta of classes that each hold a value."""
+    m = p.size
+    q = H / H.sum(axis=1, keepdims=True)
     held = q > 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        logq = np.log(np.where(held, q, 1.0))
-        entropy_l = np.exp(-(q * logq).sum(axis=1))
-        delta = np.where(held, np.abs(logq - np.log(p)), 0.0).max(axis=1)
+    logq = np.log(np.where(held, q, 1.0))
     diff = q - p
     if not ordered:
         emd = 0.5 * np.abs(diff).sum(axis=1)
@@ -314,24 +362,16 @@ def record_diversity(counts: np.ndarray, table: np.ndarray, ordered: bool = Fals
         emd = np.abs(np.cumsum(diff, axis=1)).sum(axis=1) / (m - 1)
     else:
         emd = np.zeros(H.shape[0])
-    beta = (diff / p).max(axis=1)
-    nan = np.full(H.shape[0], np.nan)
-    return RecordDiversity(
-        counts=H,
-        table=T,
-        ordered=bool(ordered),
-        observed=observed,
-        distinct_l=held.sum(axis=1).astype(np.int64),
-        entropy_l=np.where(observed, entropy_l, nan),
-        t_closeness=np.where(observed, emd, nan),
-        delta=np.where(observed, delta, nan),
-        beta=np.where(observed, beta, nan),
-    )
+    return {"entropy_l": np.exp(-(q * logq).sum(axis=1)), "t_closeness": emd,
+            "delta": np.where(held, np.abs(logq - np.log(p)), 0.0).max(axis=1),
+            "beta": (diff / p).max(axis=1)}
 
 
 def diversity(codes: np.ndarray, sensitive: np.ndarray, size: int, ordered: bool = False,
-              missing: str = "wildcard") -> RecordDiversity:
+              missing: str = "wildcard", distinct: DistinctRows | None = None) -> RecordDiversity:
     """Every record's sensitive-attribute measures of a table, from its QI and SA codes.
+
+    The counts are summed once per distinct QI row and the measures computed once per class.
 
     Parameters
     ----------
@@ -347,6 +387,9 @@ def diversity(codes: np.ndarray, sensitive: np.ndarray, size: int, ordered: bool
         Ordered (True) or equal (False) distance for t-closeness.
     missing : {"wildcard", "value"}
         The missing-value rule for the QIs (``classes.match_sums``).
+    distinct : DistinctRows, optional
+        ``DistinctRows.of(codes)`` when the caller already has it (shared with
+        ``classes.sample_frequencies`` and other sensitive attributes).
 
     Returns
     -------
@@ -355,14 +398,23 @@ def diversity(codes: np.ndarray, sensitive: np.ndarray, size: int, ordered: bool
     Raises
     ------
     AssessError
-        On codes outside the domain, mismatched rows, or no observed sensitive value.
+        On codes outside the domain, mismatched rows, a bad rule, or no observed sensitive value.
     """
     sa = _check_sensitive(sensitive, size)
     codes = np.asarray(codes)
     if codes.ndim != 2 or codes.shape[0] != sa.size:
         raise AssessError(f"QI codes {codes.shape} and sensitive codes {sa.shape} must have "
                           "the same rows")
+    if missing not in MISSING_RULES:
+        raise AssessError(f"missing rule {missing!r} is not one of {', '.join(MISSING_RULES)}")
     table = table_counts(sa, size)
     if table.sum() == 0:
         raise AssessError("the sensitive attribute has no observed value in the table")
-    return record_diversity(class_distributions(codes, sa, size, missing), table, ordered)
+    distinct = DistinctRows.of(codes) if distinct is None else distinct
+    u = distinct.rows.shape[0]
+    seen = sa != MISSING
+    # each distinct row's counts of each value: one bincount over (row, value) pairs
+    totals = np.bincount(distinct.inverse[seen] * size + sa[seen],
+                         minlength=u * size).reshape(u, size).astype(np.float64)
+    counts = distinct_match_sums(distinct, totals, missing)
+    return _record_diversity(counts, table, ordered, distinct.inverse)
