@@ -3,6 +3,5 @@
 Which records of a microdata table are at risk of re-identification, how much, why, and what
 would lower it: class sizes (fk, Fk), individual and global risk, l-diversity and t-closeness,
 SUDA, the prosecutor / journalist / marketer attacker models, population-uniqueness estimators and
-paper 000's model. Definitions and their sources: ``shared/spec/assess.md`` and
-docs/design/assess.md.
+paper 000's model. Definitions and their sources: docs/design/assess.md.
 """

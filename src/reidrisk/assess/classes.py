@@ -99,7 +99,18 @@ class DistinctRows:
 
     @classmethod
     def of(cls, codes: np.ndarray) -> DistinctRows:
-        """The distinct rows of ``codes`` (n, q)."""
+        """The distinct rows of ``codes``.
+
+        Parameters
+        ----------
+        codes : numpy.ndarray (n, q) of int
+            The QI codes, ``MISSING`` for a missing value.
+
+        Returns
+        -------
+        DistinctRows
+            The distinct rows in order of first appearance, and each record's row.
+        """
         codes = np.asarray(codes)
         keys = row_keys(codes + 1)
         # hashing (pandas.factorize) instead of sorting: ids in order of first appearance, so
@@ -109,7 +120,18 @@ class DistinctRows:
         return cls(codes[first], inverse)
 
     def totals(self, values: np.ndarray) -> np.ndarray:
-        """Per distinct row, the sum of ``values`` (n, p) over its records: (u, p)."""
+        """Per distinct row, the sum of ``values`` over its records.
+
+        Parameters
+        ----------
+        values : numpy.ndarray (n, p)
+            One vector per record.
+
+        Returns
+        -------
+        numpy.ndarray (u, p) float64
+            Row i: the sum over the records of distinct row i.
+        """
         u = self.rows.shape[0]
         out = np.empty((u, values.shape[1]), dtype=np.float64)
         for c in range(values.shape[1]):

@@ -192,8 +192,20 @@ class RecordDiversity:
         return holds.sum(axis=1).astype(np.int64)[self.class_of]
 
     def recursive_holds(self, c: float, l: int) -> np.ndarray:  # noqa: E741
-        """Per record, whether its class is recursive (c,l)-diverse (False where it holds no
-        observed value)."""
+        """Per record, whether its class is recursive (c,l)-diverse.
+
+        Parameters
+        ----------
+        c : float
+            The c of (c,l).
+        l : int
+            The l of (c,l), >= 1.
+
+        Returns
+        -------
+        numpy.ndarray (n,) bool
+            ``r_(1) < c (r_(l) + ... + r_(m))``; False where the class holds no observed value.
+        """
         return self.recursive_ratio(l) < c
 
     def summary(self, where: np.ndarray | None = None) -> TableDiversity:
