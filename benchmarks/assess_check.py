@@ -43,8 +43,8 @@ ordered EMD is chosen by a numeric column).
 
     .venv/bin/python benchmarks/assess_check.py [--quick]
 
-(about 35 minutes at a load average of 10-15 on the 2-core reference machine, nearly all of it
-pycanon's; ``make bench-assess_check`` installs pycanon first).
+(10 minutes on the 2-core reference machine at a load average falling from 9 to 2, 35 at 10-15;
+nearly all of it pycanon's; ``make bench-assess_check`` installs pycanon first).
 """
 
 from __future__ import annotations
