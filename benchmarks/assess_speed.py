@@ -177,7 +177,8 @@ def body(rows) -> list[str]:
         "of missing-value patterns is matched on the QIs both observe (`classes.match_sums`).",
         "",
         "Timings were taken on a machine shared with other work (the load average below, on 2 "
-        "cores): wall times are then several times the CPU times, for both sides alike.",
+        "cores); where the load exceeds the cores, wall times exceed the CPU times, for both "
+        "sides alike.",
     ]
 
 
