@@ -63,6 +63,13 @@ bench-linkage_peers: $(VENV)/.bench-installed
 	$(PIP) install --no-deps anonymeter anjana pycanon
 	$(PY) benchmarks/linkage_peers.py $(ARGS)
 
+# pycanon declares typing_extensions==4.9.0 and its report and CLI needs (reportlab, pyreadstat,
+# typer, ...); its anonymity module, all the assess benchmarks call, needs only NumPy and pandas,
+# so it is installed without its pins (no package is downgraded)
+bench-assess_check bench-assess_speed: $(VENV)/.bench-installed
+	$(PIP) install --quiet --no-deps pycanon
+	$(PY) benchmarks/$(@:bench-%=%).py $(ARGS)
+
 # any benchmark by name, with its peers installed: `make bench-collect_speed`, `make bench-em_stop ARGS=--quick`
 bench-%: $(VENV)/.bench-installed
 	$(PY) benchmarks/$*.py $(ARGS)

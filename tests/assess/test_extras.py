@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from reidrisk.assess.extras import default_extras
 
 
@@ -67,4 +69,40 @@ def test_assess_carries_the_suda_columns_and_summary(table):
     frame = result.records()
     assert {"suda_score", "dis_suda_score", "msu_1", "msu_2"} <= set(frame.columns)
     assert result.summary()["suda"]["max_msu_size"] == 2
-    assert default_extras(0) == {}
+    assert list(default_extras(0)) == ["sensitive attributes"]  # no SUDA
+
+
+def test_diversity_of_a_table_and_of_its_aggregate_agree(table, tmp_path):
+    import numpy as np
+
+    from reidrisk.assess.diversity import diversity
+    from reidrisk.assess.extras import diversity_extra
+    from reidrisk.assess.stream import read_aggregate
+    from reidrisk.assess.table import prepare_table
+
+    prepared = prepare_table(table, ["sex", "zip", "marital-status"], ["diagnosis", "income"])
+    out = diversity_extra()(prepared, None, "wildcard")
+    direct = diversity(prepared.codes, prepared.sensitive[0].codes,
+                       len(prepared.sensitive[0].categories)).summary()
+    assert out["summary"]["diversity"]["diagnosis"]["distinct_l"] == direct.distinct_l
+    assert out["summary"]["l_diversity"] == min(
+        f["distinct_l"] for f in out["summary"]["diversity"].values())
+    np.testing.assert_array_equal(out["records"]["l_diagnosis"],
+                                  diversity(prepared.codes, prepared.sensitive[0].codes, 4)
+                                  .distinct_l)
+    path = tmp_path / "t.csv"
+    table.to_csv(path, index=False)
+    agg, _ = read_aggregate(path, ["sex", "zip", "marital-status"], ["diagnosis", "income"],
+                            chunk_rows=97)
+    again = diversity_extra()(agg, None, "wildcard")["summary"]
+    for key in ("l_diversity", "entropy_l_diversity", "t_closeness", "delta_disclosure",
+                "beta_likeness"):
+        assert again[key] == pytest.approx(out["summary"][key])
+
+
+def test_no_sensitive_attribute_gives_null_figures(table):
+    from reidrisk.assess.extras import DIVERSITY_KEYS, diversity_extra
+    from reidrisk.assess.table import prepare_table
+
+    out = diversity_extra()(prepare_table(table, ["sex"]), None, "wildcard")
+    assert all(out["summary"][k] is None for k in DIVERSITY_KEYS)

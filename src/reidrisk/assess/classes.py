@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from reidrisk.errors import ReidriskError
 
@@ -73,8 +74,7 @@ def row_keys(codes: np.ndarray) -> np.ndarray:
 def _sum_by_key(target_keys, source_keys, values) -> np.ndarray:
     """For each target key, the sum of the ``values`` rows whose source key equals it."""
     allk = np.concatenate([source_keys, target_keys])
-    uniq, inv = np.unique(allk, return_inverse=True)
-    inv = inv.ravel()
+    inv, uniq = pd.factorize(allk)  # hashing: no sort needed
     src, tgt = inv[: source_keys.size], inv[source_keys.size:]
     out = np.empty((target_keys.size, values.shape[1]), dtype=values.dtype)
     for c in range(values.shape[1]):
@@ -99,25 +99,28 @@ class DistinctRows:
 
     @classmethod
     def of(cls, codes: np.ndarray) -> DistinctRows:
-        """The distinct rows of a code matrix.
+        """The distinct rows of ``codes``.
 
         Parameters
         ----------
         codes : numpy.ndarray (n, q) of int
-            Codes, ``MISSING`` allowed (a value like any other here).
+            The QI codes, ``MISSING`` for a missing value.
 
         Returns
         -------
         DistinctRows
-            The distinct rows, in the order of their first record, and each record's row.
+            The distinct rows in order of first appearance, and each record's row.
         """
         codes = np.asarray(codes)
         keys = row_keys(codes + 1)
-        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        return cls(codes[first], inverse.ravel().astype(np.int64))
+        # hashing (pandas.factorize) instead of sorting: ids in order of first appearance, so
+        # a row is a first appearance exactly where the running maximum of the ids grows
+        inverse = pd.factorize(keys)[0].astype(np.int64)
+        first = np.flatnonzero(np.diff(np.maximum.accumulate(inverse), prepend=-1) > 0)
+        return cls(codes[first], inverse)
 
     def totals(self, values: np.ndarray) -> np.ndarray:
-        """Per distinct row, the sum of per-record vectors over its records.
+        """Per distinct row, the sum of ``values`` over its records.
 
         Parameters
         ----------
@@ -127,7 +130,7 @@ class DistinctRows:
         Returns
         -------
         numpy.ndarray (u, p) float64
-            The sums, one row per distinct row.
+            Row i: the sum over the records of distinct row i.
         """
         u = self.rows.shape[0]
         out = np.empty((u, values.shape[1]), dtype=np.float64)
@@ -136,7 +139,8 @@ class DistinctRows:
         return out
 
 
-def match_sums(codes: np.ndarray, values: np.ndarray, missing: str = "wildcard") -> np.ndarray:
+def match_sums(codes: np.ndarray, values: np.ndarray, missing: str = "wildcard",
+               distinct: DistinctRows | None = None) -> np.ndarray:
     """For every record, the sum of ``values`` over the records that match it (itself included).
 
     Two records match when they agree on every column where both are observed (``missing =
@@ -151,6 +155,8 @@ def match_sums(codes: np.ndarray, values: np.ndarray, missing: str = "wildcard")
         class's distribution).
     missing : {"wildcard", "value"}
         The missing-value rule.
+    distinct : DistinctRows, optional
+        ``DistinctRows.of(codes)`` when the caller already has it (it is not recomputed).
 
     Returns
     -------
@@ -171,14 +177,37 @@ def match_sums(codes: np.ndarray, values: np.ndarray, missing: str = "wildcard")
         raise AssessError(f"missing rule {missing!r} is not one of {', '.join(MISSING_RULES)}")
     if codes.ndim != 2 or vals.shape[0] != codes.shape[0]:
         raise AssessError(f"codes {codes.shape} and values {vals.shape} must have the same rows")
-    distinct = DistinctRows.of(codes)
-    totals = distinct.totals(vals)
-    if missing == "value" or not (distinct.rows == MISSING).any():
-        out = totals
-    else:
-        out = _wildcard_sums(distinct.rows, totals)
-    out = out[distinct.inverse]
+    distinct = DistinctRows.of(codes) if distinct is None else distinct
+    out = distinct_match_sums(distinct, distinct.totals(vals), missing)[distinct.inverse]
     return out[:, 0] if flat else out
+
+
+def distinct_match_sums(distinct: DistinctRows, totals: np.ndarray,
+                        missing: str = "wildcard") -> np.ndarray:
+    """``match_sums`` on the distinct rows: for each distinct row, the sum of the ``totals`` of
+    the distinct rows that match it.
+
+    Parameters
+    ----------
+    distinct : DistinctRows
+        The distinct QI rows.
+    totals : numpy.ndarray (u, p)
+        Per distinct row, the sum of the per-record vectors over its records
+        (``distinct.totals``).
+    missing : {"wildcard", "value"}
+        The missing-value rule.
+
+    Returns
+    -------
+    numpy.ndarray (u, p) float64
+        Row i: the sum over the records matching distinct row i (index by ``distinct.inverse``
+        for every record's).
+    """
+    if missing not in MISSING_RULES:
+        raise AssessError(f"missing rule {missing!r} is not one of {', '.join(MISSING_RULES)}")
+    if missing == "value" or not (distinct.rows == MISSING).any():
+        return np.asarray(totals, dtype=np.float64)
+    return _wildcard_sums(distinct.rows, np.asarray(totals, dtype=np.float64))
 
 
 def _wildcard_sums(rows: np.ndarray, totals: np.ndarray) -> np.ndarray:
@@ -208,7 +237,8 @@ def _wildcard_sums(rows: np.ndarray, totals: np.ndarray) -> np.ndarray:
 
 
 def sample_frequencies(codes: np.ndarray, weights: np.ndarray | None = None,
-                       missing: str = "wildcard") -> tuple[np.ndarray, np.ndarray]:
+                       missing: str = "wildcard",
+                       distinct: DistinctRows | None = None) -> tuple[np.ndarray, np.ndarray]:
     """fk and Fk of every record (sdcMicro's ``freqCalc``).
 
     Parameters
@@ -219,6 +249,8 @@ def sample_frequencies(codes: np.ndarray, weights: np.ndarray | None = None,
         Survey weights (each record stands for that many people); None: every weight 1.
     missing : {"wildcard", "value"}
         The missing-value rule.
+    distinct : DistinctRows, optional
+        ``DistinctRows.of(codes)`` when the caller already has it.
 
     Returns
     -------
@@ -229,7 +261,7 @@ def sample_frequencies(codes: np.ndarray, weights: np.ndarray | None = None,
     """
     n = np.asarray(codes).shape[0]
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-    sums = match_sums(codes, np.column_stack([np.ones(n), w]), missing)
+    sums = match_sums(codes, np.column_stack([np.ones(n), w]), missing, distinct)
     return np.rint(sums[:, 0]).astype(np.int64), sums[:, 1]
 
 
@@ -268,6 +300,7 @@ __all__ = [
     "MISSING",
     "MISSING_RULES",
     "class_distributions",
+    "distinct_match_sums",
     "match_sums",
     "row_keys",
     "sample_frequencies",

@@ -186,10 +186,10 @@ def _summary_text(result) -> str:
     for name, u in s["population_uniques"].items():
         value = f"{u['in_table']:,.1f}" if u["valid"] else "failed"
         lines.append(f"  population uniques     {name:<9} {value}")
-    for key in ("l_diversity", "t_closeness"):
-        if key in s and isinstance(s[key], dict):
-            lines.append(f"  {key:<22} " + ", ".join(f"{k} {v:g}" for k, v in s[key].items()
-                                                    if isinstance(v, int | float)))
+    if s.get("l_diversity") is not None:
+        lines.append(f"  l-diversity            {s['l_diversity']}  (entropy l "
+                     f"{s['entropy_l_diversity']:.3g}; safe: >= 2)")
+        lines.append(f"  t-closeness            {s['t_closeness']:.3g}  (0 to 1; smaller is safer)")
     cand = s.get("candidate_release", {})
     if "k_reached" in cand:
         rates = ", ".join(f"{k} {100 * v[0]:.1f} %" for k, v in cand["attack_rates"].items())

@@ -8,13 +8,15 @@ per-record columns (``records``), the per-table figures (``summary``) and the re
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
 
 import numpy as np
 import pandas as pd
 
-from reidrisk.assess.classes import AssessError
+from reidrisk.assess.classes import MISSING, AssessError, DistinctRows, distinct_match_sums
+from reidrisk.assess.diversity import record_diversity
 from reidrisk.assess.next_steps import candidate_release, ldp_option
 from reidrisk.assess.run import Extra
 from reidrisk.assess.suda import suda
@@ -172,6 +174,84 @@ def suda_extra(max_msu: int = 4, dis_fraction: float = 0.01) -> Extra:
     return extra
 
 
+def diversity_extra() -> Extra:
+    """The diversity of every sensitive attribute in each record's class
+    (``reidrisk.assess.diversity``, docs/design/assess.md#sensitive-attributes-l-t-δ-β).
+
+    Per record (``records.csv``): ``l_<sa>``, ``entropy_l_<sa>`` and ``t_<sa>``. Per table: the
+    worst over the sensitive attributes as ``l_diversity``, ``entropy_l_diversity``,
+    ``recursive_cl`` (c and l), ``t_closeness``, ``delta_disclosure`` and ``beta_likeness``, and
+    each attribute's own figures under ``diversity``. Rows of an aggregated table count with their
+    records.
+
+    Returns
+    -------
+    Extra
+        The measure, for ``reidrisk.assess.run.assess``.
+    """
+
+    def extra(table: PreparedTable, fk: np.ndarray, missing: str) -> dict:
+        if not table.sensitive:
+            return {"summary": {key: None for key in DIVERSITY_KEYS}}
+        distinct = DistinctRows.of(table.codes)
+        mult = table.multiplicity
+        columns: dict[str, np.ndarray] = {}
+        per_sa: dict[str, dict] = {}
+        for sens in table.sensitive:
+            size = len(sens.categories)
+            seen = sens.codes != MISSING
+            u = distinct.rows.shape[0]
+            totals = np.bincount(distinct.inverse[seen] * size + sens.codes[seen],
+                                 weights=mult[seen], minlength=u * size).reshape(u, size)
+            counts = distinct_match_sums(distinct, totals, missing)
+            whole = np.bincount(sens.codes[seen], weights=mult[seen], minlength=size)
+            if whole.sum() == 0:
+                per_sa[sens.name] = {"note": "no observed value"}
+                continue
+            rec = record_diversity(counts, whole, sens.ordered, distinct.inverse)
+            columns[f"l_{sens.name}"] = rec.distinct_l
+            columns[f"entropy_l_{sens.name}"] = rec.entropy_l
+            columns[f"t_{sens.name}"] = rec.t_closeness
+            per_sa[sens.name] = dataclasses.asdict(rec.summary())
+        figures = [v for v in per_sa.values() if "distinct_l" in v]
+        summary: dict = {"diversity": per_sa}
+        if figures:
+            summary.update(
+                l_diversity=min(f["distinct_l"] for f in figures),
+                entropy_l_diversity=min(f["entropy_l"] for f in figures),
+                recursive_cl={"c": max(f["recursive_c"] for f in figures),
+                              "l": min(f["recursive_l"] for f in figures)},
+                t_closeness=max(f["t_closeness"] for f in figures),
+                delta_disclosure=max(f["delta_disclosure"] for f in figures),
+                beta_likeness=max(f["basic_beta"] for f in figures))
+        rows = "".join(
+            f"<tr><td>{html.escape(name)}</td><td>{f['distinct_l']}</td>"
+            f"<td>{f['entropy_l']:.3g}</td><td>({f['recursive_c']:g}, {f['recursive_l']})</td>"
+            f"<td>{f['t_closeness']:.3g}{' (ordered)' if f['ordered'] else ''}</td>"
+            f"<td>{f['delta_disclosure']:.3g}</td><td>{f['basic_beta']:.3g}</td></tr>"
+            for name, f in per_sa.items() if "distinct_l" in f)
+        page = ("<h2>What the sensitive attributes give away</h2><p>For each sensitive attribute, "
+                "the worst class: <em>l</em>, the fewest distinct values a class holds (safe: at "
+                "least 2, better 3 or more: with 1, everyone matching the record shares its "
+                "value); <em>entropy l</em>, the same weighted by how even the values are; "
+                "recursive <em>(c, l)</em>, the c for which the commonest value is below c times "
+                "the rest; <em>t</em>, how far a class's distribution is from the whole table's "
+                "(0 to 1; safe: small, e.g. below 0.2); δ and β, the largest change in what an "
+                "attacker believes about a value (log ratio; relative) on learning the class (safe: "
+                "small).</p><div class='scroll'><table><thead><tr><th>attribute</th><th>l</th>"
+                "<th>entropy l</th><th>(c, l)</th><th>t</th><th>δ</th><th>β</th></tr></thead>"
+                f"<tbody>{rows}</tbody></table></div>") if rows else ""
+        return {"records": pd.DataFrame(columns) if columns else None, "summary": summary,
+                "html": page}
+
+    return extra
+
+
+DIVERSITY_KEYS = ("l_diversity", "entropy_l_diversity", "recursive_cl", "t_closeness",
+                  "delta_disclosure", "beta_likeness")
+"""The table-level keys of the diversity measures in ``summary.json`` (null without an SA)."""
+
+
 def default_extras(max_msu: int = 4) -> dict[str, Extra]:
     """The extras ``reidrisk assess`` always runs: SUDA and the diversity of every SA.
 
@@ -185,7 +265,10 @@ def default_extras(max_msu: int = 4) -> dict[str, Extra]:
     dict of str to Extra
         The measures by name, for ``reidrisk.assess.run.assess``.
     """
-    return {"suda": suda_extra(max_msu)} if max_msu > 0 else {}
+    extras = {"suda": suda_extra(max_msu)} if max_msu > 0 else {}
+    extras["sensitive attributes"] = diversity_extra()
+    return extras
 
 
-__all__ = ["default_extras", "ldp_extra", "release_extra", "suda_extra"]
+__all__ = ["DIVERSITY_KEYS", "default_extras", "diversity_extra", "ldp_extra", "release_extra",
+           "suda_extra"]
