@@ -71,15 +71,40 @@ def row_keys(codes: np.ndarray) -> np.ndarray:
     return key
 
 
-def _sum_by_key(target_keys, source_keys, values) -> np.ndarray:
-    """For each target key, the sum of the ``values`` rows whose source key equals it."""
-    allk = np.concatenate([source_keys, target_keys])
-    inv, uniq = pd.factorize(allk)  # hashing: no sort needed
-    src, tgt = inv[: source_keys.size], inv[source_keys.size:]
-    out = np.empty((target_keys.size, values.shape[1]), dtype=values.dtype)
-    for c in range(values.shape[1]):
-        out[:, c] = np.bincount(src, weights=values[:, c], minlength=uniq.size)[tgt]
-    return out
+def _pair_keys(targets: np.ndarray, sources: np.ndarray, common: np.ndarray,
+               sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Keys of the rows of two int64 code matrices on the ``common`` columns, equal where the rows
+    agree there: mixed radix by the columns' sizes where that fits 62 bits (a product with weights
+    zero outside ``common``, so no column is copied), else ``row_keys`` of both together."""
+    if float(np.prod(sizes[common].astype(np.float64))) < 2.0**62:
+        radix = np.zeros(sizes.size, dtype=np.int64)
+        radix[common] = np.cumprod(np.concatenate([[1], sizes[common][:0:-1]]))[::-1]
+        return targets @ radix, sources @ radix
+    both = row_keys(np.concatenate([sources[:, common], targets[:, common]]))
+    return both[sources.shape[0]:], both[: sources.shape[0]]
+
+
+def _matched_sums(target_keys: np.ndarray, source_keys: np.ndarray, values: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The targets some source matches, and for each the sum of the matching sources' ``values``.
+
+    Only the sources whose key a target holds are grouped (a large source side is first reduced
+    to those), and only the targets that are hit are returned: a small group matched against a
+    large one costs a pass over the large one, not a sort of it.
+    """
+    if source_keys.size > target_keys.size:
+        keep = np.isin(source_keys, target_keys)
+        source_keys, values = source_keys[keep], values[keep]
+    if source_keys.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, values.shape[1]))
+    uniq, inverse = np.unique(source_keys, return_inverse=True)
+    inverse = inverse.ravel()
+    sums = np.column_stack([np.bincount(inverse, weights=values[:, c], minlength=uniq.size)
+                            for c in range(values.shape[1])])
+    pos = np.searchsorted(uniq, target_keys)
+    pos[pos == uniq.size] = 0
+    hit = np.flatnonzero(uniq[pos] == target_keys)
+    return hit, sums[pos[hit]]
 
 
 @dataclass(frozen=True)
@@ -213,26 +238,29 @@ def distinct_match_sums(distinct: DistinctRows, totals: np.ndarray,
 def _wildcard_sums(rows: np.ndarray, totals: np.ndarray) -> np.ndarray:
     """``match_sums`` on distinct rows under the wildcard rule: for each pair of observed-column
     patterns (A, B), rows of A collect the totals of rows of B that agree on A's and B's common
-    columns."""
+    columns (distinct rows of one pattern match only themselves)."""
     observed = rows != MISSING
     q = rows.shape[1]
     pattern = row_keys(observed.astype(np.int64)) if q else np.zeros(rows.shape[0], np.int64)
-    ids, members = np.unique(pattern, return_inverse=True)
-    members = members.ravel()
-    groups = [np.flatnonzero(members == g) for g in range(ids.size)]
+    order = np.argsort(pattern, kind="stable")
+    _, starts = np.unique(pattern[order], return_index=True)
+    groups = np.split(order, starts[1:])
     masks = [observed[g[0]] for g in groups]
-    out = np.zeros_like(totals)
+    sizes = rows.max(axis=0).astype(np.int64) + 1
+    members = [rows[g].astype(np.int64) for g in groups]
+    parts = [totals[g] for g in groups]
+    out = np.array(totals, dtype=np.float64)
     for a, rows_a in enumerate(groups):
-        for b, rows_b in enumerate(groups):
+        for b in range(len(groups)):
+            if a == b:
+                continue
             common = np.flatnonzero(masks[a] & masks[b])
             if common.size == 0:
-                out[rows_a] += totals[rows_b].sum(axis=0)
+                out[rows_a] += parts[b].sum(axis=0)
                 continue
-            if a == b:
-                out[rows_a] += totals[rows_a]  # distinct rows of one pattern match only themselves
-                continue
-            both = row_keys(np.concatenate([rows[rows_b][:, common], rows[rows_a][:, common]]))
-            out[rows_a] += _sum_by_key(both[rows_b.size:], both[: rows_b.size], totals[rows_b])
+            kt, ks = _pair_keys(members[a], members[b], common, sizes)
+            hit, sums = _matched_sums(kt, ks, parts[b])
+            out[rows_a[hit]] += sums
     return out
 
 
