@@ -207,7 +207,7 @@ def exact_copula_table(copula: GaussianCopula, cols: Sequence[int], limit: float
     previous chunk and ``EXACT_CHUNK`` cells). After each chunk the whole table's time is
     extrapolated from that rate: elapsed + rate x cells left. That is the model's own cost,
     dependence and all, which ``exact_table_seconds`` (cells x c x ``EXACT_SECONDS_PER_CELL``)
-    does not see: it is up to 8.8x too low for 5-8 strongly dependent attributes
+    does not see: it is too low for strongly dependent attributes
     (docs/results/exact_table_cost.md). Each cell's value does not
     depend on the chunks (the QMC point sets are drawn per round, the same for every cell), so the
     table is the one ``GaussianCopula.contingency_table(cols)`` computes in one call, bit for bit.

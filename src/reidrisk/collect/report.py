@@ -12,20 +12,18 @@ The compared methods (``method_specs``) are shared with ``benchmarks/collect_acc
 report and the benchmark describe the same configurations:
 
 ``reidrisk``
-    The default configuration: attribute sampling (each person reports ``k`` attributes with
-    epsilon / k each, ``k = planned_attributes_per_person(...)``, i.e. ``choose_attributes_per_person`` planned for a missing rate of
-    ``PLANNING_MISSING_RATE``, not the true one), then ``CollectPipeline()`` with its defaults and the
-    copula's exact cell probabilities.
+    The default configuration: attribute sampling (``k`` attributes at epsilon / k each, ``k``
+    planned for the missing rate ``PLANNING_MISSING_RATE``, not the true one), then
+    ``CollectPipeline()`` with its defaults and the copula's exact cell probabilities.
 ``latent``
     The same clients (attribute sampling), then ``CollectPipeline(model="latent")``: a latent class
     model fitted on the whole reports through each attribute's channel, its tables exact
     (``reidrisk.collect.latent_fit``; measured in docs/results/collect_latent.md).
 ``paper``
     Paper 004 as printed: epsilon / g on every attribute, the count EM of eq. 8-11 run to a fixed
-    tolerance ``PAPER_STOP`` (at most ``PAPER_MAX_ITER`` steps), no shrinkage of marginals or pairs,
-    no fallback, pair correlations matched by mutual
-    information (eq. 14-20, sign from the table), and the table counted from n generated records
-    (Algorithm 2, lines 24-33).
+    tolerance ``PAPER_STOP`` (at most ``PAPER_MAX_ITER`` steps), no shrinkage or fallback, pair
+    correlations matched by mutual information (eq. 14-20, sign from the table), and the table
+    counted from n generated records (Algorithm 2, lines 24-33).
 ``orappor``, ``s2mb``, ``mdn``, ``pde_ete``, ``df_copula``
     The paper's five baselines (``reidrisk.collect.baselines``), each with the paper's split; the
     four complete-case methods use only the reports having all c attributes.

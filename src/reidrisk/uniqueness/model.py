@@ -3,73 +3,39 @@
 ``UniquenessModel.fit`` takes m databases, each a sample of a population of N people at rate s_i,
 holding raw records or LDP reports (``RecordReports``, any registered mechanism), and
 
-1. estimates every attribute's distribution and every pair's joint distribution from all databases
-   pooled (paper 000 Section IV.A; the EM through each mechanism's channel of
-   ``reidrisk.estimation`` for reports, plain counts for raw records; databases with different
-   mechanisms are combined with weights equal to their effective sample sizes);
+1. estimates every attribute's and every pair's distribution from all databases pooled (paper 000
+   Section IV.A; the EM through each mechanism's channel for reports, plain counts for raw
+   records; databases with different mechanisms weighted by their effective sample sizes);
 2. fits the world model q comes from (``world``): the Gaussian copula of those tables
-   (``reidrisk.copula.GaussianCopula``; the pair correlations are fitted so the discretized table
-   matches, docs/design/uniqueness.md#model), or a latent class model fitted on the databases'
-   records, or through their channels on the reports (``reidrisk.latent``; Manrique-Vallier &
-   Reiter, JASA 2012). ``world="auto"`` (default): the copula when a database is raw, the latent
-   class model when every database is randomized (see ``DEFAULT_WORLD`` for the measurements);
+   (docs/design/uniqueness.md#model) or a latent class model (``reidrisk.latent``;
+   Manrique-Vallier & Reiter, JASA 2012). ``world="auto"``: the copula when a database is raw,
+   the latent class model when every database is randomized (``DEFAULT_WORLD``);
 3. ``preset="reidrisk"`` (default): fits the prior of each record's population count
-   (``scorer.CountPrior``) by empirical Bayes, on the records of a raw database when there is one
-   and the world is the copula, otherwise (also the latent class world with a raw database,
-   ``RAW_LATENT_SIMULATED``) on a population simulated from the fitted world and sampled, randomized and
-   re-estimated exactly like the real databases (a parametric bootstrap; for the latent class world
-   the population is drawn from a fit without the category prior, ``SHAPE_CATEGORY_PRIOR``); the
-   simulated records' counts in the simulated databases are then features of the prior too, and the
-   score is that prior (``SIMULATED_COUNT_FEATURES``: the world has seen the counts already).
+   (``scorer.CountPrior``) by empirical Bayes, on a raw database's records when there is one and
+   the world is the copula, otherwise on a population simulated from the fitted world and sampled,
+   randomized and re-estimated like the real databases (a parametric bootstrap;
+   ``RAW_LATENT_SIMULATED``, ``SHAPE_CATEGORY_PRIOR``, ``SIMULATED_COUNT_FEATURES``).
    ``preset="paper"``: the paper's prior, Binomial(N, q) with the existence floor (eq. 9-19).
 
 ``score(records, T)`` then computes for each query record the copula probability q of its cell (a
-multivariate normal rectangle probability by randomized quasi-Monte Carlo, vectorized over
-records), its counts in the databases, and the posterior of its population count X: E[X], P(X = 1),
-P(X > T) and the decision "X > T".
+multivariate normal rectangle probability by randomized quasi-Monte Carlo), its counts in the
+databases, and the posterior of its population count X: E[X], P(X = 1), P(X > T), "X > T".
 
-The two configurations (docs/design/uniqueness.md#the-two-configurations)
--------------------------------------------------------------------------
-``"paper"``  Paper 000 as printed: q floored (``floor="lambertw"``, eq. 14 with N for n, or
-``"poisson"``), X ~ Binomial(N, q) truncated at 1 (eq. 16), conditioned on the plain counts c_i
-(eq. 17-18, ``posterior.population_count_posterior``), classified by the estimated count
-E[X] (eq. 19) rounded to the nearest whole number. ``alpha="auto"`` picks alpha by the likelihood of
-the raw database's own counts.
+The two configurations (docs/design/uniqueness.md#the-two-configurations): ``"paper"`` is paper
+000 as printed (q floored by eq. 14 or ``"poisson"``, X ~ Binomial(N, q) truncated at 1, eq. 16,
+conditioned on the plain counts, eq. 17-18, decided by E[X] rounded, eq. 19; ``alpha="auto"``
+picks alpha by the likelihood of the raw database's own counts). ``"reidrisk"`` makes four
+changes: the prior X = 1 + Y with Y negative binomial, its mean log-linear in log q (and in the
+raw records differing on one attribute), replacing the floor; the counts' likelihood models the
+randomization (``counts="channel"``: a member matches with probability kappa = prod_j p_j, others
+by chance phi); the decision "X > T" by the balanced rule P(X > T) > P(X > T over the
+population); and an EM stopped at a step size shrinking as 1/sqrt(n) (``DEFAULT_EM_STOP``).
 
-``"reidrisk"``  Four changes, each measured in benchmarks/uniqueness_accuracy.py:
-  * the prior is X = 1 + Y with Y negative binomial, its mean log-linear in log q and, when a
-    database holds raw records, in log(1 + the records that differ from the query on exactly one
-    attribute), its dispersion fitted to data (``scorer``). This replaces the existence floor: the
-    person exists, so X >= 1 by construction; alpha is not needed.
-  * the counts' likelihood models the randomization (``counts="channel"``): a member of the
-    record's cell is counted only if every randomized value still matches (probability kappa =
-    prod_j p_j, about 1e-5 for k-RR at epsilon = 1 on Adult's 9 attributes) and other people's
-    records match by chance (phi). Under strong randomization c_i then carries (correctly) almost no
-    evidence, where the plain count treats c_i = 0 as evidence that nobody else exists.
-  * the decision "X > T" uses the balanced rule P(X > T) > P(X > T over the population).
-  * the EM on randomized databases stops early, at a step size that shrinks as 1/sqrt(n)
-    (``DEFAULT_EM_STOP``; the estimation is shared by both configurations).
-
-How far P(X = 1) can be trusted
--------------------------------
-With a raw database and the copula world (what ``world="auto"`` picks) the prior is fitted on
-real counts, and P(X = 1) is calibrated within the noise of the check. With only LDP databases
-it is fitted on a simulated population and is only as calibrated as that population is clumped
-like the real one (the latent class world draws it from a fit without the category prior,
-``SHAPE_CATEGORY_PRIOR``, which brought the largest gap on Adult at epsilon = 1 per attribute from
-0.373 to 0.148 when it was introduced): the ranking of records stays useful, the probabilities
-are too high where the simulated population is more diffuse than the real one, and
-``reidrisk uniqueness score`` says so where the measured gap at the databases' epsilon is above
-0.1 (``caveat``). Measured on Adult (docs/results/uniqueness.md, 10 seeds at epsilon = 1 per
-attribute: gap 0.151; docs/results/uniqueness_epsilon_targets.md, 10 seeds each: 0.159 / 0.257 /
-0.206 at epsilon 1 / 2 / 10, against 0.06-0.08 for a calibrated predictor). What limits it is the
-shape world: with the bootstrap population drawn from the latent class fit of the whole raw
-population instead (an oracle), the gap at epsilon = 1 is 0.043 against the default's 0.151 on the
-same 10 seeds (uniqueness.md), and at epsilon 2 / 10 it is 0.100 / 0.094 against the default's
-0.158 / 0.126 on the same 5 seeds (docs/results/uniqueness_diagnosis.md, which also measures the
-variants that did not help; at epsilon = 1 its 5 seeds give 0.069 against 0.066, each below its
-calibrated predictor's 95 % gap, 0.090 / 0.095).
-Measurements: docs/design/uniqueness.md#how-far-px--1-can-be-trusted.
+With a raw database and the copula world P(X = 1) is calibrated; with only LDP databases it is
+only as calibrated as the simulated population is clumped like the real one: the ranking stays
+useful, the probabilities can be too high, and ``reidrisk uniqueness score`` says so where the
+measured gap at the databases' epsilon is above ``caveat``'s threshold. Why, and where it is
+measured: docs/design/uniqueness.md#how-far-px--1-can-be-trusted.
 """
 
 from __future__ import annotations
