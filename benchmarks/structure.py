@@ -457,8 +457,8 @@ def write(runs: dict) -> None:
     last = runs[labels[-1]]
     body = ["# Structure of the package", "",
             "What `benchmarks/structure.py` measures (its module docstring): import circles, imports "
-            "of the package's own modules made inside functions, the longest functions, docstring lines and the longest module docstring, and the module "
-            "boundaries one `CollectPipeline().fit` crosses (5 attributes, 2,000 simulated people, "
+            "of the package's own modules made inside functions, the longest functions, docstring "
+            "lines and the longest module docstring, and the module boundaries one `CollectPipeline().fit` crosses (5 attributes, 2,000 simulated people, "
             "30 % missing, `Protocol(4.0, attributes_per_person=2)`). No timing is measured.", "",
             "States: " + "; ".join(
                 f"{lab}: commit {runs[lab].get('commit', '?')}"
