@@ -90,14 +90,13 @@ def results_figures(results: Path = RESULTS) -> set[str]:
 
 
 def prose(text: str) -> list[tuple[int, str]]:
-    """(first line, text) of every docstring (module, class, function) and comment of a source."""
+    """(first line, text) of every docstring and comment of a source: the docstrings of modules,
+    classes and functions, and the string statements after an assignment (attribute docstrings)."""
     out = []
     for node in ast.walk(ast.parse(text)):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            doc = node.body[0] if node.body else None
-            if (isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant)
-                    and isinstance(doc.value.value, str)):
-                out.append((doc.lineno, doc.value.value))
+        if (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)):
+            out.append((node.lineno, node.value.value))
     for tok in tokenize.generate_tokens(io.StringIO(text).readline):
         if tok.type == tokenize.COMMENT:
             out.append((tok.start[0], tok.string))

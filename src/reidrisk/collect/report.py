@@ -79,9 +79,9 @@ true rate of a simulation is not used, as a collector would not know it in advan
 PAPER_STOP = 1e-4
 """EM tolerance of the paper-faithful configuration: stop when no probability moves by more than
 this in one step, or after ``PAPER_MAX_ITER`` steps. Paper 004 does not state its stopping rule;
-this common choice is also the kindest to the method among those we measured (on Communities at
-the default point, iterating to 1e-5 without a cap gave a mean 3-way JS of 0.76 bits, 1e-4 with
-the cap 0.26: the EM of a pair table near the simplex boundary keeps fitting the LDP noise)."""
+this common choice is also the kindest to the method among those we measured: iterating further
+lets the EM of a pair table near the simplex boundary keep fitting the LDP noise
+(docs/design/collect.md#measurements)."""
 
 PAPER_MAX_ITER = 1000
 """EM iteration cap of the paper-faithful configuration (see ``PAPER_STOP``)."""

@@ -508,10 +508,9 @@ SURE_SE_MAX = 1.0 / (2.0 * 1.959963984540054)
 """``shrink_weights`` uses the weight of Stein's unbiased risk estimate where its standard error is
 at most this, i.e. where its two-sided 95% confidence interval (+-1.96 standard errors) is
 narrower than the whole range [0, 1] of weights, so that the data say something about the weight;
-elsewhere James and Stein's weight on the inversion. Measured (docs/results/em_stop.md, column
-``SURE gate 1/2``): a looser gate (standard error at most 1/2) keeps more of the skewed truths at
-epsilon 0.1, but at the demo's smallest budget (k = 12-16, epsilon 1/6) its weight, unbiased but
-noisy, left 1.0-1.1x the uniform guess's error where this one gives 0.8-0.9x."""
+elsewhere James and Stein's weight on the inversion. A looser gate keeps more of the skewed truths
+at small epsilon but leaves the demo's smallest budget at about the uniform guess's error
+(docs/results/em_stop.md, column ``SURE gate 1/2``)."""
 
 
 def default_shrink(probs, inversion, trace, null=None) -> tuple[np.ndarray, float]:

@@ -90,40 +90,28 @@ simulation draws from: ``"latent"`` (a latent class model, ``reidrisk.latent``, 
 databases' records or through their channels) or ``"copula"`` (the Gaussian copula of the
 estimated pair tables, paper 000). ``"auto"``: the copula when a database holds raw records (the
 prior is then fitted on real counts, and the copula's q calibrates better there), the latent class
-world when every database is randomized. Measured on Adult (paper 000's 9 attributes, 10 %
-database, 10 seeds x 1,000 records): raw database, latent (its prior calibrated on the simulated
-q, neighbours and counts, ``RAW_LATENT_SIMULATED``; docs/results/uniqueness_diagnosis.md, "Raw
-database") / copula: balanced accuracy 0.904 / 0.893 (T = 1), 0.932 / 0.926 (T = 10), AUC 0.969 /
-0.961 (T = 1), but largest reliability gap of P(X = 1) 0.096 / 0.059 (a calibrated predictor's
-95 % gap 0.076 / 0.068), so the copula stays the default there; k-RR at epsilon = 1 per attribute
-(benchmarks/uniqueness_accuracy.py, "World model"), with the latent world's prior calibrated on
-its shape world (``SHAPE_CATEGORY_PRIOR``) and its counts as features
-(``SIMULATED_COUNT_FEATURES``): gap 0.151 / 0.472 (and lower for the latent world at every
-epsilon of the sweep 0.1..10), balanced accuracy 0.811 / 0.824 (T = 1), 0.783 / 0.776 (T = 10),
-AUC 0.903 / 0.907 (T = 1), 0.891 / 0.895 (T = 10)."""
+world when every database is randomized. Why: docs/design/uniqueness.md#settings-measured."""
 COUNTS = ("channel", "plain")
 
 DEFAULT_EM_STOP: float | str = "auto"
 """EM stopping rule for randomized databases. ``"auto"``: stop when no probability moves by more than
 ``EM_STOP_SCALE / sqrt(n)`` in one step, n = the reports pooled for the estimate (3e-4 at n = 3,000):
 the threshold follows the 1/sqrt(n) scale of the estimates' standard errors. The early stop
-regularizes (docs/design/uniqueness.md#model); measured with k-RR on Adult and on the synthetic
-population at epsilon = 0.3..10 per attribute and n = 3,000..30,000, it ranked q better on Adult
-than running the EM to its noise-level fixed point (``stop="noise"``), whose estimates of large
-domains (41 countries at epsilon = 1) follow the noise; see the ablation in
-benchmarks/uniqueness_accuracy.py. A number is a fixed threshold; ``"noise"`` or None are passed to
+regularizes: it ranks q better than the EM run to its noise-level fixed point, whose estimates of
+large domains follow the noise (docs/design/uniqueness.md#model,
+docs/design/uniqueness.md#settings-measured). A number is a fixed threshold; ``"noise"`` or None are passed to
 ``estimate_pairs`` as they are."""
 
 DEFAULT_FALSE_DISPERSION: float = 1.0
 """Dispersion r of the chance matches of a randomized database, NegBin(r, phi): their mean phi comes
-from an independence approximation, so it is given a 100 % coefficient of variation (r = 1)."""
+from an independence approximation, so it is given a coefficient of variation of one (r = 1)."""
 
 EM_STOP_SCALE: float = 0.0164
 """Constant of the ``"auto"`` EM stopping rule (threshold = EM_STOP_SCALE / sqrt(n))."""
 
 DEFAULT_QMC_POINTS = 128
-"""Quasi-Monte Carlo points per record for q (2 scrambles x 64; median relative error ~0.1 % at 9
-attributes, see benchmarks/uniqueness_speed.py)."""
+"""Quasi-Monte Carlo points per record for q (2 scrambles x 64; their error:
+docs/results/uniqueness_speed.md)."""
 
 _PROB_FLOOR = 1e-9  # smallest probability of a category (estimation can return 0)
 _Q_MIN_LAMBDA = 1e-8  # q is floored at this / N before taking logs (a feature, not the paper floor)
@@ -137,14 +125,10 @@ category prior, 1 pseudo-record per class and attribute spread evenly over the c
 negligible against raw records but not against LDP reports: a k-RR report of a 41-category
 attribute at epsilon = 1 carries less than a hundredth of a raw record's information (the inverse
 variance of its frequency estimate, 1 / 600 for a category of share 1/41), so the prior pulls
-every class toward uniform and the world is far more diffuse than the population (Adult, k-RR at
-epsilon = 1 per attribute, 10 % database: 40 % of its people share their values with someone,
-against 80.5 % in the population). Shrinking toward uniform biases exactly the quantity the
+every class toward uniform and the world is far more diffuse than the population. Shrinking toward uniform biases exactly the quantity the
 bootstrap must reproduce, how clumped people are, so the shape world has none (0: the likelihood
-along the same early-stopped EM path, K by held-out likelihood). Measured in
-benchmarks/uniqueness_accuracy.py ("World model"): with the latent class fit of the whole raw
-population as the bootstrap's population (an oracle), P(X = 1) is calibrated within a few
-hundredths, so the posterior step is sound and the world's shape is what limits it."""
+along the same early-stopped EM path, K by held-out likelihood). Measured:
+docs/design/uniqueness.md#settings-measured."""
 SIMULATED_COUNT_FEATURES: bool = True
 """Without a raw database, the prior's parametric bootstrap also records each simulated query's
 count in every simulated database (``count_matches``, the same event as the real counts) and the
@@ -153,13 +137,7 @@ the real counts as features, instead of the prior conditioned on the counts by t
 (``count_posterior``'s kappa and phi). The reason: a world fitted on the databases has already
 seen the counts, its q of a record is higher when the record or its cell-mates are in a database
 (in-sample) and lower when none is, so conditioning on the counts after a prior calibrated on q
-alone counts that evidence twice. Measured on Adult (k-RR, 10 % database, 5 seeds x 1,000 records;
-docs/results/uniqueness_diagnosis.md): at epsilon = 10 per attribute the largest reliability gap
-of P(X = 1) falls from 0.184 to 0.126 (a calibrated predictor's 95 % gap: 0.11), over the records
-not in the database from 0.202 to 0.137, and the records in it get a mean P(X = 1) of 0.169 against
-0.172 unique (0.156 before); at epsilon = 1 the scores are identical (a record keeps all 9 values
-with probability ~1e-5, the simulated counts are 0) and at epsilon = 2 the gap is 0.158 against
-0.144, within the noise of the check. Calibrating on (q, counts) jointly uses the evidence once, in
+alone counts that evidence twice (measured: docs/design/uniqueness.md#settings-measured). Calibrating on (q, counts) jointly uses the evidence once, in
 the amount the simulation shows it carries. False: the q-only prior and the counts' likelihood."""
 RAW_LATENT_SIMULATED: bool = True
 """With ``world="latent"`` and a raw database, the prior is calibrated as without one: on the
@@ -168,15 +146,8 @@ neighbours in the simulated reference database as a feature when ``neighbors`` i
 is that prior. The latent world is fitted on the raw database too, so its q of a record already
 carries the record's (and its cell-mates') presence there; the former path, a prior fitted on the
 reference database's cross-fitted q and then conditioned on the counts by their likelihood, used
-that evidence twice. Measured in docs/results/uniqueness_diagnosis.md ("Raw database", one 10 %
-raw database, 10 seeds x 1,000 records): largest reliability gap of P(X = 1) on Adult 0.180 ->
-0.096 (a calibrated predictor's 95 % gap: 0.076-0.089; the copula world 0.059), on the synthetic
-population 0.126 -> 0.071 (0.056-0.058; copula 0.043); balanced accuracy at T = 1 and 10 and the
-AUC move by less than 0.01. Not calibrated yet: the records in the database still get too low a
-P(X = 1) (tests/uniqueness/test_world.py), and the gap is above the noise floor; with the latent
-class fit of the whole Adult population as the bootstrap population (an oracle) it is 0.055 against
-0.073, so there the shape world is what limits it, as under LDP (not on the synthetic Gaussian-
-copula population: 0.098). False: the
+that evidence twice. Not calibrated yet: the records in the database still get too low a
+P(X = 1) (tests/uniqueness/test_world.py); measured: docs/design/uniqueness.md#settings-measured. False: the
 former path (``_CROSSFIT_FOLDS`` cross-fitted q on the reference database, counts by likelihood).
 The copula world keeps the reference-database prior; ``world="auto"`` still picks it with a raw
 database."""
