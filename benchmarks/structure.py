@@ -29,6 +29,9 @@ current tests/test_docs.py), so that edits not yet committed in a shared tree ar
 * **Longest functions**: AST line span ``end_lineno - lineno + 1`` of every function and method
   (decorators excluded, docstring included, nested functions excluded), and the same without the
   docstring (the code lines).
+* **Docstrings**: the lines of every docstring (module, class, function; AST span of the first
+  statement when it is a string) against all source lines of the package, the longest module
+  docstring, and the module docstrings over the 40 lines ``tests/test_docstrings.py`` allows.
 * **Exported callables without a Parameters or Returns block**: the functions, classes and
   methods that ``tests/test_docs.py`` checks for a numpydoc ``Parameters`` block
   (``exported_callables``) and for a ``Returns`` block (``returning_callables``), counted with and
@@ -119,6 +122,32 @@ def _nested_functions(fn):
         else:
             todo.extend(ast.iter_child_nodes(node))
     return out
+
+
+def _docstring_lines(node) -> int:
+    """Lines of ``node``'s docstring (0 without one)."""
+    first = node.body[0] if getattr(node, "body", None) else None
+    if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)):
+        return first.end_lineno - first.lineno + 1
+    return 0
+
+
+def docstring_measures() -> dict:
+    """Docstring lines of the package against its source lines, and its longest module docstring."""
+    total, source, modules = 0, 0, []
+    for path in sorted(SRC.rglob("*.py")):
+        text = path.read_text()
+        tree = ast.parse(text)
+        source += len(text.splitlines())
+        total += sum(_docstring_lines(n) for n in ast.walk(tree)
+                     if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                       ast.AsyncFunctionDef)))
+        modules.append((_docstring_lines(tree), _module_name(path)))
+    longest, name = max(modules)
+    return {"docstring_lines": total, "source_lines": source,
+            "longest_module_docstring_lines": longest, "longest_module_docstring": name,
+            "module_docstrings_over_40": sum(1 for n, _ in modules if n > 40)}
 
 
 def static_measures() -> dict:
@@ -338,6 +367,7 @@ def measure() -> dict:
         "watched": s["watched"],
         "imports": s["imports"],
         "deferred_imports": len(deferred),
+        **docstring_measures(),
         **circ,
         **d,
         **c,
@@ -365,6 +395,11 @@ def _summary_rows(runs: dict) -> list[list]:
             ("in_function_imports", "in-function imports of the package's own modules"),
             ("in_function_imports_without_reason", "... of them without a comment giving the reason"),
             ("longest_function_lines", "longest function (lines, nested functions excluded)"),
+            ("docstring_lines", "docstring lines (module, class and function docstrings)"),
+            ("source_lines", "source lines of the package"),
+            ("longest_module_docstring_lines", "longest module docstring (lines)"),
+            ("longest_module_docstring", "... its module"),
+            ("module_docstrings_over_40", "module docstrings over 40 lines"),
             ("exported_callables", "exported functions, classes and methods that take parameters"),
             ("without_parameters", "... of them without a numpydoc Parameters block"),
             ("returning_callables", "exported functions and methods that return a value"),
@@ -395,10 +430,14 @@ def write(runs: dict) -> None:
                   "longest_function_lines", "exported_callables", "without_parameters",
                   "returning_callables", "without_returns", "import_circles", "modules_in_circles",
                   "import_circles_with_packages", "modules_in_circles_with_packages",
-                  "deferred_imports"):
+                  "deferred_imports", "docstring_lines", "source_lines",
+                  "module_docstrings_over_40"):
             if k in r:
                 res.add({"state": label}, k, r[k],
-                        "count" if k != "longest_function_lines" else "lines")
+                        "lines" if k.endswith("_lines") else "count")
+        if "longest_module_docstring" in r:
+            res.add({"state": label, "module": r["longest_module_docstring"]},
+                    "longest_module_docstring_lines", r["longest_module_docstring_lines"], "lines")
         for function, lines in r.get("watched", {}).items():
             res.add({"state": label, "function": function}, "watched_function_lines", lines,
                     "lines")
@@ -418,8 +457,8 @@ def write(runs: dict) -> None:
     last = runs[labels[-1]]
     body = ["# Structure of the package", "",
             "What `benchmarks/structure.py` measures (its module docstring): import circles, imports "
-            "of the package's own modules made inside functions, the longest functions, and the module "
-            "boundaries one `CollectPipeline().fit` crosses (5 attributes, 2,000 simulated people, "
+            "of the package's own modules made inside functions, the longest functions, docstring "
+            "lines and the longest module docstring, and the module boundaries one `CollectPipeline().fit` crosses (5 attributes, 2,000 simulated people, "
             "30 % missing, `Protocol(4.0, attributes_per_person=2)`). No timing is measured.", "",
             "States: " + "; ".join(
                 f"{lab}: commit {runs[lab].get('commit', '?')}"
@@ -505,6 +544,8 @@ def kept_runs() -> dict[str, dict]:
             run.setdefault("circles", []).append(p["modules"])
         elif metric == "watched_function_lines":
             run.setdefault("watched", {})[p["function"]] = value
+        elif metric == "longest_module_docstring_lines":
+            run.update(longest_module_docstring=p["module"], longest_module_docstring_lines=value)
         elif metric == "function_lines":
             run["longest"].append({"function": p["function"], "lines": value, "span": "",
                                    "code": ""})

@@ -65,10 +65,9 @@ EXACT_TABLE_MAX_CELLS = 20_000
 """Largest table of c >= 3 attributes that ``reidrisk collect table`` and the service compute
 exactly by default. Each cell of a copula's table is a multivariate normal rectangle probability
 (randomized quasi-Monte Carlo), about ``EXACT_SECONDS_PER_CELL`` x c seconds per cell by the
-shape's estimate: 20,000 cells of 3-9 attributes in 6-18 s; measured (docs/results/
-exact_table_cost.md), weakly dependent tables take 0.2-0.3x that, strongly dependent ones of 5-8
-attributes 3.3-8.8x. Larger tables are
-counted from synthetic records unless an exact one is asked for. The service also keeps each
+shape's estimate; the measured cost, below it for weakly dependent tables and above it for
+strongly dependent ones: docs/results/exact_table_cost.md. Larger tables are counted from
+synthetic records unless an exact one is asked for. The service also keeps each
 request's exact table within ``reidrisk.service.app.EXACT_REQUEST_SECONDS``: of estimated work
 (``exact_table_seconds``) for its default, and of work measured on the model
 (``exact_copula_table``) for every exact copula table."""
@@ -79,12 +78,10 @@ limit, ``GaussianCopula.contingency_table``); they are counted from synthetic re
 
 EXACT_SECONDS_PER_CELL = 1e-4
 """Seconds per cell and attribute of a copula's exact table of c >= 3 attributes: the estimate
-``exact_table_seconds`` that ``reidrisk collect table`` and the service both use. Measured
-(docs/results/exact_table_cost.md, ``benchmarks/exact_table_cost.py``: c = 3..8, 1,296-4,096
-cells), weakly dependent tables cost 23-32 microseconds per cell and attribute, below it, but the
-cost grows with c and with the dependence, because rectangles of small probability need up to
-``max_points`` QMC points: strongly dependent tables cost 0.3-8.8x the estimate, the most at
-c = 7 and 8. It only decides before any work; the work itself is timed on the model
+``exact_table_seconds`` that ``reidrisk collect table`` and the service both use. The cost grows
+with c and with the dependence, because rectangles of small probability need up to ``max_points``
+QMC points, so strongly dependent tables cost more than the estimate (measured:
+docs/results/exact_table_cost.md, ``benchmarks/exact_table_cost.py``). It only decides before any work; the work itself is timed on the model
 (``exact_copula_table``)."""
 
 
@@ -207,7 +204,7 @@ def exact_copula_table(copula: GaussianCopula, cols: Sequence[int], limit: float
     previous chunk and ``EXACT_CHUNK`` cells). After each chunk the whole table's time is
     extrapolated from that rate: elapsed + rate x cells left. That is the model's own cost,
     dependence and all, which ``exact_table_seconds`` (cells x c x ``EXACT_SECONDS_PER_CELL``)
-    does not see: it is up to 8.8x too low for 5-8 strongly dependent attributes
+    does not see: it is too low for strongly dependent attributes
     (docs/results/exact_table_cost.md). Each cell's value does not
     depend on the chunks (the QMC point sets are drawn per round, the same for every cell), so the
     table is the one ``GaussianCopula.contingency_table(cols)`` computes in one call, bit for bit.

@@ -11,11 +11,19 @@ docs/design/collect.md#pipeline).
 3. every pair distribution from the reports having both attributes, through the Kronecker pair
    channel (eq. 12-13), by the count EM started from the product of the two marginals (or the
    exact report-level EM);
-4. shrinkage of the marginals toward uniform (``marginal_shrink``, below) and optional shrinkage
-   of the pair dependence by its LDP noise (``shrink``, below);
+4. shrinkage of the marginals toward uniform (``marginal_shrink``: positive-part James-Stein
+   ``lambda = max(0, 1 - tr C / ||d||^2)``, then the marginals whose uniformity score test is not
+   rejected at false-discovery rate ``MARGINAL_FDR`` set to uniform) and optional shrinkage of the
+   pair dependence by its LDP noise (``shrink="eb"`` or ``"js"``, with the pair's effective number
+   of raw records ``CollectModel.pair_n_eff``); docs/design/collect.md#shrinkage;
 5. the Gaussian copula (eq. 15-24): a correlation per pair matched to its table, projected to the
    nearest correlation matrix (``reidrisk.copula``);
-6. the fallback check (below).
+6. the fallback: each marginal tested against uniform and each pair against independence at level
+   ``alpha / t`` (Bonferroni over the t = g + g (g - 1) / 2 tests) with the inversion estimate's
+   exact noise under the null; with no detectable pair the copula is replaced by independence
+   (``fallback="independence"``), with no detectable marginal either by the uniform distribution
+   (``fallback="uniform"``), recorded in the model's notes and announced with a ``CollectWarning``
+   (docs/design/collect.md#fallback).
 
 ``CollectPipeline(model="latent")`` replaces steps 2-6 by a latent class model fitted on the whole
 reports through each attribute's channel (``reidrisk.collect.latent_fit``); the result is the same
@@ -25,77 +33,9 @@ The result is a ``CollectModel``: ``synthesize(n, rng)`` draws complete records 
 24-32) and ``table(cols)`` answers a c-way contingency query (line 33), exactly (multivariate normal
 rectangle probabilities) or by counting synthetic records as the paper does.
 
-Defaults
---------
-``exact_em=False`` (the count EM of eq. 8-11, corrected, for marginals and pairs), ``stop="noise"``
-(``reidrisk.estimation.em``: SQUAREM-accelerated EM stopped when the deviance still to gain before
-the maximum-likelihood fixed point is statistically invisible), ``estimator="em"``, ``shrink=None``,
-``marginal_shrink=True``, ``fallback=True``. What was measured to choose them, and their
-history: docs/design/collect.md#measurements.
-
-Shrinkage options
------------------
-The pair tables' dependence is estimated with a noise that the LDP budget makes large. With
-``(1 + S_j)`` as in ``reidrisk.collect.protocol`` the summed cell variance of a pair estimate from
-n_jj' reports is ``V = ((1 + S_j)(1 + S_j') - sum T^2) / n_jj'``; a multinomial table of n_eff *raw*
-records has ``(1 - sum T^2) / n_eff``, so the pair carries the information of
-
-    n_eff = n_jj' (1 - sum T^2) / ((1 + S_j)(1 + S_j') - sum T^2)
-
-raw records (``CollectModel.pair_n_eff``). ``"eb"`` passes n_eff to the copula, whose empirical-Bayes
-step shrinks each pair correlation by its standard error toward 0 (``reidrisk.copula``,
-shrink="eb"); ``"js"`` shrinks each pair table toward the product of its margins by the
-positive-part James-Stein factor ``max(0, 1 - V_int / ||D||^2)`` (D the inversion estimate's
-departure from independence, V_int the part of V in its (f_j - 1)(f_j' - 1) interaction
-directions); ``None`` does neither.
-
-Marginal shrinkage (``marginal_shrink=True``, default)
-------------------------------------------------------
-With few reports per attribute (many attributes, few people, attribute sampling) the EM estimate of
-a marginal follows the LDP noise, and a c-way table built from noisy marginals can be further from
-the truth than the uniform table. Two steps guard against it, both from the inversion estimate's
-exact noise level (the covariance ``C`` of its Helmert coordinates ``d``, as in the fallback test
-below):
-
-1. each marginal keeps the estimated share of its departure from uniform: ``E||d||^2 = ||signal||^2
-   + tr C``, so ``p <- u + lambda (p - u)`` with ``lambda = max(0, 1 - tr C / ||d||^2)``
-   (positive-part James-Stein toward the uniform distribution u);
-2. the marginals whose uniformity test is not rejected at false-discovery rate ``MARGINAL_FDR``
-   (Benjamini-Hochberg over the g attributes) are set to uniform; a note names them. The test is
-   a score test: ``n ||d||^2 / a``, chi-square with f - 1 degrees of freedom, with the noise level
-   under the null (a uniform value makes the second moment of the inversion vector invariant under
-   permutations, ``a I + b 1 1^T``, with ``a`` estimated from the Gram block).
-   Why a score test and not the Wald form: docs/design/collect.md#fallback.
-
-The measured gain and cost: docs/design/collect.md#measurements.
-
-Step 1 is not ``reidrisk.estimation``'s default shrinkage toward uniform (``shrink_weights``, used
-by ``marginals_from_counts``), a measured exception to one rule per idea: with that weight, paired
-on the protocol of benchmarks/collect_accuracy.py (100 repetitions at m = 0.5 and epsilon 5, at
-epsilon 1 and at m = 0, five datasets), the 3-way tables were worse beyond two standard errors at
-6 of the 15 points (+4.6 % to +8.3 % on the 100-attribute binary synthetic set, +4.7 % on Adult and
-+4.1 % on Adult 10 % at epsilon 1, +0.6 % on Adult 10 % at m = 0) and better beyond them at one (-0.4 %, the 10-attribute binary
-set at m = 0); docs/results/collect_marginal_shrink.md. That weight targets each marginal's
-squared error and leaves domains of 3 values or fewer unshrunk; the tables are scored by an
-entropy divergence, which this weight's stronger pull toward uniform serves better
-(docs/design/collect.md#shrinkage, docs/results/collect_marginal_shrink_diagnosis.md).
-
-Fallback
---------
-A model should never be worse than knowing nothing. Each marginal is tested against the uniform
-distribution and each pair against independence, at level ``alpha / t`` for t = g + g (g - 1) / 2
-tests (a Bonferroni correction, so that when the data hold no signal at all every test accepts with
-probability at least 1 - alpha), with the inversion estimate's exact noise level under the null:
-the marginal's score test above, and for a pair ``n_jj' tr(K1^+ D K2^+ D^T)``, chi-square with
-(f_j - 1)(f_j' - 1) degrees of freedom, D the inversion estimate's departure from independence and
-K1, K2 the centred second moments of the two attributes' inversion vectors (their Kronecker
-product over n_jj' is D's covariance under independence; ``^+`` the pseudo-inverse). A test's
-"signal" (``FitReport.marginal_signal``, ``pair_signal``) is its statistic over the chi-square
-critical value; above 1 is a detection (docs/design/collect.md#fallback). If no pair shows
-detectable dependence the copula is replaced by independence (``fallback="independence"``); if
-moreover no marginal differs detectably from uniform the model is the uniform distribution
-(``fallback="uniform"``). Either is recorded in the model, added to its notes and announced with a
-``CollectWarning``.
+Defaults: ``exact_em=False``, ``stop="noise"``, ``estimator="em"``, ``shrink=None``,
+``marginal_shrink=True``, ``fallback=True``. Why these, and why step 4's weight is not the core's
+``shrink_weights``: docs/design/collect.md#measurements.
 """
 
 from __future__ import annotations
@@ -135,7 +75,7 @@ FALLBACKS = ("none", "independence", "uniform")
 MODELS = ("copula", "latent")
 DEFAULT_ALPHA = 0.05
 MARGINAL_FDR = 0.1
-"""False-discovery rate of the marginal selection (module doc, "Marginal shrinkage")."""
+"""False-discovery rate of the marginal selection (module doc, step 4)."""
 
 
 class CollectWarning(UserWarning):

@@ -1,88 +1,42 @@
 """Client protocols: which attributes a person reports and with what budget (paper 004 Section 4.1
-and the sampling idea of Section 6.4).
+and the sampling idea of Section 6.4; docs/design/collect.md#client-protocol).
 
 A protocol fixes, for every person, the whole-record budget ``epsilon`` and the number k
 (``attributes_per_person``) of attributes they report. Each reported attribute is randomized with
-``epsilon / k``; the others are sent as missing, so by sequential composition every record report is ``epsilon``-LDP.
+``epsilon / k``; the others are sent as missing, so every record report is ``epsilon``-LDP.
 
 * ``k = g`` is the paper's protocol (Algorithm 1): every present attribute with ``epsilon / g``.
-* ``k < g`` is attribute sampling: the method tolerates missing values (Section 6.4: "each person
-  can send their differentially private value only t' (< t) times because our proposed method is
-  robust to missing values"), so each person reports only ``k`` attributes, chosen uniformly at
-  random, each with the larger budget ``epsilon / k``.
+* ``k < g`` is attribute sampling (Section 6.4): each person reports only ``k`` attributes, chosen
+  uniformly at random, each with the larger budget ``epsilon / k``.
 
-Which attributes are sampled (``among``)
----------------------------------------
-``among="present"`` (default): ``k`` attributes drawn among those the person has (all of them when
-they have ``k`` or fewer). ``among="all"``: ``k`` attributes drawn among all ``g``; those the person
-lacks stay missing. Both draw independently of the values, so missing-completely-at-random data
-stay MCAR and the pair estimators stay unbiased. "present" spends the budget on values that exist:
-at a missing rate ``m`` a pair is reported together about ``1 / (1 - m)^2`` times as often as under
-"all" (4x at m = 0.5). Neither reveals more than the paper's protocol, which sends the whole
-missingness pattern in the clear: here the server sees only a random subset of it. A person with
-fewer than ``k`` present attributes reports all of them, each still at ``epsilon / k`` (spending
-less than ``epsilon``): one budget per attribute keeps one mechanism, one channel and one estimator
-per attribute (other splits would need an estimator for mixed budgets:
-docs/design/collect.md#client-protocol).
+``among="present"`` (default) draws the ``k`` attributes among those the person has (all of them
+when they have ``k`` or fewer); ``among="all"`` among all ``g``, those the person lacks staying
+missing. Both draws are independent of the values, so MCAR data stay MCAR and the pair estimators
+stay unbiased; neither reveals more than the paper's protocol, which sends the whole missingness
+pattern in the clear. A person with fewer than ``k`` present attributes reports each at
+``epsilon / k`` (one budget, one mechanism and one estimator per attribute).
 
-Choosing k (``choose_attributes_per_person``)
----------------------------------------------
-The model is built from the g single-attribute distributions and the g (g - 1) / 2 pair tables, so
-k is chosen to minimize their expected error. For a pure frequency oracle with support
-probabilities p, q on a domain of size f the inversion estimate of a single distribution is
-``a_i(v) = (B_iv - q) / (p - q)`` averaged over the reports (``B_iv`` = 1 if report i supports v);
-given the true value x it has mean ``1[x = v]`` and variance ``p (1 - p) / (p - q)^2`` (v = x) or
-``q (1 - q) / (p - q)^2`` (v != x). So
+``choose_attributes_per_person`` picks the k minimising the expected error of the g marginals and
+g (g - 1) / 2 pair tables the model is built from. For a pure frequency oracle (p, q, domain f)
+the per-report inversion vector has ``sum_v E[a_i(v)^2 | x] = 1 + S`` whatever x is, with
 
-    sum_v E[a_i(v)^2 | x] = 1 + S,   S(p, q, f) = (p (1 - p) + (f - 1) q (1 - q)) / (p - q)^2,
+    S(p, q, f) = (p (1 - p) + (f - 1) q (1 - q)) / (p - q)^2        (``variance_factor``),
 
-whatever x is, and the summed cell variance of a marginal from n_j reports is
-``(1 + S_j - sum p^2) / n_j``. The two attributes of a pair are randomized independently given the
-values, so the pair inversion (through the Kronecker channel M_j (x) M_j') averages
-``a_i(v) b_i(v')`` and its summed cell variance over the n_jj' reports having both attributes is
-exact:
+so a pair estimated from the n_jj' reports having both attributes has the exact summed variance
 
     E || T_hat - T ||_F^2 = ((1 + S_j) (1 + S_j') - sum T^2) / n_jj'.                   (*)
 
-With k attributes per person the per-attribute budget is ``epsilon / k`` (S_j shrinks fast as it
-grows) and the number of reports per pair is
-
-    n_jj'(k) = sum_i P_ij P_ij' c_k(|P_i|),   c_k(s) = min(k, s) (min(k, s) - 1) / (s (s - 1))
-
-for "present" (``P`` the (n, g) presence matrix; c_k = k (k - 1) / (g (g - 1)) for "all"); per
-attribute ``n_j(k) = sum_i P_ij min(k, |P_i|) / |P_i|`` (k / g for "all"). Under MCAR with rate m
-and no presence matrix these are expectations over ``Bin(g - 2, 1 - m)`` and ``Bin(g - 1, 1 - m)``.
-
-The server shrinks what the noise drowns (``reidrisk.collect.pipeline``: marginals toward uniform,
-pairs toward independence, the fallbacks), so an estimate whose variance exceeds the largest
-possible distance of the truth from its null model costs no more than that distance. Each term is
-therefore capped there: ``1 - 1 / f`` for a marginal (the squared distance of a point mass from the
-uniform distribution) and ``1 - 1 / (f_j f_j')`` for a pair (the same for the pair's table, the
-largest departure it can have). ``choose_attributes_per_person`` evaluates
+With budget ``epsilon / k`` per attribute, ``n_jj'(k) = sum_i P_ij P_ij' c_k(|P_i|)``,
+``c_k(s) = min(k, s) (min(k, s) - 1) / (s (s - 1))`` (``P`` the presence matrix; "present")
+and ``n_j(k) = sum_i P_ij min(k, |P_i|) / |P_i|``. The criterion, for k = 1..g, caps each term at
+its null model's largest distance (the server shrinks what the noise drowns):
 
     E(k) = mean over pairs of min((*), 1 - 1 / (f_j f_j'))  +  mean over attributes of
            min((1 + S_j - 1 / f_j) / n_j(k), 1 - 1 / f_j)
 
-(with ``sum T^2`` and ``sum p^2`` at their smallest values, i.e. the largest variances) for
-k = 1..g and returns the minimizer. k = g is the paper's split, so the sampling protocol is chosen
-only where it wins on this criterion. k = 1 (no pair ever reported together: the model is the
-product of the marginals) wins only where the pair term is at its cap for every k, i.e. where no
-pair table can be estimated better than its null model at this budget and number of people; then
-the full budget goes to the marginals. A measured case: docs/design/collect.md#client-protocol.
-
-How well E(k) picks k, measured by the JS divergence of 3-way tables at epsilon = 5
-(docs/results/collect_calm_paired.md, "planner check"): the chosen k is at or above the k that
-scores best. On Adult and Communities the chosen k = 2 scores best at m = 0 and m = 0.5. On
-Adult 10 % (n = 3,256) k = 1 scores best at m = 0 and at m = 0.5, 1.2x lower than
-the chosen k = 2 (beyond noise); on the synthetic tables k = 2 scores best, and the chosen 3-4 are
-1.1-1.3x higher (within noise on 10 repetitions). Two parts of the criterion push k up: a pair
-that is not estimated counts at ``1 - 1 / (f_j f_j')``, the distance of a point mass from the
-uniform table, although the pipeline answers it by independence, whose error is the pair's own
-dependence; and pair and marginal errors weigh the same, although the JS of a c-way table reacts
-mostly to the marginals. Capping each pair at an assumed dependence instead (0.01, the constant
-R0 of ``reidrisk.collect.baselines.calm``) would pick the k that measured best on four of the five
-tables checked (docs/results/collect_accuracy.md, "Which part of CALM does it"); it is not the
-default yet.
+with ``sum T^2`` and ``sum p^2`` at their smallest. k = g is the paper's split, so sampling is
+chosen only where it wins on this criterion. How well it picks k:
+docs/design/collect.md#choosing-k-measured.
 """
 
 from __future__ import annotations

@@ -12,20 +12,18 @@ The compared methods (``method_specs``) are shared with ``benchmarks/collect_acc
 report and the benchmark describe the same configurations:
 
 ``reidrisk``
-    The default configuration: attribute sampling (each person reports ``k`` attributes with
-    epsilon / k each, ``k = planned_attributes_per_person(...)``, i.e. ``choose_attributes_per_person`` planned for a missing rate of
-    ``PLANNING_MISSING_RATE``, not the true one), then ``CollectPipeline()`` with its defaults and the
-    copula's exact cell probabilities.
+    The default configuration: attribute sampling (``k`` attributes at epsilon / k each, ``k``
+    planned for the missing rate ``PLANNING_MISSING_RATE``, not the true one), then
+    ``CollectPipeline()`` with its defaults and the copula's exact cell probabilities.
 ``latent``
     The same clients (attribute sampling), then ``CollectPipeline(model="latent")``: a latent class
     model fitted on the whole reports through each attribute's channel, its tables exact
     (``reidrisk.collect.latent_fit``; measured in docs/results/collect_latent.md).
 ``paper``
     Paper 004 as printed: epsilon / g on every attribute, the count EM of eq. 8-11 run to a fixed
-    tolerance ``PAPER_STOP`` (at most ``PAPER_MAX_ITER`` steps), no shrinkage of marginals or pairs,
-    no fallback, pair correlations matched by mutual
-    information (eq. 14-20, sign from the table), and the table counted from n generated records
-    (Algorithm 2, lines 24-33).
+    tolerance ``PAPER_STOP`` (at most ``PAPER_MAX_ITER`` steps), no shrinkage or fallback, pair
+    correlations matched by mutual information (eq. 14-20, sign from the table), and the table
+    counted from n generated records (Algorithm 2, lines 24-33).
 ``orappor``, ``s2mb``, ``mdn``, ``pde_ete``, ``df_copula``
     The paper's five baselines (``reidrisk.collect.baselines``), each with the paper's split; the
     four complete-case methods use only the reports having all c attributes.
@@ -81,9 +79,9 @@ true rate of a simulation is not used, as a collector would not know it in advan
 PAPER_STOP = 1e-4
 """EM tolerance of the paper-faithful configuration: stop when no probability moves by more than
 this in one step, or after ``PAPER_MAX_ITER`` steps. Paper 004 does not state its stopping rule;
-this common choice is also the kindest to the method among those we measured (on Communities at
-the default point, iterating to 1e-5 without a cap gave a mean 3-way JS of 0.76 bits, 1e-4 with
-the cap 0.26: the EM of a pair table near the simplex boundary keeps fitting the LDP noise)."""
+this common choice is also the kindest to the method among those we measured: iterating further
+lets the EM of a pair table near the simplex boundary keep fitting the LDP noise
+(docs/design/collect.md#measurements)."""
 
 PAPER_MAX_ITER = 1000
 """EM iteration cap of the paper-faithful configuration (see ``PAPER_STOP``)."""

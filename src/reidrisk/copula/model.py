@@ -273,7 +273,7 @@ class GaussianCopula:
         sub-correlation of ``cols`` (``rectangle_probability``): exact for c <= 2, randomized QMC
         to relative standard error ``rtol`` (at most ``max_points`` points) for c >= 3. A code
         ``MISSING`` leaves that attribute unconstrained (the probability of the other values).
-        Cost for c >= 3: about m c^2 n_points; 1,000 cells of 9 attributes take ~1 s.
+        Cost for c >= 3: about m c^2 n_points (measured: docs/results/exact_table_cost.md).
 
         Parameters
         ----------

@@ -4,10 +4,9 @@ to the nearest correlation matrix"; docs/design/core.md#correlation-matrix).
 ``"higham"``: N. J. Higham, "Computing the nearest correlation matrix - a problem from finance",
 IMA J. Numer. Anal. 22 (2002), Algorithm 3.3 with unit weights: alternating projections with
 Dykstra's correction between S = {X symmetric, eigenvalues >= delta} and U = {X, diag(X) = 1};
-the limit is the Frobenius-nearest matrix in the intersection. It converges linearly (100-200
-eigendecompositions for a noisy 500 x 500 matrix).
+the limit is the Frobenius-nearest matrix in the intersection. It converges linearly.
 
-``"dual"`` (default; same answer, 5-10 times fewer eigendecompositions): the Lagrangian dual of
+``"dual"`` (default; the same answer in fewer eigendecompositions): the Lagrangian dual of
 min ||X - A||_F^2 / 2 subject to diag(X) = 1, X >= delta I (J. Malick, SIAM J. Matrix Anal. Appl.
 26 (2004); S. Boyd and L. Xiao, ibid. 27 (2005)). With A' = A - delta I and b = 1 - delta it is the
 smooth convex problem in y (g,)

@@ -1,15 +1,11 @@
 """UCI Adult (Census Income, 1994): loader and the schemas papers 004 and 000 use.
 
-Files (``shared/data/uci-adult``, see its PROVENANCE.md): ``adult.data`` (train, 32,561 records) and
-``adult.test`` (test, 16,281 records), 15 columns, no header, fields separated by ``", "``, ``"?"``
-for a missing value, a trailing blank line; ``adult.test`` starts with the junk line
-``|1x3 Cross validator`` and its labels end in ``"."`` (``"<=50K."``), which is stripped here.
+Files (``shared/data/uci-adult``, see its PROVENANCE.md): ``adult.data`` (train) and ``adult.test``
+(test), 15 columns, no header, fields separated by ``", "``, ``"?"`` missing; ``adult.test``'s
+junk first line ``|1x3 Cross validator`` and its labels' trailing ``"."`` are stripped here.
 
-Schemas
--------
-``"paper004"`` — all 15 attributes with 2..9 categories each. Paper 004 (Section 5.3) says only
-"the number of categories in these experiments was set from 2 to 9 per attribute"; the bins and
-merges below are ours, declared (not fitted), and hold for both the train and test files:
+Schemas: ``"paper004"`` — all 15 attributes with 2..9 categories each (paper 004, Section 5.3,
+gives only that range); the bins and merges below are ours, declared (not fitted):
 
 ==================  ==  =====================================================================
 attribute           f   categories
@@ -18,8 +14,7 @@ age                 6   [17, 25) [25, 35) [35, 45) [45, 55) [55, 65) [65, 90]
 workclass           8   as declared in adult.names (no merge needed)
 fnlwgt              5   edges 0, 100k, 150k, 200k, 250k, 1.5M (near the train quintiles)
 education           9   Preschool-8th (Preschool, 1st-4th, 5th-6th, 7th-8th), 9th-12th (9th..12th),
-                        HS-grad, Some-college, Assoc (Assoc-voc, Assoc-acdm), Bachelors, Masters,
-                        Prof-school, Doctorate
+                        HS-grad, Some-college, Assoc (-voc, -acdm), Bachelors, Masters, Prof-school, Doctorate
 education-num       9   edges 1, 5, 9, 10, 11, 13, 14, 15, 16, 17: the same grouping as education
 marital-status      7   as declared
 occupation          9   Exec-managerial, Prof-specialty, Tech-support, Adm-clerical, Sales,
@@ -38,12 +33,10 @@ native-country      8   United-States, Mexico, Canada, Central-America-Caribbean
 income              2   <=50K, >50K
 ==================  ==  =====================================================================
 
-``"paper000"`` — the 9 categorical attributes of paper 000 (Section V): workclass, education,
-marital-status, occupation, relationship, race, sex, native-country, income, each with its full
-category list from adult.names (education in level order, income ``<=50K`` < ``>50K``). Paper 000
-uses the 30,162 complete records (Table 2); its product of category counts, 5.4e7, is that of the
-categories *observed* in those records (workclass 7: ``Never-worked`` occurs only with a missing
-occupation). ``adult_schema("paper000", domain="observed")`` gives that domain exactly.
+``"paper000"`` — the 9 categorical attributes of paper 000 (Section V), each with its full category
+list from adult.names (education in level order, income ``<=50K`` < ``>50K``). Paper 000 uses the
+complete records (Table 2) and the categories *observed* in them (``Never-worked`` occurs only with
+a missing occupation): ``adult_schema("paper000", domain="observed")`` gives that domain.
 """
 
 from __future__ import annotations

@@ -14,51 +14,28 @@ batch of P independent problems (arrays with a leading axis of length P) of one 
 
 ``run(problem, start, stop=..., max_iter=...)`` iterates them and returns an ``EMResult``.
 
-Stopping rules (``stop``)
--------------------------
+Stopping rules (``stop``; why each, docs/design/core.md#em-engine)
+------------------------------------------------------------------
 ``"noise"`` (default) / ``("noise", threshold)``: stop when the deviance ``2 (L* - L_t)`` still to
-be gained before the fixed point is statistically invisible: below ``threshold`` (default
-``NOISE_TOL = 1e-4``) per free parameter, i.e. the fit is within about 0.01 standard errors of the
-maximum-likelihood estimate along each direction. The remaining deviance is extrapolated from the
-last two gains: an iteration converging linearly at rate ``rho`` gains ``g, rho g, rho^2 g, ...``,
-so ``g_t rho / (1 - rho)`` remain after a gain ``g_t``, with ``rho = g_t / g_{t-1}`` (while
-``rho >= 1`` the iteration is not yet in its linear regime and continues). A gain of zero, a loss,
-or a gain within rounding of the log-likelihood (``ROUNDING_GAIN`` times the problem's total
-count: at the fixed point the computed gains are rounding noise of either sign, on which the
-extrapolation means nothing) means the fixed point is reached. Under SQUAREM (below) the two gains are
-those of the two plain EM steps inside a cycle (the cycle ends at least as high as they do), and
-the rule must hold in two consecutive cycles, because SQUAREM's progress zig-zags (measured: at
-most 4.3e-4 per free parameter is left, 0.02 standard errors per direction). Why this rule, the
-rule it replaced and the measurements: docs/design/core.md#em-engine and docs/results/em_stop.md.
-
+be gained before the fixed point is below ``threshold`` (default ``NOISE_TOL``) per free parameter.
+It is extrapolated from the last two gains, ``g_t rho / (1 - rho)`` with ``rho = g_t / g_{t-1}``
+(continuing while ``rho >= 1``); a zero gain, a loss or a gain within rounding (``ROUNDING_GAIN``
+times the total count) means the fixed point is reached. Under SQUAREM the gains are those of the
+two plain steps inside a cycle, and the rule must hold in two consecutive cycles.
 A float: stop when no probability (the estimate divided by its sum) moves by more than that in one
-EM step -- an early stop along the plain EM path (uniqueness uses it as a regulariser).
+EM step -- an early stop along the plain EM path.
 ``"discrepancy"`` (``PoissonCounts`` only; Morozov's discrepancy principle): stop at the first
-iterate, the start included, whose expected support counts explain the observed ones within their
-sampling noise, ``X^2 = sum (w - mu)^2 / (mu (1 - mu / n)) <= number of cells``.
-``("gain", tol)`` (``tol >= 0``): stop after the first EM step whose objective gain (the
-problem's ``gain``, not twice it) is below ``tol`` times the problem's total count (``tol = 0``:
-only a loss stops, i.e. ``max_iter`` steps unless the objective falls); the fit is that step's
-iterate. It exists for the latent class model's MAP-EM over a mixture (``reidrisk.latent``):
-there the fit is an early stop along the plain EM path, a regulariser, and the choice of the number
-of classes by held-out likelihood was measured with it; the ``"noise"`` rule's extrapolation to
-the fixed point fits differently (the latent module doc gives the measurements), so this rule keeps
-that path inside the engine instead of in a loop of its own.
+iterate, the start included, with ``X^2 = sum (w - mu)^2 / (mu (1 - mu / n)) <= number of cells``.
+``("gain", tol)`` (``tol >= 0``): stop after the first EM step whose objective gain is below
+``tol`` times the total count (``tol = 0``: only a loss stops); the latent class model's early stop.
 ``None``: exactly ``max_iter`` EM steps.
 
-Acceleration
-------------
-Under the ``"noise"`` rule (the only one that aims at the fixed point) the iteration is
-SQUAREM-accelerated (Varadhan & Roland 2008, Scand. J. Statist. 35, scheme S3): from ``theta_0``
-two EM steps give ``r = theta_1 - theta_0`` and ``v = theta_2 - 2 theta_1 + theta_0``; the
-extrapolation ``theta' = theta_0 + 2 a r + a^2 v`` with ``a = ||r|| / ||v||`` (at least 1, at
-most a step bound that grows fourfold while it binds; ``a = 1`` gives ``theta_2``) is pulled back
-toward ``theta_2`` until every entry is positive, and one EM step from it ends the cycle. Monotone
-safeguard: when that cycle ends below the likelihood of ``theta_2``, the cycle returns ``theta_2``
-(two plain EM steps, which never decrease the likelihood) and the step bound shrinks. A cycle
-costs three EM steps; ``iterations`` counts EM steps (when fewer than three remain before
-``max_iter``, plain steps end the run). The other rules run plain EM steps, since they are defined
-along the EM path.
+Acceleration: under ``"noise"`` only, SQUAREM (Varadhan & Roland 2008, Scand. J. Statist. 35,
+scheme S3): two EM steps give ``r = theta_1 - theta_0``, ``v = theta_2 - 2 theta_1 + theta_0``;
+``theta' = theta_0 + 2 a r + a^2 v`` with ``a = ||r|| / ||v||`` (at least 1, at most a step bound
+that grows fourfold while it binds) is pulled back toward ``theta_2`` until positive, and one EM
+step ends the cycle; a cycle ending below ``theta_2``'s likelihood returns ``theta_2`` and shrinks
+the bound. A cycle costs three EM steps; ``iterations`` counts EM steps.
 """
 
 from __future__ import annotations
@@ -80,10 +57,9 @@ STOP_RULES = ("noise", "discrepancy")
 
 ROUNDING_GAIN = 64 * np.finfo(np.float64).eps
 """Deviance gains below this times the problem's total count are rounding noise (module doc): the
-log-likelihood is a sum over that many counts of terms of order one, each rounded at ``eps``. At
-a fixed point reached in a few steps (PDE/ETE at eps = 100 per attribute, 2,090 counts) the
-computed gains were within 2.1 eps of the count, of either sign; 64 leaves a margin of 30 and is
-far below any gain that matters (``NOISE_TOL`` per free parameter is 1e-4)."""
+log-likelihood is a sum over that many counts of terms of order one, each rounded at ``eps``; at a
+fixed point the computed gains are a few ``eps`` times the count, of either sign, so 64 leaves a
+wide margin and is far below any gain that matters (``NOISE_TOL`` per free parameter)."""
 
 _STEP_MAX_GROWTH = 4.0  # SQUAREM: factor by which the step bound grows while it binds
 _BACKTRACKS = 12  # SQUAREM: halvings of (a - 1) before falling back to theta_2

@@ -11,118 +11,27 @@ Every mechanism in ``reidrisk.mechanisms`` is a pure frequency oracle: the suppo
   (docs/design/core.md#count-em-correction);
 * ``em_reports`` -- the exact report-level maximum-likelihood EM (uses each report's whole set);
 * ``estimate_marginal`` / ``estimate_marginals`` -- the above applied to one / every attribute,
-  shrunk toward uniform by default (below);
+  shrunk toward uniform by default;
 * ``variance``   -- the exact per-cell variance of the inversion estimate (paper 002 eq. 22,
   docs/design/core.md#inversion-variance);
 * ``default_shrink``, ``shrink_weights``, ``inversion_noise``, ``null_departure``,
   ``james_stein_noise``, ``shrink_toward_uniform`` -- that shrinkage.
 
-Every EM here runs on the package's one engine, ``reidrisk.estimation.em`` (iteration, SQUAREM
-acceleration, stopping rules); this module only sets up the channels and the starts.
+Every EM runs on the package's one engine, ``reidrisk.estimation.em``. The default
+``stop="noise"`` starts from uniform and stops when the deviance still to be gained is
+statistically invisible, i.e. at the maximum-likelihood estimate to within a small fraction of a
+standard error (docs/design/core.md#em-engine). ``stop=("noise", threshold)`` uses another
+threshold than ``NOISE_TOL``; ``stop=<float>`` stops when no probability moves by more than that
+in one plain EM step; ``stop=None`` runs exactly ``max_iter`` plain steps.
 
-The default EM (``stop="noise"``)
----------------------------------
-The EM starts from the uniform distribution and is SQUAREM-accelerated until the deviance still to
-be gained before the maximum-likelihood fixed point is statistically invisible (``em`` module doc:
-at most about 1e-4 per free parameter, measured at most 4.3e-4). So the default *is* the
-maximum-likelihood estimate within 0.02 standard errors per direction. Where the signal is weak
-the maximum-likelihood estimate (and norm-sub) can be worse than the uniform guess; shrinkage toward
-uniform (below) is the remedy there, not an early stop. Why this rule, the rule it replaced and
-what was measured: docs/design/core.md#em-engine and docs/results/em_stop.md.
-
-``stop=("noise", threshold)`` applies the same rule with another threshold than ``NOISE_TOL``;
-``stop=<float>`` instead stops when no probability changes by more than that amount in one plain
-EM step (an early stop along the EM path); ``stop=None`` runs exactly ``max_iter`` plain steps.
-
-Shrinkage toward uniform (``shrink=True``, default of the front ends)
-----------------------------------------------------------------------
-Where the budget is small the maximum-likelihood estimate follows the LDP noise and is further from
-the truth than the uniform guess. The front ends (``estimate_marginal``, ``estimate_marginals``,
-``marginals_from_counts``; ``reidrisk.estimation.pairs.estimate_pairs`` shrinks its pair tables
-toward the independence table of these shrunk marginals instead, ``interaction_weights``,
-docs/results/pair_shrink.md) therefore keep only a share ``lam`` of the estimate's departure
-from uniform, ``p <- u + lam (p - u)`` (``default_shrink``, ``shrink_weights``), chosen for the
-estimate actually being shrunk:
-
-1. the weight that minimises Stein's unbiased risk estimate (SURE) of the shrunk estimate. The
-   noise it charges is the estimate's own: the EM (and norm-sub) are bounded by the simplex and
-   move with the noise only on the face they land on (the cells off zero), so with ``s`` such
-   cells the noise is that of ``s - 1`` directions of the inversion (``inversion_noise``), not of
-   all ``k - 1``; the rule is James and Stein's when no cell is at zero;
-2. where that weight's standard error is above ``SURE_SE_MAX`` = 1 / 3.92 (its 95% confidence
-   interval wider than [0, 1]: the data do not determine it, and the face may be chosen by noise
-   rather than by the truth), James and Stein's weight on the unbiased inversion,
-   ``1 - (k - 3) s2 / ||inversion - u||^2`` (``s2`` its noise per direction,
-   ``james_stein_noise``), which does not depend on the face;
-3. and at least ``1 - null / ||p - u||^2``, with ``null`` the 95% quantile of the estimate's
-   departure from uniform when the truth is uniform (``null_departure``: a parametric bootstrap
-   through the channel with a fixed seed, cached), i.e. a departure beyond what noise alone makes
-   the estimator show is kept. It was added for the pair tables, whose EM stops where the
-   likelihood is flat, so their departure is not the face-bounded maximum-likelihood one that
-   SURE's noise assumes; those now shrink toward independence without it (above). On single
-   attributes the MSE without it is 0.96-1.07x the default's (em_stop.md's 174 cells,
-   ``without null weight``).
-
-The rule replaced the larger of weights 2 and 3 alone, which shrank skewed truths at epsilon 0.1,
-where the inversion's noise is large but the EM is accurate, to up to 1.6x the best error
-(docs/results/em_stop.md: worst cell 1.59x and 6 of 174 cells above 1.2x before, 1.48x and 2
-cells now: Adult's workclass with GRR at epsilon 0.1, whose SURE weight is near the gate, and a
-weak-signal cell at the demo's budget, where the weight is noisy). Those counts are at 10
-randomizations per Adult cell; with 2,000 (em_stop.md, "Precision check") the demo's cell is
-within the target (0.95x) but Adult's workclass and native-country with GRR at epsilon 0.1 are
-1.41x and 1.42x, so the target is missed in those two cells. Nothing is shrunk for k <= 3
-(no shrinkage estimator dominates there). The weights are applied to each method's estimate (EM,
-norm-sub, exact EM: a convex combination with u, so it stays a distribution); the raw
-``"inversion"`` keeps its unbiasedness and is never shrunk. ``shrink=False`` gives the estimators
-as they are (for ``"em"`` the maximum-likelihood estimate); ``FrequencyEstimate.shrink`` records
-``lam``. Measured, with the alternatives (each weight alone, a looser gate):
-docs/results/em_stop.md.
-
-Rules measured for those last two cells and not adopted (docs/results/em_stop.md, "Rules tried for
-the last two cells"; 174 cells, each against the target of 1.2x the better of norm-sub and the
-converged EM, and against the default's MSE / uniform's at the demo's budget, 0.42-0.88, median
-0.68, and at the tiny budgets where the MLE is worse than uniform, 0.65-4.40, median 0.99): other
-gates and a precision blend of SURE's and James and Stein's weights (1-3 cells above 1.2); the
-EM's own noise (1 - V* / ||e||^2) or its covariance penalty in SURE (Efron 2004) by a parametric
-bootstrap at its estimate, where its departure is significant against ``null_departure`` (4 and
-2 cells above, worst 1.46 and 1.28); the bootstrap SURE everywhere (0 cells, worst 1.16, but up
-to 23.8x the uniform guess's error at tiny budgets); cross-fitting on two random halves of the
-reports, the held-out likelihood of 5 folds and an empirical-Bayes Dirichlet prior (4, 7 and 10
-cells above, worst 1.53, 1.51 and 1.78); and, as the fallback, the point of the EM's segment
-nearest to James and Stein's estimate on the inversion, ``js (e . y) / ||e||^2`` ("projected
-JS": 0 cells at 10 randomizations, worst 1.18, but with 2,000 Adult's workclass with GRR at
-epsilon 0.1 is 1.21x +- 0.01 and native-country 1.19x +- 0.01, so the target is not met either;
-and at tiny budgets up to 5.25x uniform's error, median 1.06, the demo's median 0.76; on a Zipf
-truth with k = 20 and 2,000 records, GRR at epsilon 0.5 and OUE at 0.25, 300 randomizations, its
-MSE is 1.02x and 1.04x and its Jensen-Shannon divergence 1.11x the uniform guess's, where the
-default's are below uniform's), or that only where the departure is significant (1 cell, 1.23;
-the demo's median 0.73). The gate on the 95% interval clipped to [0, 1] instead of on its width
-("interval gate": SURE's weight unless the interval reaches both below 0 and above 1) meets the
-target in the 5 cells nearest it with 2,000 randomizations (worst: workclass 1.16x +- 0.01,
-native-country 1.09x) and has the default's errors in em_stop's tiny-budget cells (worst 4.40,
-median 0.99), but on the tests' small-budget Zipf case (k = 20, 2,000 records, GRR at epsilon
-0.5 and OUE at 0.25) it no longer beats the uniform guess (MSE 1.02x and 1.04x, JS 1.10x and
-1.09x uniform's; the default 0.89x-0.92x), and the demo's subset marginals at whole-record
-budget 1 would be above uniform's error (JS 0.092 against 0.082). The gate on the interval's
-lower end alone ("lower gate": SURE's weight where ``sure - 1.96 se > 0``, the weight detectably
-positive) gives the same figures (workclass 1.16x, native-country 1.09x; on the Zipf case MSE
-1.02x and 1.04x, JS 1.10x and 1.09x uniform's; demo subset at budget 1 0.092 against 0.082): a
-positive lower bound says the departure is not zero, not that the EM's face is the truth's,
-and SURE's weight charges only that face's noise. None has every cell within
-1.2x with the small-budget errors kept, so the rule above is kept.
-
-The same trade on real data that no rule was chosen on (docs/results/shrink_heldout.md: the
-MovieLens subset and Online Retail, 448 attribute x mechanism x epsilon cells, GRR and OUE at
-epsilon 0.1-2): the default is above 1.2x the best in 3 cells, all skewed truths (worst 1.52x,
-Online Retail's stock code with OUE at epsilon 0.1; the 500 customers' country, 4 values, at
-epsilon 0.5), the interval gate in none (worst 1.16x); but the interval gate's error is 1.08x the
-default's (geometric mean over the cells), more than 10% above it in 193 cells and below it in
-3, up to 2.7x where the reports carry almost nothing (MovieLens occupation: 1,920 people, 21
-values, GRR at epsilon 0.1, 4.7x the uniform guess's error against the default's 1.7x), and over
-12 seeds of the demo it puts a row above the uniform guess in 5 (the default in none). The default
-fails mildly where it fails (an accurate EM shrunk to 1.2-1.5x its error, still far below the
-uniform guess's); the interval gate fails where the estimate is already worse than doing nothing
-and makes it worse still (up to 2.7x). That is why the default is kept.
+Shrinkage toward uniform (``shrink=True``, default of the front ends) keeps a share ``lam`` of the
+estimate's departure from uniform, ``p <- u + lam (p - u)``: the weight minimising Stein's
+unbiased risk estimate with the noise of the simplex face the estimate lands on; James and
+Stein's weight on the inversion where that weight's 95% interval is wider than [0, 1]
+(``SURE_SE_MAX``); and at least the share beyond the null departure (``null_departure``). Nothing
+is shrunk for ``k <= 3``; the raw ``"inversion"`` is never shrunk; ``FrequencyEstimate.shrink``
+records ``lam``. The rule, the rules it replaced and those tried and not adopted:
+docs/design/core.md#shrinkage-toward-uniform and docs/design/core.md#shrinkage-rules-not-adopted.
 """
 
 from __future__ import annotations
@@ -599,10 +508,9 @@ SURE_SE_MAX = 1.0 / (2.0 * 1.959963984540054)
 """``shrink_weights`` uses the weight of Stein's unbiased risk estimate where its standard error is
 at most this, i.e. where its two-sided 95% confidence interval (+-1.96 standard errors) is
 narrower than the whole range [0, 1] of weights, so that the data say something about the weight;
-elsewhere James and Stein's weight on the inversion. Measured (docs/results/em_stop.md, column
-``SURE gate 1/2``): a looser gate (standard error at most 1/2) keeps more of the skewed truths at
-epsilon 0.1, but at the demo's smallest budget (k = 12-16, epsilon 1/6) its weight, unbiased but
-noisy, left 1.0-1.1x the uniform guess's error where this one gives 0.8-0.9x."""
+elsewhere James and Stein's weight on the inversion. A looser gate keeps more of the skewed truths
+at small epsilon but leaves the demo's smallest budget at about the uniform guess's error
+(docs/results/em_stop.md, column ``SURE gate 1/2``)."""
 
 
 def default_shrink(probs, inversion, trace, null=None) -> tuple[np.ndarray, float]:
@@ -651,7 +559,7 @@ def shrink_weights(probs, inversion, trace, null=None) -> np.ndarray:
     weight's own dependence on the data, as in James and Stein's constant, to which the rule
     reduces when no cell is at zero (then ``e = y``). Where the truth is skewed the face is small
     and the EM far more accurate than the inversion, and this weight keeps it (the inversion's
-    James-Stein weight shrank such estimates to 1.5-1.8x the best error: docs/results/em_stop.md).
+    James-Stein weight over-shrinks such estimates: docs/results/em_stop.md).
 
     The weight's standard error is about ``sqrt(s2 ||e||^2 + 2 s2^2 df) / ||e||^2``
     (``Var(e . y)``: the noise along ``e``, plus that of ``e`` itself, which follows the noise on

@@ -1,69 +1,39 @@
 """Latent class model: a mixture of K products of categorical distributions.
 
-Design: docs/design/core.md#latent-class-model.
+p(x) = sum_h w_h prod_a theta_{h,a}[x_a]  (Manrique-Vallier & Reiter, JASA 2012, eq. 1; Goodman
+1974 for the latent class model itself). Design: docs/design/core.md#latent-class-model.
 
-p(x) = sum_h w_h prod_a theta_{h,a}[x_a]  (Manrique-Vallier & Reiter, JASA 2012, eq. 1: the model
-behind the Bayesian disclosure-risk estimators; Goodman 1974 for the latent class model itself).
-
-Fitted by MAP-EM (Dempster, Laird & Rubin 1977, Section 3; the MAP variant adds the log prior to
-the objective) with a Dirichlet prior on the class weights and on every class's category
-probabilities, on raw records or on LDP reports. A report r_a of attribute a has likelihood
-(M_a theta_{h,a})[r_a] = sum_x P(r_a | x) theta_{h,a}[x] under class h, with P(r_a | x) the exact
-channel of its mechanism (``Mechanism.log_prob``); a report is then a record seen through a known
-channel, so the EM needs no enumeration of the joint domain. Raw records are the identity channel.
-A missing value (or an attribute the client was not asked, attribute-sampled reports) is left out
-of the likelihood.
+Fitted by MAP-EM (Dempster, Laird & Rubin 1977, Section 3) with a Dirichlet prior on the class
+weights and on every class's category probabilities, on raw records or on LDP reports. A report
+r_a of attribute a has likelihood (M_a theta_{h,a})[r_a] = sum_x P(r_a | x) theta_{h,a}[x] under
+class h, with P(r_a | x) the exact channel of its mechanism (``Mechanism.log_prob``), so the EM
+needs no enumeration of the joint domain. Raw records are the identity channel; a missing value
+(or an attribute not asked) is left out of the likelihood.
 
 Vectorization. Each attribute's reports are mapped to distinct-report ids with a likelihood table
-L_a (distinct reports x f_a); the records are grouped into distinct id patterns with counts c_p
-(identical patterns are fitted once, weighted by their multiplicity). With O (patterns x T) the
-one-hot encoding of the patterns' distinct reports (T = all attributes' distinct reports, a
-missing value has no entry), one EM step is two sparse products: the E-step's log joint is
-O @ log(L theta^T) (patterns x K, the stacked (T x K) table of log (L_a theta_a^T)), and the
-M-step's responsibilities summed per distinct report are O^T @ R (T x K), folded back through each
-channel on its small table: the expected counts of class h and value x are
-theta_{h,a}[x] * sum_j S_a[j, h] L_a[j, x] / (L_a theta_a^T)[j, h]. No per-report posterior
-array over values, no Python loop over records or cells (the loops are over attributes and, for
-the row maxima, over the K classes).
-
-Fitting path. Each random start runs ``_START_ITER`` EM steps; each candidate K and the final fit
-stop when one EM step gains less than ``tol`` (1e-5) per record, at most ``max_iter`` steps (the
-selection's candidates at most ``_SELECT_ITER``): an early stop along the plain EM path, which
-regularizes the fit. The map is written as a problem of the one EM engine (``_EM``: ``forward`` =
-E-step, ``update`` = M-step, ``gain``), which runs it under its ``("gain", tol)`` rule;
-``accelerate=True`` runs it SQUAREM-accelerated to the engine's ``"noise"`` rule instead; that is
-not the default because it leaves the EM path the stop is defined on, and the fixed point fits
-differently (measured, k-RR at epsilon = 1 per attribute, K chosen as below): on 30,000 Adult
-reports the converged candidates chose K = 2 where the plain path chose 8; on 10^6 reports of a
-known 8-class model, K = 2 where the plain path chose the true 8; and on the uniqueness benchmark
-(Adult, 10 % database, 4 seeds) the latent world's reliability gap fell from 0.318 to 0.194 but its
-AUC at T = 10 from 0.900 to 0.868 and its balanced accuracy at T = 10 from 0.815 to 0.767. Speed
-therefore comes from the cost of a step (the two sparse products, the E-step held as the
-responsibilities, no copies), not from fewer steps: the default path gives the same fit as before,
-step for step. Timing: docs/results/latent_speed.md.
+L_a (distinct reports x f_a); records are grouped into distinct id patterns with counts c_p. With
+O (patterns x T) the one-hot encoding of the patterns' distinct reports, one EM step is two sparse
+products: the E-step's log joint O @ log(L theta^T) and the M-step's O^T @ R, folded back through
+each channel: the expected counts of class h and value x are
+theta_{h,a}[x] * sum_j S_a[j, h] L_a[j, x] / (L_a theta_a^T)[j, h]. No loop over records or cells.
 
 Objective (maximized, never decreases across EM steps):
     sum_p c_p log sum_h w_h prod_a (L_a theta_{h,a})[id_pa]
     + alpha_w sum_h log w_h + sum_{h,a,x} beta_a log theta_{h,a}[x],
-i.e. the log posterior under w ~ Dirichlet(1 + alpha_w), theta_{h,a} ~ Dirichlet(1 + beta_a), up
-to constants (the reports' likelihood rows are scaled by a per-report constant).
+i.e. the log posterior under w ~ Dirichlet(1 + alpha_w), theta_{h,a} ~ Dirichlet(1 + beta_a).
+``weight_prior`` = 1 pseudo-record per class, ``category_prior`` = 1 per class and attribute
+spread evenly over its categories (beta_a = 1 / f_a); ``category_prior=0`` removes the pull toward
+uniform that dominates strongly randomized reports.
 
-Prior strength (documented rule, not tuned to one table): ``weight_prior`` = 1 pseudo-record per
-class on the weights and ``category_prior`` = 1 pseudo-record per class and attribute spread evenly
-over its categories (beta_a = 1 / f_a per category): enough to keep every probability positive
-and the EM away from the boundary, negligible against classes of tens of raw records. Not against
-strongly randomized reports: a k-RR report of a 41-category attribute at epsilon = 1 carries less
-than a hundredth of a raw record's information, so the pseudo-records pull every class toward
-uniform and the fitted model is more diffuse (fewer people share their values) than the data's
-population; ``category_prior=0`` removes that pull (the uniqueness prior's bootstrap population is
-drawn from such a fit, ``reidrisk.uniqueness.model.SHAPE_CATEGORY_PRIOR``).
+Fitting path: ``_START_ITER`` EM steps per random start; each candidate K and the final fit stop
+when one step gains less than ``tol`` per record, at most ``max_iter`` steps, on the one EM engine
+(``_EM``, rule ``("gain", tol)``); ``accelerate=True`` runs SQUAREM to the engine's ``"noise"``
+rule instead. Why the plain path is the default: docs/design/core.md#latent-class-fitting-path.
 
-Choice of K (``n_classes="auto"``): held-out log-likelihood. The records are split at random
-80 / 20; K runs over ``K_GRID`` (capped so that every class has on average at least
-``MIN_RECORDS_PER_CLASS`` training records); each K is fitted on the 80 % (best of ``n_starts``
-random starts) and scored on the 20 %; the grid stops when the held-out likelihood has not improved
-for two consecutive K. The chosen K is refitted on all records, started from its training fit.
-Above ``SELECTION_SAMPLE`` (20,000) records, K is chosen on a random subsample of that size.
+Choice of K (``n_classes="auto"``): held-out log-likelihood on a random 80 / 20 split, K over
+``K_GRID`` (at least ``MIN_RECORDS_PER_CLASS`` training records per class), best of ``n_starts``
+starts, stopping after two K without improvement; the chosen K is refitted on all records from its
+training fit, on a subsample of ``SELECTION_SAMPLE`` records above that size.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """PIE bounds of paper 002: how much a user's identity leaks through one or t LDP releases.
 
 Paper 002 (Murakami & Takahashi, "Toward Evaluating Re-identification Risks in the Local Privacy
-Model", TDP 14(3), 2021); every formula as rebuilt in docs/design/pie.md (its provenance tag in
-brackets, docs/design/pie.md#provenance: [DER] derived from the surviving text and verified, [REC] a
-valid reconstruction whose printed form is uncertain, [CODE] read from the authors' code). All
-information is in bits.
+Model", TDP 14(3), 2021); every formula as rebuilt in docs/design/pie.md, with its provenance
+(docs/design/pie.md#provenance). All information is in bits.
 
 Bounds on the PIE ``I(U;Y)`` (alpha-PIE privacy, Def. 3.1, docs/design/pie.md#pie-and-pie-privacy):
 
@@ -23,28 +21,17 @@ Bayes error (the adversary's identification error, docs/design/pie.md#bayes-erro
 
 The inverse (docs/design/pie.md#bounds-for-ldp-mechanisms, "choosing the budget"):
 
-* ``calibrate(target_error, n, domain, mechanism="rr"|"glh"|"ldp", g=None, g_max=None,
-  releases=1, max_prior=None, use_ldp_bound=True) -> Calibration`` -- the largest epsilon (for
-  GLH with g=None, also the best integer g) whose bound guarantees the target Bayes error;
+* ``calibrate(target_error, n, domain, mechanism, ...) -> Calibration`` -- the largest epsilon
+  (for GLH with g=None, also the best integer g) whose bound guarantees the target Bayes error;
 * ``certified_alpha(epsilon, n, domain, mechanism, g=None, releases=1)`` -- the smaller of the
   mechanism's theorem and Prop. 4.1 (both valid for RR and GLH).
 
-Exact quantities for small explicit joint distributions (for checking every bound):
-
-* ``output_joint(p_ux, channel)`` -- p_{U,Y} from p_{U,X} (n, k) and a channel Q[y, x]
-  (``Mechanism.channel()``);
-* ``user_information(p_ux, channel)`` -- exact I(U;Y); ``data_information(p_ux)`` -- I(U;X);
-* ``bayes_error(p_uy)`` -- exact Bayes error; ``product_channel(*channels)`` -- t releases.
-
-The Figure-4 reference table (for benchmarks/pie_reproduce.py):
-
-* ``figure4_table(epsilons=FIGURE4_EPSILONS, n=FIGURE4_N, domain=FIGURE4_DOMAIN)
-  -> tuple[Figure4Row, ...]`` with fields epsilon, alpha_ldp_min, alpha_ldp_tanh, lambda_rr,
-  alpha_rr (docs/design/pie.md#reference-values).
-
-The expected l2 loss lives in ``reidrisk.pie.loss`` (``calibrate`` chooses GLH's g by it); emp,
-emp+thr and the part-(c) comparison in ``reidrisk.pie.utility``; the argument checks in
-``reidrisk.pie.checks``.
+Exact quantities for small explicit joint distributions, to check every bound: ``output_joint``
+(p_{U,Y} from p_{U,X} and a channel Q[y, x]), ``user_information`` (I(U;Y)),
+``data_information`` (I(U;X)), ``bayes_error``, ``product_channel`` (t releases); and
+``figure4_table``, the Figure-4 reference table (docs/design/pie.md#reference-values). The l2
+loss lives in ``reidrisk.pie.loss``, emp / emp+thr in ``reidrisk.pie.utility``, the argument
+checks in ``reidrisk.pie.checks``.
 
 Every function accepts epsilon as a scalar or an array (broadcast with the other arguments) and
 returns a float for scalar input, else an array. Bad input raises ``BoundError`` (a

@@ -200,8 +200,8 @@ def pse(genuine, impostor, k: int | None = None, bootstrap: int = 200, level: fl
     basic interval). Resampling with replacement is not used: a resampled duplicate sits at
     distance 0 (or at jitter scale) from its copy, which biases a k-NN estimate far more than the
     sampling error being measured. Resampling the per-probe terms alone is not used either: the
-    terms share the impostor sample and are correlated, and such an interval came out ~2.3 times
-    too narrow against seeded repeats. The interval covers the sampling error, not the
+    terms share the impostor sample and are correlated, and such an interval comes out too narrow
+    against seeded repeats. The interval covers the sampling error, not the
     estimator's bias, which shrinks as N grows (docs/design/pie.md#numerical-checks lists it for
     Gaussian pairs).
 

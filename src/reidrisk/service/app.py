@@ -74,10 +74,10 @@ and 20,000 cells, counted from synthetic records above. Then every exact copula 
 attributes is computed in timed chunks (``reidrisk.collect.model_io.exact_copula_table``) that stop
 as soon as the measured rate or the elapsed time exceeds this limit: ``exact=true`` is then refused
 (422) with the measured estimate and the fix, and the default counts synthetic records instead.
-The shape's estimate alone lets through tables up to 8.8x longer than it says (strongly dependent
-tables of 5-8 attributes, docs/results/exact_table_cost.md). The endpoint is a plain function, run in the server's thread
-pool, so it does not stop the event loop (during a 76 s table, ``/health`` and batches of 10
-reports kept their median latency, 3 and 7 ms); a request now holds its worker thread at most
+The shape's estimate alone lets through strongly dependent tables that take far longer than it
+says (docs/results/exact_table_cost.md). The endpoint is a plain function, run in the server's thread
+pool, so it does not stop the event loop (``/health`` and report batches keep their latency
+during a long table); a request now holds its worker thread at most
 about this limit plus one chunk (``reidrisk.collect.model_io.EXACT_CHUNK_SECONDS``)."""
 
 

@@ -35,12 +35,10 @@ MEASURED_DATASET = "UCI Adult"
 
 MEASURED_GAPS: Mapping[str, Mapping[float, float]] = {
     # world -> {epsilon per attribute: largest reliability gap}; Adult, paper 000's 9 attributes,
-    # one 10 % database randomized with k-RR; epsilon = 1, 2 and 10: 10,000 records pooled over 10
-    # seeds (a perfectly calibrated predictor's largest gap reaches 0.06-0.08 in 1 case of 20),
-    # elsewhere the epsilon sweep of uniqueness.json (2,000 records over 2 seeds; noisier: at
-    # epsilon 0.3-5 a calibrated predictor's largest gap reaches 0.10-0.15 there for the latent
-    # world, 0.05-0.15 for the copula, so the latent world's 0.119 at epsilon = 5 is within its
-    # 0.133)
+    # one 10 % database randomized with k-RR; epsilon = 1, 2 and 10 from
+    # docs/results/uniqueness_epsilon_targets.md (10 seeds), elsewhere the epsilon sweep of
+    # docs/results/uniqueness.md (2 seeds; noisier: compare with the calibrated predictor's gap
+    # that page reports at each point)
     "latent": {0.1: 0.754, 0.3: 0.672, 0.5: 0.34, 1.0: 0.151, 2.0: 0.257, 3.0: 0.346, 5.0: 0.119,
                10.0: 0.206},
     "copula": {0.1: 0.793, 0.3: 0.83, 0.5: 0.695, 1.0: 0.472, 2.0: 0.468, 3.0: 0.462, 5.0: 0.378,

@@ -3,73 +3,39 @@
 ``UniquenessModel.fit`` takes m databases, each a sample of a population of N people at rate s_i,
 holding raw records or LDP reports (``RecordReports``, any registered mechanism), and
 
-1. estimates every attribute's distribution and every pair's joint distribution from all databases
-   pooled (paper 000 Section IV.A; the EM through each mechanism's channel of
-   ``reidrisk.estimation`` for reports, plain counts for raw records; databases with different
-   mechanisms are combined with weights equal to their effective sample sizes);
+1. estimates every attribute's and every pair's distribution from all databases pooled (paper 000
+   Section IV.A; the EM through each mechanism's channel for reports, plain counts for raw
+   records; databases with different mechanisms weighted by their effective sample sizes);
 2. fits the world model q comes from (``world``): the Gaussian copula of those tables
-   (``reidrisk.copula.GaussianCopula``; the pair correlations are fitted so the discretized table
-   matches, docs/design/uniqueness.md#model), or a latent class model fitted on the databases'
-   records, or through their channels on the reports (``reidrisk.latent``; Manrique-Vallier &
-   Reiter, JASA 2012). ``world="auto"`` (default): the copula when a database is raw, the latent
-   class model when every database is randomized (see ``DEFAULT_WORLD`` for the measurements);
+   (docs/design/uniqueness.md#model) or a latent class model (``reidrisk.latent``;
+   Manrique-Vallier & Reiter, JASA 2012). ``world="auto"``: the copula when a database is raw,
+   the latent class model when every database is randomized (``DEFAULT_WORLD``);
 3. ``preset="reidrisk"`` (default): fits the prior of each record's population count
-   (``scorer.CountPrior``) by empirical Bayes, on the records of a raw database when there is one
-   and the world is the copula, otherwise (also the latent class world with a raw database,
-   ``RAW_LATENT_SIMULATED``) on a population simulated from the fitted world and sampled, randomized and
-   re-estimated exactly like the real databases (a parametric bootstrap; for the latent class world
-   the population is drawn from a fit without the category prior, ``SHAPE_CATEGORY_PRIOR``); the
-   simulated records' counts in the simulated databases are then features of the prior too, and the
-   score is that prior (``SIMULATED_COUNT_FEATURES``: the world has seen the counts already).
+   (``scorer.CountPrior``) by empirical Bayes, on a raw database's records when there is one and
+   the world is the copula, otherwise on a population simulated from the fitted world and sampled,
+   randomized and re-estimated like the real databases (a parametric bootstrap;
+   ``RAW_LATENT_SIMULATED``, ``SHAPE_CATEGORY_PRIOR``, ``SIMULATED_COUNT_FEATURES``).
    ``preset="paper"``: the paper's prior, Binomial(N, q) with the existence floor (eq. 9-19).
 
 ``score(records, T)`` then computes for each query record the copula probability q of its cell (a
-multivariate normal rectangle probability by randomized quasi-Monte Carlo, vectorized over
-records), its counts in the databases, and the posterior of its population count X: E[X], P(X = 1),
-P(X > T) and the decision "X > T".
+multivariate normal rectangle probability by randomized quasi-Monte Carlo), its counts in the
+databases, and the posterior of its population count X: E[X], P(X = 1), P(X > T), "X > T".
 
-The two configurations (docs/design/uniqueness.md#the-two-configurations)
--------------------------------------------------------------------------
-``"paper"``  Paper 000 as printed: q floored (``floor="lambertw"``, eq. 14 with N for n, or
-``"poisson"``), X ~ Binomial(N, q) truncated at 1 (eq. 16), conditioned on the plain counts c_i
-(eq. 17-18, ``posterior.population_count_posterior``), classified by the estimated count
-E[X] (eq. 19) rounded to the nearest whole number. ``alpha="auto"`` picks alpha by the likelihood of
-the raw database's own counts.
+The two configurations (docs/design/uniqueness.md#the-two-configurations): ``"paper"`` is paper
+000 as printed (q floored by eq. 14 or ``"poisson"``, X ~ Binomial(N, q) truncated at 1, eq. 16,
+conditioned on the plain counts, eq. 17-18, decided by E[X] rounded, eq. 19; ``alpha="auto"``
+picks alpha by the likelihood of the raw database's own counts). ``"reidrisk"`` makes four
+changes: the prior X = 1 + Y with Y negative binomial, its mean log-linear in log q (and in the
+raw records differing on one attribute), replacing the floor; the counts' likelihood models the
+randomization (``counts="channel"``: a member matches with probability kappa = prod_j p_j, others
+by chance phi); the decision "X > T" by the balanced rule P(X > T) > P(X > T over the
+population); and an EM stopped at a step size shrinking as 1/sqrt(n) (``DEFAULT_EM_STOP``).
 
-``"reidrisk"``  Four changes, each measured in benchmarks/uniqueness_accuracy.py:
-  * the prior is X = 1 + Y with Y negative binomial, its mean log-linear in log q and, when a
-    database holds raw records, in log(1 + the records that differ from the query on exactly one
-    attribute), its dispersion fitted to data (``scorer``). This replaces the existence floor: the
-    person exists, so X >= 1 by construction; alpha is not needed.
-  * the counts' likelihood models the randomization (``counts="channel"``): a member of the
-    record's cell is counted only if every randomized value still matches (probability kappa =
-    prod_j p_j, about 1e-5 for k-RR at epsilon = 1 on Adult's 9 attributes) and other people's
-    records match by chance (phi). Under strong randomization c_i then carries (correctly) almost no
-    evidence, where the plain count treats c_i = 0 as evidence that nobody else exists.
-  * the decision "X > T" uses the balanced rule P(X > T) > P(X > T over the population).
-  * the EM on randomized databases stops early, at a step size that shrinks as 1/sqrt(n)
-    (``DEFAULT_EM_STOP``; the estimation is shared by both configurations).
-
-How far P(X = 1) can be trusted
--------------------------------
-With a raw database and the copula world (what ``world="auto"`` picks) the prior is fitted on
-real counts, and P(X = 1) is calibrated within the noise of the check. With only LDP databases
-it is fitted on a simulated population and is only as calibrated as that population is clumped
-like the real one (the latent class world draws it from a fit without the category prior,
-``SHAPE_CATEGORY_PRIOR``, which brought the largest gap on Adult at epsilon = 1 per attribute from
-0.373 to 0.148 when it was introduced): the ranking of records stays useful, the probabilities
-are too high where the simulated population is more diffuse than the real one, and
-``reidrisk uniqueness score`` says so where the measured gap at the databases' epsilon is above
-0.1 (``caveat``). Measured on Adult (docs/results/uniqueness.md, 10 seeds at epsilon = 1 per
-attribute: gap 0.151; docs/results/uniqueness_epsilon_targets.md, 10 seeds each: 0.159 / 0.257 /
-0.206 at epsilon 1 / 2 / 10, against 0.06-0.08 for a calibrated predictor). What limits it is the
-shape world: with the bootstrap population drawn from the latent class fit of the whole raw
-population instead (an oracle), the gap at epsilon = 1 is 0.043 against the default's 0.151 on the
-same 10 seeds (uniqueness.md), and at epsilon 2 / 10 it is 0.100 / 0.094 against the default's
-0.158 / 0.126 on the same 5 seeds (docs/results/uniqueness_diagnosis.md, which also measures the
-variants that did not help; at epsilon = 1 its 5 seeds give 0.069 against 0.066, each below its
-calibrated predictor's 95 % gap, 0.090 / 0.095).
-Measurements: docs/design/uniqueness.md#how-far-px--1-can-be-trusted.
+With a raw database and the copula world P(X = 1) is calibrated; with only LDP databases it is
+only as calibrated as the simulated population is clumped like the real one: the ranking stays
+useful, the probabilities can be too high, and ``reidrisk uniqueness score`` says so where the
+measured gap at the databases' epsilon is above ``caveat``'s threshold. Why, and where it is
+measured: docs/design/uniqueness.md#how-far-px--1-can-be-trusted.
 """
 
 from __future__ import annotations
@@ -124,40 +90,28 @@ simulation draws from: ``"latent"`` (a latent class model, ``reidrisk.latent``, 
 databases' records or through their channels) or ``"copula"`` (the Gaussian copula of the
 estimated pair tables, paper 000). ``"auto"``: the copula when a database holds raw records (the
 prior is then fitted on real counts, and the copula's q calibrates better there), the latent class
-world when every database is randomized. Measured on Adult (paper 000's 9 attributes, 10 %
-database, 10 seeds x 1,000 records): raw database, latent (its prior calibrated on the simulated
-q, neighbours and counts, ``RAW_LATENT_SIMULATED``; docs/results/uniqueness_diagnosis.md, "Raw
-database") / copula: balanced accuracy 0.904 / 0.893 (T = 1), 0.932 / 0.926 (T = 10), AUC 0.969 /
-0.961 (T = 1), but largest reliability gap of P(X = 1) 0.096 / 0.059 (a calibrated predictor's
-95 % gap 0.076 / 0.068), so the copula stays the default there; k-RR at epsilon = 1 per attribute
-(benchmarks/uniqueness_accuracy.py, "World model"), with the latent world's prior calibrated on
-its shape world (``SHAPE_CATEGORY_PRIOR``) and its counts as features
-(``SIMULATED_COUNT_FEATURES``): gap 0.151 / 0.472 (and lower for the latent world at every
-epsilon of the sweep 0.1..10), balanced accuracy 0.811 / 0.824 (T = 1), 0.783 / 0.776 (T = 10),
-AUC 0.903 / 0.907 (T = 1), 0.891 / 0.895 (T = 10)."""
+world when every database is randomized. Why: docs/design/uniqueness.md#settings-measured."""
 COUNTS = ("channel", "plain")
 
 DEFAULT_EM_STOP: float | str = "auto"
 """EM stopping rule for randomized databases. ``"auto"``: stop when no probability moves by more than
 ``EM_STOP_SCALE / sqrt(n)`` in one step, n = the reports pooled for the estimate (3e-4 at n = 3,000):
 the threshold follows the 1/sqrt(n) scale of the estimates' standard errors. The early stop
-regularizes (docs/design/uniqueness.md#model); measured with k-RR on Adult and on the synthetic
-population at epsilon = 0.3..10 per attribute and n = 3,000..30,000, it ranked q better on Adult
-than running the EM to its noise-level fixed point (``stop="noise"``), whose estimates of large
-domains (41 countries at epsilon = 1) follow the noise; see the ablation in
-benchmarks/uniqueness_accuracy.py. A number is a fixed threshold; ``"noise"`` or None are passed to
+regularizes: it ranks q better than the EM run to its noise-level fixed point, whose estimates of
+large domains follow the noise (docs/design/uniqueness.md#model,
+docs/design/uniqueness.md#settings-measured). A number is a fixed threshold; ``"noise"`` or None are passed to
 ``estimate_pairs`` as they are."""
 
 DEFAULT_FALSE_DISPERSION: float = 1.0
 """Dispersion r of the chance matches of a randomized database, NegBin(r, phi): their mean phi comes
-from an independence approximation, so it is given a 100 % coefficient of variation (r = 1)."""
+from an independence approximation, so it is given a coefficient of variation of one (r = 1)."""
 
 EM_STOP_SCALE: float = 0.0164
 """Constant of the ``"auto"`` EM stopping rule (threshold = EM_STOP_SCALE / sqrt(n))."""
 
 DEFAULT_QMC_POINTS = 128
-"""Quasi-Monte Carlo points per record for q (2 scrambles x 64; median relative error ~0.1 % at 9
-attributes, see benchmarks/uniqueness_speed.py)."""
+"""Quasi-Monte Carlo points per record for q (2 scrambles x 64; their error:
+docs/results/uniqueness_speed.md)."""
 
 _PROB_FLOOR = 1e-9  # smallest probability of a category (estimation can return 0)
 _Q_MIN_LAMBDA = 1e-8  # q is floored at this / N before taking logs (a feature, not the paper floor)
@@ -171,14 +125,10 @@ category prior, 1 pseudo-record per class and attribute spread evenly over the c
 negligible against raw records but not against LDP reports: a k-RR report of a 41-category
 attribute at epsilon = 1 carries less than a hundredth of a raw record's information (the inverse
 variance of its frequency estimate, 1 / 600 for a category of share 1/41), so the prior pulls
-every class toward uniform and the world is far more diffuse than the population (Adult, k-RR at
-epsilon = 1 per attribute, 10 % database: 40 % of its people share their values with someone,
-against 80.5 % in the population). Shrinking toward uniform biases exactly the quantity the
+every class toward uniform and the world is far more diffuse than the population. Shrinking toward uniform biases exactly the quantity the
 bootstrap must reproduce, how clumped people are, so the shape world has none (0: the likelihood
-along the same early-stopped EM path, K by held-out likelihood). Measured in
-benchmarks/uniqueness_accuracy.py ("World model"): with the latent class fit of the whole raw
-population as the bootstrap's population (an oracle), P(X = 1) is calibrated within a few
-hundredths, so the posterior step is sound and the world's shape is what limits it."""
+along the same early-stopped EM path, K by held-out likelihood). Measured:
+docs/design/uniqueness.md#settings-measured."""
 SIMULATED_COUNT_FEATURES: bool = True
 """Without a raw database, the prior's parametric bootstrap also records each simulated query's
 count in every simulated database (``count_matches``, the same event as the real counts) and the
@@ -187,13 +137,7 @@ the real counts as features, instead of the prior conditioned on the counts by t
 (``count_posterior``'s kappa and phi). The reason: a world fitted on the databases has already
 seen the counts, its q of a record is higher when the record or its cell-mates are in a database
 (in-sample) and lower when none is, so conditioning on the counts after a prior calibrated on q
-alone counts that evidence twice. Measured on Adult (k-RR, 10 % database, 5 seeds x 1,000 records;
-docs/results/uniqueness_diagnosis.md): at epsilon = 10 per attribute the largest reliability gap
-of P(X = 1) falls from 0.184 to 0.126 (a calibrated predictor's 95 % gap: 0.11), over the records
-not in the database from 0.202 to 0.137, and the records in it get a mean P(X = 1) of 0.169 against
-0.172 unique (0.156 before); at epsilon = 1 the scores are identical (a record keeps all 9 values
-with probability ~1e-5, the simulated counts are 0) and at epsilon = 2 the gap is 0.158 against
-0.144, within the noise of the check. Calibrating on (q, counts) jointly uses the evidence once, in
+alone counts that evidence twice (measured: docs/design/uniqueness.md#settings-measured). Calibrating on (q, counts) jointly uses the evidence once, in
 the amount the simulation shows it carries. False: the q-only prior and the counts' likelihood."""
 RAW_LATENT_SIMULATED: bool = True
 """With ``world="latent"`` and a raw database, the prior is calibrated as without one: on the
@@ -202,15 +146,8 @@ neighbours in the simulated reference database as a feature when ``neighbors`` i
 is that prior. The latent world is fitted on the raw database too, so its q of a record already
 carries the record's (and its cell-mates') presence there; the former path, a prior fitted on the
 reference database's cross-fitted q and then conditioned on the counts by their likelihood, used
-that evidence twice. Measured in docs/results/uniqueness_diagnosis.md ("Raw database", one 10 %
-raw database, 10 seeds x 1,000 records): largest reliability gap of P(X = 1) on Adult 0.180 ->
-0.096 (a calibrated predictor's 95 % gap: 0.076-0.089; the copula world 0.059), on the synthetic
-population 0.126 -> 0.071 (0.056-0.058; copula 0.043); balanced accuracy at T = 1 and 10 and the
-AUC move by less than 0.01. Not calibrated yet: the records in the database still get too low a
-P(X = 1) (tests/uniqueness/test_world.py), and the gap is above the noise floor; with the latent
-class fit of the whole Adult population as the bootstrap population (an oracle) it is 0.055 against
-0.073, so there the shape world is what limits it, as under LDP (not on the synthetic Gaussian-
-copula population: 0.098). False: the
+that evidence twice. Not calibrated yet: the records in the database still get too low a
+P(X = 1) (tests/uniqueness/test_world.py); measured: docs/design/uniqueness.md#settings-measured. False: the
 former path (``_CROSSFIT_FOLDS`` cross-fitted q on the reference database, counts by likelihood).
 The copula world keeps the reference-database prior; ``world="auto"`` still picks it with a raw
 database."""

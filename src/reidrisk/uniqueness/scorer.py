@@ -3,33 +3,26 @@
 Paper 000 (Section IV.C, eq. 15-19) conditions a binomial prior ``X ~ Binomial(N, q)``, truncated to
 ``X >= 1``, on the records ``c_i`` of each sampled database that equal the query record. This module
 is the general form of that step used by ``UniquenessModel``
-(docs/design/uniqueness.md#conditioning-on-the-databases,
-docs/design/uniqueness.md#the-two-configurations; the paper's exact form is
+(docs/design/uniqueness.md#conditioning-on-the-databases; the paper's exact form is
 ``posterior.population_count_posterior``):
 
 Prior (``CountPrior``)
     The query record belongs to a real person, so ``X = 1 + Y`` with ``Y`` the number of *other*
-    people with the same values (the exact form of the paper's existence floor: a person drawn from
-    the population has at least one member in their cell, and the others are counted by Y).
+    people with the same values (the exact form of the paper's existence floor).
     ``Y ~ NegBin(a, mu)`` with mean ``mu`` and dispersion ``a`` (variance ``mu + mu^2 / a``;
-    ``a = inf`` is Poisson(mu), the large-N limit of the paper's Binomial(N - 1, q)). The mean and
-    the dispersion are log-linear in the record's features (log q of the population model, and, when
-    a database holds raw records, log(1 + the records that differ from it on exactly one
-    attribute))::
+    ``a = inf`` is Poisson(mu)), log-linear in the record's features f (log q, and with a raw
+    database log(1 + the records differing from it on exactly one attribute))::
 
         log mu = log(N - 1) + beta . f          log a = alpha_0 + alpha_1 log mu
 
-    and are fitted by maximum likelihood (``fit_count_prior``) on records whose count is observed
-    (the records of a database: their other matches in it, a binomial thinning of Y), or simulated
-    (records of a population drawn from the fitted model: Y itself). This is empirical Bayes: the
-    overdispersion ``1 / a`` absorbs the model's error in q instead of trusting q as exact.
+    fitted by maximum likelihood (``fit_count_prior``) on observed counts (a database's records:
+    a binomial thinning of Y) or simulated ones (empirical Bayes: ``1 / a`` absorbs q's error).
 
 Likelihood of the counts (``count_posterior``)
     Database i samples each person with probability ``s_i``. A member of the record's cell in D_i is
     counted with probability ``kappa_i`` (1 for a raw database without missing values; for an LDP
-    database the probability that every randomized value still matches, prod_j p_j) and records from
-    other cells are counted by chance, ``NegBin(r, phi_i)`` (0 for raw data; phi comes from an
-    approximation, hence the overdispersion r, Poisson when r = inf)::
+    database prod_j p_j) and other cells' records match by chance, ``NegBin(r, phi_i)`` (0 for raw
+    data; Poisson when r = inf)::
 
         c_i | X = x  ~  Binomial(x, s_i kappa_i) (+) NegBin(r, phi_i)
 
@@ -37,24 +30,13 @@ Likelihood of the counts (``count_posterior``)
     Databases sample independently, so the likelihoods multiply.
 
 Support (``count_grid``)
-    Each record's posterior is evaluated on the counts 1..``exact`` one by one (when its support
-    reaches down there) and on geometric bins over a window around its posterior (mass = bin width
-    x the pmf at the bin's centre, the continuous extension through log-gamma), the bins no wider
-    than ``ratio`` and than a quarter of the posterior's relative spread (a Poisson prior with mean
-    10^4 is 1 % wide; the binomial likelihood of a count c at p = s kappa is sqrt(c (1 - p) + 1) / p
-    wide, so a nearly complete sample gets bins of a few counts). The window starts from the
-    prior's ``tail`` quantiles and the counts, is clipped to the likelihood's support (x >= c
-    without chance matches, x <= c in a census: a census is the point mass [c, c]), is narrowed on a
-    coarse pass (bins of relative width 1/16) to where the density is within e^-45 of its peak, and
-    is widened, within the support, when an edge bin holds more than 1e-9. A posterior narrower
-    than the coarse bins is located on finer passes, 16 times finer each, down to bins of about two
-    of its standard deviations, each bin judged by an upper bound of the density over it (the prior
-    and a binomial likelihood are unimodal), so that no pass drops the mass. Its size depends on
-    the spread of the posterior, not on N: the same evidence costs the same at N = 30,000 and at
-    N = 10 million, and nothing is summed to N.
+    Each record's posterior is evaluated on the counts 1..``exact`` one by one and on geometric
+    bins over a window around its posterior (no wider than ``ratio`` and than a quarter of the
+    posterior's relative spread), the window clipped to the likelihood's support and located by
+    coarse-to-fine passes that bound the density over each bin, so no pass drops mass. Its size
+    depends on the posterior's spread, not on N (docs/design/uniqueness.md#posterior-support-grid).
 
-The decision rules for "count > T" and their evaluation (balanced accuracy, ROC AUC, the
-reliability curve of P(X = 1)) are in ``reidrisk.uniqueness.decisions``.
+The decision rules for "count > T" and their evaluation are in ``reidrisk.uniqueness.decisions``.
 """
 
 from __future__ import annotations

@@ -1,72 +1,30 @@
 """CALM baseline: consistent adaptive local marginals (Zhang, Wang, Li, He and Chen, "CALM:
 Consistent Adaptive Local Marginal for Marginal Release under Local Differential Privacy", ACM CCS
-2018), the standard method for k-way marginals under LDP.
+2018), the standard method for k-way marginals under LDP. How we read each step, with the error
+model that chooses l and m: docs/design/collect.md#calm-as-we-read-it.
 
-Our reading of the method, step by step (section numbers are the paper's):
-
-1. **Marginal choice** (Section 4, "choosing l and m"). The collector fixes m attribute sets of l
-   attributes each. Which l and m is a trade-off the paper states as *noise error* + *reconstruction
-   error* of the answered marginals; our form of it, per pair of attributes (the smallest table the
-   maximum-entropy step combines; squared L2 error summed over the pair's cells):
+1. **Marginal choice** (Section 4). The collector fixes m attribute sets of l attributes each,
+   (l, m) minimising per pair of attributes
 
    ``E(l, m) = P(l, m) * [V(l, m) + S(l, m)] / s(l, m) + (1 - P(l, m)) * R0``
 
-   * ``r = C(l, 2) / C(d, 2)``: the share of the d (d - 1) / 2 pairs one l-set covers;
-     ``P = 1 - (1 - r)^m``: the probability that a pair is covered by at least one of the m sets
-     (sets drawn as below), and ``s = m r / P`` the mean number of sets covering it when it is;
-   * ``N = n (1 - m_plan)^l / m``: the reports of one group that answered all l attributes
-     (``m_plan``: the missing rate the collector plans for; 0 as in the paper);
-   * ``V``: the frequency oracle's variance of the l-way marginal summed over its ``D_l`` cells,
-     ``[p (1 - p) + (D_l - 1) q (1 - q)] / (N (p - q)^2)`` (``reidrisk.estimation.variance``
-     summed over the cells, Wang et al. 2017 eq. for GRR and OLH); a pair cell sums ``D_l / D_2``
-     cells of the l-way marginal, so the pair's summed variance is that same V (the paper's
-     "2^l Var" for binary attributes, with covariances between cells neglected as there);
-   * ``S = (1 - 1 / D_2) / N``: the sampling error of one group's pair table against the whole
-     population's (each group is a random 1/m of the users);
-   * ``R0`` (``pair_dependence``): the error of an uncovered pair, which the maximum-entropy step
-     answers from lower-order information only. The paper treats this reconstruction error as
-     data dependent; the collector cannot measure it before collecting, so it is a fixed constant:
-     0.01, the squared L2 distance from independence of two balanced binary attributes with
-     correlation 0.2 (``rho^2 / 4``).
+   (P the probability that a pair is covered, s the mean number of sets covering it, V the
+   frequency oracle's summed variance, S the sampling error of one group, ``R0``
+   (``pair_dependence``) the error of an uncovered pair) over l = 2..d (joint domains up to
+   ``max_cells`` cells) and m = ceil(d / l)..n_eff; the sets use every attribute equally often.
+2. **Reporting** (Section 4.1). Users are split at random into m groups; a user of group j reports
+   the joint value of set j through a frequency oracle with the whole budget epsilon: OLH, or GRR
+   where its variance is smaller (``oracle="adaptive"``, default; Wang et al. 2017, Section 4.4).
+3. **Estimation and consistency** (Section 4.2). Each marginal is inverted
+   (``reidrisk.estimation.invert``), then Norm-Sub and PriView's consistency step (Qardaji et al.,
+   SIGMOD 2014, Section 4.3: inverse-variance weighted means over the intersections of the
+   reported sets) alternate (``rounds``) until no cell is negative.
+4. **Answering a query** (Section 4.3). A query inside a reported set is summed from it; any other
+   by maximum entropy subject to the reported marginals' projections, by iterative proportional
+   fitting from the uniform table.
 
-   ``D_l = f^l`` with f the mean domain size. (l, m) minimizes E over l = 2..d (joint domains up
-   to ``max_cells`` cells, a computing limit) and m = ceil(d / l)..n_eff: at least enough sets to
-   hold every attribute once (an attribute in no set would have no marginal at all, an error the
-   pair model does not see), and at most one expected complete report per group
-   (``n_eff = n (1 - m_plan)^l``). The m sets are drawn so that every
-   attribute is used equally often (ties broken at random): the paper does not fix a design for
-   general m, and an even use of attributes is what its error analysis assumes.
-2. **Reporting** (Section 4.1). Users are split uniformly at random into m groups of (nearly) equal
-   size; a user of group j reports the joint value of the l attributes of set j, one value of the
-   ``D_l``-cell joint domain, through a frequency oracle with the whole budget epsilon. The oracle
-   is OLH (``reidrisk.mechanisms.GLH`` with ``g = round(e^eps + 1)``); with ``oracle="adaptive"``
-   (the default) GRR is taken instead where its variance is smaller, i.e. ``D_l < 3 e^eps + 2``
-   (Wang et al. 2017, Section 4.4), as CALM's frequency oracle does.
-3. **Estimation and consistency** (Section 4.2). Each marginal is estimated by the unbiased
-   inversion of its support counts (``reidrisk.estimation.invert``), then post-processed: Norm-Sub
-   (``reidrisk.estimation.norm_sub``, non-negative, summing to 1) and the consistency step of
-   PriView (Qardaji et al., SIGMOD 2014, Section 4.3), which CALM adopts: for every attribute set A
-   that is an intersection of reported sets (closed under intersection, processed from small to
-   large, the empty set first), the projections of all marginals containing A onto A are replaced
-   by their inverse-variance weighted mean (a projection summing ``C = D_i / D_A`` cells has
-   ``C`` times the per-cell variance, so its weight is ``1 / (C v_i)``), spreading each change
-   evenly over the ``C`` cells behind each A cell. Processing A after all its subsets keeps them
-   consistent, so after one pass every two marginals agree on their common attributes. Groups
-   reporting the same set pool their support counts first (the pooled inversion is their
-   inverse-variance weighted mean). Norm-Sub and consistency alternate (``rounds``, 5) until no
-   cell is negative; the last step is consistency (negative cells left are clipped when a query
-   is answered).
-4. **Answering a query** (Section 4.3). A query set Q inside a reported set is summed from it. Any
-   other Q is answered by maximum entropy subject to the projections of the reported marginals
-   onto their intersections with Q (sets contained in a larger one dropped), computed by iterative
-   proportional fitting from the uniform table on Q's cells.
-
-Missing values. The paper assumes complete records. As in our other complete-case baselines
-(``CompleteCase``), a user reports only if they answered all l attributes of their group's set;
-the others send a missing report. Reporting over the answered subset instead would need a second
-joint domain per subset of the set (and a frequency oracle per domain), which is not CALM; with
-values missing completely at random the complete reports are a random subsample, so each marginal
-stays unbiased, at the cost of ``(1 - m)^l`` of the group's reports.
+Missing values: as in the other complete-case baselines (``CompleteCase``), a user reports only if
+they answered all l attributes of their group's set; the others send a missing report.
 """
 
 from __future__ import annotations

@@ -15,11 +15,10 @@ that product channel without forming it (``reidrisk.collect._tensor``):
 A query with no complete report returns the uniform table.
 
 Stopping. On a c-way table the noisy counts put the maximum-likelihood estimate on the boundary of
-the simplex, and iterating to convergence fits the noise (synthetic population, n = 20,000,
-m = 0.5, c = 3, eps = 4 over 6 attributes: mean JS 0.48 after 10 EM steps, 0.086 after 300, 0.077
-after 1,000, 0.17 after 10,000). The shared "noise" rule (``reidrisk.estimation.frequency``: stop
-when one step's deviance gain is statistically invisible) stopped after 850 steps on average there
-(JS 0.089), so it is the default; ``max_iter`` caps the steps.
+the simplex, and iterating to convergence fits the noise; a few steps leave it far from the
+maximum. The shared "noise" rule (``reidrisk.estimation.frequency``: stop when one step's deviance
+gain is statistically invisible) stops in between, so it is the default; ``max_iter`` caps the
+steps (docs/design/collect.md#baselines).
 """
 
 from __future__ import annotations
