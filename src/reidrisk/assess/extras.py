@@ -176,7 +176,7 @@ def suda_extra(max_msu: int = 4, dis_fraction: float = 0.01) -> Extra:
 
 def diversity_extra() -> Extra:
     """The diversity of every sensitive attribute in each record's class
-    (``reidrisk.assess.diversity``, docs/design/assess.md#sensitive-attributes-l-t-δ-β).
+    (``reidrisk.assess.diversity``, docs/design/assess.md#sensitive-attributes).
 
     Per record (``records.csv``): ``l_<sa>``, ``entropy_l_<sa>`` and ``t_<sa>``. Per table: the
     worst over the sensitive attributes as ``l_diversity``, ``entropy_l_diversity``,
