@@ -30,6 +30,7 @@ from pathlib import Path
 import click
 
 from reidrisk import __version__
+from reidrisk._options import renamed_option
 from reidrisk.errors import ReidriskError
 
 #: capability -> its one-line help, shown by ``reidrisk --help`` without importing the capability
@@ -256,7 +257,7 @@ _DEFAULT_TARGET_ERROR = 0.5
 @cli.command()
 @click.option("--sweep", is_flag=True,
               help="Run the mechanism x budget sweep instead of the main job (implied by any of "
-                   "--data, --schema, --epsilon, --mechanism, --n, --missing-rate).")
+                   "--data, --schema, --epsilon, --mechanism, --rows, --missing-rate).")
 @click.option("--sample", type=click.IntRange(min=200), default=None,
               help=f"Main job: people in the data holder's table, a sample of the shipped Adult "
                    f"extract's 10,000. [default: {_DEFAULT_SAMPLE}]")
@@ -268,20 +269,22 @@ _DEFAULT_TARGET_ERROR = 0.5
               help="Sweep: CSV or Parquet file of records (default: a built-in synthetic population).")
 @click.option("--schema", "schema", type=click.Path(dir_okay=False, path_type=Path),
               help="Sweep: schema JSON for --data (see `reidrisk schema infer`); inferred when omitted.")
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path),
+@click.option("-o", "--output", "out", type=click.Path(file_okay=False, path_type=Path),
               default=Path("reidrisk-report"), show_default=True, help="Folder the report is written to.")
+@renamed_option("--out", "--output", "out", type=click.Path(file_okay=False, path_type=Path))
 @click.option("-e", "--epsilon", "epsilons", type=float, multiple=True, callback=_check_epsilons,
               metavar="EPS",
               help="Sweep: whole-record budget; repeat for a sweep. [default: "
                    f"{' '.join(f'{e:g}' for e in _DEFAULT_EPSILONS)}]")
 @click.option("-m", "--mechanism", "mechanisms", multiple=True, metavar="NAME",
               help="Sweep: mechanism to compare; repeat for several. [default: every registered one]")
-@click.option("-n", "--n", "n", type=click.IntRange(min=2), default=None,
+@click.option("-n", "--rows", "n", type=click.IntRange(min=2), default=None,
               help=f"Sweep: number of records (synthetic: size of the population [default: {_DEFAULT_N}]; "
                    "--data: a random sample of this many rows [default: all]).")
 @click.option("--missing-rate", type=click.FloatRange(0.0, 1.0, max_open=True), default=None,
               help="Sweep: values removed completely at random before collection "
                    f"[default: {_DEFAULT_MISSING_RATE:g} for the synthetic population, 0 for --data].")
+@renamed_option("--n", "--rows", "n", type=click.IntRange(min=2))
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random draw.")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Progress on standard error: a bar on a terminal, a plain line every few "

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import click
 
 from reidrisk._lazy import lazy_exports
+from reidrisk._options import renamed_option
 from reidrisk.errors import InputError
 
 if TYPE_CHECKING:  # the cost estimate stays importable from here, loaded on first use
@@ -81,8 +82,9 @@ def _positive(ctx, param, value):
               type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Schema JSON.")
 @click.option("-e", "--epsilon", type=float, required=True, callback=_positive,
               help="Budget of one person's whole report.")
-@click.option("-n", "--n", "n", type=click.IntRange(min=1), required=True,
-              help="Expected number of people.")
+@click.option("-n", "--rows", "n", type=click.IntRange(min=1), default=None,
+              help="Expected number of people (rows of reports).  [required]")
+@renamed_option("--n", "--rows", "n", type=click.IntRange(min=1))
 @click.option("--missing-rate", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.0,
               show_default=True, help="Expected rate of values left out (completely at random).")
 @click.option("-m", "--mechanism", default="subset", show_default=True, help="Client mechanism.")
@@ -98,6 +100,8 @@ def plan(schema_path, epsilon, n, missing_rate, mechanism, among) -> None:
     from reidrisk.collect.protocol import choose_attributes_per_person
     from reidrisk.schema import Schema
 
+    if n is None:
+        raise click.UsageError("Missing option '-n' / '--rows'.")
     schema = Schema.load(schema_path)
     choice = choose_attributes_per_person(schema.sizes, epsilon, mechanism=mechanism, among=among,
                                           n=n, missing_rate=missing_rate)
@@ -356,8 +360,9 @@ _now = time.monotonic  # the clock of the progress of exact tables
               help="Exact cell probabilities of the model, or counts of synthetic records. "
                    f"[default: exact up to {EXACT_TABLE_MAX_CELLS:,} cells ({EXACT_HARD_LIMIT:,} "
                    "for a latent class model), sampled above]")
-@click.option("-n", "--n", "n", type=click.IntRange(min=1), default=None,
+@click.option("-n", "--rows", "n", type=click.IntRange(min=1), default=None,
               help="Synthetic records for --sampled (default: as many as were fitted).")
+@renamed_option("--n", "--rows", "n", type=click.IntRange(min=1))
 @click.option("--seed", type=int, default=None, help="Seed for --sampled.")
 def table(model, output, columns, exact, n, seed) -> None:
     """Write the contingency table of the chosen attributes (long form: labels, probability).
@@ -472,8 +477,9 @@ def _check_output(path: Path, table: bool = False, reports: bool = False) -> Non
 @group.command("synth")
 @click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("-n", "--n", "n", type=click.IntRange(min=1), default=None,
+@click.option("-n", "--rows", "n", type=click.IntRange(min=1), default=None,
               help="Number of records (default: as many as were fitted).")
+@renamed_option("--n", "--rows", "n", type=click.IntRange(min=1))
 @click.option("--seed", type=int, default=None, help="Seed (default: fresh OS randomness).")
 def synth(model, output, n, seed) -> None:
     """Generate synthetic complete records from MODEL and write them (labels) to OUTPUT."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from reidrisk._options import renamed_option
 from reidrisk.errors import InputError
 
 if TYPE_CHECKING:
@@ -160,8 +161,9 @@ def _thresholds(ctx, param, value):
               help="Decision rule of the flag [default: balanced for reidrisk, expected for paper].")
 @click.option("--id", "id_column", default=None, metavar="COLUMN",
               help="Column of --records copied to the output to identify each row.")
-@click.option("-o", "--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Output CSV or Parquet (default: CSV on standard output).")
+@renamed_option("--out", "--output", "out", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the model's random draws.")
 def score(population, dbs, records, schema_path, thresholds, preset, old_method, rule, id_column,
           out, seed) -> None:

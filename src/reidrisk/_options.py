@@ -1,0 +1,120 @@
+"""The command line's one vocabulary: former option names and choices keep working, hidden.
+
+docs/guide.md ("The command line") lists the convention: one option name per meaning. An option
+that was renamed keeps its former name as a hidden alias, so no script breaks:
+
+* ``renamed_option("--n", "--rows", "rows", type=int)`` decorates a command (below its
+  ``@click.command``): the former name is accepted, prints one deprecation line on standard error
+  and passes its value under the new name; passing both is a usage error (exit code 2).
+* ``AliasedChoice(["grr", "glh"], aliases={"rr": "grr"})`` is a choice that also accepts former
+  names of its values (not listed in ``--help``), converted to the new name.
+
+Imports only click and the standard library: every command's ``--help`` loads this module.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import click
+from click.core import ParameterSource
+
+
+def deprecation_note(old: str, new: str) -> None:
+    """Print the one line on standard error for a former name still in use.
+
+    Parameters
+    ----------
+    old : str
+        The former spelling the user typed (``--n``, ``--mechanism rr``).
+    new : str
+        The spelling to use instead.
+    """
+    click.echo(f"Warning: {old} is deprecated; use {new}.", err=True)
+
+
+def renamed_option(old: str, new: str, dest: str, **attrs: Any) -> Callable[[Callable], Callable]:
+    """Accept the former option name ``old`` (hidden) for the option ``new`` stored as ``dest``.
+
+    Parameters
+    ----------
+    old : str
+        The former option name, e.g. ``"--n"``; hidden from ``--help``.
+    new : str
+        The option's name now, e.g. ``"--rows"``, named in the deprecation line and the refusal.
+    dest : str
+        The command function's parameter both names fill.
+    **attrs
+        click option attributes of the former name (``type``, ``multiple``): give the new
+        option's type so that the value is converted and checked the same way.
+
+    Returns
+    -------
+    Callable
+        A decorator for the command function, placed below ``@click.command``. Passing both names
+        raises ``click.UsageError`` (exit code 2).
+    """
+    hidden_name = f"_renamed_{dest}_{old.lstrip('-').replace('-', '_')}"
+    multiple = bool(attrs.get("multiple"))
+
+    def decorator(f: Callable) -> Callable:
+        @functools.wraps(f)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            value = kwargs.pop(hidden_name)
+            if value is None or (multiple and not value):
+                return f(*args, **kwargs)
+            ctx = click.get_current_context()
+            if ctx.get_parameter_source(dest) not in (None, ParameterSource.DEFAULT):
+                raise click.UsageError(f"pass {new} only ({old} is its deprecated name)")
+            deprecation_note(old, new)
+            kwargs[dest] = value
+            return f(*args, **kwargs)
+
+        return click.option(old, hidden_name, hidden=True, default=None,
+                            help=f"Deprecated name of {new}.", **attrs)(wrapper)
+
+    return decorator
+
+
+class AliasedChoice(click.Choice):
+    """A ``click.Choice`` that also takes former names of its values (hidden from ``--help``).
+
+    Parameters
+    ----------
+    choices : sequence of str
+        The values listed in ``--help``.
+    aliases : mapping of str to str
+        Former value -> the value it now is (one of ``choices``).
+    case_sensitive : bool
+        As ``click.Choice``'s; the aliases are then matched in lower case.
+    """
+
+    def __init__(self, choices: Sequence[str], aliases: Mapping[str, str],
+                 case_sensitive: bool = True) -> None:
+        super().__init__(list(choices), case_sensitive=case_sensitive)
+        self.aliases = dict(aliases)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Convert a former value to its new one (with the deprecation line), else as a Choice.
+
+        Parameters
+        ----------
+        value : Any
+            The text given on the command line.
+        param, ctx : click.Parameter or None, click.Context or None
+            As for ``click.ParamType.convert``.
+
+        Returns
+        -------
+        str
+            One of the listed choices.
+        """
+        key = value.lower() if isinstance(value, str) and not self.case_sensitive else value
+        if isinstance(key, str) and key in self.aliases:
+            new = self.aliases[key]
+            name = param.opts[-1] if param is not None and param.opts else "value"
+            deprecation_note(f"{name} {value}", f"{name} {new}")
+            return new
+        return super().convert(value, param, ctx)
