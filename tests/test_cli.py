@@ -170,6 +170,14 @@ def test_every_command_speaks_one_vocabulary(path):
             assert {"-N", "--population"} <= names, option.opts
 
 
+@pytest.mark.parametrize("path", _VOCAB_PATHS, ids=" ".join)
+def test_every_seed_states_its_default(path):
+    for option in _options(path):
+        if option.name == "seed":
+            assert option.show_default or "default:" in (option.help or ""), (
+                f"`reidrisk {' '.join(path)} --seed` does not say what it does when omitted")
+
+
 @pytest.mark.parametrize("args, new", [
     (["collect", "plan", "--n", "30000"], "--rows"),
     (["collect", "table", "--n", "5"], "--rows"),

@@ -363,7 +363,9 @@ _now = time.monotonic  # the clock of the progress of exact tables
 @click.option("-n", "--rows", "n", type=click.IntRange(min=1), default=None,
               help="Synthetic records for --sampled (default: as many as were fitted).")
 @renamed_option("--n", "--rows", "n", type=click.IntRange(min=1))
-@click.option("--seed", type=int, default=None, help="Seed for --sampled.")
+@click.option("--seed", type=int, default=None,
+              help="Seed of the synthetic records of --sampled (default: fresh OS randomness; an "
+                   "exact table draws nothing).")
 def table(model, output, columns, exact, n, seed) -> None:
     """Write the contingency table of the chosen attributes (long form: labels, probability).
 
