@@ -178,6 +178,23 @@ def test_every_seed_states_its_default(path):
                 f"`reidrisk {' '.join(path)} --seed` does not say what it does when omitted")
 
 
+# commands that print no summary of their own: a group, a service, schema infer (it prints JSON
+# already), and the demo (its summary is the report it writes)
+_NO_SUMMARY = {("schema", "infer"), ("serve",), ("demo",)}
+
+
+@pytest.mark.parametrize("path", [p for p in _VOCAB_PATHS if p not in _NO_SUMMARY], ids=" ".join)
+def test_every_command_that_prints_a_summary_has_json(path):
+    ctx = click.Context(cli)
+    command: click.Command = cli
+    for name in path:
+        command = command.get_command(ctx, name)  # type: ignore[attr-defined]
+    if isinstance(command, click.Group):
+        return
+    assert "--json" in {o for option in _options(path) for o in option.opts}, (
+        f"`reidrisk {' '.join(path)}` prints a summary but has no --json")
+
+
 @pytest.mark.parametrize("args, new", [
     (["collect", "plan", "--n", "30000"], "--rows"),
     (["collect", "table", "--n", "5"], "--rows"),

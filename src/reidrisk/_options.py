@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import click
@@ -118,3 +119,30 @@ class AliasedChoice(click.Choice):
             deprecation_note(f"{name} {value}", f"{name} {new}")
             return new
         return super().convert(value, param, ctx)
+
+
+#: ``--json`` of every command that prints a summary: the same facts as one JSON object on standard
+#: output, instead of the text
+json_option = click.option("--json", "as_json", is_flag=True,
+                           help="Print the summary as one JSON object on standard output instead "
+                                "of text.")
+
+
+def echo_json(summary: Mapping[str, Any]) -> None:
+    """Print a command's summary as one JSON object on standard output.
+
+    Parameters
+    ----------
+    summary : mapping
+        JSON-serializable values; NumPy numbers and arrays are converted with ``tolist``/``item``.
+    """
+    import json  # standard library; only commands given --json need it
+
+    def plain(value: Any) -> Any:
+        if hasattr(value, "tolist"):
+            return value.tolist()
+        if isinstance(value, Path):
+            return str(value)
+        raise TypeError(f"not JSON serializable: {value!r}")
+
+    click.echo(json.dumps(dict(summary), indent=2, default=plain))

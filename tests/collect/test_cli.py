@@ -260,6 +260,34 @@ def test_plan_prints_the_choice(workdir):
     assert r.exit_code == 0 and "<- chosen" in r.output
 
 
+def test_every_summary_is_also_json(workdir, tmp_path):
+    d = workdir
+    r = run("collect", "plan", "--schema", d / "schema.json", "-e", 5, "-n", 30000, "--json")
+    assert r.exit_code == 0, r.output
+    plan = json.loads(r.stdout)
+    assert plan["attributes_per_person"] in plan["candidates"] and len(plan["errors"]) == len(plan["candidates"])
+    r = run("collect", "simulate", d / "data.csv", tmp_path / "r.csv", "--schema", d / "schema.json",
+            "-e", 4, "--seed", 3, "--json")
+    assert r.exit_code == 0, r.output
+    sim = json.loads(r.stdout)
+    assert sim["reports"] == read_reports(tmp_path / "r.csv").n == 2000 and sim["attributes"] == 4
+    assert sim["epsilon"] == 4 and sim["output"] == str(tmp_path / "r.csv")
+    r = run("collect", "fit", tmp_path / "r.csv", tmp_path / "m.json", "--json")
+    assert r.exit_code == 0, r.output
+    fit = json.loads(r.stdout)
+    assert fit["reports"] == 2000 and fit["attributes"] == 4 and fit["model"] == str(tmp_path / "m.json")
+    r = run("collect", "table", tmp_path / "m.json", tmp_path / "t.csv", "-c", "A1,A2", "--json")
+    assert r.exit_code == 0, r.output
+    tab = json.loads(r.stdout)
+    assert tab["cells"] == len(pd.read_csv(tmp_path / "t.csv")) == 12 and tab["exact"] is True
+    r = run("collect", "synth", tmp_path / "m.json", tmp_path / "s.csv", "-n", 300, "--seed", 1,
+            "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout) == {"output": str(tmp_path / "s.csv"), "records": 300}
+    r = run("collect", "table", tmp_path / "m.json", "-", "-c", "A1", "--json")
+    assert r.exit_code == 2 and "--json needs an OUTPUT file" in r.output
+
+
 @pytest.mark.parametrize("text, expected", [
     ("noise", "noise"), ("noise:1e-3", ("noise", 1e-3)), ("discrepancy", "discrepancy"),
     ("none", None), ("1e-6", 1e-6),

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import click
 
 from reidrisk._lazy import lazy_exports
-from reidrisk._options import renamed_option
+from reidrisk._options import echo_json, json_option, renamed_option
 from reidrisk.errors import InputError
 
 if TYPE_CHECKING:  # the cost estimate stays importable from here, loaded on first use
@@ -90,7 +90,8 @@ def _positive(ctx, param, value):
 @click.option("-m", "--mechanism", default="subset", show_default=True, help="Client mechanism.")
 @click.option("--among", type=click.Choice(["present", "all"]), default="present", show_default=True,
               help="Sample the k reported attributes among those a person has, or among all.")
-def plan(schema_path, epsilon, n, missing_rate, mechanism, among) -> None:
+@json_option
+def plan(schema_path, epsilon, n, missing_rate, mechanism, among, as_json) -> None:
     """How many attributes each person should report (attribute sampling).
 
     The number is derived from the variance of the marginal and pair estimates; see
@@ -105,6 +106,12 @@ def plan(schema_path, epsilon, n, missing_rate, mechanism, among) -> None:
     schema = Schema.load(schema_path)
     choice = choose_attributes_per_person(schema.sizes, epsilon, mechanism=mechanism, among=among,
                                           n=n, missing_rate=missing_rate)
+    if as_json:
+        echo_json({"attributes_per_person": choice.attributes_per_person,
+                   "candidates": choice.candidates, "errors": choice.errors,
+                   "pair_errors": choice.pair_errors, "marginal_errors": choice.marginal_errors,
+                   "paper_error": choice.paper_error, "gain": choice.gain})
+        return
     click.echo(choice.summary())
     click.echo("k    expected error  (pair tables + marginals, mean squared, capped)")
     for k, e, ep, em in zip(choice.candidates, choice.errors, choice.pair_errors,
@@ -133,8 +140,9 @@ def plan(schema_path, epsilon, n, missing_rate, mechanism, among) -> None:
 @click.option("--missing-rate", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.0,
               show_default=True, help="Also remove this rate of values completely at random.")
 @click.option("--seed", type=int, default=None, help="Seed (default: fresh OS randomness).")
+@json_option
 def simulate(data, output, schema_path, epsilon, mechanism, per_person_text, k_text, among,
-             missing_rate, seed) -> None:
+             missing_rate, seed, as_json) -> None:
     """Randomize the records in DATA as clients would and write their reports to OUTPUT.
 
     DATA is CSV or Parquet with one column per attribute (empty, '?' or NA = missing). OUTPUT is a
@@ -178,6 +186,11 @@ def simulate(data, output, schema_path, epsilon, mechanism, per_person_text, k_t
     reports = protocol.randomize(schema, codes, rng)
     write_reports(output, reports, protocol)
     g = len(schema)
+    if as_json:
+        echo_json({"output": output, "reports": reports.n, "attributes": g,
+                   "attributes_per_person": protocol.attributes_for(g), "mechanism": mechanism,
+                   "epsilon": epsilon, "epsilon_per_attribute": protocol.epsilon_per_attribute(g)})
+        return
     click.echo(
         f"Wrote {reports.n} reports of {g} attributes to {output}: each person reports "
         f"{protocol.attributes_for(g)} attribute(s) with epsilon "
@@ -244,8 +257,9 @@ def _number(text: str, value: str) -> float:
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Partitioned reports: count them on this Dask scheduler (e.g. "
                    "tcp://host:8786; needs reidrisk[dask]); the workers must reach REPORTS.")
+@json_option
 def fit_cmd(reports, model, estimator, stop_text, shrink, exact_em, fallback, model_kind,
-            chunk_rows, scheduler) -> None:
+            chunk_rows, scheduler, as_json) -> None:
     """Fit the copula model of paper 004 from REPORTS and write it to MODEL (JSON).
 
     With --model latent, a latent class model is fitted instead. REPORTS is a reports file, or partitioned reports: a directory of Parquet partitions or an
@@ -291,6 +305,10 @@ def fit_cmd(reports, model, estimator, stop_text, shrink, exact_em, fallback, mo
             fitted = pipe.fit(read_reports(Path(reports)))
     fitted.save(model)
     rep = fitted.report
+    if as_json:
+        echo_json({"model": model, "attributes": len(fitted.schema), "reports": rep.n,
+                   "seconds": rep.seconds, "notes": list(rep.notes)})
+        return
     click.echo(f"Fitted {len(fitted.schema)} attributes from {rep.n} reports in {rep.seconds:.1f} s; "
                f"wrote {model}.")
     for note in rep.notes:
@@ -366,7 +384,8 @@ _now = time.monotonic  # the clock of the progress of exact tables
 @click.option("--seed", type=int, default=None,
               help="Seed of the synthetic records of --sampled (default: fresh OS randomness; an "
                    "exact table draws nothing).")
-def table(model, output, columns, exact, n, seed) -> None:
+@json_option
+def table(model, output, columns, exact, n, seed, as_json) -> None:
     """Write the contingency table of the chosen attributes (long form: labels, probability).
 
     Exact tables of 3 or more attributes of a copula model cost about 1e-4 s per cell and
@@ -386,6 +405,9 @@ def table(model, output, columns, exact, n, seed) -> None:
     # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report.progress import Progress
 
+    if as_json and str(output) == "-":
+        raise click.UsageError("--json needs an OUTPUT file: '-' writes the table itself to "
+                               "standard output")
     if str(output) != "-":
         _check_output(output, table=True)
     fitted = CollectModel.load(model)
@@ -458,6 +480,10 @@ def table(model, output, columns, exact, n, seed) -> None:
         return
 
     write_table(frame, output)
+    if as_json:
+        echo_json({"output": output, "columns": list(cols), "cells": len(frame),
+                   "exact": bool(exact), "synthetic_records": None if exact else m})
+        return
     how = "exact" if exact else f"counted from {m:,} synthetic records"
     click.echo(f"Wrote the {shape} table of {cols} ({how}) to {output}.", err=True)
 
@@ -483,7 +509,8 @@ def _check_output(path: Path, table: bool = False, reports: bool = False) -> Non
               help="Number of records (default: as many as were fitted).")
 @renamed_option("--n", "--rows", "n", type=click.IntRange(min=1))
 @click.option("--seed", type=int, default=None, help="Seed (default: fresh OS randomness).")
-def synth(model, output, n, seed) -> None:
+@json_option
+def synth(model, output, n, seed, as_json) -> None:
     """Generate synthetic complete records from MODEL and write them (labels) to OUTPUT."""
     # kept off the command line's start: loaded only by this command
     from reidrisk.collect.pipeline import CollectModel
@@ -504,6 +531,9 @@ def synth(model, output, n, seed) -> None:
                 bar.update(note=f"{min(s + _SYNTH_CHUNK, total):,} records")
 
         write_chunks(chunks(), output)
+    if as_json:
+        echo_json({"output": output, "records": total})
+        return
     click.echo(f"Wrote {total} synthetic records to {output}.", err=True)
 
 

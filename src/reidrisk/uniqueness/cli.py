@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from reidrisk._options import renamed_option
+from reidrisk._options import echo_json, json_option, renamed_option
 from reidrisk.errors import InputError
 
 if TYPE_CHECKING:
@@ -165,8 +165,9 @@ def _thresholds(ctx, param, value):
               help="Output CSV or Parquet (default: CSV on standard output).")
 @renamed_option("--out", "--output", "out", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the model's random draws.")
+@json_option
 def score(population, dbs, records, schema_path, thresholds, preset, old_method, rule, id_column,
-          out, seed) -> None:
+          out, seed, as_json) -> None:
     """Score every query record: E[X], P(X = 1), P(X > T) and a flag, where X is the number of
     people in the population who share the record's values (the person included, so X >= 1).
 
@@ -199,6 +200,9 @@ def score(population, dbs, records, schema_path, thresholds, preset, old_method,
         click.echo("Warning: --method is deprecated; use --preset.", err=True)
         preset = old_method
     preset = preset or "reidrisk"
+    if as_json and out is None:
+        raise click.UsageError("--json needs -o/--output: without it the scores themselves go to "
+                               "standard output")
     specs = [parse_db_spec(s) for s in dbs]
     thresholds = thresholds or (1.0,)
     if out is not None:  # before any work: a bad output path should not cost the computation
@@ -252,6 +256,13 @@ def score(population, dbs, records, schema_path, thresholds, preset, old_method,
         frame.to_csv(sys.stdout, index=False)
     else:
         write_table(frame, out)
+    if as_json:
+        echo_json({"output": out, "records": len(frame), "databases": len(databases),
+                   "population": population, "preset": preset, "rule": result.rule,
+                   "flagged": {f"{t:g}": int(at_risk[:, j].sum())
+                               for j, t in enumerate(result.thresholds)},
+                   "seconds": time.perf_counter() - t0, "note": _ldp_note(model, databases)})
+        return
     flagged = ", ".join(f"{int(at_risk[:, j].sum())} at most {t:g}"
                         for j, t in enumerate(result.thresholds))
     click.echo(
