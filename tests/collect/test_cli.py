@@ -132,13 +132,12 @@ def test_large_exact_table_switches_to_sampling_and_says_so(workdir, monkeypatch
 
     d = workdir
     monkeypatch.setattr(collect_cli, "EXACT_TABLE_MAX_CELLS", 20)  # the 3x4x2 table has 24 cells
-    r = run("collect", "table", d / "model.json", d / "t3.csv", "-c", "A1,A2,A3", "-n", 4000,
-            "--seed", 2)
+    r = run("collect", "table", d / "model.json", d / "t3.csv", "-c", "A1,A2,A3", "--seed", 2)
     assert r.exit_code == 0, r.output
     assert "24 cells" in r.output and "more than 20 cells" in r.output and "--exact" in r.output
     t = pd.read_csv(d / "t3.csv")["probability"].to_numpy()
-    # counts of 4,000 synthetic records: every probability is a multiple of 1/4000
-    np.testing.assert_allclose(t * 4000, np.round(t * 4000), atol=1e-9)
+    # counts of as many synthetic records as were fitted (2,000): multiples of 1/2000
+    np.testing.assert_allclose(t * 2000, np.round(t * 2000), atol=1e-9)
     # asked for explicitly, the exact table is computed anyway
     r = run("collect", "table", d / "model.json", d / "t3e.csv", "-c", "A1,A2,A3", "--exact")
     assert r.exit_code == 0 and "(exact)" in r.output
@@ -353,6 +352,44 @@ def test_latent_fit_that_falls_back_says_so_instead_of_counting_no_fits(tmp_path
                      "noise). --no-fallback fits the latent class model anyway."], r.stderr
     assert f"0/{N_FITS} fits" not in r.stderr and "\r" not in r.stderr
     assert "Note: no latent class model was fitted" in r.stderr  # the model's own note, as before
+
+
+def test_mechanism_choices_are_the_registries():
+    from reidrisk.collect.cli import MECHANISM_NAMES
+    from reidrisk.mechanisms import MECHANISMS
+    from reidrisk.mechanisms.baselines import LOCAL_MECHANISMS
+
+    assert set(MECHANISM_NAMES) == set(MECHANISMS) | set(LOCAL_MECHANISMS)
+    for command in ("plan", "simulate"):
+        text = run("collect", command, "--help").output
+        assert "negative" in text and "laplace_index" in text and "rappor" in text
+
+
+def test_unknown_mechanism_is_refused_by_the_option(workdir, tmp_path):
+    r = run("collect", "simulate", workdir / "data.csv", tmp_path / "r.csv", "-e", 2, "-m", "nope")
+    assert r.exit_code == 2 and "'nope' is not one of" in r.output
+
+
+def test_fit_help_says_the_marginals_shrink_by_default():
+    text = " ".join(run("collect", "fit", "--help").output.split())
+    assert "marginals are shrunk toward uniform" in text
+
+
+def test_table_rows_implies_sampled(workdir, tmp_path):
+    d = tmp_path
+    run("collect", "simulate", workdir / "data.csv", d / "r.csv", "--schema", workdir / "schema.json",
+        "-e", 4, "--seed", 3)
+    assert run("collect", "fit", d / "r.csv", d / "model.json").exit_code == 0
+    r = run("collect", "table", d / "model.json", tmp_path / "t.csv", "-c", "A1", "-n", 300,
+            "--seed", 2, "--json")
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout)
+    assert summary["exact"] is False and summary["synthetic_records"] == 300
+    probabilities = pd.read_csv(tmp_path / "t.csv")["probability"]
+    assert np.allclose(probabilities * 300, np.round(probabilities * 300))  # counts of 300 records
+    r = run("collect", "table", d / "model.json", tmp_path / "t2.csv", "-c", "A1", "-n", 300,
+            "--exact")
+    assert r.exit_code == 2 and "pass one of the two" in r.output
 
 
 def test_exact_table_limits_are_the_model_files():

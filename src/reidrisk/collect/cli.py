@@ -41,6 +41,13 @@ __getattr__, __dir__ = lazy_exports(__name__)
 
 _SYNTH_CHUNK = 200_000
 
+# the client mechanisms a collection may use: reidrisk.mechanisms' registry and the baselines'
+# clients (reidrisk.mechanisms.baselines), named here so that `--help` loads neither
+# (tests/collect/test_cli.py checks they agree)
+MECHANISM_NAMES = ("subset", "grr", "glh", "olh", "oue", "rappor", "negative", "laplace_index")
+_MECHANISM_HELP = ("Client mechanism: subset (paper 004's), grr, glh, olh, oue, rappor, or the clients "
+                   "of paper 004's baselines, negative (MDN) and laplace_index (PDE/ETE).")
+
 
 @click.group(name="collect")
 def group() -> None:
@@ -87,7 +94,8 @@ def _positive(ctx, param, value):
 @renamed_option("--n", "--rows", "n", type=click.IntRange(min=1))
 @click.option("--missing-rate", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.0,
               show_default=True, help="Expected rate of values left out (completely at random).")
-@click.option("-m", "--mechanism", default="subset", show_default=True, help="Client mechanism.")
+@click.option("-m", "--mechanism", type=click.Choice(MECHANISM_NAMES, case_sensitive=False),
+              default="subset", show_default=True, help=_MECHANISM_HELP)
 @click.option("--among", type=click.Choice(["present", "all"]), default="present", show_default=True,
               help="Sample the k reported attributes among those a person has, or among all.")
 @json_option
@@ -128,8 +136,8 @@ def plan(schema_path, epsilon, n, missing_rate, mechanism, among, as_json) -> No
               help="Schema JSON for DATA (inferred when omitted; see `reidrisk schema infer`).")
 @click.option("-e", "--epsilon", type=float, required=True, callback=_positive,
               help="Budget of one person's whole report.")
-@click.option("-m", "--mechanism", default="subset", show_default=True,
-              help="Client mechanism (subset is paper 004's).")
+@click.option("-m", "--mechanism", type=click.Choice(MECHANISM_NAMES, case_sensitive=False),
+              default="subset", show_default=True, help=_MECHANISM_HELP)
 @click.option("--attributes-per-person", "per_person_text", default=None,
               help="Attributes each person reports: 'auto' (default: chosen from the variance of "
                    "the marginal and pair estimates), 'all' (the paper's even split), or a number.")
@@ -240,7 +248,10 @@ def _number(text: str, value: str) -> float:
 @click.option("--stop", "stop_text", default="noise", show_default=True,
               help="EM stopping rule: noise, noise:THRESHOLD, discrepancy, none, or a tolerance.")
 @click.option("--shrink", type=click.Choice(["none", "eb", "js"]), default="none", show_default=True,
-              help="Shrink pair dependence by its LDP noise.")
+              help="Also shrink the copula's pair dependence by its LDP noise (eb: each "
+                   "correlation by its standard error; js: each pair table toward the product of "
+                   "its margins). The marginals are shrunk toward uniform whatever this option "
+                   "says (reidrisk.collect.pipeline); none keeps the pair dependence as estimated.")
 @click.option("--exact-em", type=click.Choice(["none", "marginals", "all"]), default="none",
               show_default=True,
               help="Where to use the report-level EM (exact likelihood of whole reports).")
@@ -379,7 +390,8 @@ _now = time.monotonic  # the clock of the progress of exact tables
                    f"[default: exact up to {EXACT_TABLE_MAX_CELLS:,} cells ({EXACT_HARD_LIMIT:,} "
                    "for a latent class model), sampled above]")
 @click.option("-n", "--rows", "n", type=click.IntRange(min=1), default=None,
-              help="Synthetic records for --sampled (default: as many as were fitted).")
+              help="Synthetic records of a sampled table; implies --sampled (default: as many as "
+                   "were fitted).")
 @renamed_option("--n", "--rows", "n", type=click.IntRange(min=1))
 @click.option("--seed", type=int, default=None,
               help="Seed of the synthetic records of --sampled (default: fresh OS randomness; an "
@@ -421,6 +433,11 @@ def table(model, output, columns, exact, n, seed, as_json) -> None:
     latent = fitted.latent is not None
     seconds = fitted.exact_seconds(idx)
     m = fitted.report.n if n is None else n
+    if n is not None:  # a number of synthetic records asks for a sampled table
+        if exact:
+            raise click.UsageError("-n/--rows counts synthetic records for --sampled; an --exact "
+                                   "table draws none: pass one of the two")
+        exact = False
     if exact is None:
         exact = (len(dims) <= 2 or cells <= EXACT_TABLE_MAX_CELLS
                  or (latent and cells <= EXACT_HARD_LIMIT))
