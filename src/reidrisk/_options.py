@@ -146,3 +146,47 @@ def echo_json(summary: Mapping[str, Any]) -> None:
         raise TypeError(f"not JSON serializable: {value!r}")
 
     click.echo(json.dumps(dict(summary), indent=2, default=plain))
+
+
+def output_option(help_text: str, dest: str = "output", **attrs: Any) -> Callable[[Callable], Callable]:
+    """The required ``-o/--output`` of a command whose output was its last positional argument.
+
+    The former positional form keeps working (not shown in the usage line), with the deprecation
+    line; giving both is a usage error, and neither one the "Missing option" error.
+
+    Parameters
+    ----------
+    help_text : str
+        The option's help.
+    dest : str
+        The command function's parameter it fills.
+    **attrs
+        click attributes of both forms (``type``, ``metavar``).
+
+    Returns
+    -------
+    Callable
+        A decorator placed where the positional argument was (after the other arguments).
+    """
+    positional = f"_positional_{dest}"
+    ptype = attrs.get("type")
+
+    def decorator(f: Callable) -> Callable:
+        @functools.wraps(f)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            value = kwargs.pop(positional)
+            if value is not None:
+                if kwargs.get(dest) is not None:
+                    raise click.UsageError("pass the output once, as -o/--output (a last "
+                                           "positional OUTPUT is its deprecated form)")
+                deprecation_note("the positional OUTPUT", "-o/--output OUTPUT")
+                kwargs[dest] = value
+            if kwargs.get(dest) is None:
+                raise click.UsageError("Missing option '-o' / '--output'.")
+            return f(*args, **kwargs)
+
+        inner = click.argument(positional, required=False, metavar="", type=ptype)(wrapper)
+        return click.option("-o", "--output", dest, default=None, help=help_text + "  [required]",
+                            **attrs)(inner)
+
+    return decorator

@@ -248,7 +248,7 @@ def test_collect_fit_reads_a_directory_of_partitions(tmp_path):
     rr = proto.randomize(SCHEMA, codes, rng=9)
     write_partitioned(tmp_path / "parts", rr, proto, rows_per_partition=600)
     write_reports(tmp_path / "all.parquet", rr, proto)
-    r = CliRunner().invoke(cli, ["collect", "fit", str(tmp_path / "parts"), str(tmp_path / "p.json"),
+    r = CliRunner().invoke(cli, ["collect", "fit", str(tmp_path / "parts"), "-o", str(tmp_path / "p.json"),
                                  "--chunk-rows", "250"])
     assert r.exit_code == 0, r.output
     assert "from 2000 reports" in r.output

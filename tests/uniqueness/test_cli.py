@@ -179,7 +179,7 @@ def test_simulate_then_score_reads_the_reports_file(labelled, name):
     # k-RR at 25 per attribute keeps every value with probability 1 - (f - 1) e^-25 > 1 - 1e-10, so
     # the reports are the records and each count in the database (the whole population, rate 1)
     # must equal the record's true population count exactly.
-    sim = CliRunner().invoke(cli, ["collect", "simulate", str(tmp / "people.csv"), str(tmp / name),
+    sim = CliRunner().invoke(cli, ["collect", "simulate", str(tmp / "people.csv"), "-o", str(tmp / name),
                                    "--schema", str(tmp / "schema.json"), "-e", "100", "-m", "grr",
                                    "--k", "all", "--seed", "1"])
     assert sim.exit_code == 0, sim.output
@@ -225,7 +225,7 @@ def test_a_directory_of_partitioned_reports_is_a_database(labelled, tmp_path):
 
 def test_reports_file_with_another_schema_is_refused(labelled, files):
     tmp, _ = labelled
-    CliRunner().invoke(cli, ["collect", "simulate", str(tmp / "people.csv"), str(tmp / "r.csv"),
+    CliRunner().invoke(cli, ["collect", "simulate", str(tmp / "people.csv"), "-o", str(tmp / "r.csv"),
                              "--schema", str(tmp / "schema.json"), "-e", "4", "--seed", "1"])
     result = run("-N", 1500, "--db", tmp / "r.csv", "--records", tmp / "query.csv",
                  "--schema", files / "schema.json")

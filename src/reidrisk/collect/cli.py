@@ -1,10 +1,10 @@
 """``reidrisk collect``: plan, simulate, fit, table, synth (paper 004 end to end).
 
     reidrisk collect plan     --schema s.json -e 5 -n 30000 --missing-rate 0.5
-    reidrisk collect simulate data.csv reports.csv -e 5 [--attributes-per-person auto|all|K]
-    reidrisk collect fit      reports.csv model.json
-    reidrisk collect table    model.json table.csv -c age -c sex -c income
-    reidrisk collect synth    model.json synthetic.parquet -n 100000
+    reidrisk collect simulate data.csv -o reports.csv -e 5 [--attributes-per-person auto|all|K]
+    reidrisk collect fit      reports.csv -o model.json
+    reidrisk collect table    model.json -o table.csv -c age -c sex -c income
+    reidrisk collect synth    model.json -o synthetic.parquet -n 100000
 
 Reports files (CSV with a ``.meta.json`` sidecar, or Parquet with embedded metadata) are described
 in ``reidrisk.collect.reports_io``; model files in ``reidrisk.collect.model_io``. Tables are written
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import click
 
 from reidrisk._lazy import lazy_exports
-from reidrisk._options import echo_json, json_option, renamed_option
+from reidrisk._options import echo_json, json_option, output_option, renamed_option
 from reidrisk.errors import InputError
 
 if TYPE_CHECKING:  # the cost estimate stays importable from here, loaded on first use
@@ -131,7 +131,8 @@ def plan(schema_path, epsilon, n, missing_rate, mechanism, among, as_json) -> No
 # ---- simulate --------------------------------------------------------------------------------
 @group.command("simulate")
 @click.argument("data", type=click.Path(dir_okay=False, path_type=Path))
-@click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
+@output_option("Reports file to write: .csv (with a .meta.json sidecar) or .parquet.",
+               type=click.Path(dir_okay=False, path_type=Path), metavar="REPORTS")
 @click.option("--schema", "schema_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Schema JSON for DATA (inferred when omitted; see `reidrisk schema infer`).")
 @click.option("-e", "--epsilon", type=float, required=True, callback=_positive,
@@ -151,9 +152,9 @@ def plan(schema_path, epsilon, n, missing_rate, mechanism, among, as_json) -> No
 @json_option
 def simulate(data, output, schema_path, epsilon, mechanism, per_person_text, k_text, among,
              missing_rate, seed, as_json) -> None:
-    """Randomize the records in DATA as clients would and write their reports to OUTPUT.
+    """Randomize the records in DATA as clients would and write their reports to --output.
 
-    DATA is CSV or Parquet with one column per attribute (empty, '?' or NA = missing). OUTPUT is a
+    DATA is CSV or Parquet with one column per attribute (empty, '?' or NA = missing). --output is a
     reports file (.csv with a .meta.json sidecar, or .parquet) holding only randomized reports.
     """
     # kept off the command line's start: loaded only by this command
@@ -242,7 +243,8 @@ def _number(text: str, value: str) -> float:
 
 @group.command("fit")
 @click.argument("reports", type=click.Path(path_type=str))
-@click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
+@output_option("Model file (JSON) to write.", dest="model",
+               type=click.Path(dir_okay=False, path_type=Path), metavar="MODEL")
 @click.option("--estimator", type=click.Choice(["em", "norm_sub", "raw"]), default="em",
               show_default=True, help="Single and pair estimator (raw = DF+Copula, no mitigation).")
 @click.option("--stop", "stop_text", default="noise", show_default=True,
@@ -271,7 +273,7 @@ def _number(text: str, value: str) -> float:
 @json_option
 def fit_cmd(reports, model, estimator, stop_text, shrink, exact_em, fallback, model_kind,
             chunk_rows, scheduler, as_json) -> None:
-    """Fit the copula model of paper 004 from REPORTS and write it to MODEL (JSON).
+    """Fit the copula model of paper 004 from REPORTS and write it to --output (JSON).
 
     With --model latent, a latent class model is fitted instead. REPORTS is a reports file, or partitioned reports: a directory of Parquet partitions or an
     fsspec URL of one (s3://..., gs://...), read and counted a chunk at a time with bounded
@@ -382,7 +384,8 @@ _now = time.monotonic  # the clock of the progress of exact tables
 
 @group.command("table")
 @click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
-@click.argument("output", type=click.Path(dir_okay=False, path_type=Path, allow_dash=True))
+@output_option("Table file to write (CSV or Parquet; - for standard output).",
+               type=click.Path(dir_okay=False, path_type=Path, allow_dash=True), metavar="FILE")
 @click.option("-c", "--column", "columns", multiple=True, required=True, metavar="NAME",
               help="Attribute of the table (repeat for each of the c attributes).")
 @click.option("--exact/--sampled", default=None,
@@ -418,7 +421,7 @@ def table(model, output, columns, exact, n, seed, as_json) -> None:
     from reidrisk.report.progress import Progress
 
     if as_json and str(output) == "-":
-        raise click.UsageError("--json needs an OUTPUT file: '-' writes the table itself to "
+        raise click.UsageError("--json needs an --output file: '-' writes the table itself to "
                                "standard output")
     if str(output) != "-":
         _check_output(output, table=True)
@@ -521,14 +524,15 @@ def _check_output(path: Path, table: bool = False, reports: bool = False) -> Non
 # ---- synth -----------------------------------------------------------------------------------
 @group.command("synth")
 @click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
-@click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
+@output_option("File of synthetic records to write (CSV or Parquet).",
+               type=click.Path(dir_okay=False, path_type=Path), metavar="FILE")
 @click.option("-n", "--rows", "n", type=click.IntRange(min=1), default=None,
               help="Number of records (default: as many as were fitted).")
 @renamed_option("--n", "--rows", "n", type=click.IntRange(min=1))
 @click.option("--seed", type=int, default=None, help="Seed (default: fresh OS randomness).")
 @json_option
 def synth(model, output, n, seed, as_json) -> None:
-    """Generate synthetic complete records from MODEL and write them (labels) to OUTPUT."""
+    """Generate synthetic complete records from MODEL and write them (labels) to --output."""
     # kept off the command line's start: loaded only by this command
     from reidrisk.collect.pipeline import CollectModel
     from reidrisk.mechanisms.base import as_generator
