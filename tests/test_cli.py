@@ -195,6 +195,36 @@ def test_every_command_that_prints_a_summary_has_json(path):
         f"`reidrisk {' '.join(path)}` prints a summary but has no --json")
 
 
+def _parse(path, args):
+    """The parameters `reidrisk PATH ARGS` would run with (parsed, not run)."""
+    ctx = click.Context(cli)
+    command: click.Command = cli
+    for name in path:
+        command = command.get_command(ctx, name)  # type: ignore[attr-defined]
+    return command.make_context(" ".join(path), list(args)).params
+
+
+@pytest.mark.parametrize("path, args, name, want", [
+    (("demo",), ["-e", "1,2", "-e", "4"], "epsilons", (1.0, 2.0, 4.0)),
+    (("demo",), ["-m", "grr,oue", "-m", "subset"], "mechanisms", ("grr", "oue", "subset")),
+    (("schema", "infer"), ["d.csv", "-c", "a,b", "-c", "c"], "columns", ("a", "b", "c")),
+    (("pie", "bound"), ["-e", "0.5,3", "-n", "10", "-k", "4"], "epsilons", (0.5, 3.0)),
+    (("uniqueness", "score"), ["-N", "5", "--db", "x", "--records", "y", "-T", "1,5", "-T", "9"],
+     "thresholds", (1.0, 5.0, 9.0)),
+    (("collect", "table"), ["m.json", "-o", "t.csv", "-c", "A1,A2", "-c", "A3"], "columns",
+     ("A1,A2", "A3")),  # split by the command itself
+])
+def test_every_list_option_repeats_and_takes_comma_lists(path, args, name, want):
+    assert _parse(path, args)[name] == want
+
+
+def test_a_comma_list_item_is_checked_like_a_single_value():
+    with pytest.raises(click.BadParameter, match="not a privacy budget"):
+        _parse(("demo",), ["-e", "1,-2"])
+    with pytest.raises(click.BadParameter, match="empty item"):
+        _parse(("demo",), ["-e", "1,,2"])
+
+
 @pytest.mark.parametrize("args, new", [
     (["collect", "plan", "--n", "30000"], "--rows"),
     (["collect", "table", "--n", "5"], "--rows"),

@@ -37,3 +37,22 @@ def test_aliased_choice_converts_and_hides_the_former_value():
     assert "deprecated; use -m grr" in result.stderr
     assert "[grr|glh]" in runner.invoke(probe, ["--help"]).output
     assert runner.invoke(probe, ["-m", "xx"]).exit_code == 2
+
+
+def test_comma_list_joins_repeated_lists_and_checks_each_item():
+    from reidrisk._options import CommaList, flat
+
+    seen = []
+
+    @click.command()
+    @click.option("-e", type=CommaList(click.FLOAT), multiple=True,
+                  callback=flat(lambda ctx, param, v: seen.append(v) or v))
+    def cmd(e):
+        click.echo(repr(e))
+
+    runner = CliRunner()
+    assert runner.invoke(cmd, ["-e", "1,2", "-e", "4"]).stdout == "(1.0, 2.0, 4.0)\n"
+    assert seen == [(1.0, 2.0, 4.0)]
+    assert runner.invoke(cmd, []).stdout == "()\n"
+    bad = runner.invoke(cmd, ["-e", "1,x"])
+    assert bad.exit_code == 2 and "'x' is not a valid float" in bad.output

@@ -190,3 +190,63 @@ def output_option(help_text: str, dest: str = "output", **attrs: Any) -> Callabl
                             **attrs)(inner)
 
     return decorator
+
+
+class CommaList(click.ParamType):
+    """A list option's value: one item or a comma list of them (``-e 1,2 -e 4``).
+
+    Used with ``multiple=True`` and ``callback=flat(...)``, which joins the repeated lists into one
+    tuple.
+
+    Parameters
+    ----------
+    item : click.ParamType
+        The type of each item (``click.FLOAT``, ``click.STRING``).
+    """
+
+    def __init__(self, item: click.ParamType) -> None:
+        self.item = item
+        self.name = f"{item.name} list"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Split on commas and convert each item.
+
+        Parameters
+        ----------
+        value : Any
+            The text given on the command line (a tuple when already converted).
+        param, ctx : click.Parameter or None, click.Context or None
+            As for ``click.ParamType.convert``.
+
+        Returns
+        -------
+        tuple
+            The converted items.
+        """
+        if isinstance(value, tuple):
+            return value
+        parts = [part.strip() for part in str(value).split(",")]
+        if not all(parts):
+            self.fail(f"{value!r} has an empty item; separate the items with single commas",
+                      param, ctx)
+        return tuple(self.item.convert(part, param, ctx) for part in parts)
+
+
+def flat(callback: Callable | None = None) -> Callable:
+    """The callback of a repeated ``CommaList`` option: one tuple of all items, then ``callback``.
+
+    Parameters
+    ----------
+    callback : callable or None
+        The option's own check, called as ``callback(ctx, param, items)``.
+
+    Returns
+    -------
+    Callable
+        A click option callback.
+    """
+    def joined(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        items = tuple(item for group in value or () for item in group)
+        return callback(ctx, param, items) if callback is not None else items
+
+    return joined

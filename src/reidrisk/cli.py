@@ -30,7 +30,7 @@ from pathlib import Path
 import click
 
 from reidrisk import __version__
-from reidrisk._options import renamed_option
+from reidrisk._options import CommaList, flat, renamed_option
 from reidrisk.errors import ReidriskError
 
 #: capability -> its one-line help, shown by ``reidrisk --help`` without importing the capability
@@ -272,12 +272,14 @@ _DEFAULT_TARGET_ERROR = 0.5
 @click.option("-o", "--output", "out", type=click.Path(file_okay=False, path_type=Path),
               default=Path("reidrisk-report"), show_default=True, help="Folder the report is written to.")
 @renamed_option("--out", "--output", "out", type=click.Path(file_okay=False, path_type=Path))
-@click.option("-e", "--epsilon", "epsilons", type=float, multiple=True, callback=_check_epsilons,
-              metavar="EPS",
-              help="Sweep: whole-record budget; repeat for a sweep. [default: "
+@click.option("-e", "--epsilon", "epsilons", type=CommaList(click.FLOAT), multiple=True,
+              callback=flat(_check_epsilons), metavar="EPS",
+              help="Sweep: whole-record budget; repeat, or give a comma list, for a sweep. [default: "
                    f"{' '.join(f'{e:g}' for e in _DEFAULT_EPSILONS)}]")
-@click.option("-m", "--mechanism", "mechanisms", multiple=True, metavar="NAME",
-              help="Sweep: mechanism to compare; repeat for several. [default: every registered one]")
+@click.option("-m", "--mechanism", "mechanisms", type=CommaList(click.STRING), multiple=True,
+              callback=flat(), metavar="NAME",
+              help="Sweep: mechanism to compare; repeat, or give a comma list, for several. "
+                   "[default: every registered one]")
 @click.option("-n", "--rows", "n", type=click.IntRange(min=2), default=None,
               help=f"Sweep: number of records (synthetic: size of the population [default: {_DEFAULT_N}]; "
                    "--data: a random sample of this many rows [default: all]).")
@@ -373,8 +375,9 @@ def schema() -> None:
               help="Quantile bins for numeric columns with more distinct values than this.")
 @click.option("--max-categories", type=click.IntRange(min=2), default=64, show_default=True,
               help="Refuse categorical columns with more distinct values than this.")
-@click.option("-c", "--column", "columns", multiple=True, metavar="NAME",
-              help="Only these columns (repeatable; default: all).")
+@click.option("-c", "--column", "columns", type=CommaList(click.STRING), multiple=True,
+              callback=flat(), metavar="NAME",
+              help="Only these columns (repeatable, each a comma list; default: all).")
 def schema_infer(data, output, numeric_bins, max_categories, columns) -> None:
     """Infer a schema from DATA (CSV or Parquet): categorical columns keep their values, numeric
     columns are binned at quantiles. Review the result before collecting data with it."""

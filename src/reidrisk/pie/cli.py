@@ -16,7 +16,7 @@ import math
 
 import click
 
-from reidrisk._options import AliasedChoice
+from reidrisk._options import AliasedChoice, CommaList, flat
 
 
 @click.group(name="pie")
@@ -64,8 +64,9 @@ def _fmt(x: float) -> str:
 
 
 @group.command("bound")
-@click.option("-e", "--epsilon", "epsilons", type=float, multiple=True, required=True,
-              callback=_positive, metavar="EPS", help="Budget per release; repeat for several.")
+@click.option("-e", "--epsilon", "epsilons", type=CommaList(click.FLOAT), multiple=True,
+              required=True, callback=flat(_positive), metavar="EPS",
+              help="Budget per release; repeat, or give a comma list, for several.")
 @_users_and_domain
 @click.option("-m", "--mechanism", type=_MECHANISMS, default="grr", show_default=True,
               help="ldp: any epsilon-LDP mechanism (Prop. 4.1); grr: k-ary randomized response "

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from reidrisk._options import echo_json, json_option, renamed_option
+from reidrisk._options import CommaList, echo_json, flat, json_option, renamed_option
 from reidrisk.errors import InputError
 
 if TYPE_CHECKING:
@@ -150,8 +150,10 @@ def _thresholds(ctx, param, value):
 @click.option("--schema", "schema_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Schema JSON (see `reidrisk schema infer`); taken from a reports file's metadata, or "
                    "inferred from all files, when omitted.")
-@click.option("-T", "--threshold", "thresholds", type=float, multiple=True, callback=_thresholds,
-              help="Threshold T >= 1 of P(X > T) and of the flag; repeat for several. [default: 1]")
+@click.option("-T", "--threshold", "thresholds", type=CommaList(click.FLOAT), multiple=True,
+              callback=flat(_thresholds), metavar="T",
+              help="Threshold T >= 1 of P(X > T) and of the flag; repeat, or give a comma list, for "
+                   "several. [default: 1]")
 @click.option("--preset", type=click.Choice(["reidrisk", "paper"]), default=None,
               help="reidrisk (default): calibrated prior, randomization-aware counts; paper: paper "
                    "000 as printed.")
