@@ -178,9 +178,8 @@ def test_every_seed_states_its_default(path):
                 f"`reidrisk {' '.join(path)} --seed` does not say what it does when omitted")
 
 
-# commands that print no summary of their own: a group, a service, schema infer (it prints JSON
-# already), and the demo (its summary is the report it writes)
-_NO_SUMMARY = {("schema", "infer"), ("serve",), ("demo",)}
+# commands that print no summary of their own: a service, and schema infer (it prints JSON already)
+_NO_SUMMARY = {("schema", "infer"), ("serve",)}
 
 
 @pytest.mark.parametrize("path", [p for p in _VOCAB_PATHS if p not in _NO_SUMMARY], ids=" ".join)
@@ -193,6 +192,19 @@ def test_every_command_that_prints_a_summary_has_json(path):
         return
     assert "--json" in {o for option in _options(path) for o in option.opts}, (
         f"`reidrisk {' '.join(path)}` prints a summary but has no --json")
+
+
+def test_demo_json_is_the_text_summary_as_numbers(runner, tmp_path):
+    args = ["demo", "--sample", "300", "--no-progress"]
+    text = runner.invoke(cli, [*args, "-o", str(tmp_path / "t")])
+    data = runner.invoke(cli, [*args, "-o", str(tmp_path / "j"), "--json"])
+    assert text.exit_code == data.exit_code == 0, text.output + data.output
+    summary = json.loads(data.stdout)
+    assert summary["report"] == str(tmp_path / "j" / "index.html")
+    assert summary["people"] == 300 and summary["seed"] == 0
+    assert f"k = {summary['assess']['k_anonymity']}," in text.stdout
+    assert f"{summary['release']['rows_suppressed']:,} rows deleted" in text.stdout
+    assert f"at epsilon {summary['collection']['epsilon']:.3g} " in text.stdout
 
 
 def _parse(path, args):

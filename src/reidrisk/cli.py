@@ -30,7 +30,7 @@ from pathlib import Path
 import click
 
 from reidrisk import __version__
-from reidrisk._options import CommaList, flat, renamed_option
+from reidrisk._options import CommaList, echo_json, flat, json_option, renamed_option
 from reidrisk.errors import ReidriskError
 
 #: capability -> its one-line help, shown by ``reidrisk --help`` without importing the capability
@@ -291,8 +291,9 @@ _DEFAULT_TARGET_ERROR = 0.5
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Progress on standard error: a bar on a terminal, a plain line every few "
                    "seconds otherwise.")
+@json_option
 def demo(sweep, sample, target_error, data, schema, out, epsilons, mechanisms, n, missing_rate,
-         seed, progress) -> None:
+         seed, progress, as_json) -> None:
     """Run the main job on a real table and write an HTML report.
 
     On a sample of the UCI Adult extract shipped with reidrisk: assess the table's
@@ -309,7 +310,7 @@ def demo(sweep, sample, target_error, data, schema, out, epsilons, mechanisms, n
         or bool(epsilons or mechanisms)
     if not sweep:
         check_output_path(out, kind="folder")  # before the work, not after it
-        _run_story(out, sample, target_error, seed, progress)
+        _run_story(out, sample, target_error, seed, progress, as_json)
         return
     if sample is not None or target_error is not None:
         raise click.UsageError("--sample and --target-error belong to the main job, not --sweep")
@@ -332,12 +333,36 @@ def demo(sweep, sample, target_error, data, schema, out, epsilons, mechanisms, n
         progress=progress,
         log=lambda msg: click.echo(msg, err=True),
     )
+    if as_json:
+        echo_json({"report": result.report, "seconds": result.seconds,
+                   "measurements": result.table().to_dict(orient="records")})
+        return
     click.echo(result.summary())
     click.echo(f"\nReport: {result.report}  ({result.seconds:.1f} s)")
 
 
+def _story_json(story, page: Path, seconds: float) -> dict:
+    """The main job's headline numbers (those of ``story_summary``) for ``demo --json``."""
+    a, r, c, left = story.assessment, story.release, story.collection, story.remaining
+    return {
+        "report": page, "seconds": seconds, "people": story.n, "population": story.population,
+        "seed": story.seed,
+        "assess": {"k_anonymity": a.k_anonymity,
+                   "records_at_risk": a.attackers["journalist"].records_at_risk,
+                   "expected_reidentifications": a.expected_reidentifications,
+                   "unique_in_population": int(story.truly_unique.sum())},
+        "release": {"k": r.k_target, "rows_suppressed": r.rows_suppressed,
+                    "attack_rates": {name: rate[0] for name, rate in r.attack_rates.items()}},
+        "collection": {"epsilon": c.epsilon, "target_error": story.target_error,
+                       "marginal_tv": c.marginal_tv, "uniform_tv": c.uniform_tv},
+        "remaining": {"link_rate": left.link_rate,
+                      "predicted_unique": float(left.p_unique.sum()),
+                      "unique": int(left.truly_unique.sum())},
+    }
+
+
 def _run_story(out: Path, sample: int | None, target_error: float | None, seed: int,
-               progress: bool) -> None:
+               progress: bool, as_json: bool = False) -> None:
     """The main job (``reidrisk.story``) written to ``out``, its summary on standard output."""
     import time
 
@@ -356,6 +381,9 @@ def _run_story(out: Path, sample: int | None, target_error: float | None, seed: 
                       target_error=DEFAULT_TARGET_ERROR if target_error is None else target_error,
                       seed=seed, progress=progress, log=lambda msg: click.echo(msg, err=True))
     page = write_story(story, out)
+    if as_json:
+        echo_json(_story_json(story, page, time.perf_counter() - t0))
+        return
     click.echo(story_summary(story))
     click.echo(f"\nReport: {page}  ({time.perf_counter() - t0:.1f} s)")
 
