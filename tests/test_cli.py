@@ -168,6 +168,8 @@ def test_every_command_speaks_one_vocabulary(path):
             assert names & {"--rows", "--users"}, f"-n is a count of rows (or PIE's users): {option.opts}"
         if "-N" in names or "--population" in names:
             assert {"-N", "--population"} <= names, option.opts
+        if "-o" in names or "--output" in names:
+            assert {"-o", "--output"} <= names, option.opts
 
 
 @pytest.mark.parametrize("path", _VOCAB_PATHS, ids=" ".join)
