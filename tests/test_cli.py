@@ -140,6 +140,135 @@ def test_root_help_lists_lazy_commands_with_their_own_first_line():
             f"{own!r}: make reidrisk.cli.CAPABILITIES (or SERVE) agree with it")
 
 
+# ---- one vocabulary (docs/guide.md, "The command line") -------------------------------------
+# the linkage commands are left out until they adopt the convention
+_VOCAB_PATHS = [p for p in _all_commands(cli) if p[0] != "linkage"]
+# former spellings: accepted as hidden aliases, never listed in --help
+_FORMER = {"--n": "-n/--rows", "--out": "-o/--output", "--k": "-k/--domain or a named option"}
+
+
+def _options(path):
+    ctx = click.Context(cli)
+    command: click.Command = cli
+    for name in path:
+        assert isinstance(command, click.Group)
+        command = command.get_command(ctx, name)
+    return [p for p in command.params if isinstance(p, click.Option) and not p.hidden]
+
+
+@pytest.mark.parametrize("path", _VOCAB_PATHS, ids=" ".join)
+def test_every_command_speaks_one_vocabulary(path):
+    for option in _options(path):
+        names = set(option.opts) | set(option.secondary_opts)
+        for old, new in _FORMER.items():
+            assert old not in names, f"`reidrisk {' '.join(path)}` lists {old}; use {new}"
+        if "-k" in names:
+            assert "--domain" in names, f"-k means a domain size only: {option.opts}"
+        if "-n" in names:
+            assert names & {"--rows", "--users"}, f"-n is a count of rows (or PIE's users): {option.opts}"
+        if "-N" in names or "--population" in names:
+            assert {"-N", "--population"} <= names, option.opts
+        if "-o" in names or "--output" in names:
+            assert {"-o", "--output"} <= names, option.opts
+
+
+@pytest.mark.parametrize("path", _VOCAB_PATHS, ids=" ".join)
+def test_every_seed_states_its_default(path):
+    for option in _options(path):
+        if option.name == "seed":
+            assert option.show_default or "default:" in (option.help or ""), (
+                f"`reidrisk {' '.join(path)} --seed` does not say what it does when omitted")
+
+
+# commands that print no summary of their own: a service, and schema infer (it prints JSON already)
+_NO_SUMMARY = {("schema", "infer"), ("serve",)}
+
+
+@pytest.mark.parametrize("path", [p for p in _VOCAB_PATHS if p not in _NO_SUMMARY], ids=" ".join)
+def test_every_command_that_prints_a_summary_has_json(path):
+    ctx = click.Context(cli)
+    command: click.Command = cli
+    for name in path:
+        command = command.get_command(ctx, name)  # type: ignore[attr-defined]
+    if isinstance(command, click.Group):
+        return
+    assert "--json" in {o for option in _options(path) for o in option.opts}, (
+        f"`reidrisk {' '.join(path)}` prints a summary but has no --json")
+
+
+def test_demo_json_is_the_text_summary_as_numbers(runner, tmp_path):
+    args = ["demo", "--sample", "300", "--no-progress"]
+    text = runner.invoke(cli, [*args, "-o", str(tmp_path / "t")])
+    data = runner.invoke(cli, [*args, "-o", str(tmp_path / "j"), "--json"])
+    assert text.exit_code == data.exit_code == 0, text.output + data.output
+    summary = json.loads(data.stdout)
+    assert summary["report"] == str(tmp_path / "j" / "index.html")
+    assert summary["people"] == 300 and summary["seed"] == 0
+    assert f"k = {summary['assess']['k_anonymity']}," in text.stdout
+    assert f"{summary['release']['rows_suppressed']:,} rows deleted" in text.stdout
+    assert f"at epsilon {summary['collection']['epsilon']:.3g} " in text.stdout
+
+
+def _parse(path, args):
+    """The parameters `reidrisk PATH ARGS` would run with (parsed, not run)."""
+    ctx = click.Context(cli)
+    command: click.Command = cli
+    for name in path:
+        command = command.get_command(ctx, name)  # type: ignore[attr-defined]
+    return command.make_context(" ".join(path), list(args)).params
+
+
+@pytest.mark.parametrize("path, args, name, want", [
+    (("demo",), ["-e", "1,2", "-e", "4"], "epsilons", (1.0, 2.0, 4.0)),
+    (("demo",), ["-m", "grr,oue", "-m", "subset"], "mechanisms", ("grr", "oue", "subset")),
+    (("schema", "infer"), ["d.csv", "-c", "a,b", "-c", "c"], "columns", ("a", "b", "c")),
+    (("pie", "bound"), ["-e", "0.5,3", "-n", "10", "-k", "4"], "epsilons", (0.5, 3.0)),
+    (("uniqueness", "score"), ["-N", "5", "--db", "x", "--records", "y", "-T", "1,5", "-T", "9"],
+     "thresholds", (1.0, 5.0, 9.0)),
+    (("collect", "table"), ["m.json", "-o", "t.csv", "-c", "A1,A2", "-c", "A3"], "columns",
+     ("A1,A2", "A3")),  # split by the command itself
+])
+def test_every_list_option_repeats_and_takes_comma_lists(path, args, name, want):
+    assert _parse(path, args)[name] == want
+
+
+def test_a_comma_list_item_is_checked_like_a_single_value():
+    with pytest.raises(click.BadParameter, match="not a privacy budget"):
+        _parse(("demo",), ["-e", "1,-2"])
+    with pytest.raises(click.BadParameter, match="empty item"):
+        _parse(("demo",), ["-e", "1,,2"])
+
+
+@pytest.mark.parametrize("args, new", [
+    (["collect", "plan", "--n", "30000"], "--rows"),
+    (["collect", "table", "--n", "5"], "--rows"),
+    (["collect", "synth", "--n", "5"], "--rows"),
+])
+def test_former_count_spelling_still_parses(args, new):
+    """The former name is hidden but still accepted; here it is parsed, then the command stops at
+    the missing inputs (not at an unknown option)."""
+    result = CliRunner().invoke(cli, args)
+    assert "No such option" not in result.output, result.output
+
+
+def test_former_and_new_spelling_together_is_refused(small):
+    _, schema_path, _ = small
+    result = CliRunner().invoke(cli, ["collect", "plan", "--schema", str(schema_path), "-e", "5",
+                                      "--n", "100", "--rows", "200"])
+    _assert_clean_error(result, "--rows", "--n")
+
+
+def test_former_count_spelling_warns_and_works(small):
+    _, schema_path, _ = small
+    old = CliRunner().invoke(cli, ["collect", "plan", "--schema", str(schema_path), "-e", "5",
+                                   "--n", "3000"])
+    new = CliRunner().invoke(cli, ["collect", "plan", "--schema", str(schema_path), "-e", "5",
+                                   "--rows", "3000"])
+    assert old.exit_code == new.exit_code == 0, old.output
+    assert "Warning: --n is deprecated; use --rows." in old.stderr
+    assert old.stdout == new.stdout
+
+
 @pytest.mark.parametrize("path", list(_all_commands(cli)), ids=" ".join)
 def test_every_command_has_help(runner, path):
     result = runner.invoke(cli, [*path, "--help"])
@@ -149,7 +278,7 @@ def test_every_command_has_help(runner, path):
 
 def test_demo_help_documents_the_options(runner):
     result = runner.invoke(cli, ["demo", "--help"])
-    for option in ("--data", "--schema", "--out", "--epsilon", "--mechanism", "--n", "--missing-rate",
+    for option in ("--data", "--schema", "--output", "--epsilon", "--mechanism", "--rows", "--missing-rate",
                    "--seed", "--no-progress"):
         assert option in result.output
 
@@ -175,7 +304,7 @@ def test_demo_small_writes_the_report(runner, tmp_path):
 def test_demo_on_a_file_with_its_schema(runner, small, tmp_path, fast_collect_section):
     data, schema_path, _ = small
     out = tmp_path / "rep"
-    result = runner.invoke(cli, ["demo", "--data", str(data), "--schema", str(schema_path), "--out",
+    result = runner.invoke(cli, ["demo", "--data", str(data), "--schema", str(schema_path), "--output",
                                  str(out), "-m", "grr", "-e", "1", "-e", "8", "--seed", "5"])
     assert result.exit_code == 0, result.output
     page = (out / "index.html").read_text()
@@ -188,7 +317,7 @@ def test_demo_on_a_file_with_its_schema(runner, small, tmp_path, fast_collect_se
 @pytest.mark.slow
 def test_demo_infers_the_schema_when_omitted(runner, small, tmp_path, fast_collect_section):
     data, _, _ = small
-    result = runner.invoke(cli, ["demo", "--data", str(data), "--out", str(tmp_path / "r"),
+    result = runner.invoke(cli, ["demo", "--data", str(data), "--output", str(tmp_path / "r"),
                                  "-m", "grr", "-e", "4"])
     assert result.exit_code == 0, result.output
     assert "Inferred a schema of 3 attributes" in result.output
@@ -198,7 +327,7 @@ def test_demo_infers_the_schema_when_omitted(runner, small, tmp_path, fast_colle
 
 def test_missing_data_file(runner, tmp_path):
     missing = tmp_path / "nope.csv"
-    result = runner.invoke(cli, ["demo", "--data", str(missing), "--out", str(tmp_path / "r")])
+    result = runner.invoke(cli, ["demo", "--data", str(missing), "--output", str(tmp_path / "r")])
     _assert_clean_error(result, "nope.csv", "does not exist")
     assert not (tmp_path / "r").exists()
 
@@ -214,7 +343,7 @@ def test_schema_column_absent_from_the_data(runner, small, tmp_path):
     other = Schema((*schema.attributes, Attribute("height", ("short", "tall"))))
     other.save(tmp_path / "other.json")
     result = runner.invoke(cli, ["demo", "--data", str(data), "--schema", str(tmp_path / "other.json"),
-                                 "--out", str(tmp_path / "r")])
+                                 "--output", str(tmp_path / "r")])
     _assert_clean_error(result, "height")
 
 
@@ -224,13 +353,13 @@ def test_unknown_category_in_the_data(runner, small, tmp_path):
     frame.loc[5, "colour"] = "purple"
     frame.to_csv(data, index=False)
     result = runner.invoke(cli, ["demo", "--data", str(data), "--schema", str(schema_path),
-                                 "--out", str(tmp_path / "r")])
+                                 "--output", str(tmp_path / "r")])
     _assert_clean_error(result, "colour", "purple")
 
 
 @pytest.mark.parametrize("eps", ["0", "-1", "inf", "nan"])
 def test_epsilon_must_be_positive_and_finite(runner, eps, tmp_path):
-    result = runner.invoke(cli, ["demo", "--epsilon", eps, "--out", str(tmp_path / "r")])
+    result = runner.invoke(cli, ["demo", "--epsilon", eps, "--output", str(tmp_path / "r")])
     assert result.exit_code == 2
     assert "Traceback" not in result.output
     assert "--epsilon" in result.output and "finite and > 0" in result.output
@@ -240,7 +369,7 @@ def test_epsilon_must_be_positive_and_finite(runner, eps, tmp_path):
 def test_empty_data_file(runner, tmp_path):
     data = tmp_path / "empty.csv"
     data.write_text("")
-    result = runner.invoke(cli, ["demo", "--data", str(data), "--out", str(tmp_path / "r")])
+    result = runner.invoke(cli, ["demo", "--data", str(data), "--output", str(tmp_path / "r")])
     _assert_clean_error(result, "empty.csv", "empty")
 
 
@@ -253,7 +382,7 @@ def test_header_only_data_file(runner, small, tmp_path):
 
 
 def test_unknown_mechanism(runner, tmp_path):
-    result = runner.invoke(cli, ["demo", "-m", "laplace", "--out", str(tmp_path / "r")])
+    result = runner.invoke(cli, ["demo", "-m", "laplace", "--output", str(tmp_path / "r")])
     _assert_clean_error(result, "laplace", "grr")
 
 
@@ -269,7 +398,7 @@ def test_debug_shows_the_original_exception(runner, small, tmp_path):
     frame = pd.read_csv(data, dtype=str, keep_default_na=False)
     frame.loc[0, "flag"] = "maybe"
     frame.to_csv(data, index=False)
-    args = ["demo", "--data", str(data), "--schema", str(schema_path), "--out", str(tmp_path / "r")]
+    args = ["demo", "--data", str(data), "--schema", str(schema_path), "--output", str(tmp_path / "r")]
     result = runner.invoke(cli, ["--debug", *args])
     assert isinstance(result.exception, SchemaError)
     assert result.exit_code == 1
@@ -410,7 +539,7 @@ def test_main_entry_point(capsys):
 def test_ragged_and_binary_csv_name_the_file(runner, tmp_path, content, fragment):
     path = tmp_path / "input.csv"
     path.write_bytes(content)
-    for args in (["schema", "infer", str(path)], ["demo", "--data", str(path), "--out", str(tmp_path / "r")]):
+    for args in (["schema", "infer", str(path)], ["demo", "--data", str(path), "--output", str(tmp_path / "r")]):
         _assert_clean_error(runner.invoke(cli, args), "input.csv", fragment)
 
 
@@ -455,7 +584,7 @@ def test_demo_help_states_the_main_jobs_defaults(runner):
     (["--target-error", "1"], "--target-error"),
 ])
 def test_demo_refuses_options_of_the_other_mode_before_any_work(runner, tmp_path, args, message):
-    result = runner.invoke(cli, ["demo", *args, "--out", str(tmp_path / "r")])
+    result = runner.invoke(cli, ["demo", *args, "--output", str(tmp_path / "r")])
     assert result.exit_code == 2, result.output
     assert message in result.output
     assert not (tmp_path / "r").exists()
@@ -464,7 +593,7 @@ def test_demo_refuses_options_of_the_other_mode_before_any_work(runner, tmp_path
 @pytest.mark.slow
 def test_demo_by_default_tells_the_main_job_on_the_adult_extract(runner, tmp_path):
     out = tmp_path / "report"
-    result = runner.invoke(cli, ["demo", "--sample", "400", "--out", str(out)])
+    result = runner.invoke(cli, ["demo", "--sample", "400", "--output", str(out)])
     assert result.exit_code == 0, result.output
     page = (out / "index.html").read_text(encoding="utf-8")
     for title in ("1. Assess the table", "2. Release it 5-anonymous, and attack",
@@ -484,7 +613,7 @@ def test_demo_output_folder_is_checked_before_the_work(runner, tmp_path, monkeyp
 
     monkeypatch.setattr(demo_module, "run_demo", no_run)
     (tmp_path / "afile").write_text("x")
-    result = runner.invoke(cli, ["demo", "--out", str(tmp_path / "afile" / "report")])
+    result = runner.invoke(cli, ["demo", "--output", str(tmp_path / "afile" / "report")])
     _assert_clean_error(result, "afile", "is a file")
 
 
@@ -495,7 +624,7 @@ def test_demo_progress_lines_when_stderr_is_not_a_terminal(runner, small, tmp_pa
 
     monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)  # a line after every step
     data, schema_path, _ = small
-    result = runner.invoke(cli, ["demo", "--data", str(data), "--schema", str(schema_path), "--out",
+    result = runner.invoke(cli, ["demo", "--data", str(data), "--schema", str(schema_path), "--output",
                                  str(tmp_path / "rep"), "-m", "grr", "-e", "1", "-e", "8"])
     assert result.exit_code == 0, result.output
     assert "collect + estimate: 1/2 runs (50%) [grr eps=1]" in result.stderr

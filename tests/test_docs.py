@@ -441,3 +441,70 @@ def test_the_checks_raise_on_a_module_broken_by_its_own_code(monkeypatch):
             exported_callables(pkg)
         with pytest.raises(RuntimeError, match="fake_pkg.extra cannot be imported"):
             returning_callables(pkg)
+
+
+# ---- every Python snippet of the user docs runs ------------------------------------------------
+# docs file -> {block index (0-based, in file order): setup run first, "slow" (the snippet is a slow
+# test), "slow after N" (block N runs first), or SKIP_SNIPPET + reason}.
+# Every ```python block must have an entry: a new snippet is run or its reason to skip is stated.
+SKIP_SNIPPET = "skip: "
+_SCALE_REPORTS = """
+from reidrisk.collect.partitioned import simulate_partitioned
+from reidrisk.collect.protocol import Protocol
+from reidrisk.schema import Attribute, Schema
+schema = Schema(tuple(Attribute(f"a{j}", tuple("abc")) for j in range(3)))
+simulate_partitioned("reports/", schema, Protocol(4.0, None, "grr"), 3000,
+                     rows_per_partition=1000, rng=1)
+"""
+SNIPPETS: dict[str, dict[int, str]] = {
+    "docs/guide.md": {0: "", 1: "", 2: "", 3: "", 4: "slow", 5: "slow after 4", 6: ""},
+    "docs/scale.md": {
+        0: SKIP_SNIPPET + "writes to s3://bucket and needs report batches from a client; the "
+                          "in-memory call is run by tests/collect/test_partitioned.py",
+        1: _SCALE_REPORTS,
+        2: SKIP_SNIPPET + "needs a Dask cluster client; tests/collect/test_dask.py runs it",
+        3: "slow",
+        4: SKIP_SNIPPET + "needs a Spark context and an s3 bucket",
+        5: SKIP_SNIPPET + "needs a Spark context",
+    },
+    "docs/deployment.md": {
+        0: SKIP_SNIPPET + "needs a running service; tests/service/test_walkthrough.py submits "
+                          "answers the same way",
+    },
+}
+_FENCE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+
+
+def _snippets():
+    for doc, table in SNIPPETS.items():
+        blocks = _FENCE.findall((ROOT / doc).read_text(encoding="utf-8"))
+        for i, code in enumerate(blocks):
+            setup = table.get(i)
+            marks = [pytest.mark.slow] if setup is not None and setup.startswith("slow") else []
+            if setup is not None and setup.startswith("slow after "):
+                setup = blocks[int(setup.rsplit(" ", 1)[1])]
+            yield pytest.param(doc, i, code, setup, marks=marks, id=f"{doc}#{i}")
+
+
+def test_every_python_snippet_is_listed():
+    for doc, table in SNIPPETS.items():
+        count = len(_FENCE.findall((ROOT / doc).read_text(encoding="utf-8")))
+        assert sorted(table) == list(range(count)), (
+            f"{doc} has {count} Python snippets; list each in tests/test_docs.py SNIPPETS")
+
+
+@pytest.mark.parametrize("doc, index, code, setup", list(_snippets()))
+def test_python_snippet_runs(doc, index, code, setup, tmp_path, monkeypatch):
+    if setup is None:
+        pytest.fail(f"{doc} snippet {index} is not listed in SNIPPETS")
+    if setup.startswith(SKIP_SNIPPET):
+        pytest.skip(setup[len(SKIP_SNIPPET):])
+    monkeypatch.chdir(tmp_path)  # snippets write relative paths
+    monkeypatch.setattr(sys, "argv", [f"{doc}#{index}"])  # a script snippet reads its arguments
+    import matplotlib
+
+    matplotlib.use("Agg")
+    namespace: dict = {"__name__": "__main__"}
+    if setup not in ("", "slow"):
+        exec(compile(setup, f"{doc} setup {index}", "exec"), namespace)
+    exec(compile(code, f"{doc} snippet {index}", "exec"), namespace)

@@ -68,7 +68,7 @@ def bad_inputs(tmp_path):
     traces = _write(tmp_path / "t.csv", "user_id,time_id,reg_id\n1,0,1\n1,1,2\n2,0,2\n2,1,1\n")
     return [
         (["schema", "infer", str(tmp_path / "absent.csv")], "absent.csv", None),
-        (["collect", "table", str(not_a_model), "-", "-c", "a"],
+        (["collect", "table", str(not_a_model), "-o", "-", "-c", "a"],
          "not a reidrisk collection model", "ModelFileError"),
         (["uniqueness", "score", "-N", "100", "--db", f"{people}:2", "--records", str(people)],
          "sampling rate 2 is outside (0, 1]", "InputError"),

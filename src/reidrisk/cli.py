@@ -30,6 +30,7 @@ from pathlib import Path
 import click
 
 from reidrisk import __version__
+from reidrisk._options import CommaList, echo_json, flat, json_option, renamed_option
 from reidrisk.errors import ReidriskError
 
 #: capability -> its one-line help, shown by ``reidrisk --help`` without importing the capability
@@ -256,7 +257,7 @@ _DEFAULT_TARGET_ERROR = 0.5
 @cli.command()
 @click.option("--sweep", is_flag=True,
               help="Run the mechanism x budget sweep instead of the main job (implied by any of "
-                   "--data, --schema, --epsilon, --mechanism, --n, --missing-rate).")
+                   "--data, --schema, --epsilon, --mechanism, --rows, --missing-rate).")
 @click.option("--sample", type=click.IntRange(min=200), default=None,
               help=f"Main job: people in the data holder's table, a sample of the shipped Adult "
                    f"extract's 10,000. [default: {_DEFAULT_SAMPLE}]")
@@ -268,26 +269,31 @@ _DEFAULT_TARGET_ERROR = 0.5
               help="Sweep: CSV or Parquet file of records (default: a built-in synthetic population).")
 @click.option("--schema", "schema", type=click.Path(dir_okay=False, path_type=Path),
               help="Sweep: schema JSON for --data (see `reidrisk schema infer`); inferred when omitted.")
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path),
+@click.option("-o", "--output", "out", type=click.Path(file_okay=False, path_type=Path),
               default=Path("reidrisk-report"), show_default=True, help="Folder the report is written to.")
-@click.option("-e", "--epsilon", "epsilons", type=float, multiple=True, callback=_check_epsilons,
-              metavar="EPS",
-              help="Sweep: whole-record budget; repeat for a sweep. [default: "
+@renamed_option("--out", "--output", "out", type=click.Path(file_okay=False, path_type=Path))
+@click.option("-e", "--epsilon", "epsilons", type=CommaList(click.FLOAT), multiple=True,
+              callback=flat(_check_epsilons), metavar="EPS",
+              help="Sweep: whole-record budget; repeat, or give a comma list, for a sweep. [default: "
                    f"{' '.join(f'{e:g}' for e in _DEFAULT_EPSILONS)}]")
-@click.option("-m", "--mechanism", "mechanisms", multiple=True, metavar="NAME",
-              help="Sweep: mechanism to compare; repeat for several. [default: every registered one]")
-@click.option("-n", "--n", "n", type=click.IntRange(min=2), default=None,
+@click.option("-m", "--mechanism", "mechanisms", type=CommaList(click.STRING), multiple=True,
+              callback=flat(), metavar="NAME",
+              help="Sweep: mechanism to compare; repeat, or give a comma list, for several. "
+                   "[default: every registered one]")
+@click.option("-n", "--rows", "n", type=click.IntRange(min=2), default=None,
               help=f"Sweep: number of records (synthetic: size of the population [default: {_DEFAULT_N}]; "
                    "--data: a random sample of this many rows [default: all]).")
 @click.option("--missing-rate", type=click.FloatRange(0.0, 1.0, max_open=True), default=None,
               help="Sweep: values removed completely at random before collection "
                    f"[default: {_DEFAULT_MISSING_RATE:g} for the synthetic population, 0 for --data].")
+@renamed_option("--n", "--rows", "n", type=click.IntRange(min=2))
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random draw.")
 @click.option("--progress/--no-progress", default=True, show_default=True,
               help="Progress on standard error: a bar on a terminal, a plain line every few "
                    "seconds otherwise.")
+@json_option
 def demo(sweep, sample, target_error, data, schema, out, epsilons, mechanisms, n, missing_rate,
-         seed, progress) -> None:
+         seed, progress, as_json) -> None:
     """Run the main job on a real table and write an HTML report.
 
     On a sample of the UCI Adult extract shipped with reidrisk: assess the table's
@@ -304,7 +310,7 @@ def demo(sweep, sample, target_error, data, schema, out, epsilons, mechanisms, n
         or bool(epsilons or mechanisms)
     if not sweep:
         check_output_path(out, kind="folder")  # before the work, not after it
-        _run_story(out, sample, target_error, seed, progress)
+        _run_story(out, sample, target_error, seed, progress, as_json)
         return
     if sample is not None or target_error is not None:
         raise click.UsageError("--sample and --target-error belong to the main job, not --sweep")
@@ -327,12 +333,36 @@ def demo(sweep, sample, target_error, data, schema, out, epsilons, mechanisms, n
         progress=progress,
         log=lambda msg: click.echo(msg, err=True),
     )
+    if as_json:
+        echo_json({"report": result.report, "seconds": result.seconds,
+                   "measurements": result.table().to_dict(orient="records")})
+        return
     click.echo(result.summary())
     click.echo(f"\nReport: {result.report}  ({result.seconds:.1f} s)")
 
 
+def _story_json(story, page: Path, seconds: float) -> dict:
+    """The main job's headline numbers (those of ``story_summary``) for ``demo --json``."""
+    a, r, c, left = story.assessment, story.release, story.collection, story.remaining
+    return {
+        "report": page, "seconds": seconds, "people": story.n, "population": story.population,
+        "seed": story.seed,
+        "assess": {"k_anonymity": a.k_anonymity,
+                   "records_at_risk": a.attackers["journalist"].records_at_risk,
+                   "expected_reidentifications": a.expected_reidentifications,
+                   "unique_in_population": int(story.truly_unique.sum())},
+        "release": {"k": r.k_target, "rows_suppressed": r.rows_suppressed,
+                    "attack_rates": {name: rate[0] for name, rate in r.attack_rates.items()}},
+        "collection": {"epsilon": c.epsilon, "target_error": story.target_error,
+                       "marginal_tv": c.marginal_tv, "uniform_tv": c.uniform_tv},
+        "remaining": {"link_rate": left.link_rate,
+                      "predicted_unique": float(left.p_unique.sum()),
+                      "unique": int(left.truly_unique.sum())},
+    }
+
+
 def _run_story(out: Path, sample: int | None, target_error: float | None, seed: int,
-               progress: bool) -> None:
+               progress: bool, as_json: bool = False) -> None:
     """The main job (``reidrisk.story``) written to ``out``, its summary on standard output."""
     import time
 
@@ -351,6 +381,9 @@ def _run_story(out: Path, sample: int | None, target_error: float | None, seed: 
                       target_error=DEFAULT_TARGET_ERROR if target_error is None else target_error,
                       seed=seed, progress=progress, log=lambda msg: click.echo(msg, err=True))
     page = write_story(story, out)
+    if as_json:
+        echo_json(_story_json(story, page, time.perf_counter() - t0))
+        return
     click.echo(story_summary(story))
     click.echo(f"\nReport: {page}  ({time.perf_counter() - t0:.1f} s)")
 
@@ -370,8 +403,9 @@ def schema() -> None:
               help="Quantile bins for numeric columns with more distinct values than this.")
 @click.option("--max-categories", type=click.IntRange(min=2), default=64, show_default=True,
               help="Refuse categorical columns with more distinct values than this.")
-@click.option("-c", "--column", "columns", multiple=True, metavar="NAME",
-              help="Only these columns (repeatable; default: all).")
+@click.option("-c", "--column", "columns", type=CommaList(click.STRING), multiple=True,
+              callback=flat(), metavar="NAME",
+              help="Only these columns (repeatable, each a comma list; default: all).")
 def schema_infer(data, output, numeric_bins, max_categories, columns) -> None:
     """Infer a schema from DATA (CSV or Parquet): categorical columns keep their values, numeric
     columns are binned at quantiles. Review the result before collecting data with it."""

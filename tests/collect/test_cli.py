@@ -31,7 +31,7 @@ def run(*args):
 
 def test_simulate_fit_table_synth(workdir):
     d = workdir
-    r = run("collect", "simulate", d / "data.csv", d / "reports.csv", "--schema", d / "schema.json",
+    r = run("collect", "simulate", d / "data.csv", "-o", d / "reports.csv", "--schema", d / "schema.json",
             "-e", 4, "--missing-rate", 0.2, "--seed", 3)
     assert r.exit_code == 0, r.output
     assert sidecar_path(d / "reports.csv").exists()
@@ -40,21 +40,21 @@ def test_simulate_fit_table_synth(workdir):
     k = collected.protocol.attributes_for(4)
     assert collected.reports.present().sum(axis=1).max() <= k
 
-    r = run("collect", "fit", d / "reports.csv", d / "model.json")
+    r = run("collect", "fit", d / "reports.csv", "-o", d / "model.json")
     assert r.exit_code == 0, r.output
     assert json.loads((d / "model.json").read_text())["format"] == "reidrisk-collect-model"
 
-    r = run("collect", "table", d / "model.json", d / "table.csv", "-c", "A1", "-c", "A3,A4")
+    r = run("collect", "table", d / "model.json", "-o", d / "table.csv", "-c", "A1", "-c", "A3,A4")
     assert r.exit_code == 0, r.output
     table = pd.read_csv(d / "table.csv", dtype={"A1": str, "A3": str, "A4": str})
     assert list(table.columns) == ["A1", "A3", "A4", "probability"]
     assert len(table) == 3 * 2 * 3 and np.isclose(table["probability"].sum(), 1.0)
 
-    r = run("collect", "table", d / "model.json", "-", "-c", "A2", "--sampled", "-n", 500, "--seed", 1)
+    r = run("collect", "table", d / "model.json", "-o", "-", "-c", "A2", "--sampled", "-n", 500, "--seed", 1)
     assert r.exit_code == 0 and r.output.startswith("A2,probability")
 
     for name in ("synth.csv", "synth.parquet"):
-        r = run("collect", "synth", d / "model.json", d / name, "-n", 700, "--seed", 4)
+        r = run("collect", "synth", d / "model.json", "-o", d / name, "-n", 700, "--seed", 4)
         assert r.exit_code == 0, r.output
     csv = pd.read_csv(d / "synth.csv", dtype=str)
     pq = pd.read_parquet(d / "synth.parquet")
@@ -78,13 +78,13 @@ def test_paper_split_and_parquet_reports(workdir):
     # 40 over 4 attributes = 10 per attribute: a subset report misses the true value with
     # probability below (f - 1) e^-10 < 2e-4, i.e. in about 1 of the 8,000 values, so the server's
     # marginals are the data's own up to that and the EM's stop (well inside 0.005)
-    r = run("collect", "simulate", d / "data.csv", d / "reports.parquet", "--schema",
+    r = run("collect", "simulate", d / "data.csv", "-o", d / "reports.parquet", "--schema",
             d / "schema.json", "-e", 40, "--attributes-per-person", "all", "--seed", 5)
     assert r.exit_code == 0, r.output
     assert "each person reports 4 attribute(s) with epsilon 10 each" in r.output
     collected = read_reports(d / "reports.parquet")
     assert collected.protocol.attributes_for(4) == 4
-    r = run("collect", "fit", d / "reports.parquet", d / "model2.json", "--exact-em", "none",
+    r = run("collect", "fit", d / "reports.parquet", "-o", d / "model2.json", "--exact-em", "none",
             "--stop", "discrepancy", "--shrink", "js")
     assert r.exit_code == 0, r.output
     assert "Fitted 4 attributes from 2000 reports" in r.output
@@ -97,7 +97,7 @@ def test_paper_split_and_parquet_reports(workdir):
     # the exact 2-way table of the copula against the true table: the population is drawn through
     # a latent Gaussian, so the copula is the right model and only the correlation is estimated
     # (from 2,000 records); cells agree to a few standard errors sqrt(p (1 - p) / 2000) <= 0.011
-    r = run("collect", "table", d / "model2.json", "-", "-c", "A1", "-c", "A3")
+    r = run("collect", "table", d / "model2.json", "-o", "-", "-c", "A1", "-c", "A3")
     assert r.exit_code == 0, r.output
     table = pd.read_csv(io.StringIO(r.output), dtype={"A1": str, "A3": str})
     np.testing.assert_allclose(table["probability"].to_numpy(), pair.ravel(), atol=0.035)
@@ -105,7 +105,7 @@ def test_paper_split_and_parquet_reports(workdir):
 
 def test_k_above_the_number_of_attributes_is_refused(workdir):
     d = workdir
-    r = CliRunner().invoke(cli, ["collect", "simulate", str(d / "data.csv"), str(d / "r.csv"),
+    r = CliRunner().invoke(cli, ["collect", "simulate", str(d / "data.csv"), "-o", str(d / "r.csv"),
                                  "--schema", str(d / "schema.json"), "-e", "2",
                                  "--attributes-per-person", "9"])
     assert r.exit_code == 2
@@ -132,15 +132,14 @@ def test_large_exact_table_switches_to_sampling_and_says_so(workdir, monkeypatch
 
     d = workdir
     monkeypatch.setattr(collect_cli, "EXACT_TABLE_MAX_CELLS", 20)  # the 3x4x2 table has 24 cells
-    r = run("collect", "table", d / "model.json", d / "t3.csv", "-c", "A1,A2,A3", "-n", 4000,
-            "--seed", 2)
+    r = run("collect", "table", d / "model.json", "-o", d / "t3.csv", "-c", "A1,A2,A3", "--seed", 2)
     assert r.exit_code == 0, r.output
     assert "24 cells" in r.output and "more than 20 cells" in r.output and "--exact" in r.output
     t = pd.read_csv(d / "t3.csv")["probability"].to_numpy()
-    # counts of 4,000 synthetic records: every probability is a multiple of 1/4000
-    np.testing.assert_allclose(t * 4000, np.round(t * 4000), atol=1e-9)
+    # counts of as many synthetic records as were fitted (2,000): multiples of 1/2000
+    np.testing.assert_allclose(t * 2000, np.round(t * 2000), atol=1e-9)
     # asked for explicitly, the exact table is computed anyway
-    r = run("collect", "table", d / "model.json", d / "t3e.csv", "-c", "A1,A2,A3", "--exact")
+    r = run("collect", "table", d / "model.json", "-o", d / "t3e.csv", "-c", "A1,A2,A3", "--exact")
     assert r.exit_code == 0 and "(exact)" in r.output
 
 
@@ -155,7 +154,7 @@ def test_long_exact_table_shows_progress_and_matches_the_one_shot_table(workdir,
     monkeypatch.setattr(model_io, "EXACT_FIRST_CHUNK", 5)
     monkeypatch.setattr(model_io, "EXACT_CHUNK", 5)
     monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)
-    r = run("collect", "table", d / "model.json", d / "t3p.csv", "-c", "A1,A2,A3", "--exact")
+    r = run("collect", "table", d / "model.json", "-o", d / "t3p.csv", "-c", "A1,A2,A3", "--exact")
     assert r.exit_code == 0, r.output
     assert "Computing the 24 cells of the 3x4x2 table exactly: about 72 s" in r.output
     assert "exact table: 5/24 cells (21%) [about " in r.output
@@ -199,7 +198,7 @@ def test_exact_table_longer_than_its_shape_says_shows_measured_progress(workdir,
     model_io, now = one_second_cells
     monkeypatch.setattr(model_io, "EXACT_FIRST_CHUNK", 4)
     monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)
-    r = run("collect", "table", workdir / "model.json", workdir / "t3m.csv", "-c", "A1,A2,A3",
+    r = run("collect", "table", workdir / "model.json", "-o", workdir / "t3m.csv", "-c", "A1,A2,A3",
             "--exact")
     assert r.exit_code == 0, r.output
     assert ("Computing the 24 cells of the 3x4x2 table exactly: about 20 s left at the rate "
@@ -220,7 +219,7 @@ def test_exact_table_done_in_one_chunk_announces_nothing_after_the_fact(workdir,
     model_io, now = one_second_cells
     monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)
     assert model_io.EXACT_FIRST_CHUNK >= 24
-    r = run("collect", "table", workdir / "model.json", workdir / "t3o.csv", "-c", "A1,A2,A3",
+    r = run("collect", "table", workdir / "model.json", "-o", workdir / "t3o.csv", "-c", "A1,A2,A3",
             "--exact")
     assert r.exit_code == 0, r.output
     assert now[0] == 24.0 and "(exact)" in r.output
@@ -231,18 +230,18 @@ def test_exact_table_beyond_the_hard_limit_is_refused(workdir, monkeypatch):
     from reidrisk.collect import cli as collect_cli
 
     monkeypatch.setattr(collect_cli, "EXACT_HARD_LIMIT", 10)
-    r = CliRunner().invoke(cli, ["collect", "table", str(workdir / "model.json"), "-", "-c",
+    r = CliRunner().invoke(cli, ["collect", "table", str(workdir / "model.json"), "-o", "-", "-c",
                                  "A1,A2,A3", "--exact"])
     assert r.exit_code == 2 and "24 cells" in r.output and "--sampled" in r.output
     # and the default's note does not suggest --exact there
     monkeypatch.setattr(collect_cli, "EXACT_TABLE_MAX_CELLS", 5)
-    r = CliRunner().invoke(cli, ["collect", "table", str(workdir / "model.json"), "-", "-c",
+    r = CliRunner().invoke(cli, ["collect", "table", str(workdir / "model.json"), "-o", "-", "-c",
                                  "A1,A2,A3"])
     assert r.exit_code == 0 and "counted from" in r.stderr and "--exact" not in r.stderr
 
 
 def test_raw_data_is_refused_by_fit(workdir):
-    r = CliRunner().invoke(cli, ["collect", "fit", str(workdir / "data.csv"), str(workdir / "m.json")])
+    r = CliRunner().invoke(cli, ["collect", "fit", str(workdir / "data.csv"), "-o", str(workdir / "m.json")])
     assert r.exit_code == 2
     assert "no reidrisk reports metadata" in r.output
 
@@ -250,7 +249,7 @@ def test_raw_data_is_refused_by_fit(workdir):
 def test_bad_model_file_is_a_clean_error(workdir):
     bad = workdir / "bad.json"
     bad.write_text(json.dumps({"format": "something-else"}))
-    r = CliRunner().invoke(cli, ["collect", "table", str(bad), "-", "-c", "A1"])
+    r = CliRunner().invoke(cli, ["collect", "table", str(bad), "-o", "-", "-c", "A1"])
     assert r.exit_code == 2 and "not a reidrisk collection model" in r.output
 
 
@@ -258,6 +257,34 @@ def test_plan_prints_the_choice(workdir):
     r = run("collect", "plan", "--schema", workdir / "schema.json", "-e", 5, "-n", 30000,
             "--missing-rate", 0.5)
     assert r.exit_code == 0 and "<- chosen" in r.output
+
+
+def test_every_summary_is_also_json(workdir, tmp_path):
+    d = workdir
+    r = run("collect", "plan", "--schema", d / "schema.json", "-e", 5, "-n", 30000, "--json")
+    assert r.exit_code == 0, r.output
+    plan = json.loads(r.stdout)
+    assert plan["attributes_per_person"] in plan["candidates"] and len(plan["errors"]) == len(plan["candidates"])
+    r = run("collect", "simulate", d / "data.csv", "-o", tmp_path / "r.csv", "--schema", d / "schema.json",
+            "-e", 4, "--seed", 3, "--json")
+    assert r.exit_code == 0, r.output
+    sim = json.loads(r.stdout)
+    assert sim["reports"] == read_reports(tmp_path / "r.csv").n == 2000 and sim["attributes"] == 4
+    assert sim["epsilon"] == 4 and sim["output"] == str(tmp_path / "r.csv")
+    r = run("collect", "fit", tmp_path / "r.csv", "-o", tmp_path / "m.json", "--json")
+    assert r.exit_code == 0, r.output
+    fit = json.loads(r.stdout)
+    assert fit["reports"] == 2000 and fit["attributes"] == 4 and fit["model"] == str(tmp_path / "m.json")
+    r = run("collect", "table", tmp_path / "m.json", "-o", tmp_path / "t.csv", "-c", "A1,A2", "--json")
+    assert r.exit_code == 0, r.output
+    tab = json.loads(r.stdout)
+    assert tab["cells"] == len(pd.read_csv(tmp_path / "t.csv")) == 12 and tab["exact"] is True
+    r = run("collect", "synth", tmp_path / "m.json", "-o", tmp_path / "s.csv", "-n", 300, "--seed", 1,
+            "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout) == {"output": str(tmp_path / "s.csv"), "records": 300}
+    r = run("collect", "table", tmp_path / "m.json", "-o", "-", "-c", "A1", "--json")
+    assert r.exit_code == 2 and "--json needs an --output file" in r.output
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -286,13 +313,13 @@ def test_bad_stop_text_is_refused_with_the_value(text, message):
 
 def test_former_option_k_still_works_with_a_warning(workdir):
     d = workdir
-    r = CliRunner().invoke(cli, ["collect", "simulate", str(d / "data.csv"), str(d / "old.csv"),
+    r = CliRunner().invoke(cli, ["collect", "simulate", str(d / "data.csv"), "-o", str(d / "old.csv"),
                                  "--schema", str(d / "schema.json"), "-e", "40", "--k", "all",
                                  "--seed", "5"])
     assert r.exit_code == 0, r.output
     assert "--k is deprecated; use --attributes-per-person" in r.output
     assert read_reports(d / "old.csv").protocol.attributes_for(4) == 4
-    both = CliRunner().invoke(cli, ["collect", "simulate", str(d / "data.csv"), str(d / "x.csv"),
+    both = CliRunner().invoke(cli, ["collect", "simulate", str(d / "data.csv"), "-o", str(d / "x.csv"),
                                     "--schema", str(d / "schema.json"), "-e", "2", "--k", "2",
                                     "--attributes-per-person", "2"])
     assert both.exit_code == 2 and "pass --attributes-per-person only" in both.output
@@ -309,7 +336,7 @@ def test_latent_fit_that_falls_back_says_so_instead_of_counting_no_fits(tmp_path
     pop = make_population(1500, [3, 4, 2, 3], dependence=0.0, rng=4)  # independent attributes
     pop.schema.decode(pop.codes).to_csv(tmp_path / "data.csv", index=False)
     pop.schema.save(tmp_path / "schema.json")
-    r = run("collect", "simulate", tmp_path / "data.csv", tmp_path / "reports.csv", "--schema",
+    r = run("collect", "simulate", tmp_path / "data.csv", "-o", tmp_path / "reports.csv", "--schema",
             tmp_path / "schema.json", "-e", 4, "--seed", 3)
     assert r.exit_code == 0, r.output
     monkeypatch.setattr(progress, "PLAIN_INTERVAL", 0.0)
@@ -325,6 +352,62 @@ def test_latent_fit_that_falls_back_says_so_instead_of_counting_no_fits(tmp_path
                      "noise). --no-fallback fits the latent class model anyway."], r.stderr
     assert f"0/{N_FITS} fits" not in r.stderr and "\r" not in r.stderr
     assert "Note: no latent class model was fitted" in r.stderr  # the model's own note, as before
+
+
+def test_output_is_an_option_and_the_positional_form_still_works(workdir, tmp_path):
+    d = workdir
+    base = ["collect", "simulate", str(d / "data.csv"), "--schema", str(d / "schema.json"),
+            "-e", "4", "--seed", "3"]
+    new = CliRunner().invoke(cli, [*base, "-o", str(tmp_path / "new.csv")])
+    old = CliRunner().invoke(cli, [*base[:3], str(tmp_path / "old.csv"), *base[3:]])
+    assert new.exit_code == old.exit_code == 0, new.output + old.output
+    assert (tmp_path / "new.csv").read_bytes() == (tmp_path / "old.csv").read_bytes()
+    assert "positional OUTPUT is deprecated; use -o/--output" in old.stderr
+    assert "deprecated" not in new.stderr
+    both = CliRunner().invoke(cli, [*base[:3], str(tmp_path / "a.csv"), *base[3:], "-o",
+                                    str(tmp_path / "b.csv")])
+    assert both.exit_code == 2 and "pass the output once" in both.output
+    neither = CliRunner().invoke(cli, base)
+    assert neither.exit_code == 2 and "Missing option '-o' / '--output'" in neither.output
+    assert not (tmp_path / "a.csv").exists() and not (tmp_path / "b.csv").exists()
+
+
+def test_mechanism_choices_are_the_registries():
+    from reidrisk.collect.cli import MECHANISM_NAMES
+    from reidrisk.mechanisms import MECHANISMS
+    from reidrisk.mechanisms.baselines import LOCAL_MECHANISMS
+
+    assert set(MECHANISM_NAMES) == set(MECHANISMS) | set(LOCAL_MECHANISMS)
+    for command in ("plan", "simulate"):
+        text = run("collect", command, "--help").output
+        assert "negative" in text and "laplace_index" in text and "rappor" in text
+
+
+def test_unknown_mechanism_is_refused_by_the_option(workdir, tmp_path):
+    r = run("collect", "simulate", workdir / "data.csv", "-o", tmp_path / "r.csv", "-e", 2, "-m", "nope")
+    assert r.exit_code == 2 and "'nope' is not one of" in r.output
+
+
+def test_fit_help_says_the_marginals_shrink_by_default():
+    text = " ".join(run("collect", "fit", "--help").output.split())
+    assert "marginals are shrunk toward uniform" in text
+
+
+def test_table_rows_implies_sampled(workdir, tmp_path):
+    d = tmp_path
+    run("collect", "simulate", workdir / "data.csv", "-o", d / "r.csv", "--schema", workdir / "schema.json",
+        "-e", 4, "--seed", 3)
+    assert run("collect", "fit", d / "r.csv", "-o", d / "model.json").exit_code == 0
+    r = run("collect", "table", d / "model.json", "-o", tmp_path / "t.csv", "-c", "A1", "-n", 300,
+            "--seed", 2, "--json")
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout)
+    assert summary["exact"] is False and summary["synthetic_records"] == 300
+    probabilities = pd.read_csv(tmp_path / "t.csv")["probability"]
+    assert np.allclose(probabilities * 300, np.round(probabilities * 300))  # counts of 300 records
+    r = run("collect", "table", d / "model.json", "-o", tmp_path / "t2.csv", "-c", "A1", "-n", 300,
+            "--exact")
+    assert r.exit_code == 2 and "pass one of the two" in r.output
 
 
 def test_exact_table_limits_are_the_model_files():

@@ -110,14 +110,14 @@ def test_collect_fit_counts_on_a_scheduler_address(tmp_path, client):
     rr = proto.randomize(SCHEMA, _codes(3_000, 7), rng=8)
     write_partitioned(tmp_path / "parts", rr, proto, rows_per_partition=400)
     address = client.scheduler.address
-    r = CliRunner().invoke(cli, ["collect", "fit", str(tmp_path / "parts"), str(tmp_path / "d.json"),
+    r = CliRunner().invoke(cli, ["collect", "fit", str(tmp_path / "parts"), "-o", str(tmp_path / "d.json"),
                                  "--scheduler", address])
     assert r.exit_code == 0, r.output
-    r = CliRunner().invoke(cli, ["collect", "fit", str(tmp_path / "parts"), str(tmp_path / "l.json")])
+    r = CliRunner().invoke(cli, ["collect", "fit", str(tmp_path / "parts"), "-o", str(tmp_path / "l.json")])
     assert r.exit_code == 0, r.output
     a, b = load_model(tmp_path / "d.json"), load_model(tmp_path / "l.json")
     np.testing.assert_allclose(a.correlation, b.correlation, rtol=0, atol=1e-9)
-    r = CliRunner().invoke(cli, ["collect", "fit", str(tmp_path / "parts"), str(tmp_path / "x.json"),
+    r = CliRunner().invoke(cli, ["collect", "fit", str(tmp_path / "parts"), "-o", str(tmp_path / "x.json"),
                                  "--scheduler", "tcp://127.0.0.1:9"])
     assert r.exit_code == 2 and "cannot reach the Dask scheduler" in r.output, r.output
 

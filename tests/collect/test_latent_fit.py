@@ -221,26 +221,26 @@ def test_cli_model_option(tmp_path):
     def run(*args):
         return CliRunner().invoke(cli, ["collect", *map(str, args)])
 
-    r = run("fit", tmp_path / "r.csv", tmp_path / "m.json", "--model", "latent")
+    r = run("fit", tmp_path / "r.csv", "-o", tmp_path / "m.json", "--model", "latent")
     assert r.exit_code == 0, r.output
     assert json.loads((tmp_path / "m.json").read_text())["model"] == "latent"
-    r = run("table", tmp_path / "m.json", "-", "-c", "a0,a1,a2")
+    r = run("table", tmp_path / "m.json", "-o", "-", "-c", "a0,a1,a2")
     assert r.exit_code == 0, r.output
     lines = r.output.strip().splitlines()
     assert lines[0] == "a0,a1,a2,probability" and len(lines) == 1 + 3 * 4 * 3
     probs = np.array([float(x.rsplit(",", 1)[1]) for x in lines[1:]])
     np.testing.assert_allclose(probs, CollectModel.load(tmp_path / "m.json").table([0, 1, 2]).ravel(),
                                rtol=1e-12)  # the exact mixture table, not counted records
-    r = run("synth", tmp_path / "m.json", tmp_path / "s.csv", "-n", 50, "--seed", 1)
+    r = run("synth", tmp_path / "m.json", "-o", tmp_path / "s.csv", "-n", 50, "--seed", 1)
     assert r.exit_code == 0, r.output
-    r = run("fit", tmp_path / "r.csv", tmp_path / "x.json", "--model", "forest")
+    r = run("fit", tmp_path / "r.csv", "-o", tmp_path / "x.json", "--model", "forest")
     assert r.exit_code != 0 and "'forest' is not one of 'copula', 'latent'" in r.output
-    r = run("fit", tmp_path / "r.csv", tmp_path / "x.json", "--model", "latent", "--shrink", "eb")
+    r = run("fit", tmp_path / "r.csv", "-o", tmp_path / "x.json", "--model", "latent", "--shrink", "eb")
     assert r.exit_code != 0 and "--shrink would be ignored" in r.output
     assert not (tmp_path / "x.json").exists()
     parts = tmp_path / "parts"  # a directory: partitioned reports, fitted from their counts
     parts.mkdir()
-    r = run("fit", parts, tmp_path / "x.json", "--model", "latent")
+    r = run("fit", parts, "-o", tmp_path / "x.json", "--model", "latent")
     assert r.exit_code != 0 and "partitioned reports are fitted from their counts" in r.output
 
 
@@ -261,7 +261,7 @@ def test_cli_table_of_a_latent_model_quotes_no_copula_cost(tmp_path, monkeypatch
     monkeypatch.setattr(collect_cli, "EXACT_TABLE_MAX_CELLS", 5)
 
     def table(*args):
-        return CliRunner().invoke(cli, ["collect", "table", str(tmp_path / "m.json"), "-", "-c",
+        return CliRunner().invoke(cli, ["collect", "table", str(tmp_path / "m.json"), "-o", "-", "-c",
                                         "a0,a1,a2", *args])
 
     r = table()  # 36 cells, within the latent model's limit: exact, silently
@@ -270,7 +270,7 @@ def test_cli_table_of_a_latent_model_quotes_no_copula_cost(tmp_path, monkeypatch
         [float(x.rsplit(",", 1)[1]) for x in r.stdout.strip().splitlines()[1:]],
         model.table([0, 1, 2]).ravel(), rtol=1e-12)
     monkeypatch.setattr(collect_cli, "EXACT_HARD_LIMIT", 10)
-    r = table("-n", 1000)  # beyond it: counted, and the note says why without a duration
+    r = table()  # beyond it: counted, and the note says why without a duration
     assert r.exit_code == 0, r.output
     assert "36 cells; more than the 10 computed exactly" in r.stderr, r.stderr
     assert "would take" not in r.stderr and "--exact" not in r.stderr

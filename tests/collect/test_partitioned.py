@@ -212,6 +212,19 @@ def test_truncated_partition_is_refused(tmp_path, codes):
         count_reports(tmp_path, progress=False)
 
 
+def test_corrupt_partition_is_named(tmp_path, codes):
+    proto, rr = _collect(codes, "grr")
+    files = write_partitioned(tmp_path, rr, proto, rows_per_partition=500)
+    assert len(files) >= 2
+    bad = sorted(files)[1]
+    raw = bytearray(open(bad, "rb").read())
+    raw[8:400] = b"\xff" * 392  # the first data pages; the footer stays readable
+    open(bad, "wb").write(bytes(raw))
+    with pytest.raises(ReportsFileError, match=r"part-00001\.parquet' is corrupt: the rows from "
+                                               r"row 0 \(counted from 0\) cannot be read"):
+        count_reports(tmp_path, progress=False)
+
+
 def test_partition_writer_refuses_reports_breaking_the_protocol(tmp_path, codes):
     proto = Protocol(3.0, attributes_per_person=1, mechanism="grr")
     mechs = proto.mechanisms(SCHEMA)
@@ -235,7 +248,7 @@ def test_collect_fit_reads_a_directory_of_partitions(tmp_path):
     rr = proto.randomize(SCHEMA, codes, rng=9)
     write_partitioned(tmp_path / "parts", rr, proto, rows_per_partition=600)
     write_reports(tmp_path / "all.parquet", rr, proto)
-    r = CliRunner().invoke(cli, ["collect", "fit", str(tmp_path / "parts"), str(tmp_path / "p.json"),
+    r = CliRunner().invoke(cli, ["collect", "fit", str(tmp_path / "parts"), "-o", str(tmp_path / "p.json"),
                                  "--chunk-rows", "250"])
     assert r.exit_code == 0, r.output
     assert "from 2000 reports" in r.output

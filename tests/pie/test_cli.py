@@ -26,6 +26,20 @@ def test_bound_json_matches_the_library():
         assert row["bayes_error_bound"] == pytest.approx(b.bayes_error_bound(best, 2000))
 
 
+@pytest.mark.parametrize("command", [
+    ["bound", "-e", "2", "--users", "2000", "--domain", "1024", "--json"],
+    ["calibrate", "--users", "2000", "--domain", "1024", "--json"],
+])
+def test_grr_is_the_name_of_randomized_response_and_rr_its_alias(command):
+    new = CliRunner().invoke(cli, ["pie", *command, "-m", "grr"])
+    old = CliRunner().invoke(cli, ["pie", *command, "-m", "rr"])
+    default = CliRunner().invoke(cli, ["pie", *command])
+    assert new.exit_code == old.exit_code == default.exit_code == 0, new.output + old.output
+    assert new.stdout == old.stdout == default.stdout
+    assert "deprecated; use --mechanism grr" in old.stderr and not new.stderr
+    assert "[grr|glh|ldp]" in CliRunner().invoke(cli, ["pie", command[0], "--help"]).output
+
+
 def test_bound_glh_default_g_and_releases_table():
     r = run("bound", "-e", "2", "-n", "500", "-k", "100", "-m", "glh", "-t", "3", "--json")
     row = json.loads(r.output)[0]

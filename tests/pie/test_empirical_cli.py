@@ -42,6 +42,21 @@ def test_cli_pse_text_and_json(tmp_path):
     assert abs(out["pse_bits"] - gaussian_kl_bits(1, 0.5, 0, 1.5)) < 0.2  # ~4 sd at N = 3,000
 
 
+def test_cli_pse_neighbours_is_the_fixed_k_and_k_its_former_name(tmp_path):
+    rng = np.random.default_rng(1)
+    g, i = tmp_path / "g.csv", tmp_path / "i.csv"
+    g.write_text("score\n" + "\n".join(f"{v:.6f}" for v in rng.normal(1, 0.5, 500)) + "\n")
+    i.write_text("score\n" + "\n".join(f"{v:.6f}" for v in rng.normal(0, 1.5, 500)) + "\n")
+    base = ["--genuine", str(g), "--impostor", str(i), "--bootstrap", "0", "--json"]
+    new, old = _run_pse([*base, "--neighbours", "5"]), _run_pse([*base, "--k", "5"])
+    assert new.exit_code == old.exit_code == 0, new.output + old.output
+    import json
+
+    want = pse(read_scores(g), read_scores(i), k=5, bootstrap=0, rng=0)
+    assert json.loads(new.stdout)["pse_bits"] == pytest.approx(want.bits)
+    assert new.stdout == old.stdout and "--k is deprecated; use --neighbours" in old.stderr
+
+
 def test_cli_pse_bad_input_is_one_line(tmp_path):
     g = tmp_path / "g.csv"
     g.write_text("score\n1\n2\n3\n")

@@ -3,6 +3,8 @@ one-line errors (exit code 2) for bad input."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -58,6 +60,20 @@ def test_scores_every_record(files):
     assert frame["p_unique"].between(0, 1).all() and (frame["expected_count"] >= 1).all()
     assert set(frame["flag_le_1"].unique()) <= {0, 1}
     assert "Scored 25 records" in result.output
+
+
+def test_json_summary_matches_the_written_scores(files):
+    out = files / "scores_json.csv"
+    args = ["--population", N, "--db", f"{files / 'db.csv'}:0.2", "--records", files / "records.csv",
+            "--schema", files / "schema.json", "-T", 1, "-T", 5]
+    result = run(*args, "-o", out, "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    frame = pd.read_csv(out)
+    assert summary["records"] == len(frame) == 25 and summary["population"] == N
+    assert summary["flagged"] == {"1": int(frame["flag_le_1"].sum()), "5": int(frame["flag_le_5"].sum())}
+    assert summary["output"] == str(out) and summary["preset"] == "reidrisk"
+    assert_clean_error(run(*args, "--json"), "--json needs -o/--output")
 
 
 def test_randomized_database_paper_method_and_stdout(files):
@@ -163,7 +179,7 @@ def test_simulate_then_score_reads_the_reports_file(labelled, name):
     # k-RR at 25 per attribute keeps every value with probability 1 - (f - 1) e^-25 > 1 - 1e-10, so
     # the reports are the records and each count in the database (the whole population, rate 1)
     # must equal the record's true population count exactly.
-    sim = CliRunner().invoke(cli, ["collect", "simulate", str(tmp / "people.csv"), str(tmp / name),
+    sim = CliRunner().invoke(cli, ["collect", "simulate", str(tmp / "people.csv"), "-o", str(tmp / name),
                                    "--schema", str(tmp / "schema.json"), "-e", "100", "-m", "grr",
                                    "--k", "all", "--seed", "1"])
     assert sim.exit_code == 0, sim.output
@@ -209,7 +225,7 @@ def test_a_directory_of_partitioned_reports_is_a_database(labelled, tmp_path):
 
 def test_reports_file_with_another_schema_is_refused(labelled, files):
     tmp, _ = labelled
-    CliRunner().invoke(cli, ["collect", "simulate", str(tmp / "people.csv"), str(tmp / "r.csv"),
+    CliRunner().invoke(cli, ["collect", "simulate", str(tmp / "people.csv"), "-o", str(tmp / "r.csv"),
                              "--schema", str(tmp / "schema.json"), "-e", "4", "--seed", "1"])
     result = run("-N", 1500, "--db", tmp / "r.csv", "--records", tmp / "query.csv",
                  "--schema", files / "schema.json")

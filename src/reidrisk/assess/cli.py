@@ -25,7 +25,7 @@ def _echo_err(text: str) -> None:
               help="Sensitive attributes (repeatable, each a comma list).")
 @click.option("--weight", metavar="COL", help="Survey-weight column: each record stands for that "
               "many people (sdcMicro's meaning); their sum is the population size.")
-@click.option("--population", type=click.IntRange(min=1), metavar="N",
+@click.option("-N", "--population", type=click.IntRange(min=1), metavar="N",
               help="Size of the population the table was drawn from.")
 @click.option("--fraction", type=float, metavar="F",
               help="Sampling fraction n / N, instead of --population.")

@@ -1,10 +1,10 @@
 """``reidrisk collect``: plan, simulate, fit, table, synth (paper 004 end to end).
 
     reidrisk collect plan     --schema s.json -e 5 -n 30000 --missing-rate 0.5
-    reidrisk collect simulate data.csv reports.csv -e 5 [--attributes-per-person auto|all|K]
-    reidrisk collect fit      reports.csv model.json
-    reidrisk collect table    model.json table.csv -c age -c sex -c income
-    reidrisk collect synth    model.json synthetic.parquet -n 100000
+    reidrisk collect simulate data.csv -o reports.csv -e 5 [--attributes-per-person auto|all|K]
+    reidrisk collect fit      reports.csv -o model.json
+    reidrisk collect table    model.json -o table.csv -c age -c sex -c income
+    reidrisk collect synth    model.json -o synthetic.parquet -n 100000
 
 Reports files (CSV with a ``.meta.json`` sidecar, or Parquet with embedded metadata) are described
 in ``reidrisk.collect.reports_io``; model files in ``reidrisk.collect.model_io``. Tables are written
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import click
 
 from reidrisk._lazy import lazy_exports
+from reidrisk._options import echo_json, json_option, output_option, renamed_option
 from reidrisk.errors import InputError
 
 if TYPE_CHECKING:  # the cost estimate stays importable from here, loaded on first use
@@ -39,6 +40,13 @@ EXACT_HARD_LIMIT = 2**20
 __getattr__, __dir__ = lazy_exports(__name__)
 
 _SYNTH_CHUNK = 200_000
+
+# the client mechanisms a collection may use: reidrisk.mechanisms' registry and the baselines'
+# clients (reidrisk.mechanisms.baselines), named here so that `--help` loads neither
+# (tests/collect/test_cli.py checks they agree)
+MECHANISM_NAMES = ("subset", "grr", "glh", "olh", "oue", "rappor", "negative", "laplace_index")
+_MECHANISM_HELP = ("Client mechanism: subset (paper 004's), grr, glh, olh, oue, rappor, or the clients "
+                   "of paper 004's baselines, negative (MDN) and laplace_index (PDE/ETE).")
 
 
 @click.group(name="collect")
@@ -81,14 +89,17 @@ def _positive(ctx, param, value):
               type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Schema JSON.")
 @click.option("-e", "--epsilon", type=float, required=True, callback=_positive,
               help="Budget of one person's whole report.")
-@click.option("-n", "--n", "n", type=click.IntRange(min=1), required=True,
-              help="Expected number of people.")
+@click.option("-n", "--rows", "n", type=click.IntRange(min=1), default=None,
+              help="Expected number of people (rows of reports).  [required]")
+@renamed_option("--n", "--rows", "n", type=click.IntRange(min=1))
 @click.option("--missing-rate", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.0,
               show_default=True, help="Expected rate of values left out (completely at random).")
-@click.option("-m", "--mechanism", default="subset", show_default=True, help="Client mechanism.")
+@click.option("-m", "--mechanism", type=click.Choice(MECHANISM_NAMES, case_sensitive=False),
+              default="subset", show_default=True, help=_MECHANISM_HELP)
 @click.option("--among", type=click.Choice(["present", "all"]), default="present", show_default=True,
               help="Sample the k reported attributes among those a person has, or among all.")
-def plan(schema_path, epsilon, n, missing_rate, mechanism, among) -> None:
+@json_option
+def plan(schema_path, epsilon, n, missing_rate, mechanism, among, as_json) -> None:
     """How many attributes each person should report (attribute sampling).
 
     The number is derived from the variance of the marginal and pair estimates; see
@@ -98,9 +109,17 @@ def plan(schema_path, epsilon, n, missing_rate, mechanism, among) -> None:
     from reidrisk.collect.protocol import choose_attributes_per_person
     from reidrisk.schema import Schema
 
+    if n is None:
+        raise click.UsageError("Missing option '-n' / '--rows'.")
     schema = Schema.load(schema_path)
     choice = choose_attributes_per_person(schema.sizes, epsilon, mechanism=mechanism, among=among,
                                           n=n, missing_rate=missing_rate)
+    if as_json:
+        echo_json({"attributes_per_person": choice.attributes_per_person,
+                   "candidates": choice.candidates, "errors": choice.errors,
+                   "pair_errors": choice.pair_errors, "marginal_errors": choice.marginal_errors,
+                   "paper_error": choice.paper_error, "gain": choice.gain})
+        return
     click.echo(choice.summary())
     click.echo("k    expected error  (pair tables + marginals, mean squared, capped)")
     for k, e, ep, em in zip(choice.candidates, choice.errors, choice.pair_errors,
@@ -112,13 +131,14 @@ def plan(schema_path, epsilon, n, missing_rate, mechanism, among) -> None:
 # ---- simulate --------------------------------------------------------------------------------
 @group.command("simulate")
 @click.argument("data", type=click.Path(dir_okay=False, path_type=Path))
-@click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
+@output_option("Reports file to write: .csv (with a .meta.json sidecar) or .parquet.",
+               type=click.Path(dir_okay=False, path_type=Path), metavar="REPORTS")
 @click.option("--schema", "schema_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Schema JSON for DATA (inferred when omitted; see `reidrisk schema infer`).")
 @click.option("-e", "--epsilon", type=float, required=True, callback=_positive,
               help="Budget of one person's whole report.")
-@click.option("-m", "--mechanism", default="subset", show_default=True,
-              help="Client mechanism (subset is paper 004's).")
+@click.option("-m", "--mechanism", type=click.Choice(MECHANISM_NAMES, case_sensitive=False),
+              default="subset", show_default=True, help=_MECHANISM_HELP)
 @click.option("--attributes-per-person", "per_person_text", default=None,
               help="Attributes each person reports: 'auto' (default: chosen from the variance of "
                    "the marginal and pair estimates), 'all' (the paper's even split), or a number.")
@@ -129,11 +149,12 @@ def plan(schema_path, epsilon, n, missing_rate, mechanism, among) -> None:
 @click.option("--missing-rate", type=click.FloatRange(0.0, 1.0, max_open=True), default=0.0,
               show_default=True, help="Also remove this rate of values completely at random.")
 @click.option("--seed", type=int, default=None, help="Seed (default: fresh OS randomness).")
+@json_option
 def simulate(data, output, schema_path, epsilon, mechanism, per_person_text, k_text, among,
-             missing_rate, seed) -> None:
-    """Randomize the records in DATA as clients would and write their reports to OUTPUT.
+             missing_rate, seed, as_json) -> None:
+    """Randomize the records in DATA as clients would and write their reports to --output.
 
-    DATA is CSV or Parquet with one column per attribute (empty, '?' or NA = missing). OUTPUT is a
+    DATA is CSV or Parquet with one column per attribute (empty, '?' or NA = missing). --output is a
     reports file (.csv with a .meta.json sidecar, or .parquet) holding only randomized reports.
     """
     # kept off the command line's start: loaded only by this command
@@ -174,6 +195,11 @@ def simulate(data, output, schema_path, epsilon, mechanism, per_person_text, k_t
     reports = protocol.randomize(schema, codes, rng)
     write_reports(output, reports, protocol)
     g = len(schema)
+    if as_json:
+        echo_json({"output": output, "reports": reports.n, "attributes": g,
+                   "attributes_per_person": protocol.attributes_for(g), "mechanism": mechanism,
+                   "epsilon": epsilon, "epsilon_per_attribute": protocol.epsilon_per_attribute(g)})
+        return
     click.echo(
         f"Wrote {reports.n} reports of {g} attributes to {output}: each person reports "
         f"{protocol.attributes_for(g)} attribute(s) with epsilon "
@@ -217,13 +243,17 @@ def _number(text: str, value: str) -> float:
 
 @group.command("fit")
 @click.argument("reports", type=click.Path(path_type=str))
-@click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
+@output_option("Model file (JSON) to write.", dest="model",
+               type=click.Path(dir_okay=False, path_type=Path), metavar="MODEL")
 @click.option("--estimator", type=click.Choice(["em", "norm_sub", "raw"]), default="em",
               show_default=True, help="Single and pair estimator (raw = DF+Copula, no mitigation).")
 @click.option("--stop", "stop_text", default="noise", show_default=True,
               help="EM stopping rule: noise, noise:THRESHOLD, discrepancy, none, or a tolerance.")
 @click.option("--shrink", type=click.Choice(["none", "eb", "js"]), default="none", show_default=True,
-              help="Shrink pair dependence by its LDP noise.")
+              help="Also shrink the copula's pair dependence by its LDP noise (eb: each "
+                   "correlation by its standard error; js: each pair table toward the product of "
+                   "its margins). The marginals are shrunk toward uniform whatever this option "
+                   "says (reidrisk.collect.pipeline); none keeps the pair dependence as estimated.")
 @click.option("--exact-em", type=click.Choice(["none", "marginals", "all"]), default="none",
               show_default=True,
               help="Where to use the report-level EM (exact likelihood of whole reports).")
@@ -240,9 +270,10 @@ def _number(text: str, value: str) -> float:
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Partitioned reports: count them on this Dask scheduler (e.g. "
                    "tcp://host:8786; needs reidrisk[dask]); the workers must reach REPORTS.")
+@json_option
 def fit_cmd(reports, model, estimator, stop_text, shrink, exact_em, fallback, model_kind,
-            chunk_rows, scheduler) -> None:
-    """Fit the copula model of paper 004 from REPORTS and write it to MODEL (JSON).
+            chunk_rows, scheduler, as_json) -> None:
+    """Fit the copula model of paper 004 from REPORTS and write it to --output (JSON).
 
     With --model latent, a latent class model is fitted instead. REPORTS is a reports file, or partitioned reports: a directory of Parquet partitions or an
     fsspec URL of one (s3://..., gs://...), read and counted a chunk at a time with bounded
@@ -287,6 +318,10 @@ def fit_cmd(reports, model, estimator, stop_text, shrink, exact_em, fallback, mo
             fitted = pipe.fit(read_reports(Path(reports)))
     fitted.save(model)
     rep = fitted.report
+    if as_json:
+        echo_json({"model": model, "attributes": len(fitted.schema), "reports": rep.n,
+                   "seconds": rep.seconds, "notes": list(rep.notes)})
+        return
     click.echo(f"Fitted {len(fitted.schema)} attributes from {rep.n} reports in {rep.seconds:.1f} s; "
                f"wrote {model}.")
     for note in rep.notes:
@@ -349,17 +384,23 @@ _now = time.monotonic  # the clock of the progress of exact tables
 
 @group.command("table")
 @click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
-@click.argument("output", type=click.Path(dir_okay=False, path_type=Path, allow_dash=True))
+@output_option("Table file to write (CSV or Parquet; - for standard output).",
+               type=click.Path(dir_okay=False, path_type=Path, allow_dash=True), metavar="FILE")
 @click.option("-c", "--column", "columns", multiple=True, required=True, metavar="NAME",
               help="Attribute of the table (repeat for each of the c attributes).")
 @click.option("--exact/--sampled", default=None,
               help="Exact cell probabilities of the model, or counts of synthetic records. "
                    f"[default: exact up to {EXACT_TABLE_MAX_CELLS:,} cells ({EXACT_HARD_LIMIT:,} "
                    "for a latent class model), sampled above]")
-@click.option("-n", "--n", "n", type=click.IntRange(min=1), default=None,
-              help="Synthetic records for --sampled (default: as many as were fitted).")
-@click.option("--seed", type=int, default=None, help="Seed for --sampled.")
-def table(model, output, columns, exact, n, seed) -> None:
+@click.option("-n", "--rows", "n", type=click.IntRange(min=1), default=None,
+              help="Synthetic records of a sampled table; implies --sampled (default: as many as "
+                   "were fitted).")
+@renamed_option("--n", "--rows", "n", type=click.IntRange(min=1))
+@click.option("--seed", type=int, default=None,
+              help="Seed of the synthetic records of --sampled (default: fresh OS randomness; an "
+                   "exact table draws nothing).")
+@json_option
+def table(model, output, columns, exact, n, seed, as_json) -> None:
     """Write the contingency table of the chosen attributes (long form: labels, probability).
 
     Exact tables of 3 or more attributes of a copula model cost about 1e-4 s per cell and
@@ -379,6 +420,9 @@ def table(model, output, columns, exact, n, seed) -> None:
     # jinja2 (reidrisk.report): loaded only when a report or progress bar is used
     from reidrisk.report.progress import Progress
 
+    if as_json and str(output) == "-":
+        raise click.UsageError("--json needs an --output file: '-' writes the table itself to "
+                               "standard output")
     if str(output) != "-":
         _check_output(output, table=True)
     fitted = CollectModel.load(model)
@@ -392,6 +436,11 @@ def table(model, output, columns, exact, n, seed) -> None:
     latent = fitted.latent is not None
     seconds = fitted.exact_seconds(idx)
     m = fitted.report.n if n is None else n
+    if n is not None:  # a number of synthetic records asks for a sampled table
+        if exact:
+            raise click.UsageError("-n/--rows counts synthetic records for --sampled; an --exact "
+                                   "table draws none: pass one of the two")
+        exact = False
     if exact is None:
         exact = (len(dims) <= 2 or cells <= EXACT_TABLE_MAX_CELLS
                  or (latent and cells <= EXACT_HARD_LIMIT))
@@ -451,6 +500,10 @@ def table(model, output, columns, exact, n, seed) -> None:
         return
 
     write_table(frame, output)
+    if as_json:
+        echo_json({"output": output, "columns": list(cols), "cells": len(frame),
+                   "exact": bool(exact), "synthetic_records": None if exact else m})
+        return
     how = "exact" if exact else f"counted from {m:,} synthetic records"
     click.echo(f"Wrote the {shape} table of {cols} ({how}) to {output}.", err=True)
 
@@ -471,12 +524,15 @@ def _check_output(path: Path, table: bool = False, reports: bool = False) -> Non
 # ---- synth -----------------------------------------------------------------------------------
 @group.command("synth")
 @click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
-@click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("-n", "--n", "n", type=click.IntRange(min=1), default=None,
+@output_option("File of synthetic records to write (CSV or Parquet).",
+               type=click.Path(dir_okay=False, path_type=Path), metavar="FILE")
+@click.option("-n", "--rows", "n", type=click.IntRange(min=1), default=None,
               help="Number of records (default: as many as were fitted).")
+@renamed_option("--n", "--rows", "n", type=click.IntRange(min=1))
 @click.option("--seed", type=int, default=None, help="Seed (default: fresh OS randomness).")
-def synth(model, output, n, seed) -> None:
-    """Generate synthetic complete records from MODEL and write them (labels) to OUTPUT."""
+@json_option
+def synth(model, output, n, seed, as_json) -> None:
+    """Generate synthetic complete records from MODEL and write them (labels) to --output."""
     # kept off the command line's start: loaded only by this command
     from reidrisk.collect.pipeline import CollectModel
     from reidrisk.mechanisms.base import as_generator
@@ -496,6 +552,9 @@ def synth(model, output, n, seed) -> None:
                 bar.update(note=f"{min(s + _SYNTH_CHUNK, total):,} records")
 
         write_chunks(chunks(), output)
+    if as_json:
+        echo_json({"output": output, "records": total})
+        return
     click.echo(f"Wrote {total} synthetic records to {output}.", err=True)
 
 

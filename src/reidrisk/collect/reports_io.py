@@ -1494,7 +1494,7 @@ def iter_partition(partition: Partition, chunk_rows: int | None = None,
                                    "protocol or mechanisms than the first partition")
         rows = chunk_rows or default_chunk_rows(own.schema.sizes)
         start = 0
-        for batch in pfile.iter_batches(batch_size=int(rows)):
+        for batch in _batches(partition, pfile, int(rows)):
             try:
                 chunk = decode_frame(partition.name, own, batch.to_pandas())
             except ReportsFileError as exc:
@@ -1504,6 +1504,24 @@ def iter_partition(partition: Partition, chunk_rows: int | None = None,
                                        f"{partition.url!r}, counted from 0)") from None
             start += batch.num_rows
             yield chunk
+
+
+def _batches(partition: Partition, pfile, rows: int):
+    """``pfile``'s record batches; a page that cannot be decoded is an error naming the file."""
+    batches = pfile.iter_batches(batch_size=rows)
+    start = 0
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except Exception as exc:  # noqa: BLE001 - any corrupt page (pyarrow's OSError, ArrowException)
+            raise ReportsFileError(
+                f"{partition.url!r} is corrupt: the rows from row {start} (counted from 0) cannot "
+                f"be read ({' '.join(str(exc).split())}); write that partition again or remove "
+                "it") from None
+        start += batch.num_rows
+        yield batch
 
 
 def iter_reports(source, *, chunk_rows: int | None = None, storage_options: dict | None = None

@@ -1,6 +1,6 @@
 """``reidrisk pie``: information-theoretic re-identification risk bounds (paper 002).
 
-* ``pie bound``: the PIE bound alpha (bits) of an LDP, RR or GLH release at one or more budgets,
+* ``pie bound``: the PIE bound alpha (bits) of an LDP, GRR or GLH release at one or more budgets,
   and the Bayes-error lower bound it gives for n users (docs/design/pie.md#bayes-error,
   docs/design/pie.md#bounds-for-ldp-mechanisms).
 * ``pie calibrate``: the largest epsilon (for GLH also the best hash range g) whose bound
@@ -15,6 +15,8 @@ import json
 import math
 
 import click
+
+from reidrisk._options import AliasedChoice, CommaList, flat
 
 
 @click.group(name="pie")
@@ -35,6 +37,16 @@ def _positive(ctx, param, value):
     return value
 
 
+# k-ary randomized response is `grr` in every command (reidrisk.mechanisms' name); `rr`, the name
+# these commands used first, is still accepted
+_MECHANISMS = AliasedChoice(["grr", "glh", "ldp"], aliases={"rr": "grr"}, case_sensitive=False)
+
+
+def _library_name(mechanism: str) -> str:
+    """The command's mechanism name -> reidrisk.pie.bounds' name (``grr`` is ``rr`` there)."""
+    return "rr" if mechanism == "grr" else mechanism
+
+
 def _users_and_domain(f):
     """The -n/--users and -k/--domain options shared by ``bound`` and ``calibrate``."""
     f = click.option("-k", "--domain", type=click.IntRange(min=2), required=True,
@@ -52,12 +64,12 @@ def _fmt(x: float) -> str:
 
 
 @group.command("bound")
-@click.option("-e", "--epsilon", "epsilons", type=float, multiple=True, required=True,
-              callback=_positive, metavar="EPS", help="Budget per release; repeat for several.")
+@click.option("-e", "--epsilon", "epsilons", type=CommaList(click.FLOAT), multiple=True,
+              required=True, callback=flat(_positive), metavar="EPS",
+              help="Budget per release; repeat, or give a comma list, for several.")
 @_users_and_domain
-@click.option("-m", "--mechanism", type=click.Choice(["ldp", "rr", "glh"], case_sensitive=False),
-              default="rr", show_default=True,
-              help="ldp: any epsilon-LDP mechanism (Prop. 4.1); rr: k-ary randomized response "
+@click.option("-m", "--mechanism", type=_MECHANISMS, default="grr", show_default=True,
+              help="ldp: any epsilon-LDP mechanism (Prop. 4.1); grr: k-ary randomized response "
                    "(Thm 4.2); glh: general local hashing (Thm 4.4).")
 @click.option("-g", "--g", "g", type=click.IntRange(min=2), default=None,
               help="GLH hash range [default: max(2, round(e^eps + 1)), the LDP optimum].")
@@ -69,7 +81,7 @@ def bound(epsilons, users, domain, mechanism, g, releases, as_json) -> None:
 
     alpha bounds the mutual information I(U;Y) between the user and everything released about
     them; the identification error of any adversary is then at least 1 - (alpha + 1) / log2 n
-    (Cor. 3.9). RR and GLH are also epsilon-LDP, so the error bound uses the smaller of their
+    (Cor. 3.9). GRR and GLH are also epsilon-LDP, so the error bound uses the smaller of their
     own alpha and the LDP alpha (Prop. 4.1).
     """
     # kept off the command line's start: loaded only by this command
@@ -82,9 +94,10 @@ def bound(epsilons, users, domain, mechanism, g, releases, as_json) -> None:
         gg = None
         if mechanism == "glh":
             gg = g if g is not None else optimal_g(eps)
-        a = float(bounds.alpha(eps, users, domain, mechanism, g=gg, releases=releases))
+        a = float(bounds.alpha(eps, users, domain, _library_name(mechanism), g=gg,
+                               releases=releases))
         lam = None
-        if mechanism == "rr":
+        if mechanism == "grr":
             lam = float(bounds.lambda_rr(eps, domain))
         elif mechanism == "glh":
             lam = float(bounds.lambda_glh(eps, gg))
@@ -127,9 +140,9 @@ def bound(epsilons, users, domain, mechanism, g, releases, as_json) -> None:
 @click.option("--target-error", type=float, default=0.9, show_default=True,
               help="Identification error the adversary must not get below, in [0, 1).")
 @_users_and_domain
-@click.option("-m", "--mechanism", type=click.Choice(["rr", "glh", "ldp"], case_sensitive=False),
-              default="rr", show_default=True,
-              help="rr (Thm 4.2), glh (Thm 4.4) or ldp (any epsilon-LDP mechanism, Prop. 4.1).")
+@click.option("-m", "--mechanism", type=_MECHANISMS, default="grr", show_default=True,
+              help="grr: k-ary randomized response (Thm 4.2), glh (Thm 4.4) or ldp (any "
+                   "epsilon-LDP mechanism, Prop. 4.1).")
 @click.option("-g", "--g", "g", type=click.IntRange(min=2), default=None,
               help="GLH: a fixed hash range [default: the best g in 2..--g-max].")
 @click.option("--g-max", type=click.IntRange(min=2), default=None,
@@ -138,7 +151,7 @@ def bound(epsilons, users, domain, mechanism, g, releases, as_json) -> None:
 @click.option("-t", "--releases", type=click.IntRange(min=1), default=1, show_default=True,
               help="Number of releases per user, each with the budget printed.")
 @click.option("--ldp-bound/--no-ldp-bound", default=True, show_default=True,
-              help="Let Prop. 4.1 (valid for every epsilon-LDP mechanism) certify RR/GLH too "
+              help="Let Prop. 4.1 (valid for every epsilon-LDP mechanism) certify GRR/GLH too "
                    "when it allows a larger budget than their own theorem.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 def calibrate_cmd(target_error, users, domain, mechanism, g, g_max, releases, ldp_bound,
@@ -159,7 +172,7 @@ def calibrate_cmd(target_error, users, domain, mechanism, g, g_max, releases, ld
     if mechanism != "glh" and (g is not None or g_max is not None):
         raise click.BadParameter(f"--g/--g-max apply to --mechanism glh only, not {mechanism!r}",
                                  param_hint="'--g'")
-    c = calibrate(target_error, users, domain, mechanism, g=g, g_max=g_max, releases=releases,
+    c = calibrate(target_error, users, domain, _library_name(mechanism), g=g, g_max=g_max, releases=releases,
                   use_ldp_bound=ldp_bound)
     if as_json:
         d = c.to_dict()

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import click
 
+from reidrisk._options import renamed_option
 from reidrisk.errors import InputError
 
 _FILE = click.Path(dir_okay=False, path_type=Path)
@@ -40,8 +41,10 @@ def _fmt_interval(est) -> str:
               help="CSV/Parquet of impostor scores (column 'score', or a single column).")
 @click.option("--column", default=None, metavar="NAME",
               help="Score column in both files (default: 'score' or the only column).")
-@click.option("--k", "k", type=click.IntRange(min=1), default=None,
-              help="Fixed k of the plain k-NN estimator [default: the adaptive estimator].")
+@click.option("--neighbours", "k", type=click.IntRange(min=1), default=None, metavar="K",
+              help="Fixed number of neighbours k of the plain k-NN estimator [default: the "
+                   "adaptive estimator].")
+@renamed_option("--k", "--neighbours", "k", type=click.IntRange(min=1))
 @click.option("--bootstrap", type=click.IntRange(min=0), default=200, show_default=True,
               help="Half-sample re-estimates for the interval (0 = none).")
 @click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,

@@ -3,9 +3,54 @@
 from __future__ import annotations
 
 import gc
+import shutil
+import socket
 from pathlib import Path
 
 import click
+
+
+class Refused(click.ClickException):
+    """``reidrisk serve`` cannot start: ``Error: <message>``, exit code 2 like every refusal of the
+    command line, printed before the service says it runs and leaving no file behind."""
+
+    exit_code = 2
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Refuse a host:port another process listens on (port 0: any free port, always accepted)."""
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise Refused(f"--host {host!r} cannot be resolved ({exc.strerror or exc}); pass an "
+                      "address of this machine, e.g. 127.0.0.1 or 0.0.0.0") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise Refused(f"cannot listen on {host}:{port}: {exc.strerror or exc}; stop the "
+                          "process that uses it or pass another --port") from None
+
+
+def _created_by_us(data_dir: Path | None, database_url: str | None) -> list[Path]:
+    """The SQLite folder and file ``serve`` would create (removed again if it cannot start)."""
+    if database_url:
+        return []
+    folder = Path(data_dir if data_dir is not None else "reidrisk-data")
+    return [p for p in (folder / "reidrisk.sqlite3", folder) if not p.exists()]
+
+
+def _remove(paths: list[Path]) -> None:
+    for path in paths:
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            for extra in ("", "-journal", "-wal", "-shm"):
+                path.with_name(path.name + extra).unlink(missing_ok=True)
 
 
 @click.command("serve")
@@ -46,14 +91,17 @@ def serve(data_dir, database_url, host, port, admin_token, code_rate, code_burst
         # the service extra (fastapi, sqlalchemy): loaded only by `reidrisk serve`
         from reidrisk.service.storage import database_url as make_url
     except ImportError as exc:  # pragma: no cover - the service extra is missing
-        raise click.ClickException(
+        raise Refused(
             f"the service needs {exc.name!r}: pip install 'reidrisk[service]'") from None
+    _check_port_free(host, port)  # before any file is created or "service on" is printed
+    new_paths = _created_by_us(data_dir, database_url)
     url = make_url(database_url, data_dir)
     try:
         storage = Storage(url)
     except Exception as exc:
-        raise click.ClickException(f"cannot open the database {_redact(url)}: "
-                                   f"{' '.join(str(exc).split())[:300]}") from None
+        _remove(new_paths)
+        raise Refused(f"cannot open the database {_redact(url)}: "
+                      f"{' '.join(str(exc).split())[:300]}") from None
     if not admin_token:
         click.echo("Warning: no --admin-token (or REIDRISK_ADMIN_TOKEN): admin endpoints are "
                    "closed", err=True)
@@ -62,7 +110,8 @@ def serve(data_dir, database_url, host, port, admin_token, code_rate, code_burst
                          code_burst=code_burst, docs=docs)
     except ValueError as exc:  # a setting create_app refuses (ConfigError)
         storage.close()
-        raise click.ClickException(str(exc)) from None
+        _remove(new_paths)
+        raise Refused(str(exc)) from None
     click.echo(f"reidrisk service on http://{host}:{port} (database {_redact(url)}; "
                f"API docs at /docs)", err=True)
     # everything loaded so far (the libraries, the app) lives as long as the process: keep it out

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from reidrisk._options import CommaList, echo_json, flat, json_option, renamed_option
 from reidrisk.errors import InputError
 
 if TYPE_CHECKING:
@@ -149,8 +150,10 @@ def _thresholds(ctx, param, value):
 @click.option("--schema", "schema_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Schema JSON (see `reidrisk schema infer`); taken from a reports file's metadata, or "
                    "inferred from all files, when omitted.")
-@click.option("-T", "--threshold", "thresholds", type=float, multiple=True, callback=_thresholds,
-              help="Threshold T >= 1 of P(X > T) and of the flag; repeat for several. [default: 1]")
+@click.option("-T", "--threshold", "thresholds", type=CommaList(click.FLOAT), multiple=True,
+              callback=flat(_thresholds), metavar="T",
+              help="Threshold T >= 1 of P(X > T) and of the flag; repeat, or give a comma list, for "
+                   "several. [default: 1]")
 @click.option("--preset", type=click.Choice(["reidrisk", "paper"]), default=None,
               help="reidrisk (default): calibrated prior, randomization-aware counts; paper: paper "
                    "000 as printed.")
@@ -160,11 +163,13 @@ def _thresholds(ctx, param, value):
               help="Decision rule of the flag [default: balanced for reidrisk, expected for paper].")
 @click.option("--id", "id_column", default=None, metavar="COLUMN",
               help="Column of --records copied to the output to identify each row.")
-@click.option("-o", "--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Output CSV or Parquet (default: CSV on standard output).")
+@renamed_option("--out", "--output", "out", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the model's random draws.")
+@json_option
 def score(population, dbs, records, schema_path, thresholds, preset, old_method, rule, id_column,
-          out, seed) -> None:
+          out, seed, as_json) -> None:
     """Score every query record: E[X], P(X = 1), P(X > T) and a flag, where X is the number of
     people in the population who share the record's values (the person included, so X >= 1).
 
@@ -197,6 +202,9 @@ def score(population, dbs, records, schema_path, thresholds, preset, old_method,
         click.echo("Warning: --method is deprecated; use --preset.", err=True)
         preset = old_method
     preset = preset or "reidrisk"
+    if as_json and out is None:
+        raise click.UsageError("--json needs -o/--output: without it the scores themselves go to "
+                               "standard output")
     specs = [parse_db_spec(s) for s in dbs]
     thresholds = thresholds or (1.0,)
     if out is not None:  # before any work: a bad output path should not cost the computation
@@ -250,6 +258,13 @@ def score(population, dbs, records, schema_path, thresholds, preset, old_method,
         frame.to_csv(sys.stdout, index=False)
     else:
         write_table(frame, out)
+    if as_json:
+        echo_json({"output": out, "records": len(frame), "databases": len(databases),
+                   "population": population, "preset": preset, "rule": result.rule,
+                   "flagged": {f"{t:g}": int(at_risk[:, j].sum())
+                               for j, t in enumerate(result.thresholds)},
+                   "seconds": time.perf_counter() - t0, "note": _ldp_note(model, databases)})
+        return
     flagged = ", ".join(f"{int(at_risk[:, j].sum())} at most {t:g}"
                         for j, t in enumerate(result.thresholds))
     click.echo(
