@@ -16,7 +16,7 @@ folder). Writes docs/results/assess_scale.md and .json.
 from __future__ import annotations
 
 import argparse
-import resource
+import os
 import shutil
 import subprocess
 import sys
@@ -33,7 +33,7 @@ ADULT_QI = ["age", "workclass", "education", "marital-status", "occupation", "re
             "race", "sex", "native-country"]
 ADULT_SA = ["income", "hours-per-week"]
 ADULT_N = 48_842
-SIZES = (2, 3, 5, 7, 9, 12, 16, 20, 30, 50)
+SIZES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 12)
 PARTITION_ROWS = 1_000_000
 
 
@@ -72,19 +72,22 @@ def write_partitions(folder: Path, rows: int, seed: int = 0) -> None:
 
 
 def run_cli(folder: Path, out: Path, fraction: float) -> tuple[float, float]:
-    """Wall seconds and peak resident MiB of `reidrisk assess` on the partitions, in a child."""
+    """Wall seconds and peak resident MiB of `reidrisk assess` on the partitions, in a child
+    (its own resource usage, ``os.wait4``)."""
     cmd = [sys.executable, "-m", "reidrisk.cli", "assess", str(folder),
            "--qi", ",".join(f"q{j}" for j in range(len(SIZES))), "--fraction", str(fraction),
            "--chunk-rows", str(PARTITION_ROWS), "--no-release", "--no-model", "--max-msu", "0",
-           "-o", str(out), "--json"]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+           "--format", "parquet", "-o", str(out), "--json"]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise SystemExit(f"reidrisk assess failed:\n{proc.stderr}")
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return wall, max(peak, before) / 1024.0
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - t0
+        if proc.returncode != 0:
+            err.seek(0)
+            raise SystemExit(f"reidrisk assess failed:\n{err.read().decode()}")
+    return wall, usage.ru_maxrss / 1024.0
 
 
 def main() -> None:
@@ -118,11 +121,19 @@ def main() -> None:
             scale_rows.append([f"{n:,}", f"{-(-n // PARTITION_ROWS):,}", f"{disk:,.0f} MiB",
                                fmt_s(wall), f"{peak:,.0f} MiB", fmt_s(made)])
             shutil.rmtree(folder, ignore_errors=True)
+            shutil.rmtree(work / f"out_{n}", ignore_errors=True)
+            res.write(_page(timing, stages, scale_rows, res), echo=True)
     finally:
         if not args.work:
             shutil.rmtree(work, ignore_errors=True)
 
-    small, large = res.points[-3]["value"], res.points[-1]["value"]
+
+
+
+def _page(timing, stages, scale_rows, res) -> list[str]:
+    """The page's text from the points measured so far."""
+    peaks = [p["value"] for p in res.points if p["metric"] == "peak_rss_mib"]
+    records = [p["params"]["records"] for p in res.points if p["metric"] == "peak_rss_mib"]
     text = [
         "# assess: time on Adult, memory on a large table",
         "",
@@ -142,16 +153,18 @@ def main() -> None:
         f"{PARTITION_ROWS:,} rows, assessed by `reidrisk assess DIR --chunk-rows {PARTITION_ROWS:,} "
         "--no-release --no-model --max-msu 0` (what it runs beyond its record limit in any case) "
         "in a child process: one pass aggregates the distinct rows, a second writes "
-        "records.csv (one row per record). Peak memory is the child's resident set.",
+        "records.parquet (one row per record). Peak memory is that child's largest resident set.",
         "",
         md_table(["records", "partitions", "on disk", "assess (wall)", "peak memory",
                   "writing the partitions"], scale_rows),
         "",
-        f"From {rows // 10:,} to {rows:,} records the peak memory went from {small:,.0f} to "
-        f"{large:,.0f} MiB ({large / small:.2f}x for 10x the records): it is bounded by one chunk "
-        "and the distinct rows, not by the table.",
     ]
-    res.write(text, echo=True)
+    if len(peaks) > 1:
+        text.append(f"From {records[0]:,} to {records[-1]:,} records the peak memory went from "
+                    f"{peaks[0]:,.0f} to {peaks[-1]:,.0f} MiB ({peaks[-1] / peaks[0]:.2f}x for "
+                    f"{records[-1] / records[0]:g}x the records): it is bounded by one chunk and "
+                    "the distinct rows, not by the table.")
+    return text
 
 
 if __name__ == "__main__":

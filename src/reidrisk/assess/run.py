@@ -43,6 +43,9 @@ fewer than 5 people), the common threshold for public releases (El Emam 2013).""
 MAX_PAIR_QIS = 12
 """Dropping each pair of QIs is measured for at most this many QIs (66 pairs)."""
 
+MAX_PAIR_ROWS = 1_000_000
+"""... and for tables of at most this many distinct rows (each pair is a pass over them)."""
+
 MAX_DRIVERS = 3
 """The most QIs named as a record's drivers."""
 
@@ -316,7 +319,7 @@ def _options(table: PreparedTable, w, missing, threshold, on_step) -> tuple[list
                    f"of {names[j]} in pairs")
             measure("coarsen", (names[j],), _coarsened(codes, j), how)
         on_step()
-    if 2 < q <= MAX_PAIR_QIS:
+    if 2 < q <= MAX_PAIR_QIS and table.rows <= MAX_PAIR_ROWS:
         for a, b in itertools.combinations(range(q), 2):
             keep = [i for i in range(q) if i not in (a, b)]
             measure("drop", (names[a], names[b]), codes[:, keep],
