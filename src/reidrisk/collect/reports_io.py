@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from reidrisk.collect.protocol import Protocol, ProtocolError, resolve_mechanism
+from reidrisk.data.chunks import filesystem, is_url
 from reidrisk.data.io import atomic_write, atomic_write_files, read_table
 from reidrisk.mechanisms.base import Mechanism, MechanismError
 from reidrisk.mechanisms.oue import PackedBits, UnaryEncoding, packed_width
@@ -1237,50 +1238,6 @@ def default_chunk_rows(sizes: Iterable[int]) -> int:
 # ---------------------------------------------------------------------------------------------
 # where the partitions are
 # ---------------------------------------------------------------------------------------------
-def is_url(source) -> bool:
-    """Whether ``source`` is a URL (``scheme://...``, read through fsspec) rather than a local path.
-
-    Parameters
-    ----------
-    source : str, Path or object
-        A path or URL.
-
-    Returns
-    -------
-    bool
-        True for a string containing ``://``.
-    """
-    return isinstance(source, str) and "://" in source
-
-
-def filesystem(source, storage_options: dict | None = None):
-    """``(pyarrow filesystem, path)`` of a local path or an fsspec URL.
-
-    Parameters
-    ----------
-    source : str or Path
-        A local path or an fsspec URL (fsspec resolves it: any protocol it knows).
-    storage_options : dict, optional
-        Passed to fsspec, such as credentials or endpoints.
-
-    Returns
-    -------
-    tuple
-        ``(pyarrow.fs.FileSystem, str)``: the filesystem and the path inside it.
-    """
-    import pyarrow.fs as pafs
-
-    if is_url(source):
-        try:
-            import fsspec
-        except ImportError:  # pragma: no cover - fsspec comes with dask and pandas' io extras
-            raise ReportsFileError(
-                f"reading {source!r} needs fsspec: pip install fsspec (or reidrisk[dask])") from None
-        fs, path = fsspec.core.url_to_fs(source, **(storage_options or {}))
-        return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path
-    return pafs.LocalFileSystem(), str(Path(source).expanduser().resolve())
-
-
 @dataclass(frozen=True)
 class Partition:
     """One Parquet file of reports, small and picklable: what is sent to a worker.
