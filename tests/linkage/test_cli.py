@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import click
 import numpy as np
 import pandas as pd
 import pytest
@@ -271,3 +272,46 @@ def test_distance_option_is_named_in_every_rate(files):
     assert [r["metric"] for r in card["rates"]] == ["log", ""] and card["metric"] == "log"
     res = run(*args, "--distance", "cosine")
     assert res.exit_code == 2 and "cosine" in res.output
+
+
+def _parsed(command, args):
+    """The parameters `reidrisk linkage COMMAND ARGS` would run with (parsed, not run)."""
+    group = cli.get_command(click.Context(cli), "linkage")
+    sub = group.get_command(click.Context(group), command)
+    return sub.make_context(command, list(map(str, args))).params
+
+
+@pytest.mark.parametrize("args", [
+    ["--qi", "a,b", "--sa", "c,d"],                                   # the former single lists
+    ["--qi", "a", "--qi", "b", "--sa", "c", "--sa", "d"],             # repeated
+    ["--qi", "a, b", "--sa", " c ,d"],                                # spaces around items
+    ["--qi", "a", "--qi", "b", "--sa", "c,d"],                        # mixed forms
+])
+def test_evaluate_qi_and_sa_repeat_and_take_comma_lists(args):
+    params = _parsed("evaluate", ["--original", "x.csv", "--release", "y.csv", *args])
+    assert list(params["qi"]) == ["a", "b"] and list(params["sa"]) == ["c", "d"]
+
+
+def test_evaluate_attack_repeats_and_takes_comma_lists():
+    params = _parsed("evaluate", ["--original", "x.csv", "--release", "y.csv", "--qi", "a",
+                                  "--sa", "b", "--attack", "E1,EUC1", "--attack", "assign"])
+    assert list(params["attacks"]) == ["E1", "EUC1", "assign"]
+
+
+def test_evaluate_repeated_qi_runs_like_the_comma_list(files):
+    base = ["evaluate", "--original", files / "x.csv", "--release", files / "y_aligned.csv",
+            "--aligned", "--json", "--attack", "EUC1,E1"]
+    listed = run(*base, "--qi", QI, "--sa", SA)
+    repeated = run(*base, *[a for c in QI.split(",") for a in ("--qi", c)],
+                   *[a for c in SA.split(",") for a in ("--sa", c)])
+    assert listed.exit_code == repeated.exit_code == 0, listed.output + repeated.output
+    cards = [json.loads(res.stdout) for res in (listed, repeated)]
+    rates = [[{k: v for k, v in r.items() if k != "seconds"} for r in card["rates"]] for card in cards]
+    assert [r["attack"] for r in rates[0]] == ["EUC1", "E1"] and rates[0] == rates[1]
+    assert cards[0]["utility"] == cards[1]["utility"]
+
+
+def test_evaluate_empty_list_item_is_refused(files):
+    assert_clean_error(run("evaluate", "--original", files / "x.csv", "--release",
+                           files / "y_aligned.csv", "--qi", "rooms,,region", "--sa", SA),
+                       "--qi", "empty item")

@@ -8,19 +8,16 @@ from typing import TYPE_CHECKING
 
 import click
 
+from reidrisk._options import CommaList, flat
+
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
 
-def _names(ctx, param, value: str | None) -> list[str]:
-    if value is None:
-        return []
-    names = [v.strip() for v in value.split(",") if v.strip()]
-    if not names:
-        raise click.BadParameter("give comma-separated column names, e.g. age,sex", ctx=ctx,
-                                 param=param)
-    return names
+def _names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:
+    """The column names of a repeated ``--qi`` / ``--sa``, in the order given, as a list."""
+    return list(value)
 
 
 @click.group()
@@ -104,16 +101,21 @@ def _row_numbers(path: Path, frame: pd.DataFrame, col: str) -> np.ndarray:
               help="The original table X (CSV or Parquet).")
 @click.option("--release", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="The anonymized table Y to check (CSV or Parquet).")
-@click.option("--qi", callback=_names, required=True, help="Quasi-identifier columns, comma-separated.")
-@click.option("--sa", callback=_names, required=True,
-              help="Sensitive (numeric) columns, comma-separated.")
+@click.option("--qi", "qi", type=CommaList(click.STRING), multiple=True, required=True,
+              callback=flat(_names), metavar="COLS",
+              help="Quasi-identifier columns (repeatable, each a comma list).")
+@click.option("--sa", "sa", type=CommaList(click.STRING), multiple=True, required=True,
+              callback=flat(_names), metavar="COLS",
+              help="Sensitive (numeric) columns (repeatable, each a comma list).")
 @click.option("--truth", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="True mapping: column 'original_row', the 0-based row of X of each row of Y, in Y's "
                    "order or keyed by a column 'release_row' (0-based rows of Y).")
 @click.option("--aligned", is_flag=True,
               help="Row i of the release descends from row i of the original (instead of --truth).")
-@click.option("--attack", "attacks", multiple=True, metavar="NAME",
-              help="Attack to run (repeatable; default all: E1 E2 E3 E4 EUC1 EUC2 assign).")
+@click.option("--attack", "attacks", type=CommaList(click.STRING), multiple=True,
+              callback=flat(), metavar="NAME",
+              help="Attack to run (repeatable, each a comma list; default all: E1 E2 E3 E4 EUC1 "
+                   "EUC2 assign).")
 @click.option("--scale", is_flag=True,
               help="Standardize SA columns before distances (default: raw values, as paper 001).")
 @click.option("--distance", "metric", type=click.Choice(["auto", "euclidean", "scaled", "log"]),
