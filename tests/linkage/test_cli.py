@@ -4,6 +4,7 @@ anonymize -> evaluate, and one-line errors (exit code 2, no traceback, nothing w
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 import numpy as np
@@ -315,3 +316,21 @@ def test_evaluate_empty_list_item_is_refused(files):
     assert_clean_error(run("evaluate", "--original", files / "x.csv", "--release",
                            files / "y_aligned.csv", "--qi", "rooms,,region", "--sa", SA),
                        "--qi", "empty item")
+
+
+@pytest.mark.parametrize("option", ["--output", "--truth-output"])
+@pytest.mark.parametrize("spelling", ["same", "dotted", "symlink"])
+def test_anonymize_refuses_to_overwrite_its_input(files, tmp_path, monkeypatch, option, spelling):
+    original = tmp_path / "x.csv"
+    original.write_bytes((files / "x.csv").read_bytes())
+    before = original.read_bytes()
+    monkeypatch.chdir(tmp_path)
+    given = {"same": "x.csv", "dotted": "./x.csv", "symlink": "link.csv"}[spelling]
+    if spelling == "symlink":
+        (tmp_path / "link.csv").symlink_to(original)
+    outputs = (["--output", given] if option == "--output"
+               else ["--output", "rel.csv", "--truth-output", given])
+    res = run("anonymize", "--config", files / "pipe.toml", "--input", "x.csv", *outputs,
+              "--seed", 1)
+    assert_clean_error(res, option, "--input", repr(str(Path(given))), "'x.csv'", "another path")
+    assert original.read_bytes() == before and not (tmp_path / "rel.csv").exists()

@@ -204,6 +204,18 @@ def _qi_as_text(frame: pd.DataFrame, qi: list[str]) -> pd.DataFrame:
     return out
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether paths ``a`` and ``b`` name one file, however spelt: ``./x.csv`` and ``x.csv``, a
+    symbolic link and its target, two hard links (compared by device and inode when both exist,
+    else as resolved absolute paths)."""
+    try:
+        if a.exists() and b.exists():
+            return a.samefile(b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
 @group.command("anonymize")
 @click.option("--config", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Pipeline TOML: [[steps]] tables with step = k_anonymize | noise | shuffle | "
@@ -228,13 +240,18 @@ def anonymize_cmd(config, input_, output, truth_output, seed) -> None:
     from reidrisk.linkage.anonymize import Pipeline
     from reidrisk.linkage.release import LinkageError
 
+    for option, path in (("--output", output), ("--truth-output", truth_output)):
+        if path is not None and _same_file(path, input_):
+            raise click.BadParameter(f"{str(path)!r} is the --input file {str(input_)!r}: writing "
+                                     f"there would overwrite the original; give {option} another "
+                                     "path", param_hint=option)
+    if truth_output is not None and _same_file(truth_output, output):
+        raise click.BadParameter("--truth-output must differ from --output",
+                                 param_hint="--truth-output")
     pipeline = Pipeline.from_toml(config)
     check_output_path(output)
     if truth_output is not None:
         check_output_path(truth_output)
-        if Path(truth_output).resolve() == Path(output).resolve():
-            raise click.BadParameter("--truth-output must differ from --output",
-                                     param_hint="--truth-output")
     frame = read_table(input_)
     needed = set()
     for step in pipeline.steps:
