@@ -334,3 +334,15 @@ def test_anonymize_refuses_to_overwrite_its_input(files, tmp_path, monkeypatch, 
               "--seed", 1)
     assert_clean_error(res, option, "--input", repr(str(Path(given))), "'x.csv'", "another path")
     assert original.read_bytes() == before and not (tmp_path / "rel.csv").exists()
+
+
+def test_anonymize_output_is_o_and_json_summarizes_the_run(files, tmp_path):
+    out, truth = tmp_path / "rel.csv", tmp_path / "truth.csv"
+    res = run("anonymize", "--config", files / "pipe.toml", "--input", files / "x.csv", "-o", out,
+              "--truth-output", truth, "--seed", 1, "--json")
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    assert summary["output"] == str(out) and summary["truth_output"] == str(truth)
+    assert summary["input_rows"] == 300 and summary["rows"] == len(pd.read_csv(out)) <= 300
+    assert summary["steps"][0].startswith("k_anonymize") and len(summary["steps"]) == 3
+    assert summary["seed"] == 1 and "Wrote" not in res.output

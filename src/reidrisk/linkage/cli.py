@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from reidrisk._options import CommaList, flat
+from reidrisk._options import CommaList, echo_json, flat, json_option
 
 if TYPE_CHECKING:
     import numpy as np
@@ -222,15 +222,16 @@ def _same_file(a: Path, b: Path) -> bool:
                    "unify | average_sa | swap_sa | delete and their parameters.")
 @click.option("--input", "input_", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="The original table (CSV or Parquet).")
-@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="Where the release is written (CSV or Parquet).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Where the release is written (CSV or Parquet); not the --input file.")
 @click.option("--truth-output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the true mapping (columns release_row, original_row) here; keep it "
                    "secret.")
+@json_option
 @click.option("--seed", type=int, default=None,
               help="Seed for a reproducible release (default: fresh randomness; do not publish a "
                    "release made with a known seed).")
-def anonymize_cmd(config, input_, output, truth_output, seed) -> None:
+def anonymize_cmd(config, input_, output, truth_output, as_json, seed) -> None:
     """Anonymize a table with the pipeline in --config and write the release."""
     # kept off the command line's start: loaded only by this command
     import numpy as np
@@ -271,5 +272,9 @@ def anonymize_cmd(config, input_, output, truth_output, seed) -> None:
     if truth_output is not None:
         write_table(pd.DataFrame({"release_row": np.arange(release.n), "original_row": release.truth}),
                     truth_output)
-    click.echo(f"Wrote {output}: {release.n} of {len(frame)} rows after "
-               f"{' -> '.join(release.steps)}", err=True)
+    if as_json:
+        echo_json({"output": output, "truth_output": truth_output, "rows": release.n,
+                   "input_rows": len(frame), "steps": list(release.steps), "seed": seed})
+    else:
+        click.echo(f"Wrote {output}: {release.n} of {len(frame)} rows after "
+                   f"{' -> '.join(release.steps)}", err=True)
