@@ -141,8 +141,7 @@ def test_root_help_lists_lazy_commands_with_their_own_first_line():
 
 
 # ---- one vocabulary (docs/guide.md, "The command line") -------------------------------------
-# the linkage commands are left out until they adopt the convention
-_VOCAB_PATHS = [p for p in _all_commands(cli) if p[0] != "linkage"]
+_VOCAB_PATHS = list(_all_commands(cli))
 # former spellings: accepted as hidden aliases, never listed in --help
 _FORMER = {"--n": "-n/--rows", "--out": "-o/--output", "--k": "-k/--domain or a named option"}
 
@@ -225,6 +224,8 @@ def _parse(path, args):
     (("pie", "bound"), ["-e", "0.5,3", "-n", "10", "-k", "4"], "epsilons", (0.5, 3.0)),
     (("uniqueness", "score"), ["-N", "5", "--db", "x", "--records", "y", "-T", "1,5", "-T", "9"],
      "thresholds", (1.0, 5.0, 9.0)),
+    (("linkage", "evaluate"), ["--original", "x.csv", "--release", "y.csv", "--qi", "a,b", "--qi", "c",
+                               "--sa", "d"], "qi", ["a", "b", "c"]),
     (("collect", "table"), ["m.json", "-o", "t.csv", "-c", "A1,A2", "-c", "A3"], "columns",
      ("A1,A2", "A3")),  # split by the command itself
 ])

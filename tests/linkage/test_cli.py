@@ -4,7 +4,9 @@ anonymize -> evaluate, and one-line errors (exit code 2, no traceback, nothing w
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import click
 import numpy as np
 import pandas as pd
 import pytest
@@ -271,3 +273,76 @@ def test_distance_option_is_named_in_every_rate(files):
     assert [r["metric"] for r in card["rates"]] == ["log", ""] and card["metric"] == "log"
     res = run(*args, "--distance", "cosine")
     assert res.exit_code == 2 and "cosine" in res.output
+
+
+def _parsed(command, args):
+    """The parameters `reidrisk linkage COMMAND ARGS` would run with (parsed, not run)."""
+    group = cli.get_command(click.Context(cli), "linkage")
+    sub = group.get_command(click.Context(group), command)
+    return sub.make_context(command, list(map(str, args))).params
+
+
+@pytest.mark.parametrize("args", [
+    ["--qi", "a,b", "--sa", "c,d"],                                   # the former single lists
+    ["--qi", "a", "--qi", "b", "--sa", "c", "--sa", "d"],             # repeated
+    ["--qi", "a, b", "--sa", " c ,d"],                                # spaces around items
+    ["--qi", "a", "--qi", "b", "--sa", "c,d"],                        # mixed forms
+])
+def test_evaluate_qi_and_sa_repeat_and_take_comma_lists(args):
+    params = _parsed("evaluate", ["--original", "x.csv", "--release", "y.csv", *args])
+    assert list(params["qi"]) == ["a", "b"] and list(params["sa"]) == ["c", "d"]
+
+
+def test_evaluate_attack_repeats_and_takes_comma_lists():
+    params = _parsed("evaluate", ["--original", "x.csv", "--release", "y.csv", "--qi", "a",
+                                  "--sa", "b", "--attack", "E1,EUC1", "--attack", "assign"])
+    assert list(params["attacks"]) == ["E1", "EUC1", "assign"]
+
+
+def test_evaluate_repeated_qi_runs_like_the_comma_list(files):
+    base = ["evaluate", "--original", files / "x.csv", "--release", files / "y_aligned.csv",
+            "--aligned", "--json", "--attack", "EUC1,E1"]
+    listed = run(*base, "--qi", QI, "--sa", SA)
+    repeated = run(*base, *[a for c in QI.split(",") for a in ("--qi", c)],
+                   *[a for c in SA.split(",") for a in ("--sa", c)])
+    assert listed.exit_code == repeated.exit_code == 0, listed.output + repeated.output
+    cards = [json.loads(res.stdout) for res in (listed, repeated)]
+    rates = [[{k: v for k, v in r.items() if k != "seconds"} for r in card["rates"]] for card in cards]
+    assert [r["attack"] for r in rates[0]] == ["EUC1", "E1"] and rates[0] == rates[1]
+    assert cards[0]["utility"] == cards[1]["utility"]
+
+
+def test_evaluate_empty_list_item_is_refused(files):
+    assert_clean_error(run("evaluate", "--original", files / "x.csv", "--release",
+                           files / "y_aligned.csv", "--qi", "rooms,,region", "--sa", SA),
+                       "--qi", "empty item")
+
+
+@pytest.mark.parametrize("option", ["--output", "--truth-output"])
+@pytest.mark.parametrize("spelling", ["same", "dotted", "symlink"])
+def test_anonymize_refuses_to_overwrite_its_input(files, tmp_path, monkeypatch, option, spelling):
+    original = tmp_path / "x.csv"
+    original.write_bytes((files / "x.csv").read_bytes())
+    before = original.read_bytes()
+    monkeypatch.chdir(tmp_path)
+    given = {"same": "x.csv", "dotted": "./x.csv", "symlink": "link.csv"}[spelling]
+    if spelling == "symlink":
+        (tmp_path / "link.csv").symlink_to(original)
+    outputs = (["--output", given] if option == "--output"
+               else ["--output", "rel.csv", "--truth-output", given])
+    res = run("anonymize", "--config", files / "pipe.toml", "--input", "x.csv", *outputs,
+              "--seed", 1)
+    assert_clean_error(res, option, "--input", repr(str(Path(given))), "'x.csv'", "another path")
+    assert original.read_bytes() == before and not (tmp_path / "rel.csv").exists()
+
+
+def test_anonymize_output_is_o_and_json_summarizes_the_run(files, tmp_path):
+    out, truth = tmp_path / "rel.csv", tmp_path / "truth.csv"
+    res = run("anonymize", "--config", files / "pipe.toml", "--input", files / "x.csv", "-o", out,
+              "--truth-output", truth, "--seed", 1, "--json")
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    assert summary["output"] == str(out) and summary["truth_output"] == str(truth)
+    assert summary["input_rows"] == 300 and summary["rows"] == len(pd.read_csv(out)) <= 300
+    assert summary["steps"][0].startswith("k_anonymize") and len(summary["steps"]) == 3
+    assert summary["seed"] == 1 and "Wrote" not in res.output

@@ -8,19 +8,16 @@ from typing import TYPE_CHECKING
 
 import click
 
+from reidrisk._options import CommaList, echo_json, flat, json_option
+
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
 
-def _names(ctx, param, value: str | None) -> list[str]:
-    if value is None:
-        return []
-    names = [v.strip() for v in value.split(",") if v.strip()]
-    if not names:
-        raise click.BadParameter("give comma-separated column names, e.g. age,sex", ctx=ctx,
-                                 param=param)
-    return names
+def _names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:
+    """The column names of a repeated ``--qi`` / ``--sa``, in the order given, as a list."""
+    return list(value)
 
 
 @click.group()
@@ -104,16 +101,21 @@ def _row_numbers(path: Path, frame: pd.DataFrame, col: str) -> np.ndarray:
               help="The original table X (CSV or Parquet).")
 @click.option("--release", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="The anonymized table Y to check (CSV or Parquet).")
-@click.option("--qi", callback=_names, required=True, help="Quasi-identifier columns, comma-separated.")
-@click.option("--sa", callback=_names, required=True,
-              help="Sensitive (numeric) columns, comma-separated.")
+@click.option("--qi", "qi", type=CommaList(click.STRING), multiple=True, required=True,
+              callback=flat(_names), metavar="COLS",
+              help="Quasi-identifier columns (repeatable, each a comma list).")
+@click.option("--sa", "sa", type=CommaList(click.STRING), multiple=True, required=True,
+              callback=flat(_names), metavar="COLS",
+              help="Sensitive (numeric) columns (repeatable, each a comma list).")
 @click.option("--truth", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="True mapping: column 'original_row', the 0-based row of X of each row of Y, in Y's "
                    "order or keyed by a column 'release_row' (0-based rows of Y).")
 @click.option("--aligned", is_flag=True,
               help="Row i of the release descends from row i of the original (instead of --truth).")
-@click.option("--attack", "attacks", multiple=True, metavar="NAME",
-              help="Attack to run (repeatable; default all: E1 E2 E3 E4 EUC1 EUC2 assign).")
+@click.option("--attack", "attacks", type=CommaList(click.STRING), multiple=True,
+              callback=flat(), metavar="NAME",
+              help="Attack to run (repeatable, each a comma list; default all: E1 E2 E3 E4 EUC1 "
+                   "EUC2 assign).")
 @click.option("--scale", is_flag=True,
               help="Standardize SA columns before distances (default: raw values, as paper 001).")
 @click.option("--distance", "metric", type=click.Choice(["auto", "euclidean", "scaled", "log"]),
@@ -202,21 +204,34 @@ def _qi_as_text(frame: pd.DataFrame, qi: list[str]) -> pd.DataFrame:
     return out
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether paths ``a`` and ``b`` name one file, however spelt: ``./x.csv`` and ``x.csv``, a
+    symbolic link and its target, two hard links (compared by device and inode when both exist,
+    else as resolved absolute paths)."""
+    try:
+        if a.exists() and b.exists():
+            return a.samefile(b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
 @group.command("anonymize")
 @click.option("--config", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="Pipeline TOML: [[steps]] tables with step = k_anonymize | noise | shuffle | "
                    "unify | average_sa | swap_sa | delete and their parameters.")
 @click.option("--input", "input_", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="The original table (CSV or Parquet).")
-@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="Where the release is written (CSV or Parquet).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Where the release is written (CSV or Parquet); not the --input file.")
 @click.option("--truth-output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the true mapping (columns release_row, original_row) here; keep it "
                    "secret.")
+@json_option
 @click.option("--seed", type=int, default=None,
               help="Seed for a reproducible release (default: fresh randomness; do not publish a "
                    "release made with a known seed).")
-def anonymize_cmd(config, input_, output, truth_output, seed) -> None:
+def anonymize_cmd(config, input_, output, truth_output, as_json, seed) -> None:
     """Anonymize a table with the pipeline in --config and write the release."""
     # kept off the command line's start: loaded only by this command
     import numpy as np
@@ -226,13 +241,18 @@ def anonymize_cmd(config, input_, output, truth_output, seed) -> None:
     from reidrisk.linkage.anonymize import Pipeline
     from reidrisk.linkage.release import LinkageError
 
+    for option, path in (("--output", output), ("--truth-output", truth_output)):
+        if path is not None and _same_file(path, input_):
+            raise click.BadParameter(f"{str(path)!r} is the --input file {str(input_)!r}: writing "
+                                     f"there would overwrite the original; give {option} another "
+                                     "path", param_hint=option)
+    if truth_output is not None and _same_file(truth_output, output):
+        raise click.BadParameter("--truth-output must differ from --output",
+                                 param_hint="--truth-output")
     pipeline = Pipeline.from_toml(config)
     check_output_path(output)
     if truth_output is not None:
         check_output_path(truth_output)
-        if Path(truth_output).resolve() == Path(output).resolve():
-            raise click.BadParameter("--truth-output must differ from --output",
-                                     param_hint="--truth-output")
     frame = read_table(input_)
     needed = set()
     for step in pipeline.steps:
@@ -252,5 +272,9 @@ def anonymize_cmd(config, input_, output, truth_output, seed) -> None:
     if truth_output is not None:
         write_table(pd.DataFrame({"release_row": np.arange(release.n), "original_row": release.truth}),
                     truth_output)
-    click.echo(f"Wrote {output}: {release.n} of {len(frame)} rows after "
-               f"{' -> '.join(release.steps)}", err=True)
+    if as_json:
+        echo_json({"output": output, "truth_output": truth_output, "rows": release.n,
+                   "input_rows": len(frame), "steps": list(release.steps), "seed": seed})
+    else:
+        click.echo(f"Wrote {output}: {release.n} of {len(frame)} rows after "
+                   f"{' -> '.join(release.steps)}", err=True)
