@@ -192,9 +192,9 @@ SKIPPED_COMMANDS = {
     "make test": "runs this test suite",
     "python3 -m venv .venv": "creates the environment these tests already run in",
     ".venv/bin/pip install -e '.[test]'": "installs the package these tests already import",
-    "reidrisk collect fit reports/ model.json --chunk-rows 500000":
+    "reidrisk collect fit reports/ -o model.json --chunk-rows 500000":
         "needs a directory of partitions; tests/collect/test_partitioned.py runs it on one",
-    "reidrisk collect fit s3://bucket/survey/ model.json --scheduler tcp://host:8786":
+    "reidrisk collect fit s3://bucket/survey/ -o model.json --scheduler tcp://host:8786":
         "needs a bucket and a Dask scheduler; tests/collect/test_dask.py runs it on a LocalCluster",
 }
 """Shell commands of the guide and README that the example test does not run, and why."""

@@ -111,7 +111,7 @@ def test_the_form_in_headless_chromium_sends_only_the_randomized_report(storage)
         missing("chromium is not installed", ci="the browser form test must run (.ci/run "
                 "installs it)", local="install it (Debian: apt-get install chromium) to run it")
     import uvicorn
-    from fastapi.responses import HTMLResponse
+    from fastapi.responses import HTMLResponse, Response
     from fastapi.testclient import TestClient
 
     from reidrisk.service.app import create_app
@@ -136,12 +136,17 @@ def test_the_form_in_headless_chromium_sends_only_the_randomized_report(storage)
         "protocol": {"epsilon": 1.0, "mechanism": "subset"}}).json()["id"]
     code = issue(client, sid)[0]["token"]
 
-    # a page that fills the form as a person would: answer "south", skip "smoker", send
+    # a page that fills the form as a person would: answer "south", skip "smoker", send. Its
+    # script is a file of the same origin: the service's content security policy (on every
+    # response) allows no inline script, and its frame policy lets only its own pages frame it
     @app.get("/harness", response_class=HTMLResponse)
     def harness():
         return f"""<!doctype html><html><body><iframe id="f" src="/surveys/{sid}/form"></iframe>
-<pre id="result">waiting</pre><script>
-const f = document.getElementById("f");
+<pre id="result">waiting</pre><script src="/harness.js"></script></body></html>"""
+
+    @app.get("/harness.js")
+    def harness_js():
+        return Response(f"""const f = document.getElementById("f");
 function step() {{
   const d = f.contentDocument;
   if (!d || !d.getElementById("survey") || !d.getElementById("survey").dataset.ready)
@@ -155,8 +160,8 @@ function step() {{
     document.getElementById("result").textContent = "STATUS:" + s;
   }})();
 }}
-f.addEventListener("load", step);
-</script></body></html>"""
+if (f.contentDocument && f.contentDocument.readyState === "complete") step();
+else f.addEventListener("load", step);""", media_type="text/javascript")
 
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))

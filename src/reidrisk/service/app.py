@@ -86,15 +86,15 @@ STATIC_FILES = ("randomizer.js", "form.js")
 FORM_MECHANISMS = {"grr", "subset"}
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; "
-                               "frame-ancestors 'none'",
+                               "frame-ancestors 'self'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
-    "X-Frame-Options": "DENY",
+    "X-Frame-Options": "SAMEORIGIN",
 }
 """Headers of every response (``SecurityHeaders``); the API documentation pages (``DOCS_PATHS``)
 get ``DOCS_CSP`` instead of the strict policy, as they load their scripts from a CDN."""
 DOCS_PATHS = ("/docs", "/redoc", "/docs/oauth2-redirect")
-DOCS_CSP = "frame-ancestors 'none'"
+DOCS_CSP = "frame-ancestors 'self'"
 MAX_EPSILON = 10.0
 """Largest whole-record budget a survey may have unless its owner overrides
 (``allow_large_epsilon``): at 10 and a yes/no question asked alone, a sent answer gives the true
