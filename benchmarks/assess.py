@@ -24,7 +24,8 @@ PAGES = {
     "assess_estimators": "population uniques by Pitman, Zayatz, SNB, Dankar's rule, "
                          "Benedetti-Franconi and paper 000's model against the truth of four "
                          "real tables, 1-50 % samples",
-    "assess_scale": "the whole assessment of Adult within 10 s; 10^8 records in bounded memory",
+    "assess_scale": "the whole assessment of Adult within 10 s; the memory of a table read in "
+                    "chunks, at two sizes 10x apart",
 }
 
 
