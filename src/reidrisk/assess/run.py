@@ -337,10 +337,14 @@ def _drivers(fk: np.ndarray, dropped_fk: list[np.ndarray], names: list[str], at_
     gain = np.column_stack(dropped_fk) / fk[:, None]
     order = np.argsort(-gain, axis=1, kind="stable")[:, :MAX_DRIVERS]
     top_gain = np.take_along_axis(gain, order, axis=1)
-    out = [""] * fk.size
-    for i in np.flatnonzero(at_risk):  # a join per risky record: strings, not arithmetic
-        out[i] = ";".join(names[j] for j, g in zip(order[i], top_gain[i]) if g > 1)
-    return out
+    q = len(names)
+    # the drivers are a prefix of each row's order (gains sorted descending): code each row's
+    # kept prefix as one integer (q for "none"), join the names once per distinct code
+    kept = np.where((top_gain > 1) & np.asarray(at_risk)[:, None], order, q)
+    codes = (kept * (q + 1) ** np.arange(kept.shape[1])).sum(axis=1)
+    uniq, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    labels = np.array([";".join(names[j] for j in kept[i] if j < q) for i in first], dtype=object)
+    return labels[inverse.ravel()].tolist()
 
 
 Extra = Callable[[PreparedTable, np.ndarray, str], dict]
